@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs every build, test and runtime dependency of weft from Debian's packages.
+# Idempotent: packages already present are skipped; apt-get update runs only when needed.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake pkg-config git
+  libtorch-dev libgloo-dev
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  libcpp-httplib-dev nlohmann-json3-dev libyaml-cpp-dev libsqlite3-dev
+  libspdlog-dev libfmt-dev libcli11-dev libabsl-dev zlib1g-dev libssl-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  dataset-fashion-mnist
+  curl
+)
+# Optional: the PyTorch reference for bench/ (not needed to build or test).
+if [[ "${WEFT_WITH_BENCH_DEPS:-0}" == "1" ]]; then
+  PACKAGES+=(python3-torch python3-numpy)
+fi
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [[ ${#missing[@]} -eq 0 ]]; then
+  echo "install-deps: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+echo "install-deps: installing ${#missing[@]} packages: ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+echo "install-deps: done"

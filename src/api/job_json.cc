@@ -1,0 +1,127 @@
+#include "api/job_json.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace weft::api {
+namespace {
+
+nlohmann::json TimeJson(std::optional<TimeMs> t) {
+  if (!t) return nullptr;
+  return FormatTimeMs(*t);
+}
+
+nlohmann::json ProgressJson(const JobProgress& p) {
+  nlohmann::json j = {{"epoch", p.epoch},
+                      {"epochs_total", p.epochs_total},
+                      {"step", p.step},
+                      {"steps_total", p.steps_total},
+                      {"samples", p.samples}};
+  j["fraction"] = p.steps_total > 0 ? static_cast<double>(p.step) / p.steps_total : 0.0;
+  return j;
+}
+
+}  // namespace
+
+nlohmann::json MetricJson(const MetricRecord& m) {
+  nlohmann::json j = {{"step", m.step},
+                      {"epoch", m.epoch},
+                      {"wall_time", m.wall_time_ms / 1000.0}};
+  if (m.test_accuracy) {
+    j["test_accuracy"] = *m.test_accuracy;
+    if (m.test_loss) j["test_loss"] = *m.test_loss;
+  } else {
+    j["train_loss"] = m.train_loss;
+    j["samples_per_s"] = m.samples_per_s;
+  }
+  return j;
+}
+
+nlohmann::json JobSummaryJson(const JobRecord& r) {
+  nlohmann::json j = {
+      {"id", r.id},
+      {"name", r.name},
+      {"tenant", r.tenant},
+      {"state", std::string(JobStateName(r.state))},
+      {"reason", r.reason},
+      {"created_at", FormatTimeMs(r.created_ms)},
+      {"updated_at", FormatTimeMs(r.updated_ms)},
+      {"attempt", r.attempt},
+      {"node", r.node.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.node)},
+      {"progress", ProgressJson(r.progress)},
+      {"best_test_accuracy", r.best_test_accuracy ? nlohmann::json(*r.best_test_accuracy)
+                                                  : nlohmann::json(nullptr)},
+  };
+  return j;
+}
+
+nlohmann::json JobDetailJson(const JobRecord& r, const std::vector<StateEvent>& history,
+                             const std::vector<MetricRecord>& recent,
+                             const std::vector<ArtifactRecord>& artifacts,
+                             const std::string& waiting_reason) {
+  nlohmann::json j = JobSummaryJson(r);
+  if (!waiting_reason.empty()) j["waiting_reason"] = waiting_reason;
+
+  nlohmann::json h = nlohmann::json::array();
+  for (const StateEvent& e : history) {
+    h.push_back({{"seq", e.seq},
+                 {"time", FormatTimeMs(e.time_ms)},
+                 {"from", e.from ? nlohmann::json(std::string(JobStateName(*e.from)))
+                                 : nlohmann::json(nullptr)},
+                 {"to", std::string(JobStateName(e.to))},
+                 {"reason", e.reason}});
+  }
+  j["history"] = h;
+
+  // Latest metrics: the newest training point and the newest evaluation.
+  nlohmann::json latest = nlohmann::json::object();
+  for (auto it = recent.rbegin(); it != recent.rend(); ++it) {
+    if (!it->test_accuracy && !latest.contains("train_loss")) {
+      latest["train_loss"] = it->train_loss;
+      latest["samples_per_s"] = it->samples_per_s;
+      latest["step"] = it->step;
+      latest["epoch"] = it->epoch;
+      latest["wall_time"] = it->wall_time_ms / 1000.0;
+    }
+    if (it->test_accuracy && !latest.contains("test_accuracy")) {
+      latest["test_accuracy"] = *it->test_accuracy;
+      latest["evaluated_at_step"] = it->step;
+    }
+  }
+  if (r.best_test_accuracy) latest["best_test_accuracy"] = *r.best_test_accuracy;
+  j["metrics"] = latest;
+
+  nlohmann::json spec = nlohmann::json::parse(r.spec_json, nullptr, false);
+  nlohmann::json targets = nlohmann::json::object();
+  if (spec.is_object() && spec.contains("targets")) {
+    const auto& t = spec["targets"];
+    targets["metric"] = t.value("metric", "test_accuracy");
+    if (t.contains("deliver")) {
+      targets["deliver"] = {{"value", t["deliver"]},
+                            {"met", r.deliver_met_ms.has_value()},
+                            {"met_at", TimeJson(r.deliver_met_ms)}};
+    }
+    if (t.contains("complete")) {
+      targets["complete"] = {{"value", t["complete"]},
+                             {"met", r.complete_met_ms.has_value()},
+                             {"met_at", TimeJson(r.complete_met_ms)}};
+    }
+  }
+  j["targets"] = targets;
+
+  nlohmann::json models = nlohmann::json::object();
+  for (const ArtifactRecord& a : artifacts) {
+    models[a.kind] = {{"path", a.path},
+                      {"card_path", a.card_path},
+                      {"test_accuracy", a.test_accuracy},
+                      {"epoch", a.epoch},
+                      {"step", a.step},
+                      {"bytes", a.bytes},
+                      {"created_at", FormatTimeMs(a.created_ms)},
+                      {"download", absl::StrCat("/v1/jobs/", r.id, "/model?which=", a.kind)}};
+  }
+  j["models"] = models;
+  j["spec"] = spec;
+  return j;
+}
+
+}  // namespace weft::api

@@ -1,0 +1,42 @@
+// weftd's REST API (cpp-httplib + nlohmann::json). JSON in and out; manifests in YAML or JSON.
+// Every error is a JSON body {"error": {"code", "message"[, "details"]}} with a message a person
+// can act on: 400 bad input, 404 unknown job or route, 405 wrong method, 409 wrong state.
+// The routes are listed in docs/openapi.yaml.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/status/status.h"
+#include "control/controller.h"
+#include "store/store.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace weft::api {
+
+class RestServer {
+ public:
+  RestServer(Store& store, Controller& controller);
+  ~RestServer();
+  RestServer(const RestServer&) = delete;
+  RestServer& operator=(const RestServer&) = delete;
+
+  // Binds host:port and serves on a background thread. Unavailable if it cannot bind.
+  absl::Status Start(const std::string& host, int port);
+  // Stops accepting and waits for the serving thread.
+  void Stop();
+
+ private:
+  void Routes();
+
+  Store& store_;
+  Controller& controller_;
+  std::unique_ptr<httplib::Server> server_;
+  std::thread thread_;
+};
+
+}  // namespace weft::api

@@ -1,0 +1,473 @@
+#include "control/controller.h"
+
+#include <signal.h>
+
+#include <fstream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/files.h"
+#include "common/ids.h"
+#include "common/status_macros.h"
+#include "common/logging.h"
+
+namespace weft {
+namespace {
+
+scheduler::Resources PerLearner(const JobSpec& spec) {
+  return {spec.resources.cpus, spec.resources.memory_mb, spec.resources.gpus};
+}
+
+absl::StatusOr<JobSpec> SpecOf(const JobRecord& r) {
+  absl::StatusOr<JobSpec> spec = ParseManifest(r.spec_json);
+  if (!spec.ok()) {
+    return absl::InternalError(
+        absl::StrCat("stored spec of job ", r.id, " does not parse: ", spec.status().message()));
+  }
+  return spec;
+}
+
+bool IsActive(JobState s) { return s == JobState::kStarting || s == JobState::kRunning ||
+                                   s == JobState::kDelivered; }
+
+// True if `pid` is a learner of `job_id` (checked through /proc, so a recycled pid is left alone).
+bool IsLearnerOf(int64_t pid, const std::string& job_id) {
+  if (pid <= 0) return false;
+  auto env = ReadFile(absl::StrCat("/proc/", pid, "/environ"));
+  if (!env.ok()) return false;
+  return absl::StrContains(*env, absl::StrCat(std::string(1, '\0'), "WEFT_JOB_ID=", job_id,
+                                              std::string(1, '\0'))) ||
+         absl::StartsWith(*env, absl::StrCat("WEFT_JOB_ID=", job_id, std::string(1, '\0')));
+}
+
+}  // namespace
+
+Controller::Controller(Store& store, Executor& executor, scheduler::Policy& policy,
+                       const Clock& clock, ControllerOptions options)
+    : store_(store), executor_(executor), policy_(policy), clock_(clock),
+      options_(std::move(options)) {}
+
+Controller::~Controller() { StopLoop(); }
+
+std::string Controller::JobDir(const std::string& id) const {
+  return absl::StrCat(options_.data_dir, "/jobs/", id);
+}
+std::string Controller::LogDir(const std::string& id) const { return JobDir(id) + "/logs"; }
+
+absl::Status Controller::TransitionLocked(JobRecord& record, JobState to,
+                                          const std::string& reason) {
+  JobState from = record.state;
+  JobRecord next = record;
+  next.state = to;
+  next.reason = reason;
+  next.updated_ms = clock_.NowMs();
+  RETURN_IF_ERROR(store_.TransitionJob(next, from));
+  spdlog::info("job {}: {} -> {} ({})", record.id, JobStateName(from), JobStateName(to), reason);
+  record = std::move(next);
+  return absl::OkStatus();
+}
+
+void Controller::FailLocked(JobRecord& record, const std::string& reason) {
+  absl::Status s = TransitionLocked(record, JobState::kFailed, reason);
+  if (!s.ok()) spdlog::error("job {}: cannot record failure: {}", record.id, s.message());
+}
+
+absl::Status Controller::Recover() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ASSIGN_OR_RETURN(std::vector<JobRecord> jobs, store_.ListJobs(""));
+  int requeued = 0;
+  for (JobRecord& r : jobs) {
+    if (!HoldsResources(r.state)) continue;
+    if (IsLearnerOf(r.learner_pid, r.id)) {
+      spdlog::warn("job {}: stopping leftover learner pid {} of attempt {}", r.id,
+                   r.learner_pid, r.attempt);
+      ::kill(-static_cast<pid_t>(r.learner_pid), SIGKILL);
+      ::kill(static_cast<pid_t>(r.learner_pid), SIGKILL);
+    }
+    r.learner_pid = 0;
+    r.node.clear();
+    RETURN_IF_ERROR(TransitionLocked(
+        r, JobState::kQueued,
+        absl::StrCat("requeued: weftd restarted while attempt ", r.attempt,
+                     " was running; the job starts again from the beginning")));
+    ++requeued;
+  }
+  // A job halted mid-resume is put back in the queue.
+  for (JobRecord& r : jobs) {
+    if (r.state == JobState::kResuming) {
+      RETURN_IF_ERROR(TransitionLocked(r, JobState::kQueued, "resumed"));
+    }
+  }
+  spdlog::info("recovered {} jobs from the store ({} requeued)", jobs.size(), requeued);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<JobRecord> Controller::Submit(const std::string& manifest,
+                                             const std::string& tenant,
+                                             std::vector<FieldError>* errors) {
+  ASSIGN_OR_RETURN(JobSpec spec, ParseManifest(manifest, errors));
+  scheduler::JobRequest request;
+  request.learners = spec.resources.learners;
+  request.per_learner = PerLearner(spec);
+  absl::Status fits = scheduler::CheckFeasible(request, options_.nodes);
+  if (!fits.ok()) {
+    errors->push_back({"resources", std::string(fits.message())});
+    return absl::InvalidArgumentError(absl::StrCat("resources: ", fits.message()));
+  }
+  JobRecord r;
+  TimeMs now = clock_.NowMs();
+  r.id = NewJobId(now);
+  r.tenant = tenant;
+  r.name = spec.name;
+  r.state = JobState::kQueued;
+  r.reason = "submitted";
+  r.manifest = manifest;
+  r.spec_json = SpecToJson(spec).dump(2);
+  r.created_ms = now;
+  r.updated_ms = now;
+  r.progress.epochs_total = spec.training.epochs;
+  // Files first: a job in the store always has its directory and spec.
+  RETURN_IF_ERROR(MakeDirs(LogDir(r.id)));
+  RETURN_IF_ERROR(WriteFileAtomic(JobDir(r.id) + "/spec.json", r.spec_json + "\n"));
+  std::lock_guard<std::mutex> lock(mu_);
+  absl::Status s = store_.CreateJob(r, "submitted");
+  if (!s.ok()) {
+    RemoveAll(JobDir(r.id)).IgnoreError();
+    return s;
+  }
+  spdlog::info("job {} ({}) submitted by tenant {}", r.id, r.name, tenant);
+  return r;
+}
+
+absl::Status Controller::Halt(const std::string& id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ASSIGN_OR_RETURN(JobRecord r, store_.GetJob(id));
+  if (IsTerminal(r.state) || r.state == JobState::kHalted) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", id, " is already ", JobStateName(r.state)));
+  }
+  if (r.state == JobState::kPreempted || r.state == JobState::kResuming) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", id, " is ", JobStateName(r.state), "; halt it once it is QUEUED"));
+  }
+  bool had_learners = HoldsResources(r.state);
+  r.learner_pid = 0;
+  r.node.clear();
+  RETURN_IF_ERROR(TransitionLocked(r, JobState::kHalted, "halted by user"));
+  waiting_.erase(id);
+  if (had_learners) RETURN_IF_ERROR(executor_.Stop(id, options_.stop_grace_ms));
+  return absl::OkStatus();
+}
+
+absl::Status Controller::Resume(const std::string& id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ASSIGN_OR_RETURN(JobRecord r, store_.GetJob(id));
+  if (r.state != JobState::kHalted) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", id, " is ", JobStateName(r.state), "; only HALTED jobs resume"));
+  }
+  RETURN_IF_ERROR(TransitionLocked(r, JobState::kResuming, "resume requested by user"));
+  return TransitionLocked(r, JobState::kQueued, "resumed: back in the queue");
+}
+
+absl::Status Controller::Delete(const std::string& id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ASSIGN_OR_RETURN(JobRecord r, store_.GetJob(id));
+  RETURN_IF_ERROR(executor_.Stop(id, /*grace_ms=*/0));
+  RETURN_IF_ERROR(store_.DeleteJob(id));
+  waiting_.erase(id);
+  finished_.erase(id);
+  last_seen_ms_.erase(id);
+  RETURN_IF_ERROR(RemoveAll(JobDir(id)));
+  spdlog::info("job {} deleted", id);
+  return absl::OkStatus();
+}
+
+std::string Controller::WaitingReason(const std::string& id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = waiting_.find(id);
+  return it == waiting_.end() ? "" : it->second;
+}
+
+void Controller::SetCoordinatorAddress(const std::string& address) {
+  std::lock_guard<std::mutex> lock(mu_);
+  options_.coordinator_address = address;
+}
+
+void Controller::StartLoop() {
+  loop_ = std::thread([this] {
+    std::unique_lock<std::mutex> lock(loop_mu_);
+    while (!loop_stop_) {
+      lock.unlock();
+      Tick();
+      lock.lock();
+      loop_cv_.wait_for(lock, std::chrono::milliseconds(options_.schedule_interval_ms),
+                        [this] { return loop_stop_; });
+    }
+  });
+}
+
+void Controller::StopLoop() {
+  {
+    std::lock_guard<std::mutex> lock(loop_mu_);
+    loop_stop_ = true;
+  }
+  loop_cv_.notify_all();
+  if (loop_.joinable()) loop_.join();
+}
+
+void Controller::Tick() {
+  std::vector<LearnerExit> exits = executor_.Reap();
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const LearnerExit& e : exits) HandleExitLocked(e);
+  CheckLivenessLocked();
+  ScheduleLocked();
+}
+
+std::string Controller::LastLogLine(const std::string& id) const {
+  std::ifstream in(LogDir(id) + "/learner-0.log");
+  std::string line, last;
+  while (std::getline(in, line)) {
+    if (!line.empty()) last = line;
+  }
+  return last;
+}
+
+void Controller::HandleExitLocked(const LearnerExit& e) {
+  auto rec = store_.GetJob(e.job_id);
+  if (!rec.ok()) return;  // deleted
+  JobRecord r = *rec;
+  if (e.attempt != r.attempt || !IsActive(r.state) && r.state != JobState::kPlaced) {
+    spdlog::info("job {}: learner of attempt {} ended ({}) after the job moved on", e.job_id,
+                 e.attempt, e.Describe());
+    return;
+  }
+  Finish finish;
+  auto it = finished_.find(e.job_id);
+  if (it != finished_.end()) finish = it->second;
+  finished_.erase(e.job_id);
+  last_seen_ms_.erase(e.job_id);
+  r.learner_pid = 0;
+  r.node.clear();
+  if (e.signal == 0 && e.exit_code == 0 && finish.succeeded) {
+    auto artifacts = store_.Artifacts(e.job_id);
+    bool has_final = false;
+    if (artifacts.ok()) {
+      for (const auto& a : *artifacts) has_final = has_final || a.kind == "final";
+    }
+    if (!has_final) {
+      FailLocked(r, "learner exited without committing a final model");
+      return;
+    }
+    absl::Status s = TransitionLocked(r, JobState::kCompleted, finish.reason);
+    if (!s.ok()) spdlog::error("job {}: {}", r.id, s.message());
+    return;
+  }
+  std::string why = finish.reason.empty() ? LastLogLine(e.job_id) : finish.reason;
+  FailLocked(r, absl::StrCat("learner ", e.Describe(), why.empty() ? "" : ": ", why));
+}
+
+void Controller::CheckLivenessLocked() {
+  TimeMs now = clock_.NowMs();
+  auto jobs = store_.ListJobs("");
+  if (!jobs.ok()) return;
+  for (JobRecord& r : *jobs) {
+    if (!IsActive(r.state)) continue;
+    auto it = last_seen_ms_.find(r.id);
+    TimeMs seen = it != last_seen_ms_.end() ? it->second : r.updated_ms;
+    int64_t limit = r.state == JobState::kStarting ? options_.start_timeout_ms
+                                                   : options_.heartbeat_timeout_ms;
+    if (now - seen <= limit) continue;
+    spdlog::warn("job {}: learner silent for {} ms, stopping it", r.id, now - seen);
+    executor_.Stop(r.id, 0).IgnoreError();
+    last_seen_ms_.erase(r.id);
+    r.learner_pid = 0;
+    r.node.clear();
+    FailLocked(r, absl::StrFormat("learner stopped heartbeating (silent %.0f s)",
+                                  (now - seen) / 1000.0));
+  }
+}
+
+void Controller::ScheduleLocked() {
+  auto jobs = store_.ListJobs("");
+  if (!jobs.ok()) {
+    spdlog::error("scheduling round skipped: {}", jobs.status().message());
+    return;
+  }
+  scheduler::ClusterSnapshot snap;
+  snap.now_ms = clock_.NowMs();
+  snap.nodes = options_.nodes;
+  std::map<std::string, JobRecord> queued;
+  for (const JobRecord& r : *jobs) {
+    if (r.state != JobState::kQueued && !HoldsResources(r.state)) continue;
+    auto spec = SpecOf(r);
+    if (!spec.ok()) continue;
+    if (HoldsResources(r.state)) {
+      for (auto& n : snap.nodes) {
+        if (n.name == r.node) n.allocated += PerLearner(*spec);
+      }
+      continue;
+    }
+    scheduler::JobRequest req;
+    req.job_id = r.id;
+    req.tenant = r.tenant;
+    req.submitted_ms = r.created_ms;
+    req.learners = spec->resources.learners;
+    req.per_learner = PerLearner(*spec);
+    snap.queued.push_back(req);
+    queued[r.id] = r;
+  }
+  waiting_.clear();
+  if (snap.queued.empty()) return;
+  scheduler::Decisions d = policy_.Schedule(snap);
+  for (const auto& w : d.waiting) waiting_[w.job_id] = w.reason;
+  for (const auto& p : d.placements) {
+    auto it = queued.find(p.job_id);
+    if (it != queued.end()) StartJobLocked(it->second, p);
+  }
+}
+
+void Controller::StartJobLocked(JobRecord r, const scheduler::Placement& p) {
+  auto spec = SpecOf(r);
+  if (!spec.ok()) {
+    FailLocked(r, std::string(spec.status().message()));
+    return;
+  }
+  r.attempt += 1;
+  r.node = p.learner_nodes.empty() ? "" : p.learner_nodes[0];
+  absl::Status s = TransitionLocked(r, JobState::kPlaced, absl::StrCat("placed on node ", r.node));
+  if (!s.ok()) {
+    spdlog::error("job {}: {}", r.id, s.message());
+    return;
+  }
+  s = TransitionLocked(r, JobState::kStarting, absl::StrCat("starting learner, attempt ", r.attempt));
+  if (!s.ok()) {
+    spdlog::error("job {}: {}", r.id, s.message());
+    return;
+  }
+  LearnerLaunch l;
+  l.job_id = r.id;
+  l.attempt = r.attempt;
+  l.rank = 0;
+  l.world_size = spec->resources.learners;
+  l.node = r.node;
+  l.spec_path = JobDir(r.id) + "/spec.json";
+  l.data_dir = spec->data.path;
+  l.result_dir = JobDir(r.id) + "/results";
+  l.checkpoint_dir = JobDir(r.id) + "/checkpoints";
+  l.log_dir = LogDir(r.id);
+  l.coordinator_address = options_.coordinator_address;
+  l.threads = spec->EffectiveThreads();
+  absl::StatusOr<int64_t> pid = executor_.Start(l);
+  if (!pid.ok()) {
+    r.node.clear();
+    FailLocked(r, absl::StrCat("cannot start learner: ", pid.status().message()));
+    return;
+  }
+  r.learner_pid = *pid;
+  last_seen_ms_[r.id] = clock_.NowMs();
+  s = store_.UpdateJob(r);
+  if (!s.ok()) spdlog::error("job {}: cannot record learner pid: {}", r.id, s.message());
+}
+
+absl::StatusOr<JobRecord> Controller::CurrentAttemptLocked(const std::string& id,
+                                                           int64_t attempt) {
+  ASSIGN_OR_RETURN(JobRecord r, store_.GetJob(id));
+  if (r.attempt != attempt) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("attempt ", attempt, " is stale; the job is at attempt ", r.attempt));
+  }
+  if (!IsActive(r.state)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job is ", JobStateName(r.state), ", not running"));
+  }
+  return r;
+}
+
+RegisterDecision Controller::OnRegister(const std::string& id, int rank, int64_t attempt,
+                                        int64_t pid) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto rec = CurrentAttemptLocked(id, attempt);
+  if (!rec.ok()) return {false, std::string(rec.status().message())};
+  JobRecord r = *rec;
+  last_seen_ms_[id] = clock_.NowMs();
+  if (r.state == JobState::kStarting) {
+    absl::Status s = TransitionLocked(
+        r, JobState::kRunning, absl::StrCat("learner rank ", rank, " registered (pid ", pid, ")"));
+    if (!s.ok()) return {false, std::string(s.message())};
+  }
+  return {true, ""};
+}
+
+bool Controller::OnHeartbeat(const std::string& id, int64_t attempt, const JobProgress& progress) {
+  return OnMetrics(id, attempt, {}, progress);
+}
+
+bool Controller::OnMetrics(const std::string& id, int64_t attempt,
+                           const std::vector<MetricRecord>& points, const JobProgress& progress) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto rec = CurrentAttemptLocked(id, attempt);
+  if (!rec.ok()) return false;
+  JobRecord r = *rec;
+  last_seen_ms_[id] = clock_.NowMs();
+  if (!points.empty()) {
+    absl::Status s = store_.AppendMetrics(id, points);
+    if (!s.ok()) spdlog::error("job {}: cannot store metrics: {}", id, s.message());
+    for (const MetricRecord& m : points) {
+      if (m.test_accuracy && (!r.best_test_accuracy || *m.test_accuracy > *r.best_test_accuracy)) {
+        r.best_test_accuracy = m.test_accuracy;
+      }
+    }
+  }
+  if (progress.steps_total > 0) r.progress = progress;
+  absl::Status s = store_.UpdateJob(r);
+  if (!s.ok()) spdlog::error("job {}: cannot store progress: {}", id, s.message());
+  return true;
+}
+
+absl::Status Controller::OnCommitArtifact(const std::string& id, int64_t attempt,
+                                          const ArtifactRecord& artifact) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ASSIGN_OR_RETURN(JobRecord r, CurrentAttemptLocked(id, attempt));
+  if (artifact.kind != "delivered" && artifact.kind != "final") {
+    return absl::InvalidArgumentError(absl::StrCat("unknown model kind '", artifact.kind, "'"));
+  }
+  if (!absl::StartsWith(artifact.path, JobDir(id) + "/")) {
+    return absl::InvalidArgumentError("model path is outside the job's directory");
+  }
+  absl::StatusOr<int64_t> size = FileSize(artifact.path);
+  if (!size.ok() || *size != artifact.bytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model file ", artifact.path, " is missing or not ", artifact.bytes, " bytes"));
+  }
+  ArtifactRecord a = artifact;
+  a.created_ms = clock_.NowMs();
+  RETURN_IF_ERROR(store_.PutArtifact(id, a));
+  ASSIGN_OR_RETURN(JobSpec spec, SpecOf(r));
+  if (artifact.kind == "delivered" && !r.deliver_met_ms) {
+    r.deliver_met_ms = a.created_ms;
+    RETURN_IF_ERROR(store_.UpdateJob(r));
+    if (r.state == JobState::kRunning) {
+      RETURN_IF_ERROR(TransitionLocked(
+          r, JobState::kDelivered,
+          absl::StrFormat("deliver target met: test_accuracy %.4f >= %g; model delivered",
+                          artifact.test_accuracy, spec.targets.deliver.value_or(0))));
+    }
+  }
+  if (artifact.kind == "final" && spec.targets.complete &&
+      artifact.test_accuracy >= *spec.targets.complete && !r.complete_met_ms) {
+    r.complete_met_ms = a.created_ms;
+    RETURN_IF_ERROR(store_.UpdateJob(r));
+  }
+  return absl::OkStatus();
+}
+
+void Controller::OnFinished(const std::string& id, int64_t attempt, bool succeeded,
+                            const std::string& reason) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!CurrentAttemptLocked(id, attempt).ok()) return;
+  finished_[id] = {succeeded, reason};
+}
+
+}  // namespace weft

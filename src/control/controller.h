@@ -1,0 +1,143 @@
+// The job controller: owns every job's lifecycle inside weftd. It validates and stores
+// submissions, runs scheduling rounds (snapshot from the store -> scheduler policy -> placements),
+// starts learners through the executor, and turns what learners report (registration, metrics,
+// models, exits) into state transitions. Every transition is written to the store before it is
+// acted on.
+//
+// Thread-safety: all public methods may be called from any thread (REST handlers, gRPC handlers,
+// the scheduling loop); one mutex serialises the read-modify-write of job records.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "common/clock.h"
+#include "executor/executor.h"
+#include "scheduler/policy.h"
+#include "spec/job_spec.h"
+#include "store/store.h"
+
+namespace weft {
+
+struct ControllerOptions {
+  std::string data_dir;                      // jobs live in <data_dir>/jobs/<id>/
+  std::vector<scheduler::Node> nodes;        // the cluster's inventory
+  std::string coordinator_address;           // host:port learners report to
+  int64_t schedule_interval_ms = 200;        // scheduling round period
+  int64_t heartbeat_interval_ms = 1000;      // what learners are told to use
+  int64_t heartbeat_timeout_ms = 60000;      // a RUNNING learner silent this long is failed
+  int64_t start_timeout_ms = 120000;         // STARTING without registering this long is failed
+  int64_t stop_grace_ms = 10000;             // SIGTERM -> SIGKILL delay
+};
+
+// Result of a learner registering.
+struct RegisterDecision {
+  bool accepted = false;
+  std::string reason;
+};
+
+class Controller {
+ public:
+  Controller(Store& store, Executor& executor, scheduler::Policy& policy, const Clock& clock,
+             ControllerOptions options);
+  ~Controller();
+  Controller(const Controller&) = delete;
+  Controller& operator=(const Controller&) = delete;
+
+  // Brings the store's jobs in line with reality after weftd (re)starts: jobs that held
+  // resources lost their learners with the previous weftd, so their leftover learners are
+  // killed and the jobs are requeued (attempt fencing keeps stale learners out).
+  absl::Status Recover();
+
+  // The host:port learners are told to report to; set once the gRPC server is bound, before
+  // StartLoop().
+  void SetCoordinatorAddress(const std::string& address);
+
+  // Starts / stops the background scheduling loop (one Tick every schedule_interval_ms).
+  void StartLoop();
+  void StopLoop();
+
+  // Validates, stores and queues a manifest for `tenant`. InvalidArgument with `errors` filled
+  // (field, problem) for a bad manifest or a request that can never fit; nothing is stored then.
+  absl::StatusOr<JobRecord> Submit(const std::string& manifest, const std::string& tenant,
+                                   std::vector<FieldError>* errors);
+
+  // Checkpoint-less halt for now: stops the learners and records HALTED.
+  // NotFound for an unknown job; FailedPrecondition if the job already ended or is halted.
+  absl::Status Halt(const std::string& id);
+
+  // Puts a HALTED job back in the queue (RESUMING -> QUEUED). It restarts from the beginning
+  // until checkpoints exist. NotFound; FailedPrecondition unless HALTED.
+  absl::Status Resume(const std::string& id);
+
+  // Stops the job's learners and removes the job, its history, metrics, models and files.
+  // NotFound for an unknown job.
+  absl::Status Delete(const std::string& id);
+
+  // One control round: reap learner exits, time out silent learners, schedule, start learners.
+  void Tick();
+
+  // Why a queued job is still waiting ("waiting: ..."), empty if it is not waiting.
+  std::string WaitingReason(const std::string& id) const;
+
+  // Directory of a job's files, and of its learner logs.
+  std::string JobDir(const std::string& id) const;
+  std::string LogDir(const std::string& id) const;
+
+  // --- Coordination service (called by gRPC handlers) ---
+  RegisterDecision OnRegister(const std::string& id, int rank, int64_t attempt, int64_t pid);
+  // Returns whether the learner should keep running.
+  bool OnHeartbeat(const std::string& id, int64_t attempt, const JobProgress& progress);
+  bool OnMetrics(const std::string& id, int64_t attempt, const std::vector<MetricRecord>& points,
+                 const JobProgress& progress);
+  // FailedPrecondition if the attempt is stale or the job is not running; InvalidArgument if the
+  // model file is missing or its size differs from `artifact.bytes`.
+  absl::Status OnCommitArtifact(const std::string& id, int64_t attempt,
+                                const ArtifactRecord& artifact);
+  void OnFinished(const std::string& id, int64_t attempt, bool succeeded,
+                  const std::string& reason);
+
+ private:
+  struct Finish {
+    bool succeeded = false;
+    std::string reason;
+  };
+
+  absl::Status TransitionLocked(JobRecord& record, JobState to, const std::string& reason)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Job is active and `attempt` is its current attempt.
+  absl::StatusOr<JobRecord> CurrentAttemptLocked(const std::string& id, int64_t attempt)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void HandleExitLocked(const LearnerExit& exit) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void CheckLivenessLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ScheduleLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void StartJobLocked(JobRecord record, const scheduler::Placement& placement)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void FailLocked(JobRecord& record, const std::string& reason)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::string LastLogLine(const std::string& id) const;
+
+  Store& store_;
+  Executor& executor_;
+  scheduler::Policy& policy_;
+  const Clock& clock_;
+  ControllerOptions options_;  // coordinator_address is written once before the loop starts
+
+  mutable std::mutex mu_;
+  std::map<std::string, std::string> waiting_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, Finish> finished_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, TimeMs> last_seen_ms_ ABSL_GUARDED_BY(mu_);
+
+  std::mutex loop_mu_;
+  std::condition_variable loop_cv_;
+  bool loop_stop_ ABSL_GUARDED_BY(loop_mu_) = false;
+  std::thread loop_;
+};
+
+}  // namespace weft

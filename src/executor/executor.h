@@ -1,0 +1,58 @@
+// Executors start and stop a job's learner processes and report how they ended. The local
+// executor runs them on this host; Slurm and Kubernetes executors are the way past one machine.
+//
+// Thread-safety: implementations are safe to call from several threads.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace weft {
+
+// Everything one learner process needs to start. The executor turns it into the learner's
+// environment (ARCHITECTURE.md, "The learner's contract").
+struct LearnerLaunch {
+  std::string job_id;
+  int64_t attempt = 1;
+  int rank = 0;
+  int world_size = 1;
+  std::string node;
+  std::string spec_path;          // canonical job spec (JSON) the learner trains from
+  std::string data_dir;           // DATA_DIR
+  std::string result_dir;         // RESULT_DIR
+  std::string checkpoint_dir;     // CHECKPOINT_DIR
+  std::string log_dir;            // LOG_DIR; stdout+stderr go to <log_dir>/learner-<rank>.log
+  std::string coordinator_address;  // host:port of weftd's Coordinator gRPC service
+  int threads = 1;                // intra-op threads (OMP_NUM_THREADS)
+};
+
+// How a learner process ended.
+struct LearnerExit {
+  std::string job_id;
+  int64_t attempt = 0;
+  int rank = 0;
+  int64_t pid = 0;
+  int exit_code = -1;   // valid when signal == 0
+  int signal = 0;       // the signal that killed it, 0 if it exited
+  std::string Describe() const;  // "exit code 1", "killed by signal 9 (SIGKILL)"
+};
+
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  // Starts one learner. Returns its pid. Internal if the process cannot be created.
+  virtual absl::StatusOr<int64_t> Start(const LearnerLaunch& launch) = 0;
+  // Asks every learner of `job_id` to stop (SIGTERM), then kills what is left after `grace_ms`
+  // milliseconds (SIGKILL). Returns at once; exits are reported by Reap(). OK if none runs.
+  virtual absl::Status Stop(const std::string& job_id, int64_t grace_ms) = 0;
+  // Learners that ended since the last call, without blocking.
+  virtual std::vector<LearnerExit> Reap() = 0;
+  // Number of learner processes still running for `job_id`.
+  virtual int Running(const std::string& job_id) = 0;
+};
+
+}  // namespace weft

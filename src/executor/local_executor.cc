@@ -1,0 +1,159 @@
+#include "executor/local_executor.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "absl/strings/str_cat.h"
+#include "common/files.h"
+#include "common/status_macros.h"
+
+extern char** environ;
+
+namespace weft {
+
+std::string LearnerExit::Describe() const {
+  if (signal != 0) {
+    return absl::StrCat("killed by signal ", signal, " (SIG", sigabbrev_np(signal), ")");
+  }
+  return absl::StrCat("exit code ", exit_code);
+}
+
+LocalExecutor::LocalExecutor(std::string learner_binary, const Clock& clock)
+    : learner_binary_(std::move(learner_binary)), clock_(clock) {}
+
+LocalExecutor::~LocalExecutor() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const Child& c : children_) {
+    ::kill(-c.pid, SIGKILL);
+    int status;
+    ::waitpid(c.pid, &status, 0);
+  }
+}
+
+std::vector<std::string> LocalExecutor::LearnerEnvironment(const LearnerLaunch& l) {
+  std::vector<std::string> env;
+  // Keep the parent's environment (PATH, locale, ...) minus anything we set ourselves.
+  const std::vector<std::string> ours = {
+      "WEFT_JOB_ID", "WEFT_ATTEMPT", "WEFT_JOB_SPEC", "WEFT_COORDINATOR", "WEFT_NODE",
+      "DATA_DIR", "RESULT_DIR", "CHECKPOINT_DIR", "LOG_DIR", "LEARNER_ID", "NUM_LEARNERS",
+      "RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "OMP_NUM_THREADS"};
+  for (char** e = environ; e && *e; ++e) {
+    std::string kv(*e);
+    std::string name = kv.substr(0, kv.find('='));
+    bool shadowed = false;
+    for (const auto& o : ours) shadowed = shadowed || o == name;
+    if (!shadowed) env.push_back(kv);
+  }
+  env.push_back("WEFT_JOB_ID=" + l.job_id);
+  env.push_back(absl::StrCat("WEFT_ATTEMPT=", l.attempt));
+  env.push_back("WEFT_JOB_SPEC=" + l.spec_path);
+  env.push_back("WEFT_COORDINATOR=" + l.coordinator_address);
+  env.push_back("WEFT_NODE=" + l.node);
+  env.push_back("DATA_DIR=" + l.data_dir);
+  env.push_back("RESULT_DIR=" + l.result_dir);
+  env.push_back("CHECKPOINT_DIR=" + l.checkpoint_dir);
+  env.push_back("LOG_DIR=" + l.log_dir);
+  env.push_back(absl::StrCat("LEARNER_ID=", l.rank + 1));  // FfDL numbers learners from 1
+  env.push_back(absl::StrCat("NUM_LEARNERS=", l.world_size));
+  env.push_back(absl::StrCat("RANK=", l.rank));
+  env.push_back(absl::StrCat("LOCAL_RANK=", l.rank));
+  env.push_back(absl::StrCat("WORLD_SIZE=", l.world_size));
+  env.push_back(absl::StrCat("OMP_NUM_THREADS=", l.threads));
+  return env;
+}
+
+absl::StatusOr<int64_t> LocalExecutor::Start(const LearnerLaunch& launch) {
+  RETURN_IF_ERROR(MakeDirs(launch.log_dir));
+  RETURN_IF_ERROR(MakeDirs(launch.result_dir));
+  RETURN_IF_ERROR(MakeDirs(launch.checkpoint_dir));
+  std::string log_path = absl::StrCat(launch.log_dir, "/learner-", launch.rank, ".log");
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log_path.c_str(),
+                                   O_WRONLY | O_CREAT | O_APPEND, 0644);
+  posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  // Own process group, so Stop() reaches anything the learner starts; default signal mask.
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK);
+  posix_spawnattr_setpgroup(&attr, 0);
+  sigset_t empty;
+  sigemptyset(&empty);
+  posix_spawnattr_setsigmask(&attr, &empty);
+
+  std::vector<std::string> env = LearnerEnvironment(launch);
+  std::vector<char*> envp;
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::string argv0 = learner_binary_;
+  std::vector<char*> argv = {argv0.data(), nullptr};
+
+  pid_t pid = 0;
+  int rc = posix_spawn(&pid, learner_binary_.c_str(), &actions, &attr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  if (rc != 0) {
+    return absl::InternalError(
+        absl::StrCat("cannot start learner ", learner_binary_, ": ", strerror(rc)));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  children_.push_back({launch, pid, 0});
+  return static_cast<int64_t>(pid);
+}
+
+absl::Status LocalExecutor::Stop(const std::string& job_id, int64_t grace_ms) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (Child& c : children_) {
+    if (c.launch.job_id != job_id) continue;
+    ::kill(-c.pid, SIGTERM);
+    TimeMs deadline = clock_.NowMs() + grace_ms;
+    if (c.kill_at_ms == 0 || deadline < c.kill_at_ms) c.kill_at_ms = deadline;
+  }
+  return absl::OkStatus();
+}
+
+std::vector<LearnerExit> LocalExecutor::Reap() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<LearnerExit> exits;
+  TimeMs now = clock_.NowMs();
+  for (auto it = children_.begin(); it != children_.end();) {
+    int status = 0;
+    pid_t r = ::waitpid(it->pid, &status, WNOHANG);
+    if (r == it->pid) {
+      LearnerExit e;
+      e.job_id = it->launch.job_id;
+      e.attempt = it->launch.attempt;
+      e.rank = it->launch.rank;
+      e.pid = it->pid;
+      if (WIFSIGNALED(status)) {
+        e.signal = WTERMSIG(status);
+      } else {
+        e.exit_code = WEXITSTATUS(status);
+      }
+      ::kill(-it->pid, SIGKILL);  // anything the learner left behind in its group
+      exits.push_back(e);
+      it = children_.erase(it);
+      continue;
+    }
+    if (it->kill_at_ms != 0 && now >= it->kill_at_ms) ::kill(-it->pid, SIGKILL);
+    ++it;
+  }
+  return exits;
+}
+
+int LocalExecutor::Running(const std::string& job_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  int n = 0;
+  for (const Child& c : children_) n += c.launch.job_id == job_id;
+  return n;
+}
+
+}  // namespace weft

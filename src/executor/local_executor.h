@@ -1,0 +1,46 @@
+// Runs learners as child processes of weftd on this host: posix_spawn (no shell), each in its
+// own process group, stdout/stderr appended to a per-learner log file.
+#pragma once
+
+#include <sys/types.h>
+
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "common/clock.h"
+#include "executor/executor.h"
+
+namespace weft {
+
+class LocalExecutor : public Executor {
+ public:
+  // `learner_binary`: path of the weft-learner executable.
+  explicit LocalExecutor(std::string learner_binary, const Clock& clock = SystemClock::Get());
+  ~LocalExecutor() override;  // kills every learner still running
+  LocalExecutor(const LocalExecutor&) = delete;
+  LocalExecutor& operator=(const LocalExecutor&) = delete;
+
+  absl::StatusOr<int64_t> Start(const LearnerLaunch& launch) override;
+  absl::Status Stop(const std::string& job_id, int64_t grace_ms) override;
+  std::vector<LearnerExit> Reap() override;
+  int Running(const std::string& job_id) override;
+
+  // The environment a learner gets, as NAME=value strings (exposed for tests and docs).
+  static std::vector<std::string> LearnerEnvironment(const LearnerLaunch& launch);
+
+ private:
+  struct Child {
+    LearnerLaunch launch;
+    pid_t pid = 0;
+    TimeMs kill_at_ms = 0;  // SIGKILL deadline after a Stop; 0 = none
+  };
+
+  std::string learner_binary_;
+  const Clock& clock_;
+  std::mutex mu_;
+  std::vector<Child> children_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace weft

@@ -1,0 +1,32 @@
+#include "scheduler/cluster.h"
+
+namespace weft::scheduler {
+
+// Small tolerance so 0.1 + 0.2 cpus still fits in 0.3.
+constexpr double kCpuEpsilon = 1e-9;
+
+bool Resources::Fits(const Resources& r) const {
+  return r.cpus <= cpus + kCpuEpsilon && r.memory_mb <= memory_mb && r.gpus <= gpus;
+}
+
+Resources& Resources::operator+=(const Resources& o) {
+  cpus += o.cpus;
+  memory_mb += o.memory_mb;
+  gpus += o.gpus;
+  return *this;
+}
+
+Resources& Resources::operator-=(const Resources& o) {
+  cpus -= o.cpus;
+  memory_mb -= o.memory_mb;
+  gpus -= o.gpus;
+  return *this;
+}
+
+Resources Node::Free() const {
+  Resources f = capacity;
+  f -= allocated;
+  return f;
+}
+
+}  // namespace weft::scheduler

@@ -1,0 +1,364 @@
+#include "spec/job_spec.h"
+
+#include <cmath>
+#include <regex>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/files.h"
+#include "yaml-cpp/yaml.h"
+
+namespace weft {
+namespace {
+
+constexpr int kMaxEpochs = 10000;
+constexpr int kMaxBatchSize = 1 << 20;
+constexpr int kMaxLearners = 1024;
+constexpr int kMaxThreads = 256;
+
+std::string Join(const std::string& prefix, const std::string& key) {
+  return prefix.empty() ? key : absl::StrCat(prefix, ".", key);
+}
+
+std::string Describe(const YAML::Node& n) {
+  if (n.IsScalar()) return absl::StrCat("'", n.Scalar(), "'");
+  if (n.IsSequence()) return "a list";
+  if (n.IsMap()) return "a mapping";
+  return "null";
+}
+
+// Reads typed fields out of a YAML mapping, collecting every problem instead of stopping at
+// the first one.
+class FieldReader {
+ public:
+  explicit FieldReader(std::vector<FieldError>* errors) : errors_(errors) {}
+
+  void Error(const std::string& field, const std::string& problem) {
+    errors_->push_back({field, problem});
+  }
+
+  // Checks that `node` is a mapping with only `allowed` keys. Returns false if not a mapping.
+  bool Mapping(const YAML::Node& node, const std::string& path,
+               const std::set<std::string>& allowed) {
+    if (!node.IsMap()) {
+      Error(path.empty() ? "(document)" : path,
+            absl::StrCat("must be a mapping, got ", Describe(node)));
+      return false;
+    }
+    for (const auto& kv : node) {
+      std::string key = kv.first.Scalar();
+      if (!allowed.count(key)) {
+        Error(Join(path, key),
+              absl::StrCat("unknown field (allowed: ", absl::StrJoin(allowed, ", "), ")"));
+      }
+    }
+    return true;
+  }
+
+  // Integer in [min, max]; leaves `out` unchanged when absent.
+  template <typename Int>
+  void Integer(const YAML::Node& parent, const std::string& path, const std::string& key,
+               Int* out, int64_t min, int64_t max, const char* what) {
+    YAML::Node n = parent[key];
+    if (!n) return;
+    IntegerNode(n, Join(path, key), out, min, max, what);
+  }
+
+  template <typename Int>
+  void IntegerNode(const YAML::Node& n, const std::string& field, Int* out, int64_t min,
+                   int64_t max, const char* what) {
+    int64_t v = 0;
+    if (!n.IsScalar() || !ParseInt(n.Scalar(), &v) || v < min || v > max) {
+      Error(field, absl::StrCat("must be ", what, ", got ", Describe(n)));
+      return;
+    }
+    *out = static_cast<Int>(v);
+  }
+
+  // Real number in [min, max] (or (min, max] when min_exclusive).
+  void Real(const YAML::Node& parent, const std::string& path, const std::string& key,
+            double* out, double min, double max, bool min_exclusive, const char* what) {
+    YAML::Node n = parent[key];
+    if (!n) return;
+    std::string field = Join(path, key);
+    double v = 0;
+    bool ok = n.IsScalar() && ParseReal(n.Scalar(), &v) && std::isfinite(v) &&
+              (min_exclusive ? v > min : v >= min) && v <= max;
+    if (!ok) {
+      Error(field, absl::StrCat("must be ", what, ", got ", Describe(n)));
+      return;
+    }
+    *out = v;
+  }
+
+  // String, optionally from a fixed set of choices.
+  void String(const YAML::Node& parent, const std::string& path, const std::string& key,
+              std::string* out, const std::set<std::string>& choices = {}) {
+    YAML::Node n = parent[key];
+    if (!n) return;
+    std::string field = Join(path, key);
+    if (!n.IsScalar()) {
+      Error(field, absl::StrCat("must be a string, got ", Describe(n)));
+      return;
+    }
+    if (!choices.empty() && !choices.count(n.Scalar())) {
+      Error(field, absl::StrCat("must be one of ", absl::StrJoin(choices, ", "), ", got '",
+                                n.Scalar(), "'"));
+      return;
+    }
+    *out = n.Scalar();
+  }
+
+ private:
+  static bool ParseInt(const std::string& s, int64_t* v) {
+    if (s.empty()) return false;
+    size_t pos = 0;
+    try {
+      *v = std::stoll(s, &pos, 10);
+    } catch (...) {
+      return false;
+    }
+    return pos == s.size();
+  }
+  static bool ParseReal(const std::string& s, double* v) {
+    if (s.empty()) return false;
+    size_t pos = 0;
+    try {
+      *v = std::stod(s, &pos);
+    } catch (...) {
+      return false;
+    }
+    return pos == s.size();
+  }
+
+  std::vector<FieldError>* errors_;
+};
+
+void ReadModel(FieldReader& r, const YAML::Node& n, JobSpec* spec) {
+  if (!n) {
+    r.Error("model", "is required (e.g. model: {architecture: cnn})");
+    return;
+  }
+  if (!r.Mapping(n, "model", {"architecture", "hidden_units"})) return;
+  if (!n["architecture"]) {
+    r.Error("model.architecture", "is required: one of cnn, mlp");
+  }
+  r.String(n, "model", "architecture", &spec->model.architecture, {"cnn", "mlp"});
+  YAML::Node h = n["hidden_units"];
+  if (h) {
+    if (spec->model.architecture == "cnn") {
+      r.Error("model.hidden_units", "applies only to architecture mlp");
+    } else if (!h.IsSequence() || h.size() == 0 || h.size() > 8) {
+      r.Error("model.hidden_units", "must be a list of 1 to 8 positive integers");
+    } else {
+      spec->model.hidden_units.clear();
+      for (size_t i = 0; i < h.size(); ++i) {
+        int v = 0;
+        r.IntegerNode(h[i], absl::StrCat("model.hidden_units[", i, "]"), &v, 1, 65536,
+                      "a positive integer up to 65536");
+        spec->model.hidden_units.push_back(v);
+      }
+    }
+  }
+  if (spec->model.architecture == "mlp" && spec->model.hidden_units.empty()) {
+    spec->model.hidden_units = {256, 128};
+  }
+}
+
+void ReadData(FieldReader& r, const YAML::Node& n, JobSpec* spec) {
+  if (!n) return;
+  if (!r.Mapping(n, "data", {"dataset", "path", "train_samples", "test_samples"})) return;
+  r.String(n, "data", "dataset", &spec->data.dataset, {"fashion-mnist", "mnist"});
+  r.String(n, "data", "path", &spec->data.path);
+  if (n["path"] && n["path"].IsScalar() && (spec->data.path.empty() || spec->data.path[0] != '/')) {
+    r.Error("data.path", absl::StrCat("must be an absolute directory path, got '",
+                                      spec->data.path, "'"));
+  }
+  r.Integer(n, "data", "train_samples", &spec->data.train_samples, 0, 100000000,
+            "a non-negative integer (0 = all)");
+  r.Integer(n, "data", "test_samples", &spec->data.test_samples, 0, 100000000,
+            "a non-negative integer (0 = all)");
+}
+
+void ReadTraining(FieldReader& r, const YAML::Node& n, JobSpec* spec) {
+  if (!n) {
+    r.Error("training", "is required (at least training.epochs)");
+    return;
+  }
+  if (!r.Mapping(n, "training",
+                 {"epochs", "batch_size", "optimizer", "learning_rate", "momentum",
+                  "weight_decay", "seed", "eval_every_steps", "threads"})) {
+    return;
+  }
+  if (!n["epochs"]) r.Error("training.epochs", "is required: a positive integer");
+  TrainingSpec& t = spec->training;
+  r.Integer(n, "training", "epochs", &t.epochs, 1, kMaxEpochs,
+            "a positive integer up to 10000");
+  r.Integer(n, "training", "batch_size", &t.batch_size, 1, kMaxBatchSize,
+            "a positive integer");
+  r.String(n, "training", "optimizer", &t.optimizer, {"adam", "sgd"});
+  r.Real(n, "training", "learning_rate", &t.learning_rate, 0, 10, true,
+         "a number in (0, 10]");
+  r.Real(n, "training", "momentum", &t.momentum, 0, 1, false, "a number in [0, 1)");
+  if (t.momentum >= 1) r.Error("training.momentum", "must be a number in [0, 1), got 1");
+  if (n["momentum"] && t.optimizer != "sgd") {
+    r.Error("training.momentum", "applies only to optimizer sgd");
+  }
+  r.Real(n, "training", "weight_decay", &t.weight_decay, 0, 1, false, "a number in [0, 1]");
+  r.Integer(n, "training", "seed", &t.seed, 0, INT64_MAX, "a non-negative integer");
+  r.Integer(n, "training", "eval_every_steps", &t.eval_every_steps, 0, INT64_MAX,
+            "a non-negative integer (0 = only at epoch ends)");
+  r.Integer(n, "training", "threads", &t.threads, 1, kMaxThreads,
+            "a positive integer up to 256");
+}
+
+void ReadResources(FieldReader& r, const YAML::Node& n, JobSpec* spec) {
+  if (!n) return;
+  if (!r.Mapping(n, "resources", {"learners", "cpus", "memory_mb", "gpus"})) return;
+  ResourceSpec& res = spec->resources;
+  r.Integer(n, "resources", "learners", &res.learners, 1, kMaxLearners,
+            "a positive integer up to 1024");
+  if (res.learners > 1) {
+    r.Error("resources.learners",
+            absl::StrCat("must be 1 for now (multi-learner gangs are not supported yet), got ",
+                         res.learners));
+  }
+  r.Real(n, "resources", "cpus", &res.cpus, 0, 1024, true, "a number of cores in (0, 1024]");
+  r.Integer(n, "resources", "memory_mb", &res.memory_mb, 64, int64_t{1} << 30,
+            "an integer number of MiB, at least 64");
+  r.Integer(n, "resources", "gpus", &res.gpus, 0, 64, "a non-negative integer");
+}
+
+void ReadTargets(FieldReader& r, const YAML::Node& n, JobSpec* spec) {
+  if (!n) return;
+  if (!r.Mapping(n, "targets", {"metric", "deliver", "complete"})) return;
+  TargetSpec& t = spec->targets;
+  r.String(n, "targets", "metric", &t.metric, {"test_accuracy"});
+  double v = 0;
+  if (n["deliver"]) {
+    v = -1;
+    r.Real(n, "targets", "deliver", &v, 0, 1, true, "a fraction in (0, 1]");
+    if (v > 0) t.deliver = v;
+  }
+  if (n["complete"]) {
+    v = -1;
+    r.Real(n, "targets", "complete", &v, 0, 1, true, "a fraction in (0, 1]");
+    if (v > 0) t.complete = v;
+  }
+  if (t.deliver && t.complete && *t.deliver > *t.complete) {
+    r.Error("targets.deliver", absl::StrCat("must not exceed targets.complete (", *t.complete,
+                                            "), got ", *t.deliver));
+  }
+}
+
+void ReadDocument(FieldReader& r, const YAML::Node& doc, JobSpec* spec) {
+  if (!r.Mapping(doc, "", {"apiVersion", "kind", "name", "description", "model", "data",
+                           "training", "resources", "targets"})) {
+    return;
+  }
+  std::string api = "weft/v1";
+  r.String(doc, "", "apiVersion", &api, {"weft/v1"});
+  std::string kind = "TrainingJob";
+  r.String(doc, "", "kind", &kind, {"TrainingJob"});
+  if (!doc["name"]) {
+    r.Error("name", "is required: lower-case letters, digits and '-', at most 63 characters");
+  } else {
+    r.String(doc, "", "name", &spec->name);
+    static const std::regex kName("[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?");
+    if (doc["name"].IsScalar() && !std::regex_match(spec->name, kName)) {
+      r.Error("name", absl::StrCat("must be lower-case letters, digits and '-' (at most 63, "
+                                   "starting and ending alphanumeric), got '",
+                                   spec->name, "'"));
+    }
+  }
+  r.String(doc, "", "description", &spec->description);
+  ReadModel(r, doc["model"], spec);
+  ReadData(r, doc["data"], spec);
+  ReadTraining(r, doc["training"], spec);
+  ReadResources(r, doc["resources"], spec);
+  ReadTargets(r, doc["targets"], spec);
+}
+
+}  // namespace
+
+double JobSpec::EffectiveLearningRate() const {
+  if (training.learning_rate > 0) return training.learning_rate;
+  return training.optimizer == "sgd" ? 1e-2 : 1e-3;
+}
+
+int JobSpec::EffectiveThreads() const {
+  if (training.threads > 0) return training.threads;
+  return std::max(1, static_cast<int>(std::floor(resources.cpus)));
+}
+
+absl::StatusOr<JobSpec> ParseManifest(std::string_view text, std::vector<FieldError>* errors) {
+  std::vector<FieldError> local;
+  std::vector<FieldError>* errs = errors ? errors : &local;
+  errs->clear();
+  JobSpec spec;
+  YAML::Node doc;
+  try {
+    doc = YAML::Load(std::string(text));
+  } catch (const YAML::Exception& e) {
+    errs->push_back({"(document)", absl::StrCat("is not valid YAML or JSON: line ",
+                                                e.mark.line + 1, ", column ",
+                                                e.mark.column + 1, ": ", e.msg)});
+  }
+  if (errs->empty()) {
+    FieldReader reader(errs);
+    try {
+      ReadDocument(reader, doc, &spec);
+    } catch (const YAML::Exception& e) {
+      errs->push_back({"(document)", absl::StrCat("cannot be read: ", e.what())});
+    }
+  }
+  if (!errs->empty()) {
+    std::vector<std::string> parts;
+    for (const auto& e : *errs) parts.push_back(absl::StrCat(e.field, ": ", e.problem));
+    return absl::InvalidArgumentError(
+        absl::StrCat("invalid manifest: ", absl::StrJoin(parts, "; ")));
+  }
+  return spec;
+}
+
+nlohmann::json SpecToJson(const JobSpec& s) {
+  nlohmann::json j;
+  j["apiVersion"] = "weft/v1";
+  j["kind"] = "TrainingJob";
+  j["name"] = s.name;
+  if (!s.description.empty()) j["description"] = s.description;
+  j["model"]["architecture"] = s.model.architecture;
+  if (s.model.architecture == "mlp") j["model"]["hidden_units"] = s.model.hidden_units;
+  j["data"] = {{"dataset", s.data.dataset},
+               {"path", s.data.path},
+               {"train_samples", s.data.train_samples},
+               {"test_samples", s.data.test_samples}};
+  j["training"] = {{"epochs", s.training.epochs},
+                   {"batch_size", s.training.batch_size},
+                   {"optimizer", s.training.optimizer},
+                   {"learning_rate", s.EffectiveLearningRate()},
+                   {"weight_decay", s.training.weight_decay},
+                   {"seed", s.training.seed},
+                   {"eval_every_steps", s.training.eval_every_steps},
+                   {"threads", s.EffectiveThreads()}};
+  if (s.training.optimizer == "sgd") j["training"]["momentum"] = s.training.momentum;
+  j["resources"] = {{"learners", s.resources.learners},
+                    {"cpus", s.resources.cpus},
+                    {"memory_mb", s.resources.memory_mb},
+                    {"gpus", s.resources.gpus}};
+  if (s.targets.deliver || s.targets.complete) {
+    j["targets"]["metric"] = s.targets.metric;
+    if (s.targets.deliver) j["targets"]["deliver"] = *s.targets.deliver;
+    if (s.targets.complete) j["targets"]["complete"] = *s.targets.complete;
+  }
+  return j;
+}
+
+std::string SpecDigest(const JobSpec& spec) { return Sha256Hex(SpecToJson(spec).dump()); }
+
+bool operator==(const JobSpec& a, const JobSpec& b) {
+  return SpecToJson(a) == SpecToJson(b);
+}
+
+}  // namespace weft

@@ -1,0 +1,93 @@
+// The job manifest: what a tenant asks weft to train, parsed from YAML or JSON and validated.
+// Every validation error names the field path (e.g. "training.batch_size") and the problem.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
+
+namespace weft {
+
+inline constexpr char kDefaultDataPath[] = "/usr/share/datasets/fashion-mnist";
+
+struct ModelSpec {
+  std::string architecture;        // "mlp" or "cnn"
+  std::vector<int> hidden_units;   // mlp only: widths of the hidden layers
+};
+
+struct DataSpec {
+  std::string dataset = "fashion-mnist";
+  std::string path = kDefaultDataPath;  // directory with the four IDX files (gzipped or not)
+  int64_t train_samples = 0;            // use the first N training samples; 0 = all
+  int64_t test_samples = 0;             // evaluate on the first N test samples; 0 = all
+};
+
+struct TrainingSpec {
+  int epochs = 0;                  // epoch budget (required)
+  int batch_size = 64;             // samples per step, per learner
+  std::string optimizer = "adam";  // "adam" or "sgd"
+  double learning_rate = 0;        // 0 means the optimizer's default (adam 1e-3, sgd 1e-2)
+  double momentum = 0.9;           // sgd only
+  double weight_decay = 0;
+  uint64_t seed = 0;
+  int64_t eval_every_steps = 0;    // also evaluate every N steps; 0 = only at epoch ends
+  int threads = 0;                 // intra-op threads; 0 = resources.cpus
+};
+
+struct ResourceSpec {
+  int learners = 1;        // processes in the gang
+  double cpus = 1;         // per learner
+  int64_t memory_mb = 2048;  // per learner, MiB
+  int gpus = 0;            // per learner
+};
+
+// Two-tier accuracy targets (TRADL): deliver a model early at `deliver`, finish at `complete`.
+struct TargetSpec {
+  std::string metric = "test_accuracy";
+  std::optional<double> deliver;   // in (0, 1]
+  std::optional<double> complete;  // in (0, 1], >= deliver
+};
+
+struct JobSpec {
+  std::string name;
+  std::string description;
+  ModelSpec model;
+  DataSpec data;
+  TrainingSpec training;
+  ResourceSpec resources;
+  TargetSpec targets;
+
+  // The learning rate actually used (resolves the 0 default per optimizer).
+  double EffectiveLearningRate() const;
+  // The intra-op thread count actually used (resolves 0 to the cpus request, at least 1).
+  int EffectiveThreads() const;
+};
+
+// One problem with one field of a manifest, e.g.
+// {"training.batch_size", "must be a positive integer, got -3"}.
+struct FieldError {
+  std::string field;
+  std::string problem;
+};
+
+// Parses and validates a manifest in YAML or JSON (JSON is read as YAML 1.2).
+// Returns the spec with defaults filled in, or InvalidArgument whose message lists every
+// problem; when `errors` is given it receives them one by one (field path, problem).
+// Unknown fields are errors, so a typo is never silently ignored.
+absl::StatusOr<JobSpec> ParseManifest(std::string_view text,
+                                      std::vector<FieldError>* errors = nullptr);
+
+// The canonical JSON form of a spec (every field, defaults included). ParseManifest of its
+// dump() gives back an equal spec.
+nlohmann::json SpecToJson(const JobSpec& spec);
+
+// SHA-256 (hex) of the canonical JSON form: identifies the exact configuration a model came from.
+std::string SpecDigest(const JobSpec& spec);
+
+bool operator==(const JobSpec& a, const JobSpec& b);
+
+}  // namespace weft

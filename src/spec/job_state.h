@@ -1,0 +1,43 @@
+// The job lifecycle (FfDL's states, extended): the state names, which transitions are legal,
+// and which states are terminal. It lives beside the manifest because the store, the scheduler
+// and the controller all speak it; the controller (src/control/) is the only one that drives it.
+//
+//   QUEUED -> PLACED -> STARTING -> RUNNING -> (DELIVERED) -> COMPLETED | FAILED | HALTED
+//   PREEMPTED -> QUEUED, HALTED -> RESUMING -> QUEUED; an active job may be requeued.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace weft {
+
+enum class JobState {
+  kQueued,
+  kPlaced,
+  kStarting,
+  kRunning,
+  kDelivered,
+  kCompleted,
+  kFailed,
+  kHalted,
+  kPreempted,
+  kResuming,
+};
+
+// Upper-case name as shown in the API, e.g. "DELIVERED".
+const char* JobStateName(JobState s);
+// Inverse of JobStateName; nullopt for an unknown name.
+std::optional<JobState> ParseJobState(std::string_view name);
+// Every state, in lifecycle order.
+const std::vector<JobState>& AllJobStates();
+
+// True if `from -> to` is a legal transition.
+bool CanTransition(JobState from, JobState to);
+// COMPLETED and FAILED: nothing happens to the job any more.
+bool IsTerminal(JobState s);
+// PLACED, STARTING, RUNNING, DELIVERED: the job holds cluster resources.
+bool HoldsResources(JobState s);
+
+}  // namespace weft

@@ -1,0 +1,53 @@
+// Store on an embedded SQLite database: WAL journal, synchronous=FULL (a commit that returned
+// is on disk), foreign keys on. The default store of a single weftd.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "store/store.h"
+
+struct sqlite3;
+
+namespace weft {
+
+class SqliteStore : public Store {
+ public:
+  // Opens (creating if needed) the database at `path` and migrates its schema.
+  // Internal with SQLite's message if the file cannot be opened or is not a weft database.
+  static absl::StatusOr<std::unique_ptr<SqliteStore>> Open(const std::string& path);
+  ~SqliteStore() override;
+  SqliteStore(const SqliteStore&) = delete;
+  SqliteStore& operator=(const SqliteStore&) = delete;
+
+  absl::Status CreateJob(const JobRecord& record, const std::string& reason) override;
+  absl::StatusOr<JobRecord> GetJob(const std::string& id) override;
+  absl::StatusOr<std::vector<JobRecord>> ListJobs(const std::string& tenant) override;
+  absl::Status TransitionJob(const JobRecord& record, JobState expected_from) override;
+  absl::Status UpdateJob(const JobRecord& record) override;
+  absl::Status DeleteJob(const std::string& id) override;
+  absl::StatusOr<std::vector<StateEvent>> History(const std::string& id) override;
+  absl::Status AppendMetrics(const std::string& id,
+                             const std::vector<MetricRecord>& points) override;
+  absl::StatusOr<std::vector<MetricRecord>> Metrics(const std::string& id,
+                                                    int64_t limit) override;
+  absl::Status PutArtifact(const std::string& id, const ArtifactRecord& artifact) override;
+  absl::StatusOr<std::vector<ArtifactRecord>> Artifacts(const std::string& id) override;
+
+ private:
+  explicit SqliteStore(sqlite3* db) : db_(db) {}
+  absl::Status Migrate();
+  absl::Status Exec(const std::string& sql) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<JobRecord> GetJobLocked(const std::string& id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status AppendEventLocked(const std::string& id, TimeMs t, std::optional<JobState> from,
+                                 JobState to, const std::string& reason)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status WriteJobLocked(const JobRecord& r, bool insert) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  std::mutex mu_;
+  sqlite3* db_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace weft

@@ -1,0 +1,124 @@
+// The durable store behind weftd: jobs, their manifests, state history, metric time series and
+// model artifacts. Every job state change is written here before anything acts on it, so a
+// weftd killed at any instant restarts into a consistent picture.
+//
+// Thread-safety: implementations are safe to call from many threads; each call is atomic.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "common/clock.h"
+#include "spec/job_state.h"
+
+namespace weft {
+
+// Where a job is in its training budget. Counts are cumulative over the job.
+struct JobProgress {
+  int epoch = 0;          // epochs completed
+  int epochs_total = 0;
+  int64_t step = 0;       // optimizer steps taken
+  int64_t steps_total = 0;
+  int64_t samples = 0;    // training samples consumed
+};
+
+struct JobRecord {
+  std::string id;
+  std::string tenant = "default";
+  std::string name;
+  JobState state = JobState::kQueued;
+  std::string reason;         // reason of the latest transition
+  std::string manifest;       // the manifest exactly as submitted (YAML or JSON)
+  std::string spec_json;      // canonical JSON of the validated spec (spec/job_spec.h)
+  TimeMs created_ms = 0;
+  TimeMs updated_ms = 0;      // time of the latest transition
+  int64_t attempt = 0;        // incremented each time learners are started
+  std::string node;           // node of the current placement; empty when not placed
+  int64_t learner_pid = 0;    // pid of rank 0 of the current attempt; 0 when none
+  JobProgress progress;
+  std::optional<double> best_test_accuracy;
+  std::optional<TimeMs> deliver_met_ms;   // when targets.deliver was first met
+  std::optional<TimeMs> complete_met_ms;  // when targets.complete was met
+};
+
+// One entry of a job's state history.
+struct StateEvent {
+  int64_t seq = 0;            // 1, 2, ... per job
+  TimeMs time_ms = 0;
+  std::optional<JobState> from;  // nullopt for the submission
+  JobState to = JobState::kQueued;
+  std::string reason;
+};
+
+// One point of a job's metric time series.
+struct MetricRecord {
+  int64_t step = 0;
+  int epoch = 0;
+  TimeMs wall_time_ms = 0;
+  double train_loss = 0;
+  double samples_per_s = 0;
+  std::optional<double> test_accuracy;  // set on evaluation points, in [0, 1]
+  std::optional<double> test_loss;
+};
+
+// A model file the learner made durable. At most one per (job, kind).
+struct ArtifactRecord {
+  std::string kind;       // "delivered" or "final"
+  std::string path;       // torch::save file
+  std::string card_path;  // JSON model card
+  double test_accuracy = 0;
+  int epoch = 0;
+  int64_t step = 0;
+  int64_t bytes = 0;
+  TimeMs created_ms = 0;
+};
+
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  // Inserts a new job with its first history entry (-> record.state, `reason`).
+  // AlreadyExists if the id is taken.
+  virtual absl::Status CreateJob(const JobRecord& record, const std::string& reason) = 0;
+
+  // NotFound if there is no such job.
+  virtual absl::StatusOr<JobRecord> GetJob(const std::string& id) = 0;
+
+  // Jobs in creation order; all tenants when `tenant` is empty.
+  virtual absl::StatusOr<std::vector<JobRecord>> ListJobs(const std::string& tenant = "") = 0;
+
+  // Atomically: checks the stored state is `expected_from`, writes `record` (whose state is the
+  // new one, with `record.reason` and `record.updated_ms` as the event's reason and time) and
+  // appends the history entry. NotFound for an unknown job; FailedPrecondition if the stored
+  // state is not `expected_from` or the transition is illegal (spec/job_state.h).
+  virtual absl::Status TransitionJob(const JobRecord& record, JobState expected_from) = 0;
+
+  // Writes the non-state fields of `record` (progress, pid, node, targets, best accuracy).
+  // The state, reason and history are left as they are. NotFound for an unknown job.
+  virtual absl::Status UpdateJob(const JobRecord& record) = 0;
+
+  // Removes the job and everything that belongs to it. NotFound for an unknown job.
+  virtual absl::Status DeleteJob(const std::string& id) = 0;
+
+  // History in order (seq ascending). NotFound for an unknown job.
+  virtual absl::StatusOr<std::vector<StateEvent>> History(const std::string& id) = 0;
+
+  // Appends metric points. NotFound for an unknown job.
+  virtual absl::Status AppendMetrics(const std::string& id,
+                                     const std::vector<MetricRecord>& points) = 0;
+
+  // Metric points in insertion order, at most `limit` of the latest when limit > 0.
+  virtual absl::StatusOr<std::vector<MetricRecord>> Metrics(const std::string& id,
+                                                            int64_t limit = 0) = 0;
+
+  // Inserts or replaces the artifact of `artifact.kind`. NotFound for an unknown job.
+  virtual absl::Status PutArtifact(const std::string& id, const ArtifactRecord& artifact) = 0;
+
+  virtual absl::StatusOr<std::vector<ArtifactRecord>> Artifacts(const std::string& id) = 0;
+};
+
+}  // namespace weft

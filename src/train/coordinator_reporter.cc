@@ -1,0 +1,201 @@
+#include "train/coordinator_reporter.h"
+
+#include <grpcpp/grpcpp.h>
+#include <unistd.h>
+
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "common/logging.h"
+
+namespace weft::train {
+namespace {
+
+constexpr int kRpcTimeoutMs = 5000;
+constexpr int kRetryBudgetMs = 120000;  // how long blocking calls keep retrying
+
+std::unique_ptr<grpc::ClientContext> Context(int timeout_ms = kRpcTimeoutMs) {
+  auto ctx = std::make_unique<grpc::ClientContext>();
+  ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(timeout_ms));
+  return ctx;
+}
+
+void ToProto(const ProgressReport& p, weft::v1::Progress* out) {
+  out->set_epoch(p.epoch);
+  out->set_epochs_total(p.epochs_total);
+  out->set_step(p.step);
+  out->set_steps_total(p.steps_total);
+  out->set_samples(p.samples);
+}
+
+// Calls `rpc` until it succeeds or the retry budget is spent, backing off 100 ms .. 2 s.
+template <typename Rpc>
+grpc::Status Retry(Rpc rpc) {
+  int backoff_ms = 100;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kRetryBudgetMs);
+  while (true) {
+    grpc::Status s = rpc();
+    if (s.ok() || s.error_code() != grpc::StatusCode::UNAVAILABLE &&
+                      s.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) {
+      return s;
+    }
+    if (std::chrono::steady_clock::now() > deadline) return s;
+    std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms));
+    backoff_ms = std::min(backoff_ms * 2, 2000);
+  }
+}
+
+}  // namespace
+
+CoordinatorReporter::CoordinatorReporter(const std::string& address, std::string job_id,
+                                         int rank, int64_t attempt)
+    : stub_(weft::v1::Coordinator::NewStub(
+          grpc::CreateChannel(address, grpc::InsecureChannelCredentials()))),
+      job_id_(std::move(job_id)),
+      rank_(rank),
+      attempt_(attempt) {}
+
+CoordinatorReporter::~CoordinatorReporter() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+weft::v1::LearnerIdentity CoordinatorReporter::Identity() const {
+  weft::v1::LearnerIdentity id;
+  id.set_job_id(job_id_);
+  id.set_rank(rank_);
+  id.set_attempt(attempt_);
+  return id;
+}
+
+absl::Status CoordinatorReporter::Register(int world_size) {
+  weft::v1::RegisterRequest req;
+  *req.mutable_learner() = Identity();
+  req.set_pid(::getpid());
+  req.set_world_size(world_size);
+  weft::v1::RegisterResponse resp;
+  grpc::Status s = Retry([&] { return stub_->Register(Context().get(), req, &resp); });
+  if (!s.ok()) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot reach weftd's coordinator: ", s.error_message()));
+  }
+  if (!resp.accepted()) {
+    keep_running_ = false;
+    return absl::FailedPreconditionError(absl::StrCat("weftd refused this learner: ", resp.reason()));
+  }
+  if (resp.heartbeat_interval_ms() > 0) heartbeat_ms_ = resp.heartbeat_interval_ms();
+  thread_ = std::thread([this] { Loop(); });
+  return absl::OkStatus();
+}
+
+void CoordinatorReporter::Report(const MetricSample& sample, const ProgressReport& progress) {
+  std::lock_guard<std::mutex> lock(mu_);
+  queued_.push_back(sample);
+  progress_ = progress;
+}
+
+bool CoordinatorReporter::Flush() {
+  std::lock_guard<std::mutex> send_lock(send_mu_);
+  std::vector<MetricSample> batch;
+  ProgressReport progress;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    batch.swap(queued_);
+    progress = progress_;
+  }
+  grpc::Status s;
+  bool keep = true;
+  if (batch.empty()) {
+    weft::v1::HeartbeatRequest req;
+    *req.mutable_learner() = Identity();
+    ToProto(progress, req.mutable_progress());
+    weft::v1::HeartbeatResponse resp;
+    s = stub_->Heartbeat(Context().get(), req, &resp);
+    keep = resp.keep_running();
+  } else {
+    weft::v1::ReportMetricsRequest req;
+    *req.mutable_learner() = Identity();
+    ToProto(progress, req.mutable_progress());
+    for (const MetricSample& m : batch) {
+      auto* p = req.add_points();
+      p->set_step(m.step);
+      p->set_epoch(m.epoch);
+      p->set_wall_time_s(m.wall_time_s);
+      p->set_train_loss(m.train_loss);
+      p->set_samples_per_s(m.samples_per_s);
+      if (m.test_accuracy) p->set_test_accuracy(*m.test_accuracy);
+      if (m.test_loss) p->set_test_loss(*m.test_loss);
+    }
+    weft::v1::ReportMetricsResponse resp;
+    s = stub_->ReportMetrics(Context().get(), req, &resp);
+    keep = resp.keep_running();
+    if (!s.ok()) {
+      // Put the batch back in front of anything queued since, so nothing is lost or reordered.
+      std::lock_guard<std::mutex> lock(mu_);
+      batch.insert(batch.end(), queued_.begin(), queued_.end());
+      queued_.swap(batch);
+    }
+  }
+  if (!s.ok()) {
+    spdlog::warn("weftd unreachable ({}), will retry", s.error_message());
+    return false;
+  }
+  if (!keep && keep_running_.exchange(false)) {
+    spdlog::info("weftd asked this learner to stop");
+  }
+  return true;
+}
+
+void CoordinatorReporter::Loop() {
+  int backoff_ms = 0;
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    int wait_ms = backoff_ms > 0 ? backoff_ms : heartbeat_ms_.load();
+    cv_.wait_for(lock, std::chrono::milliseconds(wait_ms), [this] { return stopping_; });
+    if (stopping_) break;
+    lock.unlock();
+    bool ok = Flush();
+    backoff_ms = ok ? 0 : std::min(std::max(backoff_ms * 2, 250), 5000);
+    lock.lock();
+  }
+}
+
+absl::Status CoordinatorReporter::CommitArtifact(const ModelArtifact& a) {
+  Flush();  // metrics up to this point first, so the model's accuracy is in the series
+  weft::v1::CommitArtifactRequest req;
+  *req.mutable_learner() = Identity();
+  req.set_kind(a.kind);
+  req.set_path(a.path);
+  req.set_card_path(a.card_path);
+  req.set_test_accuracy(a.test_accuracy);
+  req.set_epoch(a.epoch);
+  req.set_step(a.step);
+  req.set_bytes(a.bytes);
+  weft::v1::CommitArtifactResponse resp;
+  grpc::Status s = Retry([&] { return stub_->CommitArtifact(Context().get(), req, &resp); });
+  if (!s.ok()) {
+    return absl::UnavailableError(absl::StrCat("cannot commit ", a.kind, " model: ", s.error_message()));
+  }
+  if (!resp.accepted()) {
+    return absl::FailedPreconditionError(absl::StrCat("weftd refused the ", a.kind, " model: ", resp.reason()));
+  }
+  return absl::OkStatus();
+}
+
+void CoordinatorReporter::Finish(bool succeeded, const std::string& reason, double best) {
+  for (int i = 0; i < 20 && !Flush(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  weft::v1::ReportFinishedRequest req;
+  *req.mutable_learner() = Identity();
+  req.set_succeeded(succeeded);
+  req.set_reason(reason);
+  req.set_best_test_accuracy(best);
+  weft::v1::ReportFinishedResponse resp;
+  grpc::Status s = Retry([&] { return stub_->ReportFinished(Context().get(), req, &resp); });
+  if (!s.ok()) spdlog::error("could not report the end of training: {}", s.error_message());
+}
+
+}  // namespace weft::train

@@ -1,0 +1,54 @@
+// Reporter over gRPC to weftd's Coordinator service. A background thread sends queued metric
+// samples (or a heartbeat when there are none) every heartbeat interval; while weftd is
+// unreachable samples stay queued and are sent once it answers again.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "proto/coordinator.grpc.pb.h"
+#include "train/reporter.h"
+
+namespace weft::train {
+
+class CoordinatorReporter : public Reporter {
+ public:
+  // `address`: host:port of the Coordinator service.
+  CoordinatorReporter(const std::string& address, std::string job_id, int rank, int64_t attempt);
+  ~CoordinatorReporter() override;
+  CoordinatorReporter(const CoordinatorReporter&) = delete;
+  CoordinatorReporter& operator=(const CoordinatorReporter&) = delete;
+
+  absl::Status Register(int world_size) override;
+  void Report(const MetricSample& sample, const ProgressReport& progress) override;
+  bool KeepRunning() const override { return keep_running_.load(); }
+  absl::Status CommitArtifact(const ModelArtifact& artifact) override;
+  void Finish(bool succeeded, const std::string& reason, double best_test_accuracy) override;
+
+ private:
+  void Loop();
+  bool Flush();  // sends queued samples or a heartbeat; false if weftd did not answer
+  weft::v1::LearnerIdentity Identity() const;
+
+  std::unique_ptr<weft::v1::Coordinator::Stub> stub_;
+  const std::string job_id_;
+  const int rank_;
+  const int64_t attempt_;
+  std::atomic<bool> keep_running_{true};
+  std::atomic<int> heartbeat_ms_{1000};
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<MetricSample> queued_ ABSL_GUARDED_BY(mu_);
+  ProgressReport progress_ ABSL_GUARDED_BY(mu_);
+  std::mutex send_mu_;  // one RPC that carries samples at a time, so they arrive in order
+  std::thread thread_;
+};
+
+}  // namespace weft::train

@@ -1,0 +1,59 @@
+// How a learner tells weftd what it is doing: metrics, progress, committed models, the end.
+// The training loop talks to this interface; CoordinatorReporter implements it over gRPC, tests
+// and benchmarks may use their own.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "absl/status/status.h"
+
+namespace weft::train {
+
+struct ProgressReport {
+  int epoch = 0;            // epochs completed
+  int epochs_total = 0;
+  int64_t step = 0;         // optimizer steps taken
+  int64_t steps_total = 0;
+  int64_t samples = 0;      // training samples consumed (this learner's share × world size)
+};
+
+struct MetricSample {
+  int64_t step = 0;
+  int epoch = 0;                       // epoch in progress (1-based) or just finished
+  double wall_time_s = 0;              // unix time, seconds
+  double train_loss = 0;               // mean loss since the previous sample
+  double samples_per_s = 0;            // training throughput since the previous sample
+  std::optional<double> test_accuracy; // set on evaluation samples, in [0, 1]
+  std::optional<double> test_loss;
+};
+
+// A model file written and fsync'd by the learner.
+struct ModelArtifact {
+  std::string kind;        // "delivered" or "final"
+  std::string path;
+  std::string card_path;
+  double test_accuracy = 0;
+  int epoch = 0;
+  int64_t step = 0;
+  int64_t bytes = 0;
+};
+
+class Reporter {
+ public:
+  virtual ~Reporter() = default;
+  // Announces this learner. FailedPrecondition if weftd refuses it (stale attempt, deleted job);
+  // Unavailable if weftd cannot be reached in time.
+  virtual absl::Status Register(int world_size) = 0;
+  // Queues a sample and the current progress; never blocks on the network.
+  virtual void Report(const MetricSample& sample, const ProgressReport& progress) = 0;
+  // False once weftd has told this learner to stop (halted, deleted, fenced off).
+  virtual bool KeepRunning() const = 0;
+  // Registers a durable model with weftd; blocks, retrying, until weftd acknowledges.
+  // FailedPrecondition if weftd refuses it; Unavailable if it cannot be reached in time.
+  virtual absl::Status CommitArtifact(const ModelArtifact& artifact) = 0;
+  // Flushes queued samples, then reports the end of training.
+  virtual void Finish(bool succeeded, const std::string& reason, double best_test_accuracy) = 0;
+};
+
+}  // namespace weft::train

@@ -1,0 +1,289 @@
+#include "train/training_loop.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cmath>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/clock.h"
+#include "common/files.h"
+#include "common/status_macros.h"
+#include "common/logging.h"
+#include "train/dataset.h"
+#include "train/models.h"
+
+namespace weft::train {
+namespace {
+
+using Model = std::shared_ptr<ClassifierImpl>;
+constexpr double kReportIntervalS = 1.0;
+constexpr int64_t kEvalBatch = 1000;
+
+double NowS() { return SystemClock::Get().NowMs() / 1000.0; }
+
+struct Evaluation {
+  double accuracy = 0;
+  double loss = 0;
+};
+
+Evaluation Evaluate(const Model& model, const Dataset& test) {
+  torch::NoGradGuard no_grad;
+  model->eval();
+  int64_t correct = 0;
+  double loss = 0;
+  for (int64_t i = 0; i < test.size(); i += kEvalBatch) {
+    int64_t end = std::min(test.size(), i + kEvalBatch);
+    torch::Tensor out = model->forward(test.images.slice(0, i, end));
+    torch::Tensor y = test.labels.slice(0, i, end);
+    loss += torch::nll_loss(out, y, {}, torch::Reduction::Sum).item<double>();
+    correct += out.argmax(1).eq(y).sum().item<int64_t>();
+  }
+  model->train();
+  return {static_cast<double>(correct) / test.size(), loss / test.size()};
+}
+
+class Trainer {
+ public:
+  Trainer(const LoopOptions& o, Reporter& r, Model model, Dataset train, Dataset test)
+      : o_(o), spec_(o.spec), reporter_(r), model_(std::move(model)),
+        train_(std::move(train)), test_(std::move(test)) {}
+
+  absl::StatusOr<LoopResult> Run();
+
+ private:
+  std::unique_ptr<torch::optim::Optimizer> MakeOptimizer();
+  bool StopRequested() const {
+    return (o_.stop_requested && o_.stop_requested->load()) || !reporter_.KeepRunning();
+  }
+  void ReportTraining(bool force);
+  // Evaluates, reports, and acts on the targets. Sets *complete when the complete target is met.
+  absl::Status EvaluateAndCheckTargets(bool* complete);
+  absl::Status Export(const std::string& kind, double accuracy);
+
+  const LoopOptions& o_;
+  const JobSpec& spec_;
+  Reporter& reporter_;
+  Model model_;
+  Dataset train_, test_;
+
+  ProgressReport progress_;
+  int epoch_in_progress_ = 1;
+  double loss_sum_ = 0;
+  int64_t loss_steps_ = 0;
+  int64_t samples_since_report_ = 0;
+  double train_seconds_since_report_ = 0;
+  double last_report_s_ = 0;
+  double best_ = 0;
+  double last_accuracy_ = 0;
+  bool delivered_ = false;
+  double complete_met_ = 0;
+};
+
+std::unique_ptr<torch::optim::Optimizer> Trainer::MakeOptimizer() {
+  double lr = spec_.EffectiveLearningRate();
+  if (spec_.training.optimizer == "sgd") {
+    return std::make_unique<torch::optim::SGD>(
+        model_->parameters(), torch::optim::SGDOptions(lr)
+                                  .momentum(spec_.training.momentum)
+                                  .weight_decay(spec_.training.weight_decay));
+  }
+  return std::make_unique<torch::optim::Adam>(
+      model_->parameters(),
+      torch::optim::AdamOptions(lr).weight_decay(spec_.training.weight_decay));
+}
+
+void Trainer::ReportTraining(bool force) {
+  double now = NowS();
+  if (!force && now - last_report_s_ < kReportIntervalS) return;
+  if (loss_steps_ == 0) return;
+  MetricSample m;
+  m.step = progress_.step;
+  m.epoch = epoch_in_progress_;
+  m.wall_time_s = now;
+  m.train_loss = loss_sum_ / loss_steps_;
+  m.samples_per_s = train_seconds_since_report_ > 0
+                        ? samples_since_report_ * o_.world_size / train_seconds_since_report_
+                        : 0;
+  reporter_.Report(m, progress_);
+  loss_sum_ = 0;
+  loss_steps_ = 0;
+  samples_since_report_ = 0;
+  train_seconds_since_report_ = 0;
+  last_report_s_ = now;
+}
+
+absl::Status Trainer::Export(const std::string& kind, double accuracy) {
+  std::string dir = absl::StrCat(o_.result_dir, "/", kind);
+  RETURN_IF_ERROR(MakeDirs(dir));
+  std::ostringstream bytes;
+  try {
+    torch::save(std::static_pointer_cast<torch::nn::Module>(model_), bytes);
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat("cannot serialise the model: ", e.what()));
+  }
+  std::string model_path = dir + "/model.pt";
+  std::string card_path = dir + "/model-card.json";
+  RETURN_IF_ERROR(WriteFileAtomic(model_path, bytes.str()));
+  nlohmann::json card = {
+      {"job_id", o_.job_id},
+      {"kind", kind},
+      {"architecture", spec_.model.architecture},
+      {"format", "torch::save of the module's parameters and buffers (libtorch C++)"},
+      {"input", "[N, 1, 28, 28] float32, (pixel/255 - 0.2860) / 0.3530"},
+      {"output", "[N, 10] log-probabilities"},
+      {"epoch", progress_.epoch},
+      {"step", progress_.step},
+      {"metrics", {{"test_accuracy", accuracy}, {"best_test_accuracy", best_}}},
+      {"manifest_digest", SpecDigest(spec_)},
+      {"spec", SpecToJson(spec_)},
+      {"created_at", FormatTimeMs(SystemClock::Get().NowMs())},
+      {"bytes", bytes.str().size()},
+  };
+  RETURN_IF_ERROR(WriteFileAtomic(card_path, card.dump(2) + "\n"));
+  spdlog::info("{} model written: {} ({} bytes, test_accuracy {:.4f})", kind, model_path,
+               bytes.str().size(), accuracy);
+  ModelArtifact a{kind, model_path, card_path, accuracy, progress_.epoch, progress_.step,
+                  static_cast<int64_t>(bytes.str().size())};
+  return reporter_.CommitArtifact(a);
+}
+
+absl::Status Trainer::EvaluateAndCheckTargets(bool* complete) {
+  ReportTraining(/*force=*/true);
+  Evaluation ev = Evaluate(model_, test_);
+  last_accuracy_ = ev.accuracy;
+  best_ = std::max(best_, ev.accuracy);
+  spdlog::info("evaluation: epoch {} step {} test_accuracy {:.4f} test_loss {:.4f}",
+               epoch_in_progress_, progress_.step, ev.accuracy, ev.loss);
+  if (o_.rank != 0) return absl::OkStatus();
+  MetricSample m;
+  m.step = progress_.step;
+  m.epoch = epoch_in_progress_;
+  m.wall_time_s = NowS();
+  m.test_accuracy = ev.accuracy;
+  m.test_loss = ev.loss;
+  reporter_.Report(m, progress_);
+  const TargetSpec& t = spec_.targets;
+  if (t.deliver && !delivered_ && ev.accuracy >= *t.deliver) {
+    spdlog::info("deliver target met: test_accuracy {:.4f} >= {}", ev.accuracy, *t.deliver);
+    RETURN_IF_ERROR(Export("delivered", ev.accuracy));
+    delivered_ = true;
+  }
+  if (t.complete && ev.accuracy >= *t.complete) {
+    complete_met_ = ev.accuracy;
+    *complete = true;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<LoopResult> Trainer::Run() {
+  auto optimizer = MakeOptimizer();
+  const int64_t bs = spec_.training.batch_size;
+  // This learner's share of every epoch: indices rank, rank + world, ... of the permutation.
+  const int64_t n = train_.size();
+  const int64_t per_rank = (n - o_.rank + o_.world_size - 1) / o_.world_size;
+  const int64_t steps_per_epoch = (per_rank + bs - 1) / bs;
+  progress_.epochs_total = spec_.training.epochs;
+  progress_.steps_total = steps_per_epoch * spec_.training.epochs;
+  spdlog::info("training {} on {} samples ({} per learner), {} test samples, batch {}, {} steps "
+               "per epoch, {} epochs, {} threads",
+               spec_.model.architecture, n, per_rank, test_.size(), bs, steps_per_epoch,
+               spec_.training.epochs, torch::get_num_threads());
+  model_->train();
+  last_report_s_ = NowS();
+  bool complete = false;
+  LoopResult result;
+  for (int epoch = 0; epoch < spec_.training.epochs && !complete; ++epoch) {
+    epoch_in_progress_ = epoch + 1;
+    // Every rank draws the same permutation: seed + epoch.
+    auto gen = at::detail::createCPUGenerator(spec_.training.seed * 1000003 + epoch);
+    torch::Tensor perm = torch::randperm(n, gen, torch::TensorOptions().dtype(torch::kInt64));
+    torch::Tensor mine = perm.slice(0, o_.rank, n, o_.world_size);
+    for (int64_t s = 0; s < steps_per_epoch; ++s) {
+      if (StopRequested()) {
+        result.stopped = true;
+        result.reason = "stopped on request";
+        result.best_test_accuracy = best_;
+        return result;
+      }
+      auto t0 = std::chrono::steady_clock::now();
+      torch::Tensor idx = mine.slice(0, s * bs, std::min(per_rank, (s + 1) * bs));
+      torch::Tensor x = train_.images.index_select(0, idx);
+      torch::Tensor y = train_.labels.index_select(0, idx);
+      optimizer->zero_grad();
+      torch::Tensor loss = torch::nll_loss(model_->forward(x), y);
+      loss.backward();
+      optimizer->step();
+      loss_sum_ += loss.item<double>();
+      ++loss_steps_;
+      ++progress_.step;
+      progress_.samples += idx.size(0) * o_.world_size;
+      samples_since_report_ += idx.size(0);
+      train_seconds_since_report_ +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      ReportTraining(/*force=*/false);
+      if (spec_.training.eval_every_steps > 0 &&
+          progress_.step % spec_.training.eval_every_steps == 0 && s + 1 < steps_per_epoch) {
+        RETURN_IF_ERROR(EvaluateAndCheckTargets(&complete));
+        if (complete) break;
+      }
+    }
+    if (complete) break;
+    progress_.epoch = epoch + 1;
+    RETURN_IF_ERROR(EvaluateAndCheckTargets(&complete));
+  }
+  if (o_.rank == 0) {
+    if (complete) {
+      result.reason = absl::StrFormat("target met: test_accuracy %.4f >= %g", complete_met_,
+                                      *spec_.targets.complete);
+    } else if (spec_.targets.complete) {
+      result.reason = absl::StrFormat("budget exhausted, best %.4f (target %g)", best_,
+                                      *spec_.targets.complete);
+    } else {
+      result.reason = absl::StrFormat("budget exhausted: %d epochs, test_accuracy %.4f",
+                                      spec_.training.epochs, last_accuracy_);
+    }
+    RETURN_IF_ERROR(Export("final", last_accuracy_));
+  }
+  result.succeeded = true;
+  result.best_test_accuracy = best_;
+  result.final_test_accuracy = last_accuracy_;
+  return result;
+}
+
+}  // namespace
+
+absl::StatusOr<LoopResult> RunTraining(const LoopOptions& options, Reporter& reporter) {
+  try {
+    torch::manual_seed(options.spec.training.seed);
+    torch::set_num_threads(options.spec.EffectiveThreads());
+    ASSIGN_OR_RETURN(Dataset train, LoadDataset(options.spec.data.path, "train",
+                                                options.spec.data.train_samples));
+    ASSIGN_OR_RETURN(Dataset test, LoadDataset(options.spec.data.path, "test",
+                                               options.spec.data.test_samples));
+    ASSIGN_OR_RETURN(Model model, BuildModel(options.spec.model));
+    Trainer trainer(options, reporter, std::move(model), std::move(train), std::move(test));
+    return trainer.Run();
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat("libtorch: ", e.what()));
+  }
+}
+
+absl::StatusOr<double> EvaluateSavedModel(const ModelSpec& spec, const std::string& model_path,
+                                          const std::string& data_dir, int64_t limit) {
+  try {
+    ASSIGN_OR_RETURN(Model model, BuildModel(spec));
+    auto module = std::static_pointer_cast<torch::nn::Module>(model);
+    torch::load(module, model_path);
+    ASSIGN_OR_RETURN(Dataset test, LoadDataset(data_dir, "test", limit));
+    return Evaluate(model, test).accuracy;
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot load model ", model_path, ": ", e.what()));
+  }
+}
+
+}  // namespace weft::train

@@ -1,0 +1,43 @@
+// The learner's training loop: data-parallel-ready SGD/Adam over in-memory data, evaluation on
+// the test split, two-tier targets (TRADL: deliver a model early, complete at the second target)
+// and model export. libtorch stays behind this header's .cc: errors come back as Status.
+#pragma once
+
+#include <atomic>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "spec/job_spec.h"
+#include "train/reporter.h"
+
+namespace weft::train {
+
+struct LoopOptions {
+  JobSpec spec;
+  std::string job_id;
+  std::string result_dir;      // models go to <result_dir>/{delivered,final}/model.pt
+  int rank = 0;
+  int world_size = 1;
+  const std::atomic<bool>* stop_requested = nullptr;  // e.g. set by a SIGTERM handler
+};
+
+struct LoopResult {
+  bool succeeded = false;
+  bool stopped = false;        // stopped early on request (signal or weftd)
+  std::string reason;          // "target met: ..." / "budget exhausted, best 0.9030" / ...
+  double best_test_accuracy = 0;
+  double final_test_accuracy = 0;
+};
+
+// Trains `options.spec` to the end of its budget or its complete target, reporting through
+// `reporter`. InvalidArgument / NotFound for user errors (bad data path, unreadable data,
+// model that does not build): the job should fail without retries. Internal for libtorch
+// failures; Unavailable / FailedPrecondition from the reporter when a model cannot be committed.
+absl::StatusOr<LoopResult> RunTraining(const LoopOptions& options, Reporter& reporter);
+
+// Test accuracy in [0, 1] of the model saved at `model_path` (torch::save of the architecture
+// in `model`), on the first `limit` samples (0 = all) of the test split in `data_dir`.
+absl::StatusOr<double> EvaluateSavedModel(const ModelSpec& model, const std::string& model_path,
+                                          const std::string& data_dir, int64_t limit = 0);
+
+}  // namespace weft::train
