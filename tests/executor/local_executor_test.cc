@@ -1,0 +1,138 @@
+#include "executor/local_executor.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace weft {
+namespace {
+
+class LocalExecutorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/weft-exec-test-XXXXXX";
+    dir_ = mkdtemp(tmpl);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  // A stand-in learner: a shell script with `body`.
+  std::string Script(const std::string& body) {
+    std::string path = dir_ + "/learner.sh";
+    std::ofstream(path) << "#!/bin/sh\n" << body << "\n";
+    chmod(path.c_str(), 0755);
+    return path;
+  }
+
+  LearnerLaunch Launch(const std::string& job = "job-1") {
+    LearnerLaunch l;
+    l.job_id = job;
+    l.attempt = 3;
+    l.rank = 0;
+    l.world_size = 1;
+    l.node = "local";
+    l.spec_path = dir_ + "/spec.json";
+    l.data_dir = "/data";
+    l.result_dir = dir_ + "/results";
+    l.checkpoint_dir = dir_ + "/checkpoints";
+    l.log_dir = dir_ + "/logs";
+    l.coordinator_address = "127.0.0.1:1234";
+    l.threads = 2;
+    return l;
+  }
+
+  // Reaps until one exit arrives or ~10 s pass.
+  std::vector<LearnerExit> WaitForExit(Executor& e) {
+    for (int i = 0; i < 200; ++i) {
+      auto exits = e.Reap();
+      if (!exits.empty()) return exits;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return {};
+  }
+
+  static std::string Slurp(const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+
+  std::string dir_;
+};
+
+TEST_F(LocalExecutorTest, LearnerGetsTheEnvironmentContractAndItsLogIsKept) {
+  LocalExecutor ex(Script("echo rank=$RANK world=$WORLD_SIZE job=$WEFT_JOB_ID attempt=$WEFT_ATTEMPT "
+                          "learner=$LEARNER_ID of=$NUM_LEARNERS result=$RESULT_DIR "
+                          "threads=$OMP_NUM_THREADS coord=$WEFT_COORDINATOR; echo oops >&2; exit 0"));
+  auto pid = ex.Start(Launch());
+  ASSERT_TRUE(pid.ok()) << pid.status();
+  EXPECT_EQ(ex.Running("job-1"), 1);
+  auto exits = WaitForExit(ex);
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_EQ(exits[0].exit_code, 0);
+  EXPECT_EQ(exits[0].signal, 0);
+  EXPECT_EQ(exits[0].attempt, 3);
+  EXPECT_EQ(exits[0].pid, *pid);
+  EXPECT_EQ(ex.Running("job-1"), 0);
+  std::string log = Slurp(dir_ + "/logs/learner-0.log");
+  EXPECT_NE(log.find("rank=0 world=1 job=job-1 attempt=3 learner=1 of=1 result=" + dir_ +
+                     "/results threads=2 coord=127.0.0.1:1234"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("oops"), std::string::npos) << "stderr goes to the same log";
+  EXPECT_TRUE(std::filesystem::is_directory(dir_ + "/checkpoints"));
+}
+
+TEST_F(LocalExecutorTest, ReportsExitCodes) {
+  LocalExecutor ex(Script("exit 7"));
+  ASSERT_TRUE(ex.Start(Launch()).ok());
+  auto exits = WaitForExit(ex);
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_EQ(exits[0].exit_code, 7);
+  EXPECT_EQ(exits[0].Describe(), "exit code 7");
+}
+
+TEST_F(LocalExecutorTest, StopTerminatesAndKillsAfterGrace) {
+  // Ignores SIGTERM, so only the SIGKILL after the grace period ends it.
+  LocalExecutor ex(Script("trap '' TERM; while true; do sleep 0.1; done"));
+  ASSERT_TRUE(ex.Start(Launch()).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  ASSERT_TRUE(ex.Stop("job-1", /*grace_ms=*/300).ok());
+  auto exits = WaitForExit(ex);
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_EQ(exits[0].signal, SIGKILL);
+  EXPECT_EQ(exits[0].Describe(), "killed by signal 9 (SIGKILL)");
+}
+
+TEST_F(LocalExecutorTest, StopOnlyTouchesItsJob) {
+  LocalExecutor ex(Script("sleep 30"));
+  ASSERT_TRUE(ex.Start(Launch("job-1")).ok());
+  ASSERT_TRUE(ex.Start(Launch("job-2")).ok());
+  ASSERT_TRUE(ex.Stop("job-1", 0).ok());
+  auto exits = WaitForExit(ex);
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_EQ(exits[0].job_id, "job-1");
+  EXPECT_EQ(ex.Running("job-2"), 1);
+}
+
+TEST_F(LocalExecutorTest, MissingBinaryIsAnError) {
+  LocalExecutor ex(dir_ + "/does-not-exist");
+  auto pid = ex.Start(Launch());
+  // posix_spawn reports exec failure either at once or as exit code 127.
+  if (pid.ok()) {
+    auto exits = WaitForExit(ex);
+    ASSERT_EQ(exits.size(), 1u);
+    EXPECT_EQ(exits[0].exit_code, 127);
+  } else {
+    EXPECT_TRUE(absl::IsInternal(pid.status()));
+  }
+}
+
+}  // namespace
+}  // namespace weft

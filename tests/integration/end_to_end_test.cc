@@ -1,0 +1,230 @@
+// End to end through the real binaries: weftd on a temporary directory and a free port, the weft
+// CLI, weft-learner training with libtorch on the real Fashion-MNIST data.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <chrono>
+#include <filesystem>
+#include <regex>
+#include <thread>
+
+#include "integration/weftd_process.h"
+#include "nlohmann/json.hpp"
+#include "spec/job_spec.h"
+#include "train/training_loop.h"
+
+namespace weft {
+namespace {
+
+using ::testing::HasSubstr;
+using nlohmann::json;
+using testing::WeftdProcess;
+
+const std::string kSmoke = std::string(WEFT_SOURCE_DIR) + "/examples/fashion-mnist-mlp-smoke.yaml";
+
+class EndToEndTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!std::filesystem::exists(std::string(kDefaultDataPath) + "/train-images-idx3-ubyte.gz")) {
+      GTEST_SKIP() << "Fashion-MNIST is not installed (scripts/install-deps.sh)";
+    }
+    char tmpl[] = "/tmp/weft-e2e-XXXXXX";
+    dir_ = mkdtemp(tmpl);
+    weftd_ = std::make_unique<WeftdProcess>(dir_ + "/data");
+    ASSERT_TRUE(weftd_->Start()) << weftd_->log();
+  }
+  void TearDown() override {
+    weftd_.reset();
+    if (!dir_.empty()) std::filesystem::remove_all(dir_);
+  }
+
+  httplib::Client Http() const { return httplib::Client("127.0.0.1", weftd_->port()); }
+
+  json GetJson(const std::string& path, int expect_status = 200) {
+    auto c = Http();
+    auto r = c.Get(path);
+    EXPECT_TRUE(r) << path;
+    if (!r) return json();
+    EXPECT_EQ(r->status, expect_status) << path << ": " << r->body;
+    return json::parse(r->body, nullptr, false);
+  }
+
+  // Polls until the job's state is one of `states` or `timeout_s` passes; returns the job.
+  json WaitFor(const std::string& id, const std::vector<std::string>& states, int timeout_s) {
+    json j;
+    for (int i = 0; i < timeout_s * 5; ++i) {
+      j = GetJson("/v1/jobs/" + id);
+      std::string s = j.value("state", "");
+      for (const auto& want : states) {
+        if (s == want) return j;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    ADD_FAILURE() << "job " << id << " did not reach the expected state: " << j.dump(2);
+    return j;
+  }
+
+  static std::string JobIdFrom(const std::string& output) {
+    std::smatch m;
+    std::regex re("job (job-[0-9a-z]+-[0-9a-z]+) submitted");
+    return std::regex_search(output, m, re) ? m[1].str() : "";
+  }
+
+  std::string dir_;
+  std::unique_ptr<WeftdProcess> weftd_;
+};
+
+TEST_F(EndToEndTest, SmokeJobCompletesWithModelsLogsMetricsAndSurvivesRestart) {
+  auto submit = weftd_->Cli({"submit", kSmoke, "--follow"}, 240);
+  ASSERT_EQ(submit.exit_code, 0) << submit.output << weftd_->log();
+  EXPECT_THAT(submit.output, HasSubstr("COMPLETED"));
+  std::string id = JobIdFrom(submit.output);
+  ASSERT_FALSE(id.empty()) << submit.output;
+
+  json job = GetJson("/v1/jobs/" + id);
+  EXPECT_EQ(job["state"], "COMPLETED");
+  EXPECT_EQ(job["tenant"], "default");
+  double acc = job["metrics"].value("test_accuracy", 0.0);
+  EXPECT_GE(acc, 0.75) << job.dump(2);
+  EXPECT_EQ(job["progress"]["epoch"], 1);
+  EXPECT_TRUE(job["targets"]["deliver"]["met"].get<bool>());
+  EXPECT_FALSE(job["targets"]["complete"]["met"].get<bool>());
+  EXPECT_THAT(job.value("reason", ""), HasSubstr("budget exhausted, best"));
+  std::vector<std::string> states;
+  for (const auto& e : job["history"]) states.push_back(e["to"]);
+  EXPECT_EQ(states, (std::vector<std::string>{"QUEUED", "PLACED", "STARTING", "RUNNING",
+                                              "DELIVERED", "COMPLETED"}));
+
+  // Logs and metrics.
+  auto logs = weftd_->Cli({"logs", id});
+  EXPECT_EQ(logs.exit_code, 0);
+  EXPECT_THAT(logs.output, HasSubstr("evaluation: epoch 1"));
+  auto follow = weftd_->Cli({"logs", id, "-f"}, 30);  // ended job: streams and returns
+  EXPECT_EQ(follow.exit_code, 0);
+  EXPECT_EQ(follow.output, logs.output);
+  json metrics = GetJson("/v1/jobs/" + id + "/metrics");
+  int evals = 0, train_points = 0;
+  for (const auto& p : metrics["points"]) {
+    if (p.contains("test_accuracy")) ++evals;
+    if (p.contains("train_loss")) {
+      ++train_points;
+      EXPECT_GT(p["samples_per_s"].get<double>(), 0);
+    }
+  }
+  EXPECT_EQ(evals, 2) << "eval_every_steps 100 and the epoch end";
+  EXPECT_GE(train_points, 1);
+
+  // Both models download and load in libtorch, with the accuracy weft reported.
+  auto spec = ParseManifest(job["spec"].dump());
+  ASSERT_TRUE(spec.ok());
+  for (const std::string kind : {"delivered", "final"}) {
+    std::string out = dir_ + "/" + kind + ".pt";
+    auto dl = weftd_->Cli({"download", id, "--" + kind, "-o", out});
+    ASSERT_EQ(dl.exit_code, 0) << dl.output;
+    auto got = train::EvaluateSavedModel(spec->model, out, kDefaultDataPath,
+                                         spec->data.test_samples);
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_NEAR(*got, job["models"][kind]["test_accuracy"].get<double>(), 1e-4) << kind;
+    EXPECT_GE(*got, kind == "final" ? 0.75 : 0.70);
+  }
+
+  // Restart weftd on the same directory: the job and its whole history are still there.
+  size_t history = job["history"].size();
+  weftd_->Stop();
+  ASSERT_TRUE(weftd_->Start()) << weftd_->log();
+  json again = GetJson("/v1/jobs/" + id);
+  EXPECT_EQ(again["state"], "COMPLETED");
+  EXPECT_EQ(again["history"].size(), history);
+  EXPECT_EQ(again["history"], job["history"]);
+  auto list = weftd_->Cli({"list"});
+  EXPECT_THAT(list.output, HasSubstr(id));
+}
+
+TEST_F(EndToEndTest, BadManifestIsRejectedWithTheFieldAndNothingIsStored) {
+  std::string bad = dir_ + "/bad.yaml";
+  std::ofstream(bad) << "name: bad\nmodel: {architecture: cnn}\n"
+                        "training: {epochs: 1, batch_size: -3}\n";
+  auto r = weftd_->Cli({"submit", bad});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.output, HasSubstr("training.batch_size: must be a positive integer, got '-3'"));
+  EXPECT_TRUE(GetJson("/v1/jobs")["jobs"].empty());
+
+  auto c = Http();
+  auto res = c.Post("/v1/jobs", "name: x\nmodel: {architecture: cnn}\ntraining: {epochs: 1}\n"
+                                "resources: {cpus: 512}\n", "application/yaml");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 400);
+  json err = json::parse(res->body);
+  EXPECT_EQ(err["error"]["details"][0]["field"], "resources");
+  EXPECT_THAT(err["error"]["details"][0]["problem"].get<std::string>(), HasSubstr("never fits"));
+  EXPECT_TRUE(GetJson("/v1/jobs")["jobs"].empty());
+}
+
+TEST_F(EndToEndTest, ErrorsAreJsonWithTheRightStatus) {
+  json missing = GetJson("/v1/jobs/job-nope", 404);
+  EXPECT_THAT(missing["error"]["message"].get<std::string>(), HasSubstr("job-nope"));
+  GetJson("/v1/jobs/job-nope/metrics", 404);
+  GetJson("/v1/jobs/job-nope/logs", 404);
+  GetJson("/v1/nothing-here", 404);
+  auto c = Http();
+  auto put = c.Put("/v1/jobs", "", "text/plain");
+  ASSERT_TRUE(put);
+  EXPECT_EQ(put->status, 405);
+  EXPECT_EQ(put->get_header_value("Allow"), "GET, POST");
+  EXPECT_EQ(json::parse(put->body)["error"]["code"], "method_not_allowed");
+  auto get_halt = c.Get("/v1/jobs/job-nope/halt");
+  ASSERT_TRUE(get_halt);
+  EXPECT_EQ(get_halt->status, 405);
+  auto empty = c.Post("/v1/jobs", "", "application/yaml");
+  ASSERT_TRUE(empty);
+  EXPECT_EQ(empty->status, 400);
+  EXPECT_EQ(GetJson("/healthz")["status"], "ok");
+}
+
+TEST_F(EndToEndTest, HaltStopsTheLearnerResumeRequeuesAndDeleteRemovesEverything) {
+  std::string long_job = dir_ + "/long.yaml";
+  std::ofstream(long_job) << "name: long\nmodel: {architecture: mlp}\n"
+                             "data: {train_samples: 6000, test_samples: 500}\n"
+                             "training: {epochs: 500, threads: 1}\nresources: {cpus: 1}\n";
+  auto submit = weftd_->Cli({"submit", long_job});
+  ASSERT_EQ(submit.exit_code, 0) << submit.output;
+  std::string id = JobIdFrom(submit.output);
+  json running = WaitFor(id, {"RUNNING"}, 60);
+  ASSERT_EQ(running["state"], "RUNNING");
+
+  auto halt = weftd_->Cli({"halt", id});
+  EXPECT_EQ(halt.exit_code, 0) << halt.output;
+  json halted = GetJson("/v1/jobs/" + id);
+  EXPECT_EQ(halted["state"], "HALTED");
+  EXPECT_EQ(halted["reason"], "halted by user");
+  // Halting twice is a conflict, not a crash.
+  auto again = weftd_->Cli({"halt", id});
+  EXPECT_NE(again.exit_code, 0);
+  EXPECT_THAT(again.output, HasSubstr("already HALTED"));
+
+  auto resume = weftd_->Cli({"resume", id});
+  EXPECT_EQ(resume.exit_code, 0) << resume.output;
+  json resumed = WaitFor(id, {"RUNNING"}, 60);
+  EXPECT_EQ(resumed["attempt"], 2);
+
+  std::string job_dir = dir_ + "/data/jobs/" + id;
+  ASSERT_TRUE(std::filesystem::exists(job_dir));
+  auto del = weftd_->Cli({"delete", id});
+  EXPECT_EQ(del.exit_code, 0) << del.output;
+  GetJson("/v1/jobs/" + id, 404);
+  EXPECT_FALSE(std::filesystem::exists(job_dir));
+  // No learner of the job is left running.
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  auto ps = testing::RunCommand({"/usr/bin/pgrep", "-f", "weft-learner"});
+  bool found = false;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    std::ifstream env(entry.path() / "environ");
+    std::string s((std::istreambuf_iterator<char>(env)), {});
+    if (s.find("WEFT_JOB_ID=" + id) != std::string::npos) found = true;
+  }
+  EXPECT_FALSE(found) << "a learner of the deleted job is still running";
+}
+
+}  // namespace
+}  // namespace weft

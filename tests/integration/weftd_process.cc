@@ -1,0 +1,150 @@
+#include "integration/weftd_process.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <httplib.h>
+
+namespace weft::testing {
+
+int FreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  socklen_t len = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  int port = ntohs(addr.sin_port);
+  close(fd);
+  return port;
+}
+
+namespace {
+
+pid_t Spawn(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+            int out_fd) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(out_fd, STDOUT_FILENO);
+    dup2(out_fd, STDERR_FILENO);
+    int devnull = open("/dev/null", O_RDONLY);
+    dup2(devnull, STDIN_FILENO);
+    for (const auto& e : env) putenv(const_cast<char*>(e.c_str()));
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+}  // namespace
+
+CommandResult RunCommand(const std::vector<std::string>& argv,
+                         const std::vector<std::string>& env, int timeout_s) {
+  char tmpl[] = "/tmp/weft-cmd-XXXXXX";
+  int fd = mkstemp(tmpl);
+  pid_t pid = Spawn(argv, env, fd);
+  CommandResult r;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  int status = 0;
+  while (true) {
+    pid_t w = waitpid(pid, &status, WNOHANG);
+    if (w == pid) break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      r.output = "(timed out)\n";
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  close(fd);
+  std::ifstream in(tmpl);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  r.output += ss.str();
+  unlink(tmpl);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+WeftdProcess::WeftdProcess(std::string data_dir) : data_dir_(std::move(data_dir)) {
+  log_path_ = data_dir_ + ".weftd.log";
+}
+
+WeftdProcess::~WeftdProcess() { Stop(); }
+
+std::string WeftdProcess::server() const { return "127.0.0.1:" + std::to_string(port_); }
+
+bool WeftdProcess::Start() {
+  port_ = FreePort();
+  int fd = open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  pid_ = Spawn({std::string(WEFT_BIN_DIR) + "/weftd", "--data-dir", data_dir_, "--listen",
+                server()},
+               {}, fd);
+  close(fd);
+  httplib::Client c("127.0.0.1", port_);
+  c.set_connection_timeout(1, 0);
+  for (int i = 0; i < 200; ++i) {
+    auto r = c.Get("/healthz");
+    if (r && r->status == 200) return true;
+    int status;
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = 0;
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
+}
+
+void WeftdProcess::Stop() {
+  if (pid_ <= 0) return;
+  kill(pid_, SIGTERM);
+  for (int i = 0; i < 100; ++i) {
+    int status;
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = 0;
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  Kill();
+}
+
+void WeftdProcess::Kill() {
+  if (pid_ <= 0) return;
+  kill(pid_, SIGKILL);
+  int status;
+  waitpid(pid_, &status, 0);
+  pid_ = 0;
+}
+
+std::string WeftdProcess::log() const {
+  std::ifstream in(log_path_);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+CommandResult WeftdProcess::Cli(const std::vector<std::string>& args, int timeout_s) const {
+  std::vector<std::string> argv = {std::string(WEFT_BIN_DIR) + "/weft", "--server", server()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunCommand(argv, {}, timeout_s);
+}
+
+}  // namespace weft::testing

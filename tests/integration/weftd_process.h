@@ -1,0 +1,50 @@
+// Test helpers that run the real binaries: a weftd on a temporary data directory and a free
+// port, and the weft CLI as a child process with its output captured.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+namespace weft::testing {
+
+// A free TCP port on 127.0.0.1 (bound once and released).
+int FreePort();
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+// Runs `argv` (argv[0] a path) with extra NAME=value `env`, waits up to `timeout_s`.
+CommandResult RunCommand(const std::vector<std::string>& argv,
+                         const std::vector<std::string>& env = {}, int timeout_s = 300);
+
+class WeftdProcess {
+ public:
+  explicit WeftdProcess(std::string data_dir);
+  ~WeftdProcess();  // stops weftd (SIGTERM, then SIGKILL)
+
+  // Starts weftd and waits until /healthz answers. False on failure (see log()).
+  bool Start();
+  // SIGTERM and wait; SIGKILL if it does not go within 10 s.
+  void Stop();
+  // kill -9, as a crash.
+  void Kill();
+
+  int port() const { return port_; }
+  std::string server() const;  // "127.0.0.1:PORT"
+  std::string log() const;     // weftd's own output
+
+  // Runs the weft CLI against this weftd.
+  CommandResult Cli(const std::vector<std::string>& args, int timeout_s = 300) const;
+
+ private:
+  std::string data_dir_;
+  int port_ = 0;
+  pid_t pid_ = 0;
+  std::string log_path_;
+};
+
+}  // namespace weft::testing

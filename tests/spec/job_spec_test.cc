@@ -1,0 +1,188 @@
+#include "spec/job_spec.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+namespace weft {
+namespace {
+
+constexpr char kGood[] = R"(
+name: cnn-run
+model: {architecture: cnn}
+training: {epochs: 3}
+)";
+
+struct BadCase {
+  std::string label;
+  std::string manifest;
+  std::string field;            // the field path the error must name
+  std::string problem_contains;  // and part of its problem text
+};
+
+// Every case is kGood with one thing broken.
+std::vector<BadCase> BadCases() {
+  return {
+      {"yaml syntax", "name: [unclosed\n", "(document)", "not valid YAML"},
+      {"not a mapping", "- a\n- b\n", "(document)", "must be a mapping"},
+      {"missing name", "model: {architecture: cnn}\ntraining: {epochs: 1}\n", "name", "required"},
+      {"bad name", "name: Bad_Name\nmodel: {architecture: cnn}\ntraining: {epochs: 1}\n", "name",
+       "lower-case"},
+      {"unknown top field", std::string(kGood) + "learner: 3\n", "learner", "unknown field"},
+      {"missing model", "name: x\ntraining: {epochs: 1}\n", "model", "required"},
+      {"unknown architecture", "name: x\nmodel: {architecture: resnet}\ntraining: {epochs: 1}\n",
+       "model.architecture", "one of cnn, mlp"},
+      {"hidden units on cnn",
+       "name: x\nmodel: {architecture: cnn, hidden_units: [3]}\ntraining: {epochs: 1}\n",
+       "model.hidden_units", "only to architecture mlp"},
+      {"negative hidden unit",
+       "name: x\nmodel: {architecture: mlp, hidden_units: [64, -1]}\ntraining: {epochs: 1}\n",
+       "model.hidden_units[1]", "positive integer"},
+      {"missing training", "name: x\nmodel: {architecture: cnn}\n", "training", "required"},
+      {"missing epochs", "name: x\nmodel: {architecture: cnn}\ntraining: {batch_size: 3}\n",
+       "training.epochs", "required"},
+      {"zero epochs", "name: x\nmodel: {architecture: cnn}\ntraining: {epochs: 0}\n",
+       "training.epochs", "positive integer"},
+      {"negative batch", "name: x\nmodel: {architecture: cnn}\ntraining: {epochs: 1, batch_size: -3}\n",
+       "training.batch_size", "must be a positive integer, got '-3'"},
+      {"text batch", "name: x\nmodel: {architecture: cnn}\ntraining: {epochs: 1, batch_size: big}\n",
+       "training.batch_size", "positive integer"},
+      {"unknown optimizer",
+       "name: x\nmodel: {architecture: cnn}\ntraining: {epochs: 1, optimizer: lion}\n",
+       "training.optimizer", "adam, sgd"},
+      {"zero learning rate",
+       "name: x\nmodel: {architecture: cnn}\ntraining: {epochs: 1, learning_rate: 0}\n",
+       "training.learning_rate", "(0, 10]"},
+      {"momentum with adam",
+       "name: x\nmodel: {architecture: cnn}\ntraining: {epochs: 1, momentum: 0.5}\n",
+       "training.momentum", "only to optimizer sgd"},
+      {"momentum one",
+       "name: x\nmodel: {architecture: cnn}\ntraining: {epochs: 1, optimizer: sgd, momentum: 1}\n",
+       "training.momentum", "[0, 1)"},
+      {"typo in training", "name: x\nmodel: {architecture: cnn}\ntraining: {epochs: 1, epoch: 2}\n",
+       "training.epoch", "unknown field"},
+      {"relative data path", std::string(kGood) + "data: {path: data/fmnist}\n", "data.path",
+       "absolute"},
+      {"unknown dataset", std::string(kGood) + "data: {dataset: cifar10}\n", "data.dataset",
+       "fashion-mnist"},
+      {"negative subset", std::string(kGood) + "data: {train_samples: -5}\n", "data.train_samples",
+       "non-negative"},
+      {"zero cpus", std::string(kGood) + "resources: {cpus: 0}\n", "resources.cpus", "(0, 1024]"},
+      {"tiny memory", std::string(kGood) + "resources: {memory_mb: 10}\n", "resources.memory_mb",
+       "at least 64"},
+      {"gang not yet", std::string(kGood) + "resources: {learners: 2}\n", "resources.learners",
+       "must be 1 for now"},
+      {"target above one", std::string(kGood) + "targets: {deliver: 1.5}\n", "targets.deliver",
+       "(0, 1]"},
+      {"deliver above complete", std::string(kGood) + "targets: {deliver: 0.9, complete: 0.8}\n",
+       "targets.deliver", "must not exceed targets.complete"},
+      {"unknown metric", std::string(kGood) + "targets: {metric: f1, deliver: 0.5}\n",
+       "targets.metric", "test_accuracy"},
+      {"bad api version", std::string(kGood) + "apiVersion: weft/v9\n", "apiVersion", "weft/v1"},
+  };
+}
+
+class BadManifestTest : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(BadManifestTest, IsRejectedNamingTheField) {
+  const BadCase& c = GetParam();
+  std::vector<FieldError> errors;
+  absl::StatusOr<JobSpec> spec = ParseManifest(c.manifest, &errors);
+  ASSERT_FALSE(spec.ok()) << c.label;
+  EXPECT_TRUE(absl::IsInvalidArgument(spec.status()));
+  bool found = false;
+  std::ostringstream all;
+  for (const auto& e : errors) {
+    all << e.field << ": " << e.problem << "\n";
+    if (e.field == c.field && e.problem.find(c.problem_contains) != std::string::npos) found = true;
+  }
+  EXPECT_TRUE(found) << c.label << ": expected " << c.field << " ~ '" << c.problem_contains
+                     << "', got:\n"
+                     << all.str();
+  EXPECT_THAT(std::string(spec.status().message()), ::testing::HasSubstr(c.field));
+}
+
+INSTANTIATE_TEST_SUITE_P(All, BadManifestTest, ::testing::ValuesIn(BadCases()),
+                         [](const auto& info) {
+                           std::string n = info.param.label;
+                           for (char& ch : n) {
+                             if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           }
+                           return n;
+                         });
+
+TEST(JobSpecTest, ReportsEveryProblemAtOnce) {
+  std::vector<FieldError> errors;
+  auto spec = ParseManifest(
+      "name: x\nmodel: {architecture: cnn}\ntraining: {epochs: -1, batch_size: 0}\n", &errors);
+  ASSERT_FALSE(spec.ok());
+  ASSERT_EQ(errors.size(), 2u);
+  EXPECT_EQ(errors[0].field, "training.epochs");
+  EXPECT_EQ(errors[1].field, "training.batch_size");
+}
+
+TEST(JobSpecTest, FillsDefaults) {
+  auto spec = ParseManifest(kGood);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->training.batch_size, 64);
+  EXPECT_EQ(spec->training.optimizer, "adam");
+  EXPECT_DOUBLE_EQ(spec->EffectiveLearningRate(), 1e-3);
+  EXPECT_EQ(spec->data.path, kDefaultDataPath);
+  EXPECT_EQ(spec->resources.learners, 1);
+  EXPECT_EQ(spec->EffectiveThreads(), 1);
+  EXPECT_FALSE(spec->targets.deliver.has_value());
+}
+
+TEST(JobSpecTest, JsonManifestIsAccepted) {
+  auto spec = ParseManifest(
+      R"({"name": "j", "model": {"architecture": "mlp", "hidden_units": [32, 16]},
+          "training": {"epochs": 2, "optimizer": "sgd", "momentum": 0.5},
+          "targets": {"deliver": 0.8, "complete": 0.9}})");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->model.hidden_units, (std::vector<int>{32, 16}));
+  EXPECT_DOUBLE_EQ(spec->training.momentum, 0.5);
+  EXPECT_DOUBLE_EQ(spec->EffectiveLearningRate(), 1e-2);
+  EXPECT_DOUBLE_EQ(*spec->targets.complete, 0.9);
+}
+
+std::string ReadExample(const std::string& name) {
+  std::ifstream in(std::string(WEFT_SOURCE_DIR) + "/examples/" + name);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class GoodManifestTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(GoodManifestTest, RoundTripsThroughCanonicalJson) {
+  std::string text = GetParam();
+  if (text.rfind("example:", 0) == 0) text = ReadExample(text.substr(8));
+  ASSERT_FALSE(text.empty());
+  auto spec = ParseManifest(text);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  std::string canonical = SpecToJson(*spec).dump();
+  auto again = ParseManifest(canonical);
+  ASSERT_TRUE(again.ok()) << again.status() << "\n" << canonical;
+  EXPECT_TRUE(*again == *spec);
+  EXPECT_EQ(SpecDigest(*again), SpecDigest(*spec));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    All, GoodManifestTest,
+    ::testing::Values(std::string(kGood), "example:fashion-mnist-cnn.yaml",
+                      "example:fashion-mnist-mlp-smoke.yaml",
+                      "name: s\nmodel: {architecture: mlp}\ntraining: {epochs: 1, optimizer: sgd, "
+                      "momentum: 0.8, learning_rate: 0.05, weight_decay: 0.0001, seed: 7}\n"
+                      "resources: {cpus: 0.5, memory_mb: 512}\n"));
+
+TEST(JobSpecTest, DigestChangesWithConfiguration) {
+  auto a = ParseManifest(kGood);
+  auto b = ParseManifest(std::string(kGood) + "resources: {cpus: 2}\n");
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_NE(SpecDigest(*a), SpecDigest(*b));
+}
+
+}  // namespace
+}  // namespace weft

@@ -1,0 +1,175 @@
+// The shared Store tests (see store_test_suite.h). Included by each implementation's test file.
+#pragma once
+
+#include "store/store_test_suite.h"
+
+namespace weft {
+
+TEST_P(StoreTest, CreateAndGetRoundTrip) {
+  JobRecord r = NewJob("job-a");
+  r.progress.epochs_total = 10;
+  ASSERT_TRUE(store_->CreateJob(r, "submitted").ok());
+  auto got = store_->GetJob("job-a");
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->name, "name-job-a");
+  EXPECT_EQ(got->tenant, "default");
+  EXPECT_EQ(got->state, JobState::kQueued);
+  EXPECT_EQ(got->manifest, "name: x\n");
+  EXPECT_EQ(got->progress.epochs_total, 10);
+  EXPECT_FALSE(got->best_test_accuracy.has_value());
+}
+
+TEST_P(StoreTest, DuplicateIdIsRefused) {
+  ASSERT_TRUE(store_->CreateJob(NewJob("job-a"), "submitted").ok());
+  EXPECT_TRUE(absl::IsAlreadyExists(store_->CreateJob(NewJob("job-a"), "submitted")));
+}
+
+TEST_P(StoreTest, UnknownJobIsNotFound) {
+  EXPECT_TRUE(absl::IsNotFound(store_->GetJob("nope").status()));
+  EXPECT_TRUE(absl::IsNotFound(store_->History("nope").status()));
+  EXPECT_TRUE(absl::IsNotFound(store_->Metrics("nope").status()));
+  EXPECT_TRUE(absl::IsNotFound(store_->AppendMetrics("nope", {MetricRecord{}})));
+  EXPECT_TRUE(absl::IsNotFound(store_->PutArtifact("nope", ArtifactRecord{})));
+  EXPECT_TRUE(absl::IsNotFound(store_->DeleteJob("nope")));
+  EXPECT_TRUE(absl::IsNotFound(store_->UpdateJob(NewJob("nope"))));
+}
+
+TEST_P(StoreTest, TransitionAppendsHistoryAndChecksTheCurrentState) {
+  JobRecord r = NewJob("job-a");
+  ASSERT_TRUE(store_->CreateJob(r, "submitted").ok());
+  r.state = JobState::kPlaced;
+  r.reason = "placed on node local";
+  r.updated_ms = 2000;
+  r.node = "local";
+  ASSERT_TRUE(store_->TransitionJob(r, JobState::kQueued).ok());
+  // Compare-and-set: the stored state is PLACED now, not QUEUED.
+  r.state = JobState::kStarting;
+  EXPECT_TRUE(absl::IsFailedPrecondition(store_->TransitionJob(r, JobState::kQueued)));
+  // Illegal edge.
+  r.state = JobState::kCompleted;
+  EXPECT_TRUE(absl::IsFailedPrecondition(store_->TransitionJob(r, JobState::kPlaced)));
+
+  auto history = store_->History("job-a");
+  ASSERT_TRUE(history.ok());
+  ASSERT_EQ(history->size(), 2u);
+  EXPECT_FALSE((*history)[0].from.has_value());
+  EXPECT_EQ((*history)[0].to, JobState::kQueued);
+  EXPECT_EQ((*history)[1].seq, 2);
+  EXPECT_EQ((*history)[1].from, JobState::kQueued);
+  EXPECT_EQ((*history)[1].to, JobState::kPlaced);
+  EXPECT_EQ((*history)[1].reason, "placed on node local");
+  EXPECT_EQ((*history)[1].time_ms, 2000);
+  auto got = store_->GetJob("job-a");
+  EXPECT_EQ(got->state, JobState::kPlaced);
+  EXPECT_EQ(got->node, "local");
+}
+
+TEST_P(StoreTest, UpdateLeavesStateAndHistoryAlone) {
+  JobRecord r = NewJob("job-a");
+  ASSERT_TRUE(store_->CreateJob(r, "submitted").ok());
+  r.state = JobState::kFailed;  // must be ignored by UpdateJob
+  r.progress.step = 42;
+  r.best_test_accuracy = 0.5;
+  r.deliver_met_ms = 777;
+  ASSERT_TRUE(store_->UpdateJob(r).ok());
+  auto got = store_->GetJob("job-a");
+  EXPECT_EQ(got->state, JobState::kQueued);
+  EXPECT_EQ(got->progress.step, 42);
+  EXPECT_DOUBLE_EQ(*got->best_test_accuracy, 0.5);
+  EXPECT_EQ(*got->deliver_met_ms, 777);
+  EXPECT_EQ(store_->History("job-a")->size(), 1u);
+}
+
+TEST_P(StoreTest, ListsByTenantInCreationOrder) {
+  ASSERT_TRUE(store_->CreateJob(NewJob("job-b", "t1", 2000), "s").ok());
+  ASSERT_TRUE(store_->CreateJob(NewJob("job-a", "t1", 1000), "s").ok());
+  ASSERT_TRUE(store_->CreateJob(NewJob("job-c", "t2", 1500), "s").ok());
+  auto t1 = store_->ListJobs("t1");
+  ASSERT_TRUE(t1.ok());
+  ASSERT_EQ(t1->size(), 2u);
+  EXPECT_EQ((*t1)[0].id, "job-a");
+  EXPECT_EQ((*t1)[1].id, "job-b");
+  EXPECT_EQ(store_->ListJobs("")->size(), 3u);
+  EXPECT_TRUE(store_->ListJobs("t3")->empty());
+}
+
+TEST_P(StoreTest, MetricsKeepOrderAndOptionalFields) {
+  ASSERT_TRUE(store_->CreateJob(NewJob("job-a"), "s").ok());
+  std::vector<MetricRecord> pts;
+  for (int i = 1; i <= 5; ++i) {
+    MetricRecord m;
+    m.step = i * 10;
+    m.epoch = 1;
+    m.wall_time_ms = 1000 + i;
+    m.train_loss = 1.0 / i;
+    m.samples_per_s = 100 * i;
+    if (i == 5) m.test_accuracy = 0.8;
+    pts.push_back(m);
+  }
+  ASSERT_TRUE(store_->AppendMetrics("job-a", pts).ok());
+  auto all = store_->Metrics("job-a");
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 5u);
+  EXPECT_EQ((*all)[0].step, 10);
+  EXPECT_FALSE((*all)[0].test_accuracy.has_value());
+  EXPECT_DOUBLE_EQ(*(*all)[4].test_accuracy, 0.8);
+  auto last2 = store_->Metrics("job-a", 2);
+  ASSERT_EQ(last2->size(), 2u);
+  EXPECT_EQ((*last2)[0].step, 40);
+  EXPECT_EQ((*last2)[1].step, 50);
+}
+
+TEST_P(StoreTest, ArtifactsReplacePerKind) {
+  ASSERT_TRUE(store_->CreateJob(NewJob("job-a"), "s").ok());
+  ArtifactRecord a{"delivered", "/m1.pt", "/c1.json", 0.88, 2, 100, 1234, 5000};
+  ASSERT_TRUE(store_->PutArtifact("job-a", a).ok());
+  a.path = "/m2.pt";
+  a.test_accuracy = 0.89;
+  ASSERT_TRUE(store_->PutArtifact("job-a", a).ok());
+  ArtifactRecord f{"final", "/f.pt", "/f.json", 0.91, 4, 200, 1234, 6000};
+  ASSERT_TRUE(store_->PutArtifact("job-a", f).ok());
+  auto arts = store_->Artifacts("job-a");
+  ASSERT_TRUE(arts.ok());
+  ASSERT_EQ(arts->size(), 2u);
+  EXPECT_EQ((*arts)[0].kind, "delivered");
+  EXPECT_EQ((*arts)[0].path, "/m2.pt");
+  EXPECT_EQ((*arts)[1].kind, "final");
+  EXPECT_EQ((*arts)[1].bytes, 1234);
+}
+
+TEST_P(StoreTest, CloseAndReopenKeepsEverything) {
+  JobRecord r = NewJob("job-a");
+  ASSERT_TRUE(store_->CreateJob(r, "submitted").ok());
+  r.state = JobState::kPlaced;
+  r.reason = "placed";
+  r.updated_ms = 3000;
+  ASSERT_TRUE(store_->TransitionJob(r, JobState::kQueued).ok());
+  ASSERT_TRUE(store_->AppendMetrics("job-a", {MetricRecord{7, 1, 9, 0.5, 10, 0.7, 0.4}}).ok());
+  ASSERT_TRUE(store_->PutArtifact("job-a", {"final", "/f.pt", "/f.json", 0.9, 1, 7, 10, 11}).ok());
+  Reopen();
+  auto got = store_->GetJob("job-a");
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->state, JobState::kPlaced);
+  EXPECT_EQ(store_->History("job-a")->size(), 2u);
+  ASSERT_EQ(store_->Metrics("job-a")->size(), 1u);
+  EXPECT_DOUBLE_EQ(*(*store_->Metrics("job-a"))[0].test_accuracy, 0.7);
+  EXPECT_EQ(store_->Artifacts("job-a")->size(), 1u);
+}
+
+TEST_P(StoreTest, DeleteRemovesEverythingOfTheJob) {
+  ASSERT_TRUE(store_->CreateJob(NewJob("job-a"), "s").ok());
+  ASSERT_TRUE(store_->CreateJob(NewJob("job-b"), "s").ok());
+  ASSERT_TRUE(store_->AppendMetrics("job-a", {MetricRecord{}}).ok());
+  ASSERT_TRUE(store_->PutArtifact("job-a", {"final", "/f", "/c", 0, 0, 0, 0, 0}).ok());
+  ASSERT_TRUE(store_->DeleteJob("job-a").ok());
+  EXPECT_TRUE(absl::IsNotFound(store_->GetJob("job-a").status()));
+  EXPECT_TRUE(absl::IsNotFound(store_->History("job-a").status()));
+  // Re-creating the id starts from an empty history: nothing of the old job is left behind.
+  ASSERT_TRUE(store_->CreateJob(NewJob("job-a"), "again").ok());
+  EXPECT_EQ(store_->History("job-a")->size(), 1u);
+  EXPECT_TRUE(store_->Metrics("job-a")->empty());
+  EXPECT_TRUE(store_->Artifacts("job-a")->empty());
+  EXPECT_TRUE(store_->GetJob("job-b").ok());
+}
+
+}  // namespace weft
