@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# README command (1): installs dependencies, builds, starts weftd on ./weft-data with the embedded
+# SQLite store, submits examples/fashion-mnist-cnn.yaml, follows it with a live progress line,
+# and prints where the delivered and final models are and their test accuracy.
+#
+#   WEFT_PORT=8470 (REST port), WEFT_DATA_DIR=./weft-data, WEFT_MANIFEST=examples/fashion-mnist-cnn.yaml
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/install-deps.sh
+./scripts/build.sh
+
+PORT="${WEFT_PORT:-8470}"
+DATA_DIR="${WEFT_DATA_DIR:-./weft-data}"
+MANIFEST="${WEFT_MANIFEST:-examples/fashion-mnist-cnn.yaml}"
+export WEFT_SERVER="127.0.0.1:${PORT}"
+BIN=build/bin
+
+mkdir -p "$DATA_DIR"
+echo "starting weftd (data dir $DATA_DIR, http://$WEFT_SERVER, log $DATA_DIR/weftd.log)"
+"$BIN/weftd" --data-dir "$DATA_DIR" --listen "$WEFT_SERVER" >>"$DATA_DIR/weftd.log" 2>&1 &
+WEFTD_PID=$!
+trap 'kill $WEFTD_PID 2>/dev/null; wait $WEFTD_PID 2>/dev/null || true' EXIT
+for _ in $(seq 1 100); do
+  if curl -fsS "http://$WEFT_SERVER/healthz" >/dev/null 2>&1; then break; fi
+  if ! kill -0 $WEFTD_PID 2>/dev/null; then
+    echo "weftd did not start:"; tail -5 "$DATA_DIR/weftd.log"; exit 1
+  fi
+  sleep 0.1
+done
+
+start=$(date +%s)
+status=0
+"$BIN/weft" submit "$MANIFEST" --follow || status=$?
+echo "wall time: $(( $(date +%s) - start )) s"
+echo "the job stays in $DATA_DIR; start weftd again on it to see it: $BIN/weftd --data-dir $DATA_DIR"
+exit $status
