@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Time to 0.90 and 0.91 test accuracy of examples/fashion-mnist-cnn.yaml under weft, against
+# ../shared/reference/pytorch_fmnist_cnn.py (the same 2-conv model, Adam 1e-3, batch 64, in
+# Debian's PyTorch) on the same cores in the same run. weft's clock starts when its learner
+# registers (data loading included); PyTorch's after its data is loaded.
+#
+# Usage: bench/time_to_accuracy.sh [THREADS=2] [PYTORCH_EPOCHS=8]
+# Needs python3-torch and python3-numpy (WEFT_WITH_BENCH_DEPS=1 scripts/install-deps.sh).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source bench/lib.sh
+THREADS=${1:-2}; EPOCHS=${2:-8}
+REF=${WEFT_REFERENCE:-../shared/reference/pytorch_fmnist_cnn.py}
+WORK=$(mktemp -d)
+trap 'stop_weftd; rm -rf "$WORK"' EXIT
+start_weftd "$WORK/data"
+
+sed "s/threads: 2/threads: $THREADS/" examples/fashion-mnist-cnn.yaml >"$WORK/cnn.yaml"
+echo "weft: training examples/fashion-mnist-cnn.yaml ..."
+id=$(submit_and_wait "$WORK/cnn.yaml")
+curl -fsS "http://$WEFT_SERVER/v1/jobs/$id" >"$WORK/job.json"
+curl -fsS "http://$WEFT_SERVER/v1/jobs/$id/metrics" >"$WORK/metrics.json"
+
+echo "pytorch: $REF $THREADS $EPOCHS ..."
+/usr/bin/python3 "$REF" "$THREADS" "$EPOCHS" | tee "$WORK/pytorch.txt"
+
+python3 - "$WORK" <<'PY'
+import json, re, sys, datetime
+w = sys.argv[1]
+job = json.load(open(f"{w}/job.json")); pts = json.load(open(f"{w}/metrics.json"))["points"]
+def ts(s): return datetime.datetime.strptime(s, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.timezone.utc).timestamp()
+running = next(ts(e["time"]) for e in job["history"] if e["to"] == "RUNNING")
+hit = {}
+for p in pts:
+    if "test_accuracy" in p:
+        for th in (0.88, 0.90, 0.91):
+            if p["test_accuracy"] >= th and th not in hit: hit[th] = p["wall_time"] - running
+sps = [p["samples_per_s"] for p in pts if "samples_per_s" in p]
+weft_sps = sorted(sps)[len(sps) // 2]
+txt = open(f"{w}/pytorch.txt").read()
+ref = {float(k): v for k, v in re.findall(r"([0-9.]+): ([0-9.]+)", txt.split("time_to_acc")[-1])}
+ref_sps = [float(x) for x in re.findall(r"samples/s (\d+)", txt)]
+ref_med = sorted(ref_sps)[len(ref_sps) // 2]
+print(f"{'':24}{'weft':>10}{'pytorch':>10}")
+for th in (0.88, 0.90, 0.91):
+    a = f"{hit[th]:.1f}s" if th in hit else "-"; b = f"{ref[th]:.1f}s" if th in ref else "-"
+    print(f"time to {th:.2f} accuracy  {a:>10}{b:>10}")
+print(f"{'median samples/s':24}{weft_sps:>10.0f}{ref_med:>10.0f}")
+print(f"weft job: {job['state']} ({job['reason']}), final test_accuracy {job['models'].get('final', {}).get('test_accuracy')}")
+print(json.dumps({"bench": "time_to_accuracy", "weft_s": {str(k): round(v, 1) for k, v in hit.items()},
+                  "pytorch_s": {str(k): v for k, v in ref.items()}, "weft_samples_per_s": round(weft_sps),
+                  "pytorch_samples_per_s": ref_med,
+                  "final_test_accuracy": job["models"].get("final", {}).get("test_accuracy")}))
+PY
