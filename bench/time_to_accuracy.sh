@@ -20,6 +20,7 @@ echo "weft: training examples/fashion-mnist-cnn.yaml ..."
 id=$(submit_and_wait "$WORK/cnn.yaml")
 curl -fsS "http://$WEFT_SERVER/v1/jobs/$id" >"$WORK/job.json"
 curl -fsS "http://$WEFT_SERVER/v1/jobs/$id/metrics" >"$WORK/metrics.json"
+stop_weftd
 
 echo "pytorch: $REF $THREADS $EPOCHS ..."
 /usr/bin/python3 "$REF" "$THREADS" "$EPOCHS" | tee "$WORK/pytorch.txt"
@@ -38,7 +39,7 @@ for p in pts:
 sps = [p["samples_per_s"] for p in pts if "samples_per_s" in p]
 weft_sps = sorted(sps)[len(sps) // 2]
 txt = open(f"{w}/pytorch.txt").read()
-ref = {float(k): v for k, v in re.findall(r"([0-9.]+): ([0-9.]+)", txt.split("time_to_acc")[-1])}
+ref = {float(k): float(v) for k, v in re.findall(r"([0-9.]+): ([0-9.]+)", txt.split("time_to_acc")[-1])}
 ref_sps = [float(x) for x in re.findall(r"samples/s (\d+)", txt)]
 ref_med = sorted(ref_sps)[len(ref_sps) // 2]
 print(f"{'':24}{'weft':>10}{'pytorch':>10}")

@@ -221,8 +221,13 @@ void Controller::Tick() {
   std::vector<LearnerExit> exits = executor_.Reap();
   std::lock_guard<std::mutex> lock(mu_);
   for (const LearnerExit& e : exits) HandleExitLocked(e);
-  CheckLivenessLocked();
-  ScheduleLocked();
+  auto jobs = store_.ListJobs("");
+  if (!jobs.ok()) {
+    spdlog::error("control round skipped: {}", jobs.status().message());
+    return;
+  }
+  CheckLivenessLocked(*jobs);
+  ScheduleLocked(*jobs);
 }
 
 std::string Controller::LastLogLine(const std::string& id) const {
@@ -238,7 +243,7 @@ void Controller::HandleExitLocked(const LearnerExit& e) {
   auto rec = store_.GetJob(e.job_id);
   if (!rec.ok()) return;  // deleted
   JobRecord r = *rec;
-  if (e.attempt != r.attempt || !IsActive(r.state) && r.state != JobState::kPlaced) {
+  if (e.attempt != r.attempt || (!IsActive(r.state) && r.state != JobState::kPlaced)) {
     spdlog::info("job {}: learner of attempt {} ended ({}) after the job moved on", e.job_id,
                  e.attempt, e.Describe());
     return;
@@ -268,11 +273,9 @@ void Controller::HandleExitLocked(const LearnerExit& e) {
   FailLocked(r, absl::StrCat("learner ", e.Describe(), why.empty() ? "" : ": ", why));
 }
 
-void Controller::CheckLivenessLocked() {
+void Controller::CheckLivenessLocked(std::vector<JobRecord>& jobs) {
   TimeMs now = clock_.NowMs();
-  auto jobs = store_.ListJobs("");
-  if (!jobs.ok()) return;
-  for (JobRecord& r : *jobs) {
+  for (JobRecord& r : jobs) {
     if (!IsActive(r.state)) continue;
     auto it = last_seen_ms_.find(r.id);
     TimeMs seen = it != last_seen_ms_.end() ? it->second : r.updated_ms;
@@ -289,17 +292,12 @@ void Controller::CheckLivenessLocked() {
   }
 }
 
-void Controller::ScheduleLocked() {
-  auto jobs = store_.ListJobs("");
-  if (!jobs.ok()) {
-    spdlog::error("scheduling round skipped: {}", jobs.status().message());
-    return;
-  }
+void Controller::ScheduleLocked(const std::vector<JobRecord>& jobs) {
   scheduler::ClusterSnapshot snap;
   snap.now_ms = clock_.NowMs();
   snap.nodes = options_.nodes;
   std::map<std::string, JobRecord> queued;
-  for (const JobRecord& r : *jobs) {
+  for (const JobRecord& r : jobs) {
     if (r.state != JobState::kQueued && !HoldsResources(r.state)) continue;
     auto spec = SpecOf(r);
     if (!spec.ok()) continue;

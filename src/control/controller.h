@@ -115,8 +115,10 @@ class Controller {
   absl::StatusOr<JobRecord> CurrentAttemptLocked(const std::string& id, int64_t attempt)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void HandleExitLocked(const LearnerExit& exit) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void CheckLivenessLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void ScheduleLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Fails active jobs whose learner has been silent too long; marks them FAILED in `jobs` too.
+  void CheckLivenessLocked(std::vector<JobRecord>& jobs) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // One scheduling round over `jobs` (the store's jobs as of this round).
+  void ScheduleLocked(const std::vector<JobRecord>& jobs) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void StartJobLocked(JobRecord record, const scheduler::Placement& placement)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FailLocked(JobRecord& record, const std::string& reason)

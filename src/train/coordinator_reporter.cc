@@ -35,8 +35,9 @@ grpc::Status Retry(Rpc rpc) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kRetryBudgetMs);
   while (true) {
     grpc::Status s = rpc();
-    if (s.ok() || s.error_code() != grpc::StatusCode::UNAVAILABLE &&
-                      s.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) {
+    bool transient = s.error_code() == grpc::StatusCode::UNAVAILABLE ||
+                     s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
+    if (s.ok() || !transient) {
       return s;
     }
     if (std::chrono::steady_clock::now() > deadline) return s;

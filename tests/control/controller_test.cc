@@ -1,0 +1,312 @@
+// The controller against a real SQLite store, the real FIFO policy, a fake executor (no
+// processes) and a manual clock, so every lifecycle path is driven step by step.
+#include "control/controller.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "common/files.h"
+#include "store/sqlite_store.h"
+
+namespace weft {
+namespace {
+
+using ::testing::HasSubstr;
+
+class ManualClock : public Clock {
+ public:
+  TimeMs NowMs() const override { return now_; }
+  void Advance(TimeMs ms) { now_ += ms; }
+
+ private:
+  TimeMs now_ = 1'700'000'000'000;
+};
+
+class FakeExecutor : public Executor {
+ public:
+  absl::StatusOr<int64_t> Start(const LearnerLaunch& l) override {
+    launches.push_back(l);
+    running[l.job_id] = l.attempt;
+    return 4242;
+  }
+  absl::Status Stop(const std::string& job_id, int64_t) override {
+    stopped.push_back(job_id);
+    return absl::OkStatus();
+  }
+  std::vector<LearnerExit> Reap() override {
+    std::vector<LearnerExit> out;
+    out.swap(exits);
+    for (const auto& e : out) running.erase(e.job_id);
+    return out;
+  }
+  int Running(const std::string& job_id) override { return running.count(job_id); }
+
+  void Exit(const std::string& job, int64_t attempt, int code, int signal = 0) {
+    LearnerExit e;
+    e.job_id = job;
+    e.attempt = attempt;
+    e.exit_code = code;
+    e.signal = signal;
+    exits.push_back(e);
+  }
+
+  std::vector<LearnerLaunch> launches;
+  std::vector<std::string> stopped;
+  std::vector<LearnerExit> exits;
+  std::map<std::string, int64_t> running;
+};
+
+constexpr char kManifest[] = R"(
+name: t
+model: {architecture: mlp}
+training: {epochs: 2}
+resources: {cpus: 2, memory_mb: 1024}
+targets: {deliver: 0.8, complete: 0.9}
+)";
+
+class ControllerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/weft-controller-test-XXXXXX";
+    dir_ = mkdtemp(tmpl);
+    store_ = std::move(*SqliteStore::Open(dir_ + "/weft.db"));
+    MakeController();
+  }
+  void TearDown() override {
+    controller_.reset();
+    store_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  void MakeController() {
+    ControllerOptions o;
+    o.data_dir = dir_;
+    o.nodes = {scheduler::Node{"local", {2, 4096, 0}, {}}};
+    o.coordinator_address = "127.0.0.1:9";
+    controller_ = std::make_unique<Controller>(*store_, executor_, policy_, clock_, o);
+  }
+  std::string Submit(const std::string& manifest = kManifest) {
+    std::vector<FieldError> errors;
+    auto job = controller_->Submit(manifest, "default", &errors);
+    EXPECT_TRUE(job.ok()) << job.status();
+    return job.ok() ? job->id : "";
+  }
+  JobState State(const std::string& id) { return store_->GetJob(id)->state; }
+  std::string Reason(const std::string& id) { return store_->GetJob(id)->reason; }
+  // Writes a model file of the job and returns its artifact record.
+  ArtifactRecord Model(const std::string& id, const std::string& kind, double acc) {
+    std::string path = controller_->JobDir(id) + "/results/" + kind + "/model.pt";
+    EXPECT_TRUE(MakeDirs(controller_->JobDir(id) + "/results/" + kind).ok());
+    EXPECT_TRUE(WriteFileAtomic(path, "model-bytes").ok());
+    return ArtifactRecord{kind, path, path + ".json", acc, 1, 10, 11, 0};
+  }
+
+  std::string dir_;
+  ManualClock clock_;
+  FakeExecutor executor_;
+  scheduler::FifoPolicy policy_;
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<Controller> controller_;
+};
+
+TEST_F(ControllerTest, HappyPathThroughDeliveredToCompleted) {
+  std::string id = Submit();
+  EXPECT_EQ(State(id), JobState::kQueued);
+  EXPECT_TRUE(std::filesystem::exists(controller_->JobDir(id) + "/spec.json"));
+  controller_->Tick();
+  EXPECT_EQ(State(id), JobState::kStarting);
+  ASSERT_EQ(executor_.launches.size(), 1u);
+  const LearnerLaunch& l = executor_.launches[0];
+  EXPECT_EQ(l.attempt, 1);
+  EXPECT_EQ(l.threads, 2);
+  EXPECT_EQ(l.coordinator_address, "127.0.0.1:9");
+  EXPECT_EQ(store_->GetJob(id)->learner_pid, 4242);
+
+  EXPECT_TRUE(controller_->OnRegister(id, 0, 1, 4242).accepted);
+  EXPECT_EQ(State(id), JobState::kRunning);
+  JobProgress p{1, 2, 10, 20, 640};
+  MetricRecord m;
+  m.step = 10;
+  m.test_accuracy = 0.85;
+  EXPECT_TRUE(controller_->OnMetrics(id, 1, {m}, p));
+  EXPECT_DOUBLE_EQ(*store_->GetJob(id)->best_test_accuracy, 0.85);
+  EXPECT_EQ(store_->GetJob(id)->progress.step, 10);
+
+  ASSERT_TRUE(controller_->OnCommitArtifact(id, 1, Model(id, "delivered", 0.85)).ok());
+  EXPECT_EQ(State(id), JobState::kDelivered);
+  EXPECT_THAT(Reason(id), HasSubstr("deliver target met: test_accuracy 0.8500 >= 0.8"));
+  EXPECT_TRUE(store_->GetJob(id)->deliver_met_ms.has_value());
+
+  ASSERT_TRUE(controller_->OnCommitArtifact(id, 1, Model(id, "final", 0.91)).ok());
+  EXPECT_TRUE(store_->GetJob(id)->complete_met_ms.has_value());
+  controller_->OnFinished(id, 1, true, "target met: test_accuracy 0.9100 >= 0.9");
+  executor_.Exit(id, 1, 0);
+  controller_->Tick();
+  EXPECT_EQ(State(id), JobState::kCompleted);
+  EXPECT_EQ(Reason(id), "target met: test_accuracy 0.9100 >= 0.9");
+  EXPECT_EQ(store_->History(id)->size(), 6u);
+  EXPECT_EQ(store_->GetJob(id)->learner_pid, 0);
+}
+
+TEST_F(ControllerTest, SecondJobWaitsWithAReasonUntilTheFirstEnds) {
+  std::string a = Submit();
+  clock_.Advance(1);
+  std::string b = Submit();
+  controller_->Tick();
+  EXPECT_EQ(State(a), JobState::kStarting);
+  EXPECT_EQ(State(b), JobState::kQueued);
+  EXPECT_THAT(controller_->WaitingReason(b), HasSubstr("waiting: no free node has 2 cpus"));
+  executor_.Exit(a, 1, 1);
+  controller_->Tick();
+  EXPECT_EQ(State(a), JobState::kFailed);
+  EXPECT_EQ(State(b), JobState::kStarting);
+  EXPECT_EQ(controller_->WaitingReason(b), "");
+}
+
+TEST_F(ControllerTest, ExitWithoutSuccessFailsWithTheLearnersReason) {
+  std::string id = Submit();
+  controller_->Tick();
+  controller_->OnRegister(id, 0, 1, 1);
+  controller_->OnFinished(id, 1, false, "data file not found: /nope/train-images-idx3-ubyte");
+  executor_.Exit(id, 1, 2);
+  controller_->Tick();
+  EXPECT_EQ(State(id), JobState::kFailed);
+  EXPECT_EQ(Reason(id), "learner exit code 2: data file not found: /nope/train-images-idx3-ubyte");
+}
+
+TEST_F(ControllerTest, CleanExitWithoutFinalModelFails) {
+  std::string id = Submit();
+  controller_->Tick();
+  controller_->OnRegister(id, 0, 1, 1);
+  controller_->OnFinished(id, 1, true, "done");
+  executor_.Exit(id, 1, 0);
+  controller_->Tick();
+  EXPECT_EQ(State(id), JobState::kFailed);
+  EXPECT_THAT(Reason(id), HasSubstr("without committing a final model"));
+}
+
+TEST_F(ControllerTest, KilledLearnerFailsWithTheSignal) {
+  std::string id = Submit();
+  controller_->Tick();
+  controller_->OnRegister(id, 0, 1, 1);
+  executor_.Exit(id, 1, -1, 9);
+  controller_->Tick();
+  EXPECT_EQ(State(id), JobState::kFailed);
+  EXPECT_THAT(Reason(id), HasSubstr("killed by signal 9"));
+}
+
+TEST_F(ControllerTest, StaleAttemptsAreFencedOff) {
+  std::string id = Submit();
+  controller_->Tick();
+  EXPECT_FALSE(controller_->OnRegister(id, 0, /*attempt=*/7, 1).accepted);
+  EXPECT_EQ(State(id), JobState::kStarting);
+  EXPECT_FALSE(controller_->OnMetrics(id, 7, {}, {}));
+  EXPECT_TRUE(absl::IsFailedPrecondition(
+      controller_->OnCommitArtifact(id, 7, Model(id, "delivered", 0.99))));
+  EXPECT_TRUE(store_->Artifacts(id)->empty());
+  EXPECT_FALSE(controller_->OnRegister("job-unknown", 0, 1, 1).accepted);
+}
+
+TEST_F(ControllerTest, ArtifactMustExistWithTheClaimedSizeInsideTheJob) {
+  std::string id = Submit();
+  controller_->Tick();
+  controller_->OnRegister(id, 0, 1, 1);
+  ArtifactRecord a = Model(id, "final", 0.5);
+  a.bytes = 999;
+  EXPECT_TRUE(absl::IsInvalidArgument(controller_->OnCommitArtifact(id, 1, a)));
+  a = Model(id, "final", 0.5);
+  a.path = "/etc/passwd";
+  EXPECT_TRUE(absl::IsInvalidArgument(controller_->OnCommitArtifact(id, 1, a)));
+  a = Model(id, "weights", 0.5);
+  EXPECT_TRUE(absl::IsInvalidArgument(controller_->OnCommitArtifact(id, 1, a)));
+  EXPECT_TRUE(store_->Artifacts(id)->empty());
+}
+
+TEST_F(ControllerTest, SilentLearnerIsStoppedAndFailed) {
+  std::string id = Submit();
+  controller_->Tick();
+  controller_->OnRegister(id, 0, 1, 1);
+  clock_.Advance(30'000);
+  EXPECT_TRUE(controller_->OnHeartbeat(id, 1, {}));
+  clock_.Advance(59'000);
+  controller_->Tick();
+  EXPECT_EQ(State(id), JobState::kRunning);
+  clock_.Advance(2'000);
+  controller_->Tick();
+  EXPECT_EQ(State(id), JobState::kFailed);
+  EXPECT_THAT(Reason(id), HasSubstr("stopped heartbeating"));
+  EXPECT_EQ(executor_.stopped, (std::vector<std::string>{id}));
+}
+
+TEST_F(ControllerTest, HaltResumeAndTheLearnerIsToldToStop) {
+  std::string id = Submit();
+  controller_->Tick();
+  controller_->OnRegister(id, 0, 1, 1);
+  ASSERT_TRUE(controller_->Halt(id).ok());
+  EXPECT_EQ(State(id), JobState::kHalted);
+  EXPECT_EQ(executor_.stopped, (std::vector<std::string>{id}));
+  EXPECT_FALSE(controller_->OnHeartbeat(id, 1, {}));
+  EXPECT_TRUE(absl::IsFailedPrecondition(controller_->Halt(id)));
+  executor_.Exit(id, 1, 143);
+  controller_->Tick();
+  EXPECT_EQ(State(id), JobState::kHalted) << "the exit of a halted job changes nothing";
+  ASSERT_TRUE(controller_->Resume(id).ok());
+  EXPECT_EQ(State(id), JobState::kQueued);
+  controller_->Tick();
+  EXPECT_EQ(State(id), JobState::kStarting);
+  EXPECT_EQ(executor_.launches.back().attempt, 2);
+  EXPECT_TRUE(absl::IsFailedPrecondition(controller_->Resume(id)));
+  EXPECT_TRUE(absl::IsNotFound(controller_->Halt("job-nope")));
+}
+
+TEST_F(ControllerTest, RecoverRequeuesJobsThatHeldResources) {
+  std::string running = Submit();
+  controller_->Tick();
+  controller_->OnRegister(running, 0, 1, 1);
+  clock_.Advance(1000);
+  std::string queued = Submit();
+  // weftd "restarts": a new controller over the same store.
+  MakeController();
+  ASSERT_TRUE(controller_->Recover().ok());
+  EXPECT_EQ(State(running), JobState::kQueued);
+  EXPECT_THAT(Reason(running), HasSubstr("weftd restarted"));
+  EXPECT_EQ(State(queued), JobState::kQueued);
+  controller_->Tick();
+  // The requeued job keeps its place in the queue: it was submitted first.
+  EXPECT_EQ(State(running), JobState::kStarting);
+  EXPECT_EQ(State(queued), JobState::kQueued);
+  EXPECT_EQ(store_->GetJob(running)->attempt, 2);
+  // The learner of attempt 1 is fenced off.
+  EXPECT_FALSE(controller_->OnRegister(running, 0, 1, 1).accepted);
+}
+
+TEST_F(ControllerTest, DeleteRemovesTheJobAndItsFiles) {
+  std::string id = Submit();
+  controller_->Tick();
+  std::string dir = controller_->JobDir(id);
+  ASSERT_TRUE(std::filesystem::exists(dir));
+  ASSERT_TRUE(controller_->Delete(id).ok());
+  EXPECT_TRUE(absl::IsNotFound(store_->GetJob(id).status()));
+  EXPECT_FALSE(std::filesystem::exists(dir));
+  EXPECT_EQ(executor_.stopped, (std::vector<std::string>{id}));
+  EXPECT_TRUE(absl::IsNotFound(controller_->Delete(id)));
+}
+
+TEST_F(ControllerTest, RejectsNeverFittingRequestsAndStoresNothing) {
+  std::vector<FieldError> errors;
+  auto job = controller_->Submit(
+      "name: x\nmodel: {architecture: cnn}\ntraining: {epochs: 1}\nresources: {cpus: 3}\n",
+      "default", &errors);
+  EXPECT_TRUE(absl::IsInvalidArgument(job.status()));
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].field, "resources");
+  EXPECT_THAT(errors[0].problem, HasSubstr("needs 3 cpus per learner, the largest node has 2"));
+  EXPECT_TRUE(store_->ListJobs("")->empty());
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/jobs") &&
+               !std::filesystem::is_empty(dir_ + "/jobs"));
+}
+
+}  // namespace
+}  // namespace weft
