@@ -4,6 +4,7 @@
 #include <regex>
 #include <set>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/files.h"
@@ -111,26 +112,8 @@ class FieldReader {
   }
 
  private:
-  static bool ParseInt(const std::string& s, int64_t* v) {
-    if (s.empty()) return false;
-    size_t pos = 0;
-    try {
-      *v = std::stoll(s, &pos, 10);
-    } catch (...) {
-      return false;
-    }
-    return pos == s.size();
-  }
-  static bool ParseReal(const std::string& s, double* v) {
-    if (s.empty()) return false;
-    size_t pos = 0;
-    try {
-      *v = std::stod(s, &pos);
-    } catch (...) {
-      return false;
-    }
-    return pos == s.size();
-  }
+  static bool ParseInt(const std::string& s, int64_t* v) { return absl::SimpleAtoi(s, v); }
+  static bool ParseReal(const std::string& s, double* v) { return absl::SimpleAtod(s, v); }
 
   std::vector<FieldError>* errors_;
 };
