@@ -15,6 +15,9 @@
 namespace weft {
 namespace {
 
+// weft-learner's exit code for user errors (train/learner.h): the job fails without retries.
+constexpr int kLearnerExitUserError = 2;
+
 scheduler::Resources PerLearner(const JobSpec& spec) {
   return {spec.resources.cpus, spec.resources.memory_mb, spec.resources.gpus};
 }
@@ -73,6 +76,33 @@ void Controller::FailLocked(JobRecord& record, const std::string& reason) {
   if (!s.ok()) spdlog::error("job {}: cannot record failure: {}", record.id, s.message());
 }
 
+void Controller::RestartOrFailLocked(JobRecord& r, const std::string& reason) {
+  auto spec = SpecOf(r);
+  int max_restarts = spec.ok() ? spec->max_restarts : 0;
+  if (r.restarts >= max_restarts) {
+    FailLocked(r, max_restarts == 0 ? reason
+                                    : absl::StrCat(reason, " (gave up after ", r.restarts,
+                                                   " restarts)"));
+    return;
+  }
+  r.restarts += 1;
+  int64_t backoff = options_.restart_backoff_ms << std::min(r.restarts - 1, 16);
+  backoff = std::min(backoff, options_.restart_backoff_max_ms);
+  auto checkpoints = store_.Checkpoints(r.id);
+  std::string from = checkpoints.ok() && !checkpoints->empty()
+                         ? absl::StrCat("from the checkpoint at step ", checkpoints->front().step)
+                         : std::string("from the beginning (no checkpoint yet)");
+  absl::Status s = TransitionLocked(
+      r, JobState::kQueued,
+      absl::StrFormat("%s; restart %d of %d %s in %.1f s", reason, r.restarts, max_restarts, from,
+                      backoff / 1000.0));
+  if (!s.ok()) {
+    spdlog::error("job {}: cannot requeue: {}", r.id, s.message());
+    return;
+  }
+  not_before_ms_[r.id] = clock_.NowMs() + backoff;
+}
+
 absl::Status Controller::Recover() {
   std::lock_guard<std::mutex> lock(mu_);
   ASSIGN_OR_RETURN(std::vector<JobRecord> jobs, store_.ListJobs(""));
@@ -90,7 +120,7 @@ absl::Status Controller::Recover() {
     RETURN_IF_ERROR(TransitionLocked(
         r, JobState::kQueued,
         absl::StrCat("requeued: weftd restarted while attempt ", r.attempt,
-                     " was running; the job starts again from the beginning")));
+                     " was running; it resumes from its latest checkpoint")));
     ++requeued;
   }
   // A job halted mid-resume is put back in the queue.
@@ -175,10 +205,15 @@ absl::Status Controller::Delete(const std::string& id) {
   std::lock_guard<std::mutex> lock(mu_);
   ASSIGN_OR_RETURN(JobRecord r, store_.GetJob(id));
   RETURN_IF_ERROR(executor_.Stop(id, /*grace_ms=*/0));
+  // Let the learners die before their files go, so none writes into a removed directory.
+  for (int i = 0; i < 100 && executor_.Running(id) > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
   RETURN_IF_ERROR(store_.DeleteJob(id));
   waiting_.erase(id);
   finished_.erase(id);
   last_seen_ms_.erase(id);
+  not_before_ms_.erase(id);
   RETURN_IF_ERROR(RemoveAll(JobDir(id)));
   spdlog::info("job {} deleted", id);
   return absl::OkStatus();
@@ -269,8 +304,19 @@ void Controller::HandleExitLocked(const LearnerExit& e) {
     if (!s.ok()) spdlog::error("job {}: {}", r.id, s.message());
     return;
   }
-  std::string why = finish.reason.empty() ? LastLogLine(e.job_id) : finish.reason;
-  FailLocked(r, absl::StrCat("learner ", e.Describe(), why.empty() ? "" : ": ", why));
+  // The learner's own reason, else (for an exit, not a kill) its last log line.
+  std::string why = !finish.reason.empty() ? finish.reason
+                    : e.signal == 0        ? LastLogLine(e.job_id)
+                                           : std::string();
+  std::string reason = absl::StrCat("learner ", e.Describe(), why.empty() ? "" : ": ", why);
+  // A user error (bad spec, missing data, a model that does not build) fails at once.
+  bool user_error = e.signal == 0 && e.exit_code == kLearnerExitUserError;
+  bool clean_exit = e.signal == 0 && e.exit_code == 0;
+  if (user_error || clean_exit) {
+    FailLocked(r, reason);
+  } else {
+    RestartOrFailLocked(r, reason);
+  }
 }
 
 void Controller::CheckLivenessLocked(std::vector<JobRecord>& jobs) {
@@ -287,8 +333,8 @@ void Controller::CheckLivenessLocked(std::vector<JobRecord>& jobs) {
     last_seen_ms_.erase(r.id);
     r.learner_pid = 0;
     r.node.clear();
-    FailLocked(r, absl::StrFormat("learner stopped heartbeating (silent %.0f s)",
-                                  (now - seen) / 1000.0));
+    RestartOrFailLocked(r, absl::StrFormat("learner stopped heartbeating (silent %.0f s)",
+                                           (now - seen) / 1000.0));
   }
 }
 
@@ -317,6 +363,18 @@ void Controller::ScheduleLocked(const std::vector<JobRecord>& jobs) {
     queued[r.id] = r;
   }
   waiting_.clear();
+  // Jobs in restart backoff sit out this round.
+  std::vector<scheduler::JobRequest> ready;
+  for (auto& q : snap.queued) {
+    auto nb = not_before_ms_.find(q.job_id);
+    if (nb != not_before_ms_.end() && nb->second > snap.now_ms) {
+      waiting_[q.job_id] = absl::StrFormat("waiting: restart backoff, %.1f s left",
+                                           (nb->second - snap.now_ms) / 1000.0);
+      continue;
+    }
+    ready.push_back(q);
+  }
+  snap.queued = std::move(ready);
   if (snap.queued.empty()) return;
   scheduler::Decisions d = policy_.Schedule(snap);
   for (const auto& w : d.waiting) waiting_[w.job_id] = w.reason;
@@ -387,15 +445,20 @@ RegisterDecision Controller::OnRegister(const std::string& id, int rank, int64_t
                                         int64_t pid) {
   std::lock_guard<std::mutex> lock(mu_);
   auto rec = CurrentAttemptLocked(id, attempt);
-  if (!rec.ok()) return {false, std::string(rec.status().message())};
+  if (!rec.ok()) return {false, std::string(rec.status().message()), {}};
   JobRecord r = *rec;
   last_seen_ms_[id] = clock_.NowMs();
+  RegisterDecision decision{true, "", {}};
+  auto checkpoints = store_.Checkpoints(id);
+  if (checkpoints.ok()) {
+    for (const auto& c : *checkpoints) decision.resume_from.push_back(c.path);
+  }
   if (r.state == JobState::kStarting) {
     absl::Status s = TransitionLocked(
         r, JobState::kRunning, absl::StrCat("learner rank ", rank, " registered (pid ", pid, ")"));
-    if (!s.ok()) return {false, std::string(s.message())};
+    if (!s.ok()) return {false, std::string(s.message()), {}};
   }
-  return {true, ""};
+  return decision;
 }
 
 bool Controller::OnHeartbeat(const std::string& id, int64_t attempt, const JobProgress& progress) {
@@ -457,6 +520,42 @@ absl::Status Controller::OnCommitArtifact(const std::string& id, int64_t attempt
       artifact.test_accuracy >= *spec.targets.complete && !r.complete_met_ms) {
     r.complete_met_ms = a.created_ms;
     RETURN_IF_ERROR(store_.UpdateJob(r));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Controller::OnCommitCheckpoint(const std::string& id, int64_t attempt,
+                                            const CheckpointRecord& checkpoint) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ASSIGN_OR_RETURN(JobRecord r, store_.GetJob(id));
+  if (r.attempt != attempt) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("attempt ", attempt, " is stale; the job is at attempt ", r.attempt));
+  }
+  if (!IsActive(r.state) && r.state != JobState::kHalted) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job is ", JobStateName(r.state), ", not running"));
+  }
+  if (!absl::StartsWith(checkpoint.path, JobDir(id) + "/")) {
+    return absl::InvalidArgumentError("checkpoint path is outside the job's directory");
+  }
+  absl::StatusOr<int64_t> size = FileSize(checkpoint.path);
+  if (!size.ok() || *size != checkpoint.bytes) {
+    return absl::InvalidArgumentError(absl::StrCat("checkpoint ", checkpoint.path,
+                                                   " is missing or not ", checkpoint.bytes,
+                                                   " bytes"));
+  }
+  CheckpointRecord c = checkpoint;
+  c.created_ms = clock_.NowMs();
+  RETURN_IF_ERROR(store_.PutCheckpoint(id, c));
+  last_seen_ms_[id] = c.created_ms;
+  ASSIGN_OR_RETURN(JobSpec spec, SpecOf(r));
+  ASSIGN_OR_RETURN(std::vector<CheckpointRecord> all, store_.Checkpoints(id));
+  for (size_t i = static_cast<size_t>(spec.checkpoint.keep); i < all.size(); ++i) {
+    // Forget it first, then delete the file: a crash in between leaves a stray file, never a
+    // registered checkpoint without its file.
+    RETURN_IF_ERROR(store_.DeleteCheckpoint(id, all[i].step));
+    std::remove(all[i].path.c_str());
   }
   return absl::OkStatus();
 }

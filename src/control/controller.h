@@ -34,12 +34,15 @@ struct ControllerOptions {
   int64_t heartbeat_timeout_ms = 60000;      // a RUNNING learner silent this long is failed
   int64_t start_timeout_ms = 120000;         // STARTING without registering this long is failed
   int64_t stop_grace_ms = 10000;             // SIGTERM -> SIGKILL delay
+  int64_t restart_backoff_ms = 1000;         // first restart delay, doubled each restart
+  int64_t restart_backoff_max_ms = 60000;
 };
 
 // Result of a learner registering.
 struct RegisterDecision {
   bool accepted = false;
   std::string reason;
+  std::vector<std::string> resume_from;  // committed checkpoints, newest first
 };
 
 class Controller {
@@ -102,6 +105,12 @@ class Controller {
                                 const ArtifactRecord& artifact);
   void OnFinished(const std::string& id, int64_t attempt, bool succeeded,
                   const std::string& reason);
+  // Records a durable checkpoint and deletes those beyond the spec's checkpoint.keep. Accepted
+  // from the current attempt while the job runs or was just halted (a halted learner writes one
+  // last checkpoint). FailedPrecondition for a stale attempt; InvalidArgument if the file is
+  // missing, outside the job's directory or not `checkpoint.bytes` long.
+  absl::Status OnCommitCheckpoint(const std::string& id, int64_t attempt,
+                                  const CheckpointRecord& checkpoint);
 
  private:
   struct Finish {
@@ -123,6 +132,10 @@ class Controller {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FailLocked(JobRecord& record, const std::string& reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // After a retryable failure: requeues the job (resuming from its latest checkpoint) with
+  // exponential backoff while restarts < max_restarts, otherwise fails it with `reason`.
+  void RestartOrFailLocked(JobRecord& record, const std::string& reason)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string LastLogLine(const std::string& id) const;
 
   Store& store_;
@@ -135,6 +148,7 @@ class Controller {
   std::map<std::string, std::string> waiting_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, Finish> finished_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, TimeMs> last_seen_ms_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, TimeMs> not_before_ms_ ABSL_GUARDED_BY(mu_);  // restart backoff
 
   std::mutex loop_mu_;
   std::condition_variable loop_cv_;

@@ -25,6 +25,7 @@ grpc::Status CoordinatorService::Register(grpc::ServerContext*,
   resp->set_accepted(d.accepted);
   resp->set_reason(d.reason);
   resp->set_heartbeat_interval_ms(heartbeat_interval_ms_);
+  for (const auto& path : d.resume_from) resp->add_resume_from(path);
   return grpc::Status::OK;
 }
 
@@ -73,6 +74,21 @@ grpc::Status CoordinatorService::CommitArtifact(grpc::ServerContext*,
   a.bytes = req->bytes();
   absl::Status s =
       controller_.OnCommitArtifact(req->learner().job_id(), req->learner().attempt(), a);
+  resp->set_accepted(s.ok());
+  resp->set_reason(std::string(s.message()));
+  return grpc::Status::OK;
+}
+
+grpc::Status CoordinatorService::CommitCheckpoint(grpc::ServerContext*,
+                                                  const weft::v1::CommitCheckpointRequest* req,
+                                                  weft::v1::CommitCheckpointResponse* resp) {
+  CheckpointRecord c;
+  c.path = req->path();
+  c.epoch = req->epoch();
+  c.step = req->step();
+  c.bytes = req->bytes();
+  absl::Status s =
+      controller_.OnCommitCheckpoint(req->learner().job_id(), req->learner().attempt(), c);
   resp->set_accepted(s.ok());
   resp->set_reason(std::string(s.message()));
   return grpc::Status::OK;

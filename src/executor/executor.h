@@ -47,11 +47,12 @@ class Executor {
   // Starts one learner. Returns its pid. Internal if the process cannot be created.
   virtual absl::StatusOr<int64_t> Start(const LearnerLaunch& launch) = 0;
   // Asks every learner of `job_id` to stop (SIGTERM), then kills what is left after `grace_ms`
-  // milliseconds (SIGKILL). Returns at once; exits are reported by Reap(). OK if none runs.
+  // milliseconds (SIGKILL); with grace_ms <= 0 kills at once. Returns at once; exits are
+  // reported by Reap(). OK if none runs.
   virtual absl::Status Stop(const std::string& job_id, int64_t grace_ms) = 0;
   // Learners that ended since the last call, without blocking.
   virtual std::vector<LearnerExit> Reap() = 0;
-  // Number of learner processes still running for `job_id`.
+  // Number of learner processes of `job_id` that have not exited (reaped or not).
   virtual int Running(const std::string& job_id) = 0;
 };
 

@@ -113,7 +113,7 @@ absl::Status LocalExecutor::Stop(const std::string& job_id, int64_t grace_ms) {
   std::lock_guard<std::mutex> lock(mu_);
   for (Child& c : children_) {
     if (c.launch.job_id != job_id) continue;
-    ::kill(-c.pid, SIGTERM);
+    ::kill(-c.pid, grace_ms <= 0 ? SIGKILL : SIGTERM);
     TimeMs deadline = clock_.NowMs() + grace_ms;
     if (c.kill_at_ms == 0 || deadline < c.kill_at_ms) c.kill_at_ms = deadline;
   }
@@ -152,7 +152,15 @@ std::vector<LearnerExit> LocalExecutor::Reap() {
 int LocalExecutor::Running(const std::string& job_id) {
   std::lock_guard<std::mutex> lock(mu_);
   int n = 0;
-  for (const Child& c : children_) n += c.launch.job_id == job_id;
+  for (const Child& c : children_) {
+    if (c.launch.job_id != job_id) continue;
+    // Exited but not yet reaped does not count; WNOWAIT leaves the exit for Reap().
+    siginfo_t info{};
+    if (::waitid(P_PID, c.pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == c.pid) {
+      continue;
+    }
+    ++n;
+  }
   return n;
 }
 

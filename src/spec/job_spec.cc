@@ -235,9 +235,21 @@ void ReadTargets(FieldReader& r, const YAML::Node& n, JobSpec* spec) {
   }
 }
 
+void ReadCheckpoint(FieldReader& r, const YAML::Node& n, JobSpec* spec) {
+  if (!n) return;
+  if (!r.Mapping(n, "checkpoint", {"every_steps", "every_seconds", "keep"})) return;
+  CheckpointSpec& c = spec->checkpoint;
+  r.Integer(n, "checkpoint", "every_steps", &c.every_steps, 0, INT64_MAX,
+            "a non-negative integer (0 = not by steps)");
+  r.Integer(n, "checkpoint", "every_seconds", &c.every_seconds, 0, 86400,
+            "a number of seconds in [0, 86400] (0 = not by time)");
+  r.Integer(n, "checkpoint", "keep", &c.keep, 1, 100, "an integer in [1, 100]");
+}
+
 void ReadDocument(FieldReader& r, const YAML::Node& doc, JobSpec* spec) {
   if (!r.Mapping(doc, "", {"apiVersion", "kind", "name", "description", "model", "data",
-                           "training", "resources", "targets"})) {
+                           "training", "resources", "targets", "checkpoint",
+                           "max_restarts"})) {
     return;
   }
   std::string api = "weft/v1";
@@ -261,6 +273,8 @@ void ReadDocument(FieldReader& r, const YAML::Node& doc, JobSpec* spec) {
   ReadTraining(r, doc["training"], spec);
   ReadResources(r, doc["resources"], spec);
   ReadTargets(r, doc["targets"], spec);
+  ReadCheckpoint(r, doc["checkpoint"], spec);
+  r.Integer(doc, "", "max_restarts", &spec->max_restarts, 0, 100, "an integer in [0, 100]");
 }
 
 }  // namespace
@@ -335,6 +349,10 @@ nlohmann::json SpecToJson(const JobSpec& s) {
     if (s.targets.deliver) j["targets"]["deliver"] = *s.targets.deliver;
     if (s.targets.complete) j["targets"]["complete"] = *s.targets.complete;
   }
+  j["checkpoint"] = {{"every_steps", s.checkpoint.every_steps},
+                     {"every_seconds", s.checkpoint.every_seconds},
+                     {"keep", s.checkpoint.keep}};
+  j["max_restarts"] = s.max_restarts;
   return j;
 }
 

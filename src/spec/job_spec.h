@@ -52,6 +52,13 @@ struct TargetSpec {
   std::optional<double> complete;  // in (0, 1], >= deliver
 };
 
+// When the learner writes checkpoints (model, optimizer, position in the data, RNG, best metric).
+struct CheckpointSpec {
+  int64_t every_steps = 0;     // also every N optimizer steps; 0 = not by steps
+  int64_t every_seconds = 60;  // also every N seconds of training; 0 = not by time
+  int keep = 2;                // committed checkpoints kept; older ones are deleted
+};
+
 struct JobSpec {
   std::string name;
   std::string description;
@@ -60,6 +67,8 @@ struct JobSpec {
   TrainingSpec training;
   ResourceSpec resources;
   TargetSpec targets;
+  CheckpointSpec checkpoint;
+  int max_restarts = 3;  // restarts after learner failures before the job is FAILED
 
   // The learning rate actually used (resolves the 0 default per optimizer).
   double EffectiveLearningRate() const;

@@ -8,7 +8,7 @@
 namespace weft {
 namespace {
 
-constexpr int kSchemaVersion = 1;
+constexpr int kSchemaVersion = 2;
 
 constexpr char kSchema[] = R"sql(
 CREATE TABLE IF NOT EXISTS jobs (
@@ -66,6 +66,20 @@ CREATE TABLE IF NOT EXISTS artifacts (
   bytes INTEGER NOT NULL,
   created_ms INTEGER NOT NULL,
   PRIMARY KEY (job_id, kind)
+);
+)sql";
+
+// Version 2: restart counts and checkpoints (fault tolerance).
+constexpr char kSchemaV2[] = R"sql(
+ALTER TABLE jobs ADD COLUMN restarts INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE IF NOT EXISTS checkpoints (
+  job_id TEXT NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+  step INTEGER NOT NULL,
+  epoch INTEGER NOT NULL,
+  path TEXT NOT NULL,
+  bytes INTEGER NOT NULL,
+  created_ms INTEGER NOT NULL,
+  PRIMARY KEY (job_id, step)
 );
 )sql";
 
@@ -156,7 +170,7 @@ class Transaction {
 constexpr char kJobColumns[] =
     "id, tenant, name, state, reason, manifest, spec_json, created_ms, updated_ms, attempt, "
     "node, learner_pid, epoch, epochs_total, step, steps_total, samples, best_test_accuracy, "
-    "deliver_met_ms, complete_met_ms";
+    "deliver_met_ms, complete_met_ms, restarts";
 
 JobRecord ReadJob(Stmt& s) {
   JobRecord r;
@@ -180,6 +194,7 @@ JobRecord ReadJob(Stmt& s) {
   r.best_test_accuracy = s.OptReal(17);
   r.deliver_met_ms = s.OptInt(18);
   r.complete_met_ms = s.OptInt(19);
+  r.restarts = static_cast<int>(s.Int(20));
   return r;
 }
 
@@ -233,7 +248,8 @@ absl::Status SqliteStore::Migrate() {
   if (version < kSchemaVersion) {
     Transaction tx(db_);
     RETURN_IF_ERROR(tx.Begun());
-    RETURN_IF_ERROR(Exec(kSchema));
+    if (version < 1) RETURN_IF_ERROR(Exec(kSchema));
+    if (version < 2) RETURN_IF_ERROR(Exec(kSchemaV2));
     RETURN_IF_ERROR(Exec(absl::StrCat("PRAGMA user_version=", kSchemaVersion)));
     RETURN_IF_ERROR(tx.Commit());
   }
@@ -244,13 +260,14 @@ absl::Status SqliteStore::WriteJobLocked(const JobRecord& r, bool insert) {
   const char* sql =
       insert ? "INSERT INTO jobs (id, tenant, name, state, reason, manifest, spec_json, "
                "created_ms, updated_ms, attempt, node, learner_pid, epoch, epochs_total, step, "
-               "steps_total, samples, best_test_accuracy, deliver_met_ms, complete_met_ms) "
-               "VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20)"
+               "steps_total, samples, best_test_accuracy, deliver_met_ms, complete_met_ms, "
+               "restarts) VALUES "
+               "(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21)"
              : "UPDATE jobs SET tenant=?2, name=?3, state=?4, reason=?5, manifest=?6, "
                "spec_json=?7, created_ms=?8, updated_ms=?9, attempt=?10, node=?11, "
                "learner_pid=?12, epoch=?13, epochs_total=?14, step=?15, steps_total=?16, "
-               "samples=?17, best_test_accuracy=?18, deliver_met_ms=?19, complete_met_ms=?20 "
-               "WHERE id=?1";
+               "samples=?17, best_test_accuracy=?18, deliver_met_ms=?19, complete_met_ms=?20, "
+               "restarts=?21 WHERE id=?1";
   Stmt s(db_, sql);
   RETURN_IF_ERROR(s.Prepared());
   s.Bind(1, r.id);
@@ -273,6 +290,7 @@ absl::Status SqliteStore::WriteJobLocked(const JobRecord& r, bool insert) {
   s.BindOpt(18, r.best_test_accuracy);
   s.BindOpt(19, r.deliver_met_ms);
   s.BindOpt(20, r.complete_met_ms);
+  s.Bind(21, int64_t{r.restarts});
   int rc = s.Step();
   if (rc == SQLITE_CONSTRAINT) {
     return absl::AlreadyExistsError(absl::StrCat("job ", r.id, " already exists"));
@@ -503,6 +521,51 @@ absl::StatusOr<std::vector<ArtifactRecord>> SqliteStore::Artifacts(const std::st
   }
   if (rc != SQLITE_DONE) return SqlError(db_, "read artifacts");
   return out;
+}
+
+absl::Status SqliteStore::PutCheckpoint(const std::string& id, const CheckpointRecord& c) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Transaction tx(db_);
+  RETURN_IF_ERROR(tx.Begun());
+  RETURN_IF_ERROR(GetJobLocked(id).status());
+  Stmt s(db_,
+         "INSERT OR REPLACE INTO checkpoints (job_id, step, epoch, path, bytes, created_ms) "
+         "VALUES (?1,?2,?3,?4,?5,?6)");
+  RETURN_IF_ERROR(s.Prepared());
+  s.Bind(1, id);
+  s.Bind(2, c.step);
+  s.Bind(3, int64_t{c.epoch});
+  s.Bind(4, c.path);
+  s.Bind(5, c.bytes);
+  s.Bind(6, int64_t{c.created_ms});
+  RETURN_IF_ERROR(s.Run());
+  return tx.Commit();
+}
+
+absl::StatusOr<std::vector<CheckpointRecord>> SqliteStore::Checkpoints(const std::string& id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  RETURN_IF_ERROR(GetJobLocked(id).status());
+  Stmt s(db_,
+         "SELECT step, epoch, path, bytes, created_ms FROM checkpoints WHERE job_id=?1 "
+         "ORDER BY step DESC");
+  RETURN_IF_ERROR(s.Prepared());
+  s.Bind(1, id);
+  std::vector<CheckpointRecord> out;
+  int rc;
+  while ((rc = s.Step()) == SQLITE_ROW) {
+    out.push_back({s.Int(0), static_cast<int>(s.Int(1)), s.Text(2), s.Int(3), s.Int(4)});
+  }
+  if (rc != SQLITE_DONE) return SqlError(db_, "read checkpoints");
+  return out;
+}
+
+absl::Status SqliteStore::DeleteCheckpoint(const std::string& id, int64_t step) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt s(db_, "DELETE FROM checkpoints WHERE job_id=?1 AND step=?2");
+  RETURN_IF_ERROR(s.Prepared());
+  s.Bind(1, id);
+  s.Bind(2, step);
+  return s.Run();
 }
 
 }  // namespace weft

@@ -35,6 +35,9 @@ class SqliteStore : public Store {
                                                     int64_t limit) override;
   absl::Status PutArtifact(const std::string& id, const ArtifactRecord& artifact) override;
   absl::StatusOr<std::vector<ArtifactRecord>> Artifacts(const std::string& id) override;
+  absl::Status PutCheckpoint(const std::string& id, const CheckpointRecord& checkpoint) override;
+  absl::StatusOr<std::vector<CheckpointRecord>> Checkpoints(const std::string& id) override;
+  absl::Status DeleteCheckpoint(const std::string& id, int64_t step) override;
 
  private:
   explicit SqliteStore(sqlite3* db) : db_(db) {}

@@ -37,6 +37,7 @@ struct JobRecord {
   TimeMs created_ms = 0;
   TimeMs updated_ms = 0;      // time of the latest transition
   int64_t attempt = 0;        // incremented each time learners are started
+  int restarts = 0;           // restarts after learner failures (bounded by max_restarts)
   std::string node;           // node of the current placement; empty when not placed
   int64_t learner_pid = 0;    // pid of rank 0 of the current attempt; 0 when none
   JobProgress progress;
@@ -73,6 +74,15 @@ struct ArtifactRecord {
   double test_accuracy = 0;
   int epoch = 0;
   int64_t step = 0;
+  int64_t bytes = 0;
+  TimeMs created_ms = 0;
+};
+
+// A checkpoint the learner made durable and weftd acknowledged.
+struct CheckpointRecord {
+  int64_t step = 0;       // optimizer steps taken when it was written
+  int epoch = 0;          // epochs completed
+  std::string path;
   int64_t bytes = 0;
   TimeMs created_ms = 0;
 };
@@ -119,6 +129,14 @@ class Store {
   virtual absl::Status PutArtifact(const std::string& id, const ArtifactRecord& artifact) = 0;
 
   virtual absl::StatusOr<std::vector<ArtifactRecord>> Artifacts(const std::string& id) = 0;
+
+  // Inserts or replaces the checkpoint at `checkpoint.step`. NotFound for an unknown job.
+  virtual absl::Status PutCheckpoint(const std::string& id,
+                                     const CheckpointRecord& checkpoint) = 0;
+  // Checkpoints newest (highest step) first. NotFound for an unknown job.
+  virtual absl::StatusOr<std::vector<CheckpointRecord>> Checkpoints(const std::string& id) = 0;
+  // Forgets the checkpoint at `step` (the caller deletes its file). OK if there is none.
+  virtual absl::Status DeleteCheckpoint(const std::string& id, int64_t step) = 0;
 };
 
 }  // namespace weft

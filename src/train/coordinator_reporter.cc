@@ -89,6 +89,7 @@ absl::Status CoordinatorReporter::Register(int world_size) {
     return absl::FailedPreconditionError(absl::StrCat("weftd refused this learner: ", resp.reason()));
   }
   if (resp.heartbeat_interval_ms() > 0) heartbeat_ms_ = resp.heartbeat_interval_ms();
+  resume_from_.assign(resp.resume_from().begin(), resp.resume_from().end());
   thread_ = std::thread([this] { Loop(); });
   return absl::OkStatus();
 }
@@ -183,6 +184,25 @@ absl::Status CoordinatorReporter::CommitArtifact(const ModelArtifact& a) {
   }
   if (!resp.accepted()) {
     return absl::FailedPreconditionError(absl::StrCat("weftd refused the ", a.kind, " model: ", resp.reason()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CoordinatorReporter::CommitCheckpoint(const std::string& path, int epoch,
+                                                   int64_t step, int64_t bytes) {
+  weft::v1::CommitCheckpointRequest req;
+  *req.mutable_learner() = Identity();
+  req.set_path(path);
+  req.set_epoch(epoch);
+  req.set_step(step);
+  req.set_bytes(bytes);
+  weft::v1::CommitCheckpointResponse resp;
+  grpc::Status s = Retry([&] { return stub_->CommitCheckpoint(Context().get(), req, &resp); });
+  if (!s.ok()) {
+    return absl::UnavailableError(absl::StrCat("cannot commit checkpoint: ", s.error_message()));
+  }
+  if (!resp.accepted()) {
+    return absl::FailedPreconditionError(absl::StrCat("weftd refused the checkpoint: ", resp.reason()));
   }
   return absl::OkStatus();
 }

@@ -26,8 +26,11 @@ class CoordinatorReporter : public Reporter {
 
   absl::Status Register(int world_size) override;
   void Report(const MetricSample& sample, const ProgressReport& progress) override;
+  std::vector<std::string> ResumeFrom() const override { return resume_from_; }
   bool KeepRunning() const override { return keep_running_.load(); }
   absl::Status CommitArtifact(const ModelArtifact& artifact) override;
+  absl::Status CommitCheckpoint(const std::string& path, int epoch, int64_t step,
+                                int64_t bytes) override;
   void Finish(bool succeeded, const std::string& reason, double best_test_accuracy) override;
 
  private:
@@ -41,6 +44,7 @@ class CoordinatorReporter : public Reporter {
   const int64_t attempt_;
   std::atomic<bool> keep_running_{true};
   std::atomic<int> heartbeat_ms_{1000};
+  std::vector<std::string> resume_from_;  // written once by Register
 
   std::mutex mu_;
   std::condition_variable cv_;

@@ -45,6 +45,7 @@ int RunLearnerFromEnvironment() {
   options.rank = static_cast<int>(EnvInt("RANK", 0));
   options.world_size = static_cast<int>(EnvInt("WORLD_SIZE", 1));
   options.result_dir = Env("RESULT_DIR");
+  options.checkpoint_dir = Env("CHECKPOINT_DIR");
   options.stop_requested = &g_stop;
   const int64_t attempt = EnvInt("WEFT_ATTEMPT", 1);
   const std::string spec_path = Env("WEFT_JOB_SPEC");

@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 
@@ -45,6 +46,8 @@ class Reporter {
   // Announces this learner. FailedPrecondition if weftd refuses it (stale attempt, deleted job);
   // Unavailable if weftd cannot be reached in time.
   virtual absl::Status Register(int world_size) = 0;
+  // After Register: the job's committed checkpoints, newest first, to resume from.
+  virtual std::vector<std::string> ResumeFrom() const = 0;
   // Queues a sample and the current progress; never blocks on the network.
   virtual void Report(const MetricSample& sample, const ProgressReport& progress) = 0;
   // False once weftd has told this learner to stop (halted, deleted, fenced off).
@@ -52,6 +55,11 @@ class Reporter {
   // Registers a durable model with weftd; blocks, retrying, until weftd acknowledges.
   // FailedPrecondition if weftd refuses it; Unavailable if it cannot be reached in time.
   virtual absl::Status CommitArtifact(const ModelArtifact& artifact) = 0;
+  // Registers a durable checkpoint (`bytes` long at `path`, written after `step` steps and
+  // `epoch` completed epochs); blocks, retrying, until weftd acknowledges. FailedPrecondition if
+  // weftd refuses it; Unavailable if it cannot be reached in time.
+  virtual absl::Status CommitCheckpoint(const std::string& path, int epoch, int64_t step,
+                                        int64_t bytes) = 0;
   // Flushes queued samples, then reports the end of training.
   virtual void Finish(bool succeeded, const std::string& reason, double best_test_accuracy) = 0;
 };

@@ -25,6 +25,12 @@ constexpr int64_t kEvalBatch = 1000;
 
 double NowS() { return SystemClock::Get().NowMs() / 1000.0; }
 
+// libtorch's message without its C++ backtrace.
+std::string TorchMessage(const std::exception& e) {
+  if (const auto* c10 = dynamic_cast<const c10::Error*>(&e)) return c10->what_without_backtrace();
+  return e.what();
+}
+
 struct Evaluation {
   double accuracy = 0;
   double loss = 0;
@@ -56,6 +62,11 @@ class Trainer {
 
  private:
   std::unique_ptr<torch::optim::Optimizer> MakeOptimizer();
+  // Writes a checkpoint of the whole training state and commits it (rank 0 only).
+  absl::Status Checkpoint();
+  bool CheckpointDue() const;
+  // Loads the training state from `path`. DataLoss if the file is truncated or corrupt.
+  absl::Status Restore(const std::string& path);
   bool StopRequested() const {
     return (o_.stop_requested && o_.stop_requested->load()) || !reporter_.KeepRunning();
   }
@@ -69,6 +80,7 @@ class Trainer {
   Reporter& reporter_;
   Model model_;
   Dataset train_, test_;
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
 
   ProgressReport progress_;
   int epoch_in_progress_ = 1;
@@ -81,7 +93,103 @@ class Trainer {
   double last_accuracy_ = 0;
   bool delivered_ = false;
   double complete_met_ = 0;
+  int64_t step_in_epoch_ = 0;          // steps done in the epoch in progress
+  int64_t last_checkpoint_step_ = -1;
+  double last_checkpoint_s_ = 0;
 };
+
+constexpr char kCheckpointFormat[] = "weft-checkpoint-v1";
+
+absl::Status Trainer::Checkpoint() {
+  if (o_.rank != 0 || o_.checkpoint_dir.empty() || progress_.step == last_checkpoint_step_) {
+    return absl::OkStatus();
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  std::ostringstream bytes;
+  try {
+    torch::serialize::OutputArchive ar;
+    torch::serialize::OutputArchive model_ar, opt_ar;
+    model_->save(model_ar);
+    optimizer_->save(opt_ar);
+    ar.write("model", model_ar);
+    ar.write("optimizer", opt_ar);
+    auto i64 = [](int64_t v) { return torch::tensor(v, torch::kInt64); };
+    ar.write("format", i64(1));
+    ar.write("epoch", i64(progress_.epoch));
+    ar.write("step", i64(progress_.step));
+    ar.write("samples", i64(progress_.samples));
+    ar.write("step_in_epoch", i64(step_in_epoch_));
+    ar.write("delivered", i64(delivered_ ? 1 : 0));
+    ar.write("best", torch::tensor(best_, torch::kFloat64));
+    ar.write("last_accuracy", torch::tensor(last_accuracy_, torch::kFloat64));
+    ar.write("rng", at::detail::getDefaultCPUGenerator().get_state());
+    ar.save_to(bytes);
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat("cannot serialise a checkpoint: ", TorchMessage(e)));
+  }
+  RETURN_IF_ERROR(MakeDirs(o_.checkpoint_dir));
+  std::string path = absl::StrFormat("%s/ckpt-%010d.pt", o_.checkpoint_dir, progress_.step);
+  RETURN_IF_ERROR(WriteFileAtomic(path, bytes.str()));
+  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  spdlog::info("checkpoint written: {} (step {}, {} bytes, {:.0f} ms)", path, progress_.step,
+               bytes.str().size(), ms);
+  RETURN_IF_ERROR(reporter_.CommitCheckpoint(path, progress_.epoch, progress_.step,
+                                             static_cast<int64_t>(bytes.str().size())));
+  last_checkpoint_step_ = progress_.step;
+  last_checkpoint_s_ = NowS();
+  return absl::OkStatus();
+}
+
+bool Trainer::CheckpointDue() const {
+  const CheckpointSpec& c = spec_.checkpoint;
+  if (c.every_steps > 0 && progress_.step % c.every_steps == 0) return true;
+  return c.every_seconds > 0 && NowS() - last_checkpoint_s_ >= c.every_seconds;
+}
+
+absl::Status Trainer::Restore(const std::string& path) {
+  torch::serialize::InputArchive ar;
+  try {
+    ar.load_from(path);
+  } catch (const std::exception& e) {
+    return absl::DataLossError(absl::StrCat("checkpoint ", path, " does not load: ", TorchMessage(e)));
+  }
+  try {
+    torch::Tensor format;
+    ar.read("format", format);
+    torch::serialize::InputArchive model_ar, opt_ar;
+    ar.read("model", model_ar);
+    ar.read("optimizer", opt_ar);
+    model_->load(model_ar);
+    optimizer_->load(opt_ar);
+    // A fresh tensor per key: reading into a defined tensor would set_() its storage.
+    auto i64 = [&ar](const char* key) {
+      torch::Tensor v;
+      ar.read(key, v);
+      return v.item<int64_t>();
+    };
+    auto f64 = [&ar](const char* key) {
+      torch::Tensor v;
+      ar.read(key, v);
+      return v.item<double>();
+    };
+    progress_.epoch = static_cast<int>(i64("epoch"));
+    progress_.step = i64("step");
+    progress_.samples = i64("samples");
+    step_in_epoch_ = i64("step_in_epoch");
+    delivered_ = i64("delivered") != 0;
+    best_ = f64("best");
+    last_accuracy_ = f64("last_accuracy");
+    torch::Tensor rng;
+    ar.read("rng", rng);
+    at::Generator gen = at::detail::getDefaultCPUGenerator();
+    gen.set_state(rng);
+  } catch (const std::exception& e) {
+    return absl::DataLossError(absl::StrCat("checkpoint ", path, " is not a ", kCheckpointFormat,
+                                            " checkpoint of this model: ", TorchMessage(e)));
+  }
+  last_checkpoint_step_ = progress_.step;
+  return absl::OkStatus();
+}
 
 std::unique_ptr<torch::optim::Optimizer> Trainer::MakeOptimizer() {
   double lr = spec_.EffectiveLearningRate();
@@ -123,7 +231,7 @@ absl::Status Trainer::Export(const std::string& kind, double accuracy) {
   try {
     torch::save(std::static_pointer_cast<torch::nn::Module>(model_), bytes);
   } catch (const std::exception& e) {
-    return absl::InternalError(absl::StrCat("cannot serialise the model: ", e.what()));
+    return absl::InternalError(absl::StrCat("cannot serialise the model: ", TorchMessage(e)));
   }
   std::string model_path = dir + "/model.pt";
   std::string card_path = dir + "/model-card.json";
@@ -180,7 +288,28 @@ absl::Status Trainer::EvaluateAndCheckTargets(bool* complete) {
 }
 
 absl::StatusOr<LoopResult> Trainer::Run() {
-  auto optimizer = MakeOptimizer();
+  optimizer_ = MakeOptimizer();
+  auto& optimizer = optimizer_;
+  LoopResult result;
+  for (const std::string& path : reporter_.ResumeFrom()) {
+    absl::Status s = Restore(path);
+    if (s.ok()) {
+      spdlog::info("resumed from {}: epoch {}, step {} ({} into the epoch)", path,
+                   progress_.epoch, progress_.step, step_in_epoch_);
+      result.resumed_from_step = progress_.step;
+      break;
+    }
+    spdlog::warn("skipping checkpoint: {}", s.message());
+    if (o_.rank == 0 && path == reporter_.ResumeFrom().back()) {
+      // Nothing loaded and the model may be half-written: start clean.
+      ASSIGN_OR_RETURN(model_, BuildModel(spec_.model));
+      optimizer_ = MakeOptimizer();
+      progress_ = {};
+      step_in_epoch_ = 0;
+      best_ = last_accuracy_ = 0;
+      delivered_ = false;
+    }
+  }
   const int64_t bs = spec_.training.batch_size;
   // This learner's share of every epoch: indices rank, rank + world, ... of the permutation.
   const int64_t n = train_.size();
@@ -194,16 +323,19 @@ absl::StatusOr<LoopResult> Trainer::Run() {
                spec_.training.epochs, torch::get_num_threads());
   model_->train();
   last_report_s_ = NowS();
+  last_checkpoint_s_ = NowS();
   bool complete = false;
-  LoopResult result;
-  for (int epoch = 0; epoch < spec_.training.epochs && !complete; ++epoch) {
+  for (int epoch = progress_.epoch; epoch < spec_.training.epochs && !complete; ++epoch) {
     epoch_in_progress_ = epoch + 1;
     // Every rank draws the same permutation: seed + epoch.
     auto gen = at::detail::createCPUGenerator(spec_.training.seed * 1000003 + epoch);
     torch::Tensor perm = torch::randperm(n, gen, torch::TensorOptions().dtype(torch::kInt64));
     torch::Tensor mine = perm.slice(0, o_.rank, n, o_.world_size);
-    for (int64_t s = 0; s < steps_per_epoch; ++s) {
+    for (int64_t s = step_in_epoch_; s < steps_per_epoch; ++s) {
       if (StopRequested()) {
+        // Keep what was trained: halt and preemption resume from here.
+        absl::Status saved = Checkpoint();
+        if (!saved.ok()) spdlog::warn("no checkpoint on stop: {}", saved.message());
         result.stopped = true;
         result.reason = "stopped on request";
         result.best_test_accuracy = best_;
@@ -222,9 +354,11 @@ absl::StatusOr<LoopResult> Trainer::Run() {
       ++progress_.step;
       progress_.samples += idx.size(0) * o_.world_size;
       samples_since_report_ += idx.size(0);
+      step_in_epoch_ = s + 1;
       train_seconds_since_report_ +=
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       ReportTraining(/*force=*/false);
+      if (CheckpointDue()) RETURN_IF_ERROR(Checkpoint());
       if (spec_.training.eval_every_steps > 0 &&
           progress_.step % spec_.training.eval_every_steps == 0 && s + 1 < steps_per_epoch) {
         RETURN_IF_ERROR(EvaluateAndCheckTargets(&complete));
@@ -233,6 +367,7 @@ absl::StatusOr<LoopResult> Trainer::Run() {
     }
     if (complete) break;
     progress_.epoch = epoch + 1;
+    step_in_epoch_ = 0;
     RETURN_IF_ERROR(EvaluateAndCheckTargets(&complete));
   }
   if (o_.rank == 0) {
@@ -268,7 +403,7 @@ absl::StatusOr<LoopResult> RunTraining(const LoopOptions& options, Reporter& rep
     Trainer trainer(options, reporter, std::move(model), std::move(train), std::move(test));
     return trainer.Run();
   } catch (const std::exception& e) {
-    return absl::InternalError(absl::StrCat("libtorch: ", e.what()));
+    return absl::InternalError(absl::StrCat("libtorch: ", TorchMessage(e)));
   }
 }
 
@@ -282,7 +417,7 @@ absl::StatusOr<double> EvaluateSavedModel(const ModelSpec& spec, const std::stri
     return Evaluate(model, test).accuracy;
   } catch (const std::exception& e) {
     return absl::InvalidArgumentError(
-        absl::StrCat("cannot load model ", model_path, ": ", e.what()));
+        absl::StrCat("cannot load model ", model_path, ": ", TorchMessage(e)));
   }
 }
 

@@ -16,6 +16,7 @@ struct LoopOptions {
   JobSpec spec;
   std::string job_id;
   std::string result_dir;      // models go to <result_dir>/{delivered,final}/model.pt
+  std::string checkpoint_dir;  // checkpoints go to <checkpoint_dir>/ckpt-<step>.pt
   int rank = 0;
   int world_size = 1;
   const std::atomic<bool>* stop_requested = nullptr;  // e.g. set by a SIGTERM handler
@@ -27,10 +28,13 @@ struct LoopResult {
   std::string reason;          // "target met: ..." / "budget exhausted, best 0.9030" / ...
   double best_test_accuracy = 0;
   double final_test_accuracy = 0;
+  int64_t resumed_from_step = -1;  // step of the checkpoint it resumed from, -1 if none
 };
 
 // Trains `options.spec` to the end of its budget or its complete target, reporting through
-// `reporter`. InvalidArgument / NotFound for user errors (bad data path, unreadable data,
+// `reporter`. Resumes from the newest of reporter.ResumeFrom() that loads (a truncated or corrupt
+// checkpoint is logged and skipped for the previous one); writes checkpoints as the spec's
+// `checkpoint` section says, and one more when asked to stop. InvalidArgument / NotFound for user errors (bad data path, unreadable data,
 // model that does not build): the job should fail without retries. Internal for libtorch
 // failures; Unavailable / FailedPrecondition from the reporter when a model cannot be committed.
 absl::StatusOr<LoopResult> RunTraining(const LoopOptions& options, Reporter& reporter);

@@ -32,8 +32,9 @@ class FakeExecutor : public Executor {
     running[l.job_id] = l.attempt;
     return 4242;
   }
-  absl::Status Stop(const std::string& job_id, int64_t) override {
+  absl::Status Stop(const std::string& job_id, int64_t grace_ms) override {
     stopped.push_back(job_id);
+    if (grace_ms <= 0) running.erase(job_id);
     return absl::OkStatus();
   }
   std::vector<LearnerExit> Reap() override {
@@ -160,7 +161,7 @@ TEST_F(ControllerTest, SecondJobWaitsWithAReasonUntilTheFirstEnds) {
   EXPECT_THAT(controller_->WaitingReason(b), HasSubstr("waiting: no free node has 2 cpus"));
   executor_.Exit(a, 1, 1);
   controller_->Tick();
-  EXPECT_EQ(State(a), JobState::kFailed);
+  EXPECT_EQ(State(a), JobState::kQueued) << "restarting after backoff";
   EXPECT_EQ(State(b), JobState::kStarting);
   EXPECT_EQ(controller_->WaitingReason(b), "");
 }
@@ -187,14 +188,75 @@ TEST_F(ControllerTest, CleanExitWithoutFinalModelFails) {
   EXPECT_THAT(Reason(id), HasSubstr("without committing a final model"));
 }
 
-TEST_F(ControllerTest, KilledLearnerFailsWithTheSignal) {
+TEST_F(ControllerTest, KilledLearnerRestartsWithBackoffUntilMaxRestarts) {
+  std::string id = Submit(std::string(kManifest) + "max_restarts: 2\n");
+  for (int attempt = 1; attempt <= 3; ++attempt) {
+    controller_->Tick();
+    ASSERT_EQ(State(id), JobState::kStarting) << "attempt " << attempt;
+    EXPECT_EQ(executor_.launches.back().attempt, attempt);
+    controller_->OnRegister(id, 0, attempt, 1);
+    executor_.Exit(id, attempt, -1, 9);
+    controller_->Tick();
+    if (attempt == 3) break;
+    EXPECT_EQ(State(id), JobState::kQueued);
+    EXPECT_THAT(Reason(id), HasSubstr("killed by signal 9"));
+    EXPECT_THAT(Reason(id), HasSubstr("restart " + std::to_string(attempt) + " of 2"));
+    // Backoff: 1 s, then 2 s; the job waits with a reason meanwhile.
+    int64_t backoff = 1000 << (attempt - 1);
+    clock_.Advance(backoff - 100);
+    controller_->Tick();
+    EXPECT_EQ(State(id), JobState::kQueued);
+    EXPECT_THAT(controller_->WaitingReason(id), HasSubstr("restart backoff"));
+    clock_.Advance(100);
+  }
+  EXPECT_EQ(State(id), JobState::kFailed);
+  EXPECT_THAT(Reason(id), HasSubstr("gave up after 2 restarts"));
+  EXPECT_EQ(store_->GetJob(id)->restarts, 2);
+}
+
+TEST_F(ControllerTest, CheckpointsAreKeptPerSpecAndHandedToTheNextAttempt) {
+  std::string id = Submit(std::string(kManifest) + "checkpoint: {keep: 2}\n");
+  controller_->Tick();
+  EXPECT_TRUE(controller_->OnRegister(id, 0, 1, 1).resume_from.empty());
+  std::string dir = controller_->JobDir(id) + "/checkpoints";
+  ASSERT_TRUE(MakeDirs(dir).ok());
+  std::vector<std::string> paths;
+  for (int step : {100, 200, 300}) {
+    std::string p = dir + "/ckpt-" + std::to_string(step) + ".pt";
+    ASSERT_TRUE(WriteFileAtomic(p, "0123456789").ok());
+    paths.push_back(p);
+    ASSERT_TRUE(controller_->OnCommitCheckpoint(id, 1, {step, 1, p, 10, 0}).ok());
+  }
+  EXPECT_FALSE(std::filesystem::exists(paths[0])) << "only `keep` checkpoints stay";
+  EXPECT_TRUE(std::filesystem::exists(paths[2]));
+  EXPECT_EQ(store_->Checkpoints(id)->size(), 2u);
+  // Refused: wrong size, outside the job, stale attempt.
+  EXPECT_TRUE(absl::IsInvalidArgument(controller_->OnCommitCheckpoint(id, 1, {400, 1, paths[2], 5, 0})));
+  EXPECT_TRUE(absl::IsInvalidArgument(controller_->OnCommitCheckpoint(id, 1, {400, 1, "/etc/hosts", 10, 0})));
+  EXPECT_TRUE(absl::IsFailedPrecondition(controller_->OnCommitCheckpoint(id, 9, {400, 1, paths[2], 10, 0})));
+
+  executor_.Exit(id, 1, 1);
+  controller_->Tick();
+  EXPECT_THAT(Reason(id), HasSubstr("from the checkpoint at step 300"));
+  clock_.Advance(1000);
+  controller_->Tick();
+  RegisterDecision d = controller_->OnRegister(id, 0, 2, 1);
+  ASSERT_TRUE(d.accepted);
+  EXPECT_EQ(d.resume_from, (std::vector<std::string>{paths[2], paths[1]}));
+}
+
+TEST_F(ControllerTest, HaltedLearnerMayCommitItsLastCheckpoint) {
   std::string id = Submit();
   controller_->Tick();
   controller_->OnRegister(id, 0, 1, 1);
-  executor_.Exit(id, 1, -1, 9);
+  ASSERT_TRUE(controller_->Halt(id).ok());
+  std::string p = controller_->JobDir(id) + "/checkpoints/ckpt-1.pt";
+  ASSERT_TRUE(MakeDirs(controller_->JobDir(id) + "/checkpoints").ok());
+  ASSERT_TRUE(WriteFileAtomic(p, "abc").ok());
+  EXPECT_TRUE(controller_->OnCommitCheckpoint(id, 1, {7, 0, p, 3, 0}).ok());
+  ASSERT_TRUE(controller_->Resume(id).ok());
   controller_->Tick();
-  EXPECT_EQ(State(id), JobState::kFailed);
-  EXPECT_THAT(Reason(id), HasSubstr("killed by signal 9"));
+  EXPECT_EQ(controller_->OnRegister(id, 0, 2, 1).resume_from, (std::vector<std::string>{p}));
 }
 
 TEST_F(ControllerTest, StaleAttemptsAreFencedOff) {
@@ -235,8 +297,9 @@ TEST_F(ControllerTest, SilentLearnerIsStoppedAndFailed) {
   EXPECT_EQ(State(id), JobState::kRunning);
   clock_.Advance(2'000);
   controller_->Tick();
-  EXPECT_EQ(State(id), JobState::kFailed);
+  EXPECT_EQ(State(id), JobState::kQueued);
   EXPECT_THAT(Reason(id), HasSubstr("stopped heartbeating"));
+  EXPECT_THAT(Reason(id), HasSubstr("restart 1 of 3 from the beginning"));
   EXPECT_EQ(executor_.stopped, (std::vector<std::string>{id}));
 }
 
@@ -272,6 +335,7 @@ TEST_F(ControllerTest, RecoverRequeuesJobsThatHeldResources) {
   ASSERT_TRUE(controller_->Recover().ok());
   EXPECT_EQ(State(running), JobState::kQueued);
   EXPECT_THAT(Reason(running), HasSubstr("weftd restarted"));
+  EXPECT_THAT(Reason(running), HasSubstr("resumes from its latest checkpoint"));
   EXPECT_EQ(State(queued), JobState::kQueued);
   controller_->Tick();
   // The requeued job keeps its place in the queue: it was submitted first.

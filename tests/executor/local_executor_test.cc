@@ -121,6 +121,20 @@ TEST_F(LocalExecutorTest, StopOnlyTouchesItsJob) {
   EXPECT_EQ(ex.Running("job-2"), 1);
 }
 
+TEST_F(LocalExecutorTest, ImmediateStopKillsAndRunningSeesItBeforeReap) {
+  LocalExecutor ex(Script("trap '' TERM; sleep 30"));
+  ASSERT_TRUE(ex.Start(Launch()).ok());
+  ASSERT_TRUE(ex.Stop("job-1", /*grace_ms=*/0).ok());
+  int running = 1;
+  for (int i = 0; i < 100 && (running = ex.Running("job-1")) > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(running, 0);
+  auto exits = ex.Reap();
+  ASSERT_EQ(exits.size(), 1u) << "the exit is still reported";
+  EXPECT_EQ(exits[0].signal, SIGKILL);
+}
+
 TEST_F(LocalExecutorTest, MissingBinaryIsAnError) {
   LocalExecutor ex(dir_ + "/does-not-exist");
   auto pid = ex.Start(Launch());

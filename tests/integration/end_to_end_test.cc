@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <signal.h>
+
 #include <chrono>
 #include <filesystem>
 #include <regex>
@@ -207,6 +209,12 @@ TEST_F(EndToEndTest, HaltStopsTheLearnerResumeRequeuesAndDeleteRemovesEverything
   EXPECT_EQ(resume.exit_code, 0) << resume.output;
   json resumed = WaitFor(id, {"RUNNING"}, 60);
   EXPECT_EQ(resumed["attempt"], 2);
+  // The halted learner checkpointed on its way out; the resumed one continues from there.
+  for (int i = 0; i < 100 && weftd_->Cli({"logs", id}).output.find("resumed from") ==
+                                 std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_THAT(weftd_->Cli({"logs", id}).output, HasSubstr("resumed from"));
 
   std::string job_dir = dir_ + "/data/jobs/" + id;
   ASSERT_TRUE(std::filesystem::exists(job_dir));
@@ -224,6 +232,59 @@ TEST_F(EndToEndTest, HaltStopsTheLearnerResumeRequeuesAndDeleteRemovesEverything
     if (s.find("WEFT_JOB_ID=" + id) != std::string::npos) found = true;
   }
   EXPECT_FALSE(found) << "a learner of the deleted job is still running";
+}
+
+// kill -9 of the learner mid-training: weft restarts it from its latest checkpoint and the job
+// still completes with the accuracy an uninterrupted run reaches.
+TEST_F(EndToEndTest, KilledLearnerRestartsFromItsCheckpointAndCompletes) {
+  std::string file = dir_ + "/ckpt.yaml";
+  std::ofstream(file) << "name: ckpt\nmodel: {architecture: mlp, hidden_units: [128]}\n"
+                         "data: {train_samples: 12000, test_samples: 2000}\n"
+                         "training: {epochs: 3, threads: 1}\nresources: {cpus: 1}\n"
+                         "checkpoint: {every_steps: 100, keep: 2}\n";
+  auto submit = weftd_->Cli({"submit", file});
+  ASSERT_EQ(submit.exit_code, 0) << submit.output;
+  std::string id = JobIdFrom(submit.output);
+  WaitFor(id, {"RUNNING"}, 60);
+  // Wait for a committed checkpoint, then kill the learner.
+  json job;
+  std::string ckpt_dir = dir_ + "/data/jobs/" + id + "/checkpoints";
+  for (int i = 0; i < 300; ++i) {
+    job = GetJson("/v1/jobs/" + id);
+    if (job["progress"].value("step", 0) >= 250) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_GE(job["progress"].value("step", 0), 100) << job.dump(2);
+  int64_t pid = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    std::ifstream env(entry.path() / "environ");
+    std::string s((std::istreambuf_iterator<char>(env)), {});
+    if (s.find("WEFT_JOB_ID=" + id) != std::string::npos) {
+      pid = std::stoll(entry.path().filename().string());
+    }
+  }
+  ASSERT_GT(pid, 0);
+  ASSERT_EQ(kill(static_cast<pid_t>(pid), SIGKILL), 0);
+
+  json done = WaitFor(id, {"COMPLETED", "FAILED"}, 240);
+  ASSERT_EQ(done["state"], "COMPLETED") << done.dump(2);
+  EXPECT_EQ(done["attempt"], 2);
+  bool restart_recorded = false;
+  for (const auto& e : done["history"]) {
+    std::string reason = e.value("reason", "");
+    if (reason.find("killed by signal 9") != std::string::npos &&
+        reason.find("restart 1 of 3 from the checkpoint at step") != std::string::npos) {
+      restart_recorded = true;
+    }
+  }
+  EXPECT_TRUE(restart_recorded) << done["history"].dump(2);
+  std::string logs = weftd_->Cli({"logs", id}).output;
+  EXPECT_THAT(logs, HasSubstr("resumed from"));
+  EXPECT_GE(done["models"]["final"]["test_accuracy"].get<double>(), 0.78);
+  // Only `keep` checkpoints stay on disk.
+  int files = 0;
+  for (const auto& f : std::filesystem::directory_iterator(ckpt_dir)) files += f.is_regular_file();
+  EXPECT_LE(files, 2);
 }
 
 }  // namespace

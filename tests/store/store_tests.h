@@ -172,4 +172,34 @@ TEST_P(StoreTest, DeleteRemovesEverythingOfTheJob) {
   EXPECT_TRUE(store_->GetJob("job-b").ok());
 }
 
+TEST_P(StoreTest, CheckpointsNewestFirstAndSurviveReopen) {
+  ASSERT_TRUE(store_->CreateJob(NewJob("job-a"), "s").ok());
+  ASSERT_TRUE(store_->PutCheckpoint("job-a", {100, 1, "/c100", 10, 1}).ok());
+  ASSERT_TRUE(store_->PutCheckpoint("job-a", {300, 2, "/c300", 10, 3}).ok());
+  ASSERT_TRUE(store_->PutCheckpoint("job-a", {200, 1, "/c200", 10, 2}).ok());
+  Reopen();
+  auto c = store_->Checkpoints("job-a");
+  ASSERT_TRUE(c.ok());
+  ASSERT_EQ(c->size(), 3u);
+  EXPECT_EQ((*c)[0].step, 300);
+  EXPECT_EQ((*c)[0].path, "/c300");
+  EXPECT_EQ((*c)[2].step, 100);
+  ASSERT_TRUE(store_->DeleteCheckpoint("job-a", 100).ok());
+  EXPECT_EQ(store_->Checkpoints("job-a")->size(), 2u);
+  EXPECT_TRUE(store_->DeleteCheckpoint("job-a", 999).ok());
+  EXPECT_TRUE(absl::IsNotFound(store_->PutCheckpoint("nope", {1, 0, "/x", 1, 1})));
+  ASSERT_TRUE(store_->DeleteJob("job-a").ok());
+  ASSERT_TRUE(store_->CreateJob(NewJob("job-a"), "again").ok());
+  EXPECT_TRUE(store_->Checkpoints("job-a")->empty());
+}
+
+TEST_P(StoreTest, RestartCountIsKept) {
+  JobRecord r = NewJob("job-a");
+  ASSERT_TRUE(store_->CreateJob(r, "s").ok());
+  r.restarts = 2;
+  ASSERT_TRUE(store_->UpdateJob(r).ok());
+  Reopen();
+  EXPECT_EQ(store_->GetJob("job-a")->restarts, 2);
+}
+
 }  // namespace weft
