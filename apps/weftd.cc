@@ -10,6 +10,8 @@
 #include <thread>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "api/rest_server.h"
@@ -140,7 +142,28 @@ int main(int argc, char** argv) {
   options.nodes = nodes;
   weft::Controller controller(**store, executor, policy, weft::SystemClock::Get(), options);
   weft::CoordinatorService service(controller, static_cast<int>(options.heartbeat_interval_ms));
-  auto grpc_server = weft::GrpcServer::Start(coordinator_listen, &service);
+  // Learners that outlive a weftd keep dialling the coordinator's address: reuse the address of
+  // the previous weftd on this data directory when no fixed port was asked for.
+  const std::string addr_file = data_dir + "/coordinator.addr";
+  absl::StatusOr<std::unique_ptr<weft::GrpcServer>> grpc_server =
+      absl::UnavailableError("not started");
+  auto previous = weft::ReadFile(addr_file);
+  if (previous.ok() && absl::EndsWith(coordinator_listen, ":0") && !previous->empty()) {
+    grpc_server = weft::GrpcServer::Start(std::string(absl::StripAsciiWhitespace(*previous)),
+                                          &service);
+    if (!grpc_server.ok()) {
+      spdlog::warn("previous coordinator address {} is taken; learners still running from the "
+                   "previous weftd cannot reconnect and their jobs will be requeued",
+                   *previous);
+    }
+  }
+  if (!grpc_server.ok()) grpc_server = weft::GrpcServer::Start(coordinator_listen, &service);
+  if (grpc_server.ok()) {
+    if (auto s = weft::WriteFileAtomic(addr_file, (*grpc_server)->address()); !s.ok()) {
+      std::cerr << "error: " << s.message() << "\n";
+      return 1;
+    }
+  }
   if (!grpc_server.ok()) {
     std::cerr << "error: " << grpc_server.status().message() << "\n";
     return 1;

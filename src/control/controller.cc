@@ -34,16 +34,6 @@ absl::StatusOr<JobSpec> SpecOf(const JobRecord& r) {
 bool IsActive(JobState s) { return s == JobState::kStarting || s == JobState::kRunning ||
                                    s == JobState::kDelivered; }
 
-// True if `pid` is a learner of `job_id` (checked through /proc, so a recycled pid is left alone).
-bool IsLearnerOf(int64_t pid, const std::string& job_id) {
-  if (pid <= 0) return false;
-  auto env = ReadFile(absl::StrCat("/proc/", pid, "/environ"));
-  if (!env.ok()) return false;
-  return absl::StrContains(*env, absl::StrCat(std::string(1, '\0'), "WEFT_JOB_ID=", job_id,
-                                              std::string(1, '\0'))) ||
-         absl::StartsWith(*env, absl::StrCat("WEFT_JOB_ID=", job_id, std::string(1, '\0')));
-}
-
 }  // namespace
 
 Controller::Controller(Store& store, Executor& executor, scheduler::Policy& policy,
@@ -106,21 +96,28 @@ void Controller::RestartOrFailLocked(JobRecord& r, const std::string& reason) {
 absl::Status Controller::Recover() {
   std::lock_guard<std::mutex> lock(mu_);
   ASSIGN_OR_RETURN(std::vector<JobRecord> jobs, store_.ListJobs(""));
-  int requeued = 0;
+  int requeued = 0, adopted = 0;
   for (JobRecord& r : jobs) {
     if (!HoldsResources(r.state)) continue;
-    if (IsLearnerOf(r.learner_pid, r.id)) {
-      spdlog::warn("job {}: stopping leftover learner pid {} of attempt {}", r.id,
-                   r.learner_pid, r.attempt);
-      ::kill(-static_cast<pid_t>(r.learner_pid), SIGKILL);
-      ::kill(static_cast<pid_t>(r.learner_pid), SIGKILL);
+    // A learner of the current attempt that outlived the previous weftd keeps training.
+    if (r.learner_pid > 0) {
+      auto spec = SpecOf(r);
+      if (spec.ok() && executor_.Adopt(LaunchFor(r, *spec), r.learner_pid).ok()) {
+        last_seen_ms_[r.id] = clock_.NowMs();
+        spdlog::info("job {}: adopted learner pid {} of attempt {}", r.id, r.learner_pid,
+                     r.attempt);
+        ++adopted;
+        continue;
+      }
     }
+    // Its learner is gone (or never started): requeue. A straggler of this attempt is fenced
+    // off by the attempt number and stops at its next heartbeat.
     r.learner_pid = 0;
     r.node.clear();
     RETURN_IF_ERROR(TransitionLocked(
         r, JobState::kQueued,
-        absl::StrCat("requeued: weftd restarted while attempt ", r.attempt,
-                     " was running; it resumes from its latest checkpoint")));
+        absl::StrCat("requeued: the learner of attempt ", r.attempt,
+                     " is gone after a weftd restart; it resumes from its latest checkpoint")));
     ++requeued;
   }
   // A job halted mid-resume is put back in the queue.
@@ -129,7 +126,8 @@ absl::Status Controller::Recover() {
       RETURN_IF_ERROR(TransitionLocked(r, JobState::kQueued, "resumed"));
     }
   }
-  spdlog::info("recovered {} jobs from the store ({} requeued)", jobs.size(), requeued);
+  spdlog::info("recovered {} jobs from the store ({} learners adopted, {} jobs requeued)",
+               jobs.size(), adopted, requeued);
   return absl::OkStatus();
 }
 
@@ -290,7 +288,8 @@ void Controller::HandleExitLocked(const LearnerExit& e) {
   last_seen_ms_.erase(e.job_id);
   r.learner_pid = 0;
   r.node.clear();
-  if (e.signal == 0 && e.exit_code == 0 && finish.succeeded) {
+  bool exited_ok = e.status_unknown || (e.signal == 0 && e.exit_code == 0);
+  if (exited_ok && finish.succeeded) {
     auto artifacts = store_.Artifacts(e.job_id);
     bool has_final = false;
     if (artifacts.ok()) {
@@ -310,8 +309,8 @@ void Controller::HandleExitLocked(const LearnerExit& e) {
                                            : std::string();
   std::string reason = absl::StrCat("learner ", e.Describe(), why.empty() ? "" : ": ", why);
   // A user error (bad spec, missing data, a model that does not build) fails at once.
-  bool user_error = e.signal == 0 && e.exit_code == kLearnerExitUserError;
-  bool clean_exit = e.signal == 0 && e.exit_code == 0;
+  bool user_error = !e.status_unknown && e.signal == 0 && e.exit_code == kLearnerExitUserError;
+  bool clean_exit = !e.status_unknown && e.signal == 0 && e.exit_code == 0;
   if (user_error || clean_exit) {
     FailLocked(r, reason);
   } else {
@@ -384,6 +383,23 @@ void Controller::ScheduleLocked(const std::vector<JobRecord>& jobs) {
   }
 }
 
+LearnerLaunch Controller::LaunchFor(const JobRecord& r, const JobSpec& spec) const {
+  LearnerLaunch l;
+  l.job_id = r.id;
+  l.attempt = r.attempt;
+  l.rank = 0;
+  l.world_size = spec.resources.learners;
+  l.node = r.node;
+  l.spec_path = JobDir(r.id) + "/spec.json";
+  l.data_dir = spec.data.path;
+  l.result_dir = JobDir(r.id) + "/results";
+  l.checkpoint_dir = JobDir(r.id) + "/checkpoints";
+  l.log_dir = LogDir(r.id);
+  l.coordinator_address = options_.coordinator_address;
+  l.threads = spec.EffectiveThreads();
+  return l;
+}
+
 void Controller::StartJobLocked(JobRecord r, const scheduler::Placement& p) {
   auto spec = SpecOf(r);
   if (!spec.ok()) {
@@ -402,20 +418,7 @@ void Controller::StartJobLocked(JobRecord r, const scheduler::Placement& p) {
     spdlog::error("job {}: {}", r.id, s.message());
     return;
   }
-  LearnerLaunch l;
-  l.job_id = r.id;
-  l.attempt = r.attempt;
-  l.rank = 0;
-  l.world_size = spec->resources.learners;
-  l.node = r.node;
-  l.spec_path = JobDir(r.id) + "/spec.json";
-  l.data_dir = spec->data.path;
-  l.result_dir = JobDir(r.id) + "/results";
-  l.checkpoint_dir = JobDir(r.id) + "/checkpoints";
-  l.log_dir = LogDir(r.id);
-  l.coordinator_address = options_.coordinator_address;
-  l.threads = spec->EffectiveThreads();
-  absl::StatusOr<int64_t> pid = executor_.Start(l);
+  absl::StatusOr<int64_t> pid = executor_.Start(LaunchFor(r, *spec));
   if (!pid.ok()) {
     r.node.clear();
     FailLocked(r, absl::StrCat("cannot start learner: ", pid.status().message()));

@@ -53,9 +53,10 @@ class Controller {
   Controller(const Controller&) = delete;
   Controller& operator=(const Controller&) = delete;
 
-  // Brings the store's jobs in line with reality after weftd (re)starts: jobs that held
-  // resources lost their learners with the previous weftd, so their leftover learners are
-  // killed and the jobs are requeued (attempt fencing keeps stale learners out).
+  // Brings the store's jobs in line with reality after weftd (re)starts: a job whose learner
+  // outlived the previous weftd keeps it (the executor adopts it); a job whose learner is gone
+  // is requeued and resumes from its latest checkpoint (attempt fencing keeps stragglers out).
+  // Needs the coordinator at the same address as before for adopted learners to reconnect.
   absl::Status Recover();
 
   // The host:port learners are told to report to; set once the gRPC server is bound, before
@@ -137,6 +138,8 @@ class Controller {
   void RestartOrFailLocked(JobRecord& record, const std::string& reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string LastLogLine(const std::string& id) const;
+  // What the executor needs to run (or adopt) the current attempt of `record`.
+  LearnerLaunch LaunchFor(const JobRecord& record, const JobSpec& spec) const;
 
   Store& store_;
   Executor& executor_;

@@ -107,6 +107,8 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(const std::string&
   auto server = std::unique_ptr<GrpcServer>(new GrpcServer());
   int port = 0;
   grpc::ServerBuilder builder;
+  // A port another process holds must fail to bind, not be shared.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port);
   builder.RegisterService(service);
   server->server_ = builder.BuildAndStart();

@@ -36,8 +36,9 @@ struct LearnerExit {
   int64_t attempt = 0;
   int rank = 0;
   int64_t pid = 0;
-  int exit_code = -1;   // valid when signal == 0
+  int exit_code = -1;   // valid when signal == 0 and !status_unknown
   int signal = 0;       // the signal that killed it, 0 if it exited
+  bool status_unknown = false;  // an adopted learner (not our child): it ended, how is unknown
   std::string Describe() const;  // "exit code 1", "killed by signal 9 (SIGKILL)"
 };
 
@@ -52,6 +53,9 @@ class Executor {
   virtual absl::Status Stop(const std::string& job_id, int64_t grace_ms) = 0;
   // Learners that ended since the last call, without blocking.
   virtual std::vector<LearnerExit> Reap() = 0;
+  // Takes over a learner started by an earlier weftd that is still running (pid `pid`, for
+  // `launch.job_id` and `launch.attempt`). NotFound if no such live learner exists.
+  virtual absl::Status Adopt(const LearnerLaunch& launch, int64_t pid) = 0;
   // Number of learner processes of `job_id` that have not exited (reaped or not).
   virtual int Running(const std::string& job_id) = 0;
 };

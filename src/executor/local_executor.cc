@@ -9,6 +9,7 @@
 
 #include <cerrno>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/files.h"
 #include "common/status_macros.h"
@@ -18,6 +19,7 @@ extern char** environ;
 namespace weft {
 
 std::string LearnerExit::Describe() const {
+  if (status_unknown) return "exited (status unknown: started by an earlier weftd)";
   if (signal != 0) {
     return absl::StrCat("killed by signal ", signal, " (SIG", sigabbrev_np(signal), ")");
   }
@@ -32,7 +34,7 @@ LocalExecutor::~LocalExecutor() {
   for (const Child& c : children_) {
     ::kill(-c.pid, SIGKILL);
     int status;
-    ::waitpid(c.pid, &status, 0);
+    if (!c.adopted) ::waitpid(c.pid, &status, 0);
   }
 }
 
@@ -120,24 +122,63 @@ absl::Status LocalExecutor::Stop(const std::string& job_id, int64_t grace_ms) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// Alive and not a zombie, per /proc/<pid>/stat.
+bool ProcessAlive(pid_t pid) {
+  auto stat = ReadFile(absl::StrCat("/proc/", pid, "/stat"));
+  if (!stat.ok()) return false;
+  size_t paren = stat->rfind(')');
+  if (paren == std::string::npos || paren + 2 >= stat->size()) return false;
+  char state = (*stat)[paren + 2];
+  return state != 'Z' && state != 'X';
+}
+
+}  // namespace
+
+bool LocalExecutor::Exited(const Child& c, LearnerExit* e) {
+  e->job_id = c.launch.job_id;
+  e->attempt = c.launch.attempt;
+  e->rank = c.launch.rank;
+  e->pid = c.pid;
+  if (c.adopted) {
+    if (ProcessAlive(c.pid)) return false;
+    e->status_unknown = true;
+    return true;
+  }
+  int status = 0;
+  if (::waitpid(c.pid, &status, WNOHANG) != c.pid) return false;
+  if (WIFSIGNALED(status)) {
+    e->signal = WTERMSIG(status);
+  } else {
+    e->exit_code = WEXITSTATUS(status);
+  }
+  return true;
+}
+
+absl::Status LocalExecutor::Adopt(const LearnerLaunch& launch, int64_t pid) {
+  auto env = ReadFile(absl::StrCat("/proc/", pid, "/environ"));
+  const std::string nul(1, '\0');
+  std::string haystack = nul + (env.ok() ? *env : std::string());
+  bool ours = env.ok() && ProcessAlive(static_cast<pid_t>(pid)) &&
+              absl::StrContains(haystack, absl::StrCat(nul, "WEFT_JOB_ID=", launch.job_id, nul)) &&
+              absl::StrContains(haystack, absl::StrCat(nul, "WEFT_ATTEMPT=", launch.attempt, nul));
+  if (!ours) {
+    return absl::NotFoundError(absl::StrCat("no live learner of ", launch.job_id, " attempt ",
+                                            launch.attempt, " at pid ", pid));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  children_.push_back({launch, static_cast<pid_t>(pid), 0, /*adopted=*/true});
+  return absl::OkStatus();
+}
+
 std::vector<LearnerExit> LocalExecutor::Reap() {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<LearnerExit> exits;
   TimeMs now = clock_.NowMs();
   for (auto it = children_.begin(); it != children_.end();) {
-    int status = 0;
-    pid_t r = ::waitpid(it->pid, &status, WNOHANG);
-    if (r == it->pid) {
-      LearnerExit e;
-      e.job_id = it->launch.job_id;
-      e.attempt = it->launch.attempt;
-      e.rank = it->launch.rank;
-      e.pid = it->pid;
-      if (WIFSIGNALED(status)) {
-        e.signal = WTERMSIG(status);
-      } else {
-        e.exit_code = WEXITSTATUS(status);
-      }
+    LearnerExit e;
+    if (Exited(*it, &e)) {
       ::kill(-it->pid, SIGKILL);  // anything the learner left behind in its group
       exits.push_back(e);
       it = children_.erase(it);
@@ -154,6 +195,10 @@ int LocalExecutor::Running(const std::string& job_id) {
   int n = 0;
   for (const Child& c : children_) {
     if (c.launch.job_id != job_id) continue;
+    if (c.adopted) {
+      n += ProcessAlive(c.pid);
+      continue;
+    }
     // Exited but not yet reaped does not count; WNOWAIT leaves the exit for Reap().
     siginfo_t info{};
     if (::waitid(P_PID, c.pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == c.pid) {

@@ -26,6 +26,9 @@ class LocalExecutor : public Executor {
   absl::Status Stop(const std::string& job_id, int64_t grace_ms) override;
   std::vector<LearnerExit> Reap() override;
   int Running(const std::string& job_id) override;
+  // Checks /proc/<pid>/environ for WEFT_JOB_ID and WEFT_ATTEMPT, so a recycled pid is never
+  // adopted. An adopted learner is watched through /proc; its exit status is not known.
+  absl::Status Adopt(const LearnerLaunch& launch, int64_t pid) override;
 
   // The environment a learner gets, as NAME=value strings (exposed for tests and docs).
   static std::vector<std::string> LearnerEnvironment(const LearnerLaunch& launch);
@@ -35,7 +38,10 @@ class LocalExecutor : public Executor {
     LearnerLaunch launch;
     pid_t pid = 0;
     TimeMs kill_at_ms = 0;  // SIGKILL deadline after a Stop; 0 = none
+    bool adopted = false;   // started by an earlier weftd: not our child, no waitpid
   };
+  // True if `c` has exited (reaped or not). Fills `status` for our own children.
+  static bool Exited(const Child& c, LearnerExit* exit);
 
   std::string learner_binary_;
   const Clock& clock_;

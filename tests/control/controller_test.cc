@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <set>
 #include <fstream>
 
 #include "common/files.h"
@@ -44,6 +45,14 @@ class FakeExecutor : public Executor {
     return out;
   }
   int Running(const std::string& job_id) override { return running.count(job_id); }
+  absl::Status Adopt(const LearnerLaunch& l, int64_t pid) override {
+    if (!adoptable.count(pid)) return absl::NotFoundError("no such learner");
+    adopted.push_back(l);
+    running[l.job_id] = l.attempt;
+    return absl::OkStatus();
+  }
+  std::set<int64_t> adoptable;  // pids Adopt() accepts
+  std::vector<LearnerLaunch> adopted;
 
   void Exit(const std::string& job, int64_t attempt, int code, int signal = 0) {
     LearnerExit e;
@@ -334,7 +343,7 @@ TEST_F(ControllerTest, RecoverRequeuesJobsThatHeldResources) {
   MakeController();
   ASSERT_TRUE(controller_->Recover().ok());
   EXPECT_EQ(State(running), JobState::kQueued);
-  EXPECT_THAT(Reason(running), HasSubstr("weftd restarted"));
+  EXPECT_THAT(Reason(running), HasSubstr("is gone after a weftd restart"));
   EXPECT_THAT(Reason(running), HasSubstr("resumes from its latest checkpoint"));
   EXPECT_EQ(State(queued), JobState::kQueued);
   controller_->Tick();
@@ -344,6 +353,30 @@ TEST_F(ControllerTest, RecoverRequeuesJobsThatHeldResources) {
   EXPECT_EQ(store_->GetJob(running)->attempt, 2);
   // The learner of attempt 1 is fenced off.
   EXPECT_FALSE(controller_->OnRegister(running, 0, 1, 1).accepted);
+}
+
+TEST_F(ControllerTest, RecoverAdoptsALiveLearnerOfTheCurrentAttempt) {
+  std::string id = Submit();
+  controller_->Tick();
+  controller_->OnRegister(id, 0, 1, 4242);
+  executor_.adoptable.insert(4242);
+  MakeController();
+  ASSERT_TRUE(controller_->Recover().ok());
+  EXPECT_EQ(State(id), JobState::kRunning) << "adopted, not requeued";
+  ASSERT_EQ(executor_.adopted.size(), 1u);
+  EXPECT_EQ(executor_.adopted[0].attempt, 1);
+  EXPECT_TRUE(controller_->OnHeartbeat(id, 1, {}));
+  // It finishes under the new weftd; its exit status is unknown but its report decides.
+  ASSERT_TRUE(controller_->OnCommitArtifact(id, 1, Model(id, "final", 0.95)).ok());
+  controller_->OnFinished(id, 1, true, "target met: test_accuracy 0.9500 >= 0.9");
+  LearnerExit e;
+  e.job_id = id;
+  e.attempt = 1;
+  e.status_unknown = true;
+  executor_.exits.push_back(e);
+  controller_->Tick();
+  EXPECT_EQ(State(id), JobState::kCompleted);
+  EXPECT_EQ(executor_.launches.size(), 1u) << "never a second copy";
 }
 
 TEST_F(ControllerTest, DeleteRemovesTheJobAndItsFiles) {

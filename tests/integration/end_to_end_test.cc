@@ -9,6 +9,7 @@
 #include <chrono>
 #include <filesystem>
 #include <regex>
+#include <set>
 #include <thread>
 
 #include "integration/weftd_process.h"
@@ -285,6 +286,36 @@ TEST_F(EndToEndTest, KilledLearnerRestartsFromItsCheckpointAndCompletes) {
   int files = 0;
   for (const auto& f : std::filesystem::directory_iterator(ckpt_dir)) files += f.is_regular_file();
   EXPECT_LE(files, 2);
+}
+
+// kill -9 of weftd mid-training: the learner keeps training, buffers its metrics, and the next
+// weftd on the same directory adopts it (same attempt, no second copy) and sees the job finish.
+TEST_F(EndToEndTest, LearnerOutlivesAKilledWeftdAndIsAdopted) {
+  std::string file = dir_ + "/adopt.yaml";
+  std::ofstream(file) << "name: adopt\nmodel: {architecture: mlp, hidden_units: [128]}\n"
+                         "data: {train_samples: 12000, test_samples: 2000}\n"
+                         "training: {epochs: 6, threads: 1}\nresources: {cpus: 1}\n";
+  auto submit = weftd_->Cli({"submit", file});
+  ASSERT_EQ(submit.exit_code, 0) << submit.output;
+  std::string id = JobIdFrom(submit.output);
+  json running = WaitFor(id, {"RUNNING"}, 60);
+  ASSERT_EQ(running["state"], "RUNNING");
+  weftd_->Kill();
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // the learner trains on, alone
+  ASSERT_TRUE(weftd_->Start()) << weftd_->log();
+  json done = WaitFor(id, {"COMPLETED", "FAILED"}, 240);
+  ASSERT_EQ(done["state"], "COMPLETED") << done.dump(2) << weftd_->log();
+  EXPECT_EQ(done["attempt"], 1) << "adopted, never restarted";
+  for (const auto& e : done["history"]) {
+    if (e["seq"].get<int>() > 1) EXPECT_NE(e["to"], "QUEUED") << done["history"].dump(2);
+  }
+  EXPECT_THAT(weftd_->log(), HasSubstr("adopted learner"));
+  EXPECT_EQ(done["progress"]["epoch"], 6);
+  // Metrics buffered while weftd was down arrived: training points cover every epoch.
+  json metrics = GetJson("/v1/jobs/" + id + "/metrics");
+  std::set<int> epochs;
+  for (const auto& p : metrics["points"]) epochs.insert(p["epoch"].get<int>());
+  EXPECT_EQ(epochs.size(), 6u);
 }
 
 }  // namespace
