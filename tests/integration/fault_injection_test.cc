@@ -1,0 +1,240 @@
+// Fault injection through the real binaries: a seeded sequence of trials, each running a job and
+// killing (kill -9) its learner, weftd, or both at a random instant, then checking that the job
+// still completes as an uninterrupted run would, that nothing acknowledged was lost and that no
+// learner is left behind. WEFT_FAULT_TRIALS (default 10) and WEFT_FAULT_SEED (default 1) set the
+// run; the long run is bench/fault_injection.sh.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <signal.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include "integration/weftd_process.h"
+#include "nlohmann/json.hpp"
+#include "spec/job_spec.h"
+#include "store/sqlite_store.h"
+
+namespace weft {
+namespace {
+
+using nlohmann::json;
+using testing::WeftdProcess;
+using Clock = std::chrono::steady_clock;
+
+constexpr char kManifest[] =
+    "name: fault\nmodel: {architecture: mlp, hidden_units: [128]}\n"
+    "data: {train_samples: 12000, test_samples: 2000}\n"
+    "training: {epochs: 3, threads: 1, seed: 7}\nresources: {cpus: 1}\n"
+    "checkpoint: {every_steps: 50, keep: 2}\nmax_restarts: 10\n";
+
+int EnvInt(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atoi(v) : fallback;
+}
+
+double Seconds(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+class FaultInjectionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!std::filesystem::exists(std::string(kDefaultDataPath) + "/train-images-idx3-ubyte.gz")) {
+      GTEST_SKIP() << "Fashion-MNIST is not installed";
+    }
+    char tmpl[] = "/tmp/weft-faults-XXXXXX";
+    dir_ = mkdtemp(tmpl);
+    manifest_ = dir_ + "/job.yaml";
+    std::ofstream(manifest_) << kManifest;
+  }
+  void TearDown() override {
+    if (!dir_.empty()) std::filesystem::remove_all(dir_);
+  }
+
+  json Get(const WeftdProcess& w, const std::string& path) {
+    httplib::Client c("127.0.0.1", w.port());
+    c.set_connection_timeout(1, 0);
+    auto r = c.Get(path);
+    if (!r || r->status != 200) return json();
+    return json::parse(r->body, nullptr, false);
+  }
+
+  std::string Submit(const WeftdProcess& w) {
+    auto r = w.Cli({"submit", manifest_});
+    std::smatch m;
+    std::regex re("job (job-[0-9a-z]+-[0-9a-z]+) submitted");
+    EXPECT_TRUE(std::regex_search(r.output, m, re)) << r.output;
+    return m.size() > 1 ? m[1].str() : "";
+  }
+
+  json WaitFor(const WeftdProcess& w, const std::string& id,
+               const std::vector<std::string>& states, double timeout_s) {
+    json j;
+    auto deadline = Clock::now() + std::chrono::milliseconds(static_cast<int>(timeout_s * 1000));
+    while (Clock::now() < deadline) {
+      j = Get(w, "/v1/jobs/" + id);
+      for (const auto& s : states) {
+        if (j.is_object() && j.value("state", "") == s) return j;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return j;
+  }
+
+  static std::vector<int64_t> LearnerPids(const std::string& id) {
+    std::vector<int64_t> pids;
+    for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+      std::ifstream env(entry.path() / "environ");
+      std::string s((std::istreambuf_iterator<char>(env)), {});
+      if (s.find("WEFT_JOB_ID=" + id) == std::string::npos) continue;
+      std::ifstream stat(entry.path() / "stat");
+      std::string st((std::istreambuf_iterator<char>(stat)), {});
+      auto paren = st.rfind(')');
+      if (paren != std::string::npos && paren + 2 < st.size() && st[paren + 2] == 'Z') continue;
+      pids.push_back(std::stoll(entry.path().filename().string()));
+    }
+    return pids;
+  }
+
+  std::string dir_, manifest_;
+};
+
+TEST_F(FaultInjectionTest, JobsSurviveKillsOfLearnerAndWeftdAtRandomInstants) {
+  const int trials = EnvInt("WEFT_FAULT_TRIALS", 10);
+  const int seed = EnvInt("WEFT_FAULT_SEED", 1);
+  std::mt19937 rng(seed);
+
+  // The uninterrupted run every trial is compared to.
+  double baseline = 0;
+  {
+    WeftdProcess w(dir_ + "/baseline");
+    ASSERT_TRUE(w.Start()) << w.log();
+    std::string id = Submit(w);
+    json j = WaitFor(w, id, {"COMPLETED", "FAILED"}, 120);
+    ASSERT_EQ(j.value("state", ""), "COMPLETED") << j.dump(2);
+    baseline = j["models"]["final"]["test_accuracy"].get<double>();
+  }
+
+  int passed = 0, learner_kills = 0, weftd_kills = 0;
+  std::vector<double> learner_recovery_s, api_recovery_s;
+  for (int t = 0; t < trials; ++t) {
+    SCOPED_TRACE("trial " + std::to_string(t) + " (seed " + std::to_string(seed) + ")");
+    std::string data = dir_ + "/trial-" + std::to_string(t);
+    auto w = std::make_unique<WeftdProcess>(data);
+    ASSERT_TRUE(w->Start()) << w->log();
+    std::string id = Submit(*w);
+    ASSERT_FALSE(id.empty());
+    json running = WaitFor(*w, id, {"RUNNING"}, 60);
+    ASSERT_EQ(running.value("state", ""), "RUNNING");
+
+    // 0: the learner, 1: weftd, 2: both; at a random instant of the run.
+    int target = std::uniform_int_distribution<int>(0, 2)(rng);
+    int delay_ms = std::uniform_int_distribution<int>(100, 3000)(rng);
+    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+    json before = Get(*w, "/v1/jobs/" + id);
+    if (!before.is_object() || before.value("state", "") == "COMPLETED") {
+      // Too late to hurt it; still a trial of the checks below.
+      target = -1;
+    }
+    Clock::time_point killed_at = Clock::now();
+    if (target == 0 || target == 2) {
+      for (int64_t pid : LearnerPids(id)) kill(static_cast<pid_t>(pid), SIGKILL);
+      ++learner_kills;
+    }
+    if (target == 1 || target == 2) {
+      w->Kill();
+      ++weftd_kills;
+      std::this_thread::sleep_for(
+          std::chrono::milliseconds(std::uniform_int_distribution<int>(0, 1000)(rng)));
+      Clock::time_point restart = Clock::now();
+      ASSERT_TRUE(w->Start()) << w->log();
+      api_recovery_s.push_back(Seconds(restart, Clock::now()));
+    }
+    if (target == 0) {
+      // Learner death -> a new learner registered and training again.
+      json again = WaitFor(*w, id, {"RUNNING", "DELIVERED"}, 60);
+      for (int i = 0; i < 200 && again.value("attempt", 0) < 2; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        again = Get(*w, "/v1/jobs/" + id);
+      }
+      if (again.value("attempt", 0) >= 2) learner_recovery_s.push_back(Seconds(killed_at, Clock::now()));
+    }
+
+    json done = WaitFor(*w, id, {"COMPLETED", "FAILED"}, 180);
+    ASSERT_EQ(done.value("state", ""), "COMPLETED") << done.dump(2) << w->log();
+    double acc = done["models"]["final"]["test_accuracy"].get<double>();
+    EXPECT_NEAR(acc, baseline, 0.01) << "final accuracy vs the uninterrupted run";
+
+    // Nothing acknowledged is missing: models and checkpoints on disk with their sizes,
+    // a gapless history, every attempt's start in the log.
+    for (const auto& [kind, m] : done["models"].items()) {
+      EXPECT_EQ(static_cast<int64_t>(std::filesystem::file_size(m["path"].get<std::string>())),
+                m["bytes"].get<int64_t>())
+          << kind;
+    }
+    int seq = 0;
+    for (const auto& e : done["history"]) EXPECT_EQ(e["seq"].get<int>(), ++seq);
+    std::string log = w->Cli({"logs", id}).output;
+    int attempts = done["attempt"].get<int>();
+    for (int a = 1; a <= attempts; ++a) {
+      EXPECT_NE(log.find("attempt " + std::to_string(a) + " pid"), std::string::npos)
+          << "attempt " << a << " missing from the log";
+    }
+    // Steps lost: every resume starts from one of the two newest checkpoints written before it
+    // (the newest unless the kill fell between its write and its commit), so a failure costs at
+    // most the steps since that checkpoint: one interval (50 steps), two in that corner case.
+    std::regex written(R"(checkpoint written: \S+ \(step (\d+),)");
+    std::regex resumed(R"(resumed from \S+: epoch \d+, step (\d+))");
+    std::regex start(R"(attempt (\d+) pid)");
+    int64_t last_written = -1, prev_written = -1;
+    std::istringstream lines(log);
+    for (std::string line; std::getline(lines, line);) {
+      std::smatch m;
+      if (std::regex_search(line, m, written)) {
+        prev_written = last_written;
+        last_written = std::stoll(m[1]);
+      } else if (std::regex_search(line, m, resumed)) {
+        int64_t step = std::stoll(m[1]);
+        EXPECT_TRUE(step == last_written || step == prev_written)
+            << "resumed from step " << step << ", newest checkpoints " << last_written << ", "
+            << prev_written;
+      }
+    }
+
+    // No learner left behind; the store opens clean.
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    EXPECT_TRUE(LearnerPids(id).empty()) << "orphan learner";
+    w->Stop();
+    auto store = SqliteStore::Open(data + "/weft.db");
+    ASSERT_TRUE(store.ok()) << store.status();
+    auto job = (*store)->GetJob(id);
+    ASSERT_TRUE(job.ok());
+    EXPECT_EQ(job->state, JobState::kCompleted);
+    if (!HasFailure()) ++passed;
+    std::filesystem::remove_all(data);
+  }
+
+  auto mean = [](const std::vector<double>& v) {
+    double s = 0;
+    for (double x : v) s += x;
+    return v.empty() ? 0.0 : s / v.size();
+  };
+  std::printf(
+      "{\"bench\": \"fault_injection\", \"seed\": %d, \"trials\": %d, \"passed\": %d, "
+      "\"learner_kills\": %d, \"weftd_kills\": %d, \"baseline_accuracy\": %.4f, "
+      "\"learner_recovery_s_mean\": %.2f, \"weftd_api_recovery_s_mean\": %.2f}\n",
+      seed, trials, passed, learner_kills, weftd_kills, baseline, mean(learner_recovery_s),
+      mean(api_recovery_s));
+  EXPECT_EQ(passed, trials);
+}
+
+}  // namespace
+}  // namespace weft
