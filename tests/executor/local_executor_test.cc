@@ -67,7 +67,7 @@ class LocalExecutorTest : public ::testing::Test {
 };
 
 TEST_F(LocalExecutorTest, LearnerGetsTheEnvironmentContractAndItsLogIsKept) {
-  LocalExecutor ex(Script("echo rank=$RANK world=$WORLD_SIZE job=$WEFT_JOB_ID attempt=$WEFT_ATTEMPT "
+  LocalExecutor ex(Script("sleep 0.5; echo rank=$RANK world=$WORLD_SIZE job=$WEFT_JOB_ID attempt=$WEFT_ATTEMPT "
                           "learner=$LEARNER_ID of=$NUM_LEARNERS result=$RESULT_DIR "
                           "threads=$OMP_NUM_THREADS coord=$WEFT_COORDINATOR; echo oops >&2; exit 0"));
   auto pid = ex.Start(Launch());

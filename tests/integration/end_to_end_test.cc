@@ -225,14 +225,7 @@ TEST_F(EndToEndTest, HaltStopsTheLearnerResumeRequeuesAndDeleteRemovesEverything
   EXPECT_FALSE(std::filesystem::exists(job_dir));
   // No learner of the job is left running.
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  auto ps = testing::RunCommand({"/usr/bin/pgrep", "-f", "weft-learner"});
-  bool found = false;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
-    std::ifstream env(entry.path() / "environ");
-    std::string s((std::istreambuf_iterator<char>(env)), {});
-    if (s.find("WEFT_JOB_ID=" + id) != std::string::npos) found = true;
-  }
-  EXPECT_FALSE(found) << "a learner of the deleted job is still running";
+  EXPECT_TRUE(testing::LearnerPids(id).empty()) << "a learner of the deleted job is still running";
 }
 
 // kill -9 of the learner mid-training: weft restarts it from its latest checkpoint and the job
@@ -256,16 +249,9 @@ TEST_F(EndToEndTest, KilledLearnerRestartsFromItsCheckpointAndCompletes) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   ASSERT_GE(job["progress"].value("step", 0), 100) << job.dump(2);
-  int64_t pid = 0;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
-    std::ifstream env(entry.path() / "environ");
-    std::string s((std::istreambuf_iterator<char>(env)), {});
-    if (s.find("WEFT_JOB_ID=" + id) != std::string::npos) {
-      pid = std::stoll(entry.path().filename().string());
-    }
-  }
-  ASSERT_GT(pid, 0);
-  ASSERT_EQ(kill(static_cast<pid_t>(pid), SIGKILL), 0);
+  std::vector<int64_t> pids = testing::LearnerPids(id);
+  ASSERT_EQ(pids.size(), 1u);
+  ASSERT_EQ(kill(static_cast<pid_t>(pids[0]), SIGKILL), 0);
 
   json done = WaitFor(id, {"COMPLETED", "FAILED"}, 240);
   ASSERT_EQ(done["state"], "COMPLETED") << done.dump(2);

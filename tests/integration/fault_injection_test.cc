@@ -89,21 +89,6 @@ class FaultInjectionTest : public ::testing::Test {
     return j;
   }
 
-  static std::vector<int64_t> LearnerPids(const std::string& id) {
-    std::vector<int64_t> pids;
-    for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
-      std::ifstream env(entry.path() / "environ");
-      std::string s((std::istreambuf_iterator<char>(env)), {});
-      if (s.find("WEFT_JOB_ID=" + id) == std::string::npos) continue;
-      std::ifstream stat(entry.path() / "stat");
-      std::string st((std::istreambuf_iterator<char>(stat)), {});
-      auto paren = st.rfind(')');
-      if (paren != std::string::npos && paren + 2 < st.size() && st[paren + 2] == 'Z') continue;
-      pids.push_back(std::stoll(entry.path().filename().string()));
-    }
-    return pids;
-  }
-
   std::string dir_, manifest_;
 };
 
@@ -146,7 +131,7 @@ TEST_F(FaultInjectionTest, JobsSurviveKillsOfLearnerAndWeftdAtRandomInstants) {
     }
     Clock::time_point killed_at = Clock::now();
     if (target == 0 || target == 2) {
-      for (int64_t pid : LearnerPids(id)) kill(static_cast<pid_t>(pid), SIGKILL);
+      for (int64_t pid : testing::LearnerPids(id)) kill(static_cast<pid_t>(pid), SIGKILL);
       ++learner_kills;
     }
     if (target == 1 || target == 2) {
@@ -211,7 +196,7 @@ TEST_F(FaultInjectionTest, JobsSurviveKillsOfLearnerAndWeftdAtRandomInstants) {
 
     // No learner left behind; the store opens clean.
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    EXPECT_TRUE(LearnerPids(id).empty()) << "orphan learner";
+    EXPECT_TRUE(testing::LearnerPids(id).empty()) << "orphan learner";
     w->Stop();
     auto store = SqliteStore::Open(data + "/weft.db");
     ASSERT_TRUE(store.ok()) << store.status();

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -29,6 +30,21 @@ int FreePort() {
   int port = ntohs(addr.sin_port);
   close(fd);
   return port;
+}
+
+std::vector<int64_t> LearnerPids(const std::string& job_id) {
+  std::vector<int64_t> pids;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    std::ifstream env(entry.path() / "environ");
+    std::string s((std::istreambuf_iterator<char>(env)), {});
+    if (s.find("WEFT_JOB_ID=" + job_id + std::string(1, '\0')) == std::string::npos) continue;
+    std::ifstream stat(entry.path() / "stat");
+    std::string st((std::istreambuf_iterator<char>(stat)), {});
+    auto paren = st.rfind(')');
+    if (paren != std::string::npos && paren + 2 < st.size() && st[paren + 2] == 'Z') continue;
+    pids.push_back(std::stoll(entry.path().filename().string()));
+  }
+  return pids;
 }
 
 namespace {

@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,9 @@ struct CommandResult {
 // Runs `argv` (argv[0] a path) with extra NAME=value `env`, waits up to `timeout_s`.
 CommandResult RunCommand(const std::vector<std::string>& argv,
                          const std::vector<std::string>& env = {}, int timeout_s = 300);
+
+// Pids of live (non-zombie) learner processes of `job_id`, found through /proc/<pid>/environ.
+std::vector<int64_t> LearnerPids(const std::string& job_id);
 
 class WeftdProcess {
  public:
