@@ -10,6 +10,7 @@ PACKAGES=(
   libcpp-httplib-dev nlohmann-json3-dev libyaml-cpp-dev libsqlite3-dev
   libspdlog-dev libfmt-dev libcli11-dev libabsl-dev zlib1g-dev libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  libqhull-dev gnuplot-nox
   dataset-fashion-mnist
   curl
 )

@@ -342,39 +342,37 @@ void Controller::ScheduleLocked(const std::vector<JobRecord>& jobs) {
   snap.now_ms = clock_.NowMs();
   snap.nodes = options_.nodes;
   std::map<std::string, JobRecord> queued;
+  waiting_.clear();
   for (const JobRecord& r : jobs) {
     if (r.state != JobState::kQueued && !HoldsResources(r.state)) continue;
     auto spec = SpecOf(r);
     if (!spec.ok()) continue;
-    if (HoldsResources(r.state)) {
-      for (auto& n : snap.nodes) {
-        if (n.name == r.node) n.allocated += PerLearner(*spec);
-      }
-      continue;
-    }
     scheduler::JobRequest req;
     req.job_id = r.id;
     req.tenant = r.tenant;
     req.submitted_ms = r.created_ms;
-    req.learners = spec->resources.learners;
+    req.learners = req.min_learners = req.max_learners = spec->resources.learners;
     req.per_learner = PerLearner(*spec);
-    snap.queued.push_back(req);
-    queued[r.id] = r;
-  }
-  waiting_.clear();
-  // Jobs in restart backoff sit out this round.
-  std::vector<scheduler::JobRequest> ready;
-  for (auto& q : snap.queued) {
-    auto nb = not_before_ms_.find(q.job_id);
-    if (nb != not_before_ms_.end() && nb->second > snap.now_ms) {
-      waiting_[q.job_id] = absl::StrFormat("waiting: restart backoff, %.1f s left",
-                                           (nb->second - snap.now_ms) / 1000.0);
+    req.restarts = r.restarts;
+    if (HoldsResources(r.state)) {
+      for (auto& n : snap.nodes) {
+        if (n.name == r.node) n.allocated += req.per_learner;
+      }
+      req.allocation.assign(req.learners, r.node);
+      snap.jobs.push_back(std::move(req));
       continue;
     }
-    ready.push_back(q);
+    // Jobs in restart backoff sit out this round.
+    auto nb = not_before_ms_.find(r.id);
+    if (nb != not_before_ms_.end() && nb->second > snap.now_ms) {
+      waiting_[r.id] = absl::StrFormat("waiting: restart backoff, %.1f s left",
+                                       (nb->second - snap.now_ms) / 1000.0);
+      continue;
+    }
+    snap.jobs.push_back(std::move(req));
+    queued[r.id] = r;
   }
-  snap.queued = std::move(ready);
-  if (snap.queued.empty()) return;
+  if (queued.empty()) return;
   scheduler::Decisions d = policy_.Schedule(snap);
   for (const auto& w : d.waiting) waiting_[w.job_id] = w.reason;
   for (const auto& p : d.placements) {

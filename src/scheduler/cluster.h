@@ -29,22 +29,42 @@ struct Node {
   Resources Free() const;
 };
 
-// What a job asks for: a gang of `learners` processes, each needing `per_learner`.
+class JobModel;
+
+// An active job as a policy sees it: what it asks for, what it holds now, and how much service it
+// has had. A rigid (gang) job asks for exactly `learners`; an elastic policy may give any count in
+// [min_learners, max_learners].
 struct JobRequest {
   std::string job_id;
   std::string tenant;
   TimeMs submitted_ms = 0;
-  int learners = 1;
+  int learners = 1;  // requested gang size
+  int min_learners = 1;
+  int max_learners = 1;
   Resources per_learner;
+  // The node of each learner it holds now, in rank order; empty while it waits.
+  std::vector<std::string> allocation;
+  // Service attained so far in learner-seconds (GPU-seconds when learners hold one GPU each),
+  // the quantity least-attained-service policies order by (Tiresias, NSDI'19).
+  double attained_service = 0;
+  int restarts = 0;  // restarts caused by reallocation so far
+  // Speed model for policies that size jobs by throughput (Optimus, goodput); null when weft has
+  // no model of the job yet. Not owned; valid for the duration of one Schedule() call.
+  const JobModel* model = nullptr;
+
+  bool Waiting() const { return allocation.empty(); }
 };
 
 struct ClusterSnapshot {
   TimeMs now_ms = 0;
+  // Node capacity, and allocation = the sum of what running jobs hold.
   std::vector<Node> nodes;
-  std::vector<JobRequest> queued;  // in submission order
+  // Every active job, waiting and running, in submission order.
+  std::vector<JobRequest> jobs;
 };
 
-// Start `job_id` with learner r on node learner_nodes[r].
+// Give `job_id` the learner nodes `learner_nodes` (learner r on learner_nodes[r]): a start for a
+// waiting job, a resize or move for a running one.
 struct Placement {
   std::string job_id;
   std::vector<std::string> learner_nodes;
@@ -56,8 +76,10 @@ struct Waiting {
   std::string reason;
 };
 
+// A policy's answer. Jobs in neither `placements` nor `preempted` keep what they hold.
 struct Decisions {
   std::vector<Placement> placements;
+  std::vector<std::string> preempted;  // running jobs to stop and requeue (all learners)
   std::vector<Waiting> waiting;
 };
 

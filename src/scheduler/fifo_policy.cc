@@ -82,7 +82,8 @@ Decisions FifoPolicy::Schedule(const ClusterSnapshot& snapshot) {
   std::vector<Node> nodes = snapshot.nodes;
   bool blocked = false;
   std::string head_id;
-  for (const JobRequest& job : snapshot.queued) {
+  for (const JobRequest& job : snapshot.jobs) {
+    if (!job.Waiting()) continue;
     if (blocked) {
       d.waiting.push_back({job.job_id, absl::StrCat("waiting: behind ", head_id,
                                                     " (first in, first out)")});

@@ -30,7 +30,7 @@ TEST(FifoPolicyTest, StartsJobsInSubmissionOrderWhileTheyFit) {
   FifoPolicy fifo;
   ClusterSnapshot snap;
   snap.nodes = {MakeNode("n1", 4, 8192)};
-  snap.queued = {Job("a", 2), Job("b", 1), Job("c", 1), Job("d", 1)};
+  snap.jobs = {Job("a", 2), Job("b", 1), Job("c", 1), Job("d", 1)};
   Decisions d = fifo.Schedule(snap);
   EXPECT_EQ(Placed(d), (std::vector<std::string>{"a", "b", "c"}));
   ASSERT_EQ(d.waiting.size(), 1u);
@@ -43,7 +43,7 @@ TEST(FifoPolicyTest, BlockedHeadBlocksEverythingBehindIt) {
   ClusterSnapshot snap;
   snap.nodes = {MakeNode("n1", 4, 8192)};
   snap.nodes[0].allocated = {3, 1024, 0};  // one cpu free
-  snap.queued = {Job("big", 2), Job("small", 1)};
+  snap.jobs = {Job("big", 2), Job("small", 1)};
   Decisions d = fifo.Schedule(snap);
   EXPECT_TRUE(d.placements.empty());
   ASSERT_EQ(d.waiting.size(), 2u);
@@ -55,7 +55,7 @@ TEST(FifoPolicyTest, NeverOvercommitsMemory) {
   FifoPolicy fifo;
   ClusterSnapshot snap;
   snap.nodes = {MakeNode("n1", 16, 4096), MakeNode("n2", 16, 2048)};
-  snap.queued = {Job("a", 1, 3000), Job("b", 1, 3000), Job("c", 1, 2000)};
+  snap.jobs = {Job("a", 1, 3000), Job("b", 1, 3000), Job("c", 1, 2000)};
   Decisions d = fifo.Schedule(snap);
   ASSERT_EQ(Placed(d), (std::vector<std::string>{"a"}));
   EXPECT_EQ(d.placements[0].learner_nodes, (std::vector<std::string>{"n1"}));
@@ -65,12 +65,12 @@ TEST(FifoPolicyTest, GangIsPlacedWholeOrNotAtAll) {
   FifoPolicy fifo;
   ClusterSnapshot snap;
   snap.nodes = {MakeNode("n1", 2, 8192), MakeNode("n2", 2, 8192)};
-  snap.queued = {Job("gang", 1, 1024, /*learners=*/3)};
+  snap.jobs = {Job("gang", 1, 1024, /*learners=*/3)};
   Decisions d = fifo.Schedule(snap);
   ASSERT_EQ(d.placements.size(), 1u);
   EXPECT_EQ(d.placements[0].learner_nodes,
             (std::vector<std::string>{"n1", "n1", "n2"}));
-  snap.queued = {Job("too-big", 2, 1024, /*learners=*/3)};
+  snap.jobs = {Job("too-big", 2, 1024, /*learners=*/3)};
   d = fifo.Schedule(snap);
   EXPECT_TRUE(d.placements.empty());
 }

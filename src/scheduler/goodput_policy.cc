@@ -1,0 +1,101 @@
+#include "scheduler/goodput_policy.h"
+
+#include <algorithm>
+#include <queue>
+
+#include "absl/strings/str_cat.h"
+#include "scheduler/job_model.h"
+#include "scheduler/placement.h"
+
+namespace weft::scheduler {
+
+Decisions GoodputPolicy::Schedule(const ClusterSnapshot& snapshot) {
+  const auto& jobs = snapshot.jobs;
+  const size_t n = jobs.size();
+  Resources left;
+  int per_node = 1;
+  for (const Node& node : snapshot.nodes) left += node.capacity;
+
+  std::vector<size_t> order(n);
+  for (size_t i = 0; i < n; ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return jobs[a].attained_service < jobs[b].attained_service;
+  });
+
+  // 1. Admission.
+  std::vector<int> count(n, 0);
+  for (size_t i : order) {
+    const JobRequest& j = jobs[i];
+    Resources gang;
+    for (int k = 0; k < j.min_learners; ++k) gang += j.per_learner;
+    if (j.min_learners >= 1 && left.Fits(gang)) {
+      left -= gang;
+      count[i] = j.min_learners;
+    }
+  }
+  for (const Node& node : snapshot.nodes) {
+    if (!jobs.empty()) per_node = std::max(per_node, LearnerSlots(node.capacity, jobs[0].per_learner, 1 << 20));
+  }
+
+  // 2. Water-filling on weighted speedup gain.
+  std::vector<double> base(n, 0);
+  auto value = [&](size_t i) -> double {
+    const JobRequest& j = jobs[i];
+    if (count[i] == 0 || j.model == nullptr || count[i] >= j.max_learners) return 0;
+    if (!left.Fits(j.per_learner)) return 0;
+    if (base[i] == 0) base[i] = j.model->Goodput(PackedCounts(1, per_node));
+    if (base[i] <= 0) return 0;
+    double gain = (j.model->Goodput(PackedCounts(count[i] + 1, per_node)) -
+                   j.model->Goodput(PackedCounts(count[i], per_node))) / base[i];
+    double w = 1.0 / (1.0 + j.attained_service / options_.aging_s);
+    if (count[i] + 1 <= static_cast<int>(j.allocation.size())) w *= 1.0 + options_.keep_bonus;
+    return gain * w;
+  };
+  using Entry = std::pair<double, size_t>;
+  auto worse = [&](const Entry& a, const Entry& b) {
+    return a.first != b.first ? a.first < b.first : a.second > b.second;
+  };
+  std::priority_queue<Entry, std::vector<Entry>, decltype(worse)> heap(worse);
+  for (size_t i = 0; i < n; ++i) {
+    double v = value(i);
+    if (v > 0) heap.emplace(v, i);
+  }
+  while (!heap.empty()) {
+    auto [v, i] = heap.top();
+    heap.pop();
+    if (!left.Fits(jobs[i].per_learner)) continue;
+    left -= jobs[i].per_learner;
+    ++count[i];
+    double next = value(i);
+    if (next > 0) heap.emplace(next, i);
+  }
+
+  // 3. Placement.
+  Decisions d;
+  FreeMap free(snapshot.nodes);
+  std::vector<size_t> changed;
+  for (size_t i = 0; i < n; ++i) {
+    if (static_cast<int>(jobs[i].allocation.size()) == count[i]) {
+      free.Take(jobs[i]);
+    } else {
+      changed.push_back(i);
+    }
+  }
+  std::stable_sort(changed.begin(), changed.end(), [&](size_t a, size_t b) { return count[a] > count[b]; });
+  for (size_t i : changed) {
+    const JobRequest& j = jobs[i];
+    Placement p;
+    p.job_id = j.job_id;
+    if (count[i] > 0 && free.PlacePacked(count[i], j.per_learner, j.allocation, &p.learner_nodes)) {
+      d.placements.push_back(std::move(p));
+      continue;
+    }
+    if (!j.Waiting()) d.preempted.push_back(j.job_id);
+    d.waiting.push_back({j.job_id, count[i] == 0
+                                       ? std::string("waiting: the cluster is full of jobs with less attained service")
+                                       : absl::StrCat("waiting: no node set has room for ", count[i], " learners")});
+  }
+  return d;
+}
+
+}  // namespace weft::scheduler

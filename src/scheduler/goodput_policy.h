@@ -1,0 +1,36 @@
+#pragma once
+
+#include "scheduler/policy.h"
+
+namespace weft::scheduler {
+
+// weft's goodput-adaptive policy, after the idea of Pollux (Qiao et al., "Pollux: Co-adaptive
+// Cluster Scheduling for Goodput-Optimized Deep Learning", OSDI'21): size every elastic job by its
+// goodput (throughput × statistical efficiency at the best batch size, JobModel::Goodput) rather
+// than by the learners it asked for, re-deciding every round. Our own optimiser, not a genetic
+// algorithm:
+//  1. admission in least-attained-service order (Tiresias's insight: jobs that have had little
+//     service are likely short): every job gets min_learners while the cluster has room;
+//  2. greedy water-filling: one learner at a time to the job whose normalised goodput gain
+//     (G(r+1) − G(r)) / G(1) — its speedup gain — weighted by 1 / (1 + attained / aging_s) is
+//     largest, up to max_learners; a running job's way back to its current size counts
+//     `keep_bonus` times more, because any change costs it a restart;
+//  3. unchanged jobs keep their nodes; changed ones, largest first, are packed onto as few nodes
+//     as possible, preferring the nodes they hold.
+// Jobs without a model get min_learners only.
+class GoodputPolicy : public Policy {
+ public:
+  struct Options {
+    double aging_s = 4 * 3600;  // learner-seconds at which a job's weight halves
+    double keep_bonus = 2.0;    // extra weight for learners a running job already holds
+  };
+  GoodputPolicy() = default;
+  explicit GoodputPolicy(Options options) : options_(options) {}
+  std::string Name() const override { return "goodput"; }
+  Decisions Schedule(const ClusterSnapshot& snapshot) override;
+
+ private:
+  Options options_;
+};
+
+}  // namespace weft::scheduler

@@ -1,0 +1,105 @@
+#include "scheduler/optimus_policy.h"
+
+#include <algorithm>
+#include <numeric>
+#include <queue>
+
+#include "absl/strings/str_cat.h"
+#include "scheduler/job_model.h"
+#include "scheduler/placement.h"
+
+namespace weft::scheduler {
+
+namespace {
+
+int MaxSlotsPerNode(const std::vector<Node>& nodes, const Resources& per) {
+  int best = 0;
+  for (const Node& n : nodes) best = std::max(best, LearnerSlots(n.capacity, per, 1 << 20));
+  return best;
+}
+
+}  // namespace
+
+Decisions OptimusPolicy::Schedule(const ClusterSnapshot& snapshot) {
+  const auto& jobs = snapshot.jobs;
+  const size_t n = jobs.size();
+  Resources left;
+  for (const Node& node : snapshot.nodes) left += node.capacity;
+
+  // 1. Admission.
+  std::vector<int> count(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    if (left.Fits(jobs[i].per_learner) && jobs[i].max_learners >= 1) {
+      left -= jobs[i].per_learner;
+      count[i] = 1;
+    }
+  }
+
+  // 2. Greedy by marginal gain; a max-heap on (gain, earliest submission).
+  std::vector<int> per_node(n, 0);
+  auto gain = [&](size_t i) -> double {
+    const JobRequest& j = jobs[i];
+    if (count[i] == 0 || j.model == nullptr || count[i] + 1 > j.max_learners) return 0;
+    if (!left.Fits(j.per_learner)) return 0;
+    if (per_node[i] == 0) per_node[i] = std::max(1, MaxSlotsPerNode(snapshot.nodes, j.per_learner));
+    double now = j.model->StepSeconds(PackedCounts(count[i], per_node[i]));
+    double next = j.model->StepSeconds(PackedCounts(count[i] + 1, per_node[i]));
+    return (now - next) * j.model->RemainingSteps();
+  };
+  using Entry = std::pair<double, size_t>;
+  auto worse = [](const Entry& a, const Entry& b) {
+    return a.first != b.first ? a.first < b.first : a.second > b.second;
+  };
+  std::priority_queue<Entry, std::vector<Entry>, decltype(worse)> heap(worse);
+  for (size_t i = 0; i < n; ++i) {
+    double g = gain(i);
+    if (g > 0) heap.emplace(g, i);
+  }
+  while (!heap.empty()) {
+    auto [g, i] = heap.top();
+    heap.pop();
+    if (!left.Fits(jobs[i].per_learner)) continue;  // this job's learner no longer fits
+    double fresh = gain(i);  // room may have shrunk since the gain was computed
+    if (fresh != g) {
+      if (fresh > 0) heap.emplace(fresh, i);
+      continue;
+    }
+    left -= jobs[i].per_learner;
+    ++count[i];
+    double next = gain(i);
+    if (next > 0) heap.emplace(next, i);
+  }
+
+  // 3. Placement.
+  Decisions d;
+  FreeMap free(snapshot.nodes);
+  std::vector<size_t> changed;
+  for (size_t i = 0; i < n; ++i) {
+    if (static_cast<int>(jobs[i].allocation.size()) == count[i]) {
+      free.Take(jobs[i]);
+    } else {
+      changed.push_back(i);
+    }
+  }
+  std::stable_sort(changed.begin(), changed.end(), [&](size_t a, size_t b) { return count[a] < count[b]; });
+  for (size_t i : changed) {
+    const JobRequest& j = jobs[i];
+    if (count[i] == 0) {
+      if (!j.Waiting()) d.preempted.push_back(j.job_id);
+      d.waiting.push_back({j.job_id, "waiting: every learner slot went to jobs submitted earlier"});
+      continue;
+    }
+    Placement p;
+    p.job_id = j.job_id;
+    if (free.PlaceMostFree(count[i], j.per_learner, &p.learner_nodes)) {
+      d.placements.push_back(std::move(p));
+    } else {
+      if (!j.Waiting()) d.preempted.push_back(j.job_id);
+      d.waiting.push_back({j.job_id, absl::StrCat("waiting: no node set has room for ", count[i],
+                                                  " learners (fragmented)")});
+    }
+  }
+  return d;
+}
+
+}  // namespace weft::scheduler

@@ -1,0 +1,52 @@
+// Placement helpers shared by the policies: counting how many learners fit, the most-free-node
+// greedy of the Tiresias and Pollux-artifact simulators, and learner lists <-> per-node counts.
+#pragma once
+
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "scheduler/cluster.h"
+#include "scheduler/job_model.h"
+
+namespace weft::scheduler {
+
+// How many learners needing `per` fit in `free` (capped at `cap`). An all-zero request fits
+// `cap` times.
+int LearnerSlots(const Resources& free, const Resources& per, int cap);
+
+// The free resources of each node after taking away the allocations of `keep` jobs only —
+// the picture a policy has when it is free to preempt or resize everything else. Node order
+// as in `nodes`. Learner nodes that name no node are ignored.
+class FreeMap {
+ public:
+  explicit FreeMap(const std::vector<Node>& nodes);
+  void Take(const JobRequest& job);  // subtract job.allocation
+  const std::vector<Resources>& free() const { return free_; }
+  int Index(const std::string& node) const;  // -1 if unknown
+
+  // The most-free-node greedy: repeatedly take min(slots, still needed) learners on the node
+  // with the most free learner slots, ties to the lowest node index (Tiresias simulator,
+  // Gu et al. NSDI'19; Pollux artifact). All `learners` or nothing: returns false and changes
+  // nothing when they do not fit.
+  bool PlaceMostFree(int learners, const Resources& per, std::vector<std::string>* out);
+
+  // Packs `learners` onto as few nodes as possible, preferring nodes in `preferred` (the job's
+  // current nodes) so that a resize moves as little as possible. All or nothing.
+  bool PlacePacked(int learners, const Resources& per, const std::vector<std::string>& preferred,
+                   std::vector<std::string>* out);
+
+ private:
+  const std::vector<Node>& nodes_;
+  std::vector<Resources> free_;
+  std::unordered_map<std::string, int> index_;
+};
+
+// Run-length encoding of a learner list in list order: {a,a,b} -> (2,1). This is the placement
+// the Pollux artifact looks step times up by.
+NodeCounts CountsOf(const std::vector<std::string>& learner_nodes);
+
+// `learners` packed onto nodes of `per_node` learners: 6 on nodes of 4 -> (4,2).
+NodeCounts PackedCounts(int learners, int per_node);
+
+}  // namespace weft::scheduler

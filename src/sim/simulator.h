@@ -1,0 +1,69 @@
+// weft-sim's discrete-round cluster simulator (the Pollux OSDI'21 artifact's model,
+// ../shared/traces/SIM-MODEL.md): every `interval_s` the active jobs and the nodes go to a
+// scheduler::Policy — the same interface weftd calls — and its decisions are applied with a
+// restart delay; between rounds jobs progress at the rate their measured traces give.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "scheduler/policy.h"
+#include "sim/workload.h"
+
+namespace weft::sim {
+
+struct SimOptions {
+  int nodes = 16;
+  int gpus_per_node = 4;
+  int interval_s = 60;       // Δ, seconds between scheduling rounds
+  int restart_delay_s = 30;  // no progress after every non-empty reallocation
+};
+
+// How the policy may treat a job's size and batch (SIM-MODEL.md §3).
+enum class JobMode {
+  kRigid,              // gang of the requested GPUs at the requested batch (FIFO, Tiresias)
+  kElasticFixedBatch,  // any number of GPUs, the requested batch (Optimus)
+  kAdaptive,           // any number of GPUs, batch re-chosen for goodput (weft's goodput policy)
+};
+// The mode the named policy's jobs run in; kRigid for unknown names.
+JobMode JobModeFor(const std::string& policy);
+
+struct JobResult {
+  std::string name;
+  std::string app;
+  int replicas = 0;  // requested
+  double submit_s = 0;
+  double start_s = -1;       // first allocation; -1 if never started
+  double completion_s = -1;  // -1 if not completed
+  double jct_s = -1;         // completion − submission
+  int restarts = 0;
+  double gpu_seconds = 0;    // attained service
+};
+
+struct SimResult {
+  std::string workload;
+  std::string policy;
+  std::vector<JobResult> jobs;  // in workload order
+  double avg_jct_s = 0, p50_jct_s = 0, p99_jct_s = 0;
+  double makespan_s = 0;        // max(submission + JCT)
+  double gpu_utilisation = 0;   // attained GPU-seconds / (GPUs × makespan)
+  int restarts = 0;             // total over jobs
+  int total_gpus = 0;           // cluster size simulated
+  int rounds = 0;               // policy calls
+  double policy_seconds = 0;    // wall time spent inside the policy
+  // (time s, GPUs allocated) after each round's decisions.
+  std::vector<std::pair<double, int>> allocated_gpus;
+};
+
+// Runs `workload` to completion under `policy`. Trace jobs look their applications up in `apps`.
+// InvalidArgument if a job asks for more GPUs than the cluster has (rigid modes) or a policy
+// over-commits a node; OutOfRange if a placement falls outside an application's measurements.
+absl::StatusOr<SimResult> Simulate(const Workload& workload, AppCatalog& apps,
+                                   scheduler::Policy& policy, JobMode mode, const SimOptions& options);
+
+// numpy.percentile's linear interpolation; 0 for an empty vector.
+double Percentile(std::vector<double> values, double q);
+
+}  // namespace weft::sim

@@ -1,0 +1,139 @@
+#include "sim/workload.h"
+
+#include <algorithm>
+#include <ctime>
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "sim/csv.h"
+
+namespace weft::sim {
+
+namespace {
+
+bool ParseUtc(const std::string& text, double* seconds) {
+  std::tm tm{};
+  const char* end = strptime(text.c_str(), "%Y-%m-%d %H:%M:%S", &tm);
+  if (end == nullptr || *end != '\0') return false;
+  *seconds = static_cast<double>(timegm(&tm));
+  return true;
+}
+
+std::string Stem(const std::string& path) {
+  std::string f = path.substr(path.find_last_of('/') + 1);
+  if (absl::EndsWith(f, ".csv")) f.resize(f.size() - 4);
+  return f;
+}
+
+}  // namespace
+
+absl::StatusOr<Workload> ReadWorkload(const std::string& path, int* skipped) {
+  auto t = ReadCsv(path);
+  if (!t.ok()) return t.status();
+  Workload w;
+  w.name = Stem(path);
+  int skip = 0;
+  if (t->Column("application") >= 0) {
+    int cn = t->Column("name"), ct = t->Column("time"), ca = t->Column("application"),
+        cr = t->Column("num_replicas"), cb = t->Column("batch_size");
+    if (cn < 0 || ct < 0 || cr < 0 || cb < 0) {
+      return absl::InvalidArgumentError(
+          path + ": a Pollux workload needs name,time,application,num_replicas,batch_size");
+    }
+    for (size_t i = 0; i < t->rows.size(); ++i) {
+      const auto& r = t->rows[i];
+      WorkloadJob j;
+      j.name = r[cn];
+      j.app = r[ca];
+      std::string where = absl::StrCat(path, ":", i + 2);
+      auto time = ParseNumber(r[ct], where + " time");
+      if (!time.ok()) return time.status();
+      j.submit_s = *time;
+      if (!absl::SimpleAtoi(r[cr], &j.replicas) || j.replicas < 1) {
+        return absl::InvalidArgumentError(where + ": num_replicas must be a positive integer");
+      }
+      if (!absl::SimpleAtoi(r[cb], &j.batch_size) || j.batch_size < 1) {
+        return absl::InvalidArgumentError(where + ": batch_size must be a positive integer");
+      }
+      w.jobs.push_back(std::move(j));
+    }
+  } else if (t->Column("timestamp") >= 0) {
+    w.duration_jobs = true;
+    int cts = t->Column("timestamp"), cd = t->Column("duration"), cg = t->Column("num_gpus");
+    if (cd < 0 || cg < 0) {
+      return absl::InvalidArgumentError(path + ": a Philly log needs timestamp,duration,num_gpus");
+    }
+    double earliest = 1e300;
+    for (size_t i = 0; i < t->rows.size(); ++i) {
+      const auto& r = t->rows[i];
+      std::string where = absl::StrCat(path, ":", i + 2);
+      double ts, dur;
+      int gpus = 0;
+      if (!ParseUtc(r[cts], &ts)) {
+        return absl::InvalidArgumentError(where + ": timestamp is not YYYY-MM-DD HH:MM:SS");
+      }
+      if (r[cg].empty() || r[cd].empty() || !absl::SimpleAtoi(r[cg], &gpus) || gpus < 1 ||
+          !absl::SimpleAtod(r[cd], &dur) || dur <= 0) {
+        ++skip;
+        continue;
+      }
+      WorkloadJob j;
+      j.name = absl::StrCat("philly-", i);
+      j.submit_s = ts;
+      j.replicas = gpus;
+      j.duration_s = dur;
+      earliest = std::min(earliest, ts);
+      w.jobs.push_back(std::move(j));
+    }
+    for (auto& j : w.jobs) j.submit_s -= earliest;
+    std::stable_sort(w.jobs.begin(), w.jobs.end(),
+                     [](const WorkloadJob& a, const WorkloadJob& b) { return a.submit_s < b.submit_s; });
+  } else {
+    return absl::InvalidArgumentError(
+        path + ": unknown workload format (expected a Pollux workload or a Philly log header)");
+  }
+  if (skipped) *skipped = skip;
+  return w;
+}
+
+absl::StatusOr<std::vector<std::string>> WorkloadFiles(const std::string& path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) return absl::NotFoundError(path + ": no such file or directory");
+  if (!S_ISDIR(st.st_mode)) return std::vector<std::string>{path};
+  DIR* d = opendir(path.c_str());
+  if (d == nullptr) return absl::NotFoundError(path + ": cannot open directory");
+  std::vector<std::string> files;
+  while (dirent* e = readdir(d)) {
+    std::string f = e->d_name;
+    if (absl::EndsWith(f, ".csv")) files.push_back(path + "/" + f);
+  }
+  closedir(d);
+  if (files.empty()) return absl::NotFoundError(path + ": no .csv workloads");
+  auto key = [](const std::string& f) {
+    std::string s = Stem(f);
+    size_t k = s.find_last_not_of("0123456789");
+    int num = 0;
+    if (k + 1 < s.size()) absl::SimpleAtoi(s.substr(k + 1), &num);
+    return std::make_pair(s.substr(0, k + 1), num);
+  };
+  std::sort(files.begin(), files.end(), [&](const auto& a, const auto& b) { return key(a) < key(b); });
+  return files;
+}
+
+absl::StatusOr<const AppTrace*> AppCatalog::Get(const std::string& app) {
+  auto it = apps_.find(app);
+  if (it != apps_.end()) return it->second.get();
+  auto loaded = AppTrace::Load(dir_ + "/" + app);
+  if (!loaded.ok()) {
+    return absl::Status(loaded.status().code(),
+                        absl::StrCat("application '", app, "': ", loaded.status().message()));
+  }
+  const AppTrace* p = loaded->get();
+  apps_.emplace(app, std::move(*loaded));
+  return p;
+}
+
+}  // namespace weft::sim

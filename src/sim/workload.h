@@ -1,0 +1,53 @@
+// Workloads weft-sim replays: the Pollux artifact's workload CSVs (name,time,application,
+// num_replicas,batch_size) and Philly-style job logs (timestamp,duration,num_gpus,...).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "sim/app_trace.h"
+
+namespace weft::sim {
+
+// One job of a workload, as submitted.
+struct WorkloadJob {
+  std::string name;
+  double submit_s = 0;    // seconds from the start of the trace
+  std::string app;        // application trace name; empty for duration jobs
+  int replicas = 1;       // GPUs the submitter asked for
+  int batch_size = 0;     // total batch the submitter chose (trace jobs)
+  double duration_s = 0;  // known run time on `replicas` GPUs (duration jobs)
+};
+
+struct Workload {
+  std::string name;  // file name without .csv
+  std::vector<WorkloadJob> jobs;  // in file order
+  bool duration_jobs = false;     // Philly-style: every job has duration_s, no app
+};
+
+// Reads one workload file, recognising the format by its header. Philly timestamps
+// ("2017-10-09 07:01:55", UTC) become seconds after the earliest; jobs asking for no GPUs or
+// without a duration are skipped (counted in *skipped). InvalidArgument naming the file and
+// line on malformed rows.
+absl::StatusOr<Workload> ReadWorkload(const std::string& path, int* skipped = nullptr);
+
+// The workload-*.csv files of `dir` (or `path` itself if it is a file), sorted by name with
+// numbers in numeric order (workload-2 before workload-10).
+absl::StatusOr<std::vector<std::string>> WorkloadFiles(const std::string& path);
+
+// Application traces loaded on first use from `<dir>/<app>/`.
+class AppCatalog {
+ public:
+  explicit AppCatalog(std::string dir) : dir_(std::move(dir)) {}
+  // NotFound naming the folder if the app has no traces.
+  absl::StatusOr<const AppTrace*> Get(const std::string& app);
+
+ private:
+  std::string dir_;
+  std::map<std::string, std::unique_ptr<AppTrace>> apps_;
+};
+
+}  // namespace weft::sim
