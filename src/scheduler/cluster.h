@@ -61,6 +61,9 @@ struct ClusterSnapshot {
   std::vector<Node> nodes;
   // Every active job, waiting and running, in submission order.
   std::vector<JobRequest> jobs;
+  // Whether to fill Decisions::waiting. weftd shows the reasons to people; weft-sim replaying
+  // 80k jobs does not need them and turns them off.
+  bool explain = true;
 };
 
 // Give `job_id` the learner nodes `learner_nodes` (learner r on learner_nodes[r]): a start for a

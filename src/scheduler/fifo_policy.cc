@@ -85,6 +85,7 @@ Decisions FifoPolicy::Schedule(const ClusterSnapshot& snapshot) {
   for (const JobRequest& job : snapshot.jobs) {
     if (!job.Waiting()) continue;
     if (blocked) {
+      if (!snapshot.explain) break;
       d.waiting.push_back({job.job_id, absl::StrCat("waiting: behind ", head_id,
                                                     " (first in, first out)")});
       continue;
@@ -96,7 +97,7 @@ Decisions FifoPolicy::Schedule(const ClusterSnapshot& snapshot) {
     }
     blocked = true;
     head_id = job.job_id;
-    d.waiting.push_back(
+    if (snapshot.explain) d.waiting.push_back(
         {job.job_id,
          absl::StrCat("waiting: no free node has ", FormatCpus(job.per_learner.cpus), " cpus and ",
                       job.per_learner.memory_mb, " MiB for ", job.learners,

@@ -38,18 +38,31 @@ Decisions GoodputPolicy::Schedule(const ClusterSnapshot& snapshot) {
   }
 
   // 2. Water-filling on weighted speedup gain.
+  // Goodput is not concave in learners (crossing onto a second node can slow a job down before
+  // more learners speed it up again), so each step looks ahead up to a node's worth of learners
+  // and takes the best gain per learner.
   std::vector<double> base(n, 0);
+  std::vector<int> step(n, 1);
+  auto slots_left = [&](const Resources& per) { return LearnerSlots(left, per, 1 << 20); };
   auto value = [&](size_t i) -> double {
     const JobRequest& j = jobs[i];
     if (count[i] == 0 || j.model == nullptr || count[i] >= j.max_learners) return 0;
-    if (!left.Fits(j.per_learner)) return 0;
+    int room = std::min(slots_left(j.per_learner), j.max_learners - count[i]);
+    if (room <= 0) return 0;
     if (base[i] == 0) base[i] = j.model->Goodput(PackedCounts(1, per_node));
     if (base[i] <= 0) return 0;
-    double gain = (j.model->Goodput(PackedCounts(count[i] + 1, per_node)) -
-                   j.model->Goodput(PackedCounts(count[i], per_node))) / base[i];
+    double now = j.model->Goodput(PackedCounts(count[i], per_node));
+    double best = 0;
+    for (int k = 1; k <= std::min(room, per_node); ++k) {
+      double per_learner = (j.model->Goodput(PackedCounts(count[i] + k, per_node)) - now) / k;
+      if (per_learner > best) {
+        best = per_learner;
+        step[i] = k;
+      }
+    }
     double w = 1.0 / (1.0 + j.attained_service / options_.aging_s);
-    if (count[i] + 1 <= static_cast<int>(j.allocation.size())) w *= 1.0 + options_.keep_bonus;
-    return gain * w;
+    if (count[i] + step[i] <= static_cast<int>(j.allocation.size())) w *= 1.0 + options_.keep_bonus;
+    return best / base[i] * w;
   };
   using Entry = std::pair<double, size_t>;
   auto worse = [&](const Entry& a, const Entry& b) {
@@ -63,9 +76,13 @@ Decisions GoodputPolicy::Schedule(const ClusterSnapshot& snapshot) {
   while (!heap.empty()) {
     auto [v, i] = heap.top();
     heap.pop();
-    if (!left.Fits(jobs[i].per_learner)) continue;
-    left -= jobs[i].per_learner;
-    ++count[i];
+    if (slots_left(jobs[i].per_learner) < step[i]) {  // room shrank: re-evaluate
+      double again = value(i);
+      if (again > 0) heap.emplace(again, i);
+      continue;
+    }
+    for (int k = 0; k < step[i]; ++k) left -= jobs[i].per_learner;
+    count[i] += step[i];
     double next = value(i);
     if (next > 0) heap.emplace(next, i);
   }
@@ -91,7 +108,7 @@ Decisions GoodputPolicy::Schedule(const ClusterSnapshot& snapshot) {
       continue;
     }
     if (!j.Waiting()) d.preempted.push_back(j.job_id);
-    d.waiting.push_back({j.job_id, count[i] == 0
+    if (snapshot.explain) d.waiting.push_back({j.job_id, count[i] == 0
                                        ? std::string("waiting: the cluster is full of jobs with less attained service")
                                        : absl::StrCat("waiting: no node set has room for ", count[i], " learners")});
   }

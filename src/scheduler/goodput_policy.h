@@ -11,10 +11,12 @@ namespace weft::scheduler {
 // algorithm:
 //  1. admission in least-attained-service order (Tiresias's insight: jobs that have had little
 //     service are likely short): every job gets min_learners while the cluster has room;
-//  2. greedy water-filling: one learner at a time to the job whose normalised goodput gain
-//     (G(r+1) − G(r)) / G(1) — its speedup gain — weighted by 1 / (1 + attained / aging_s) is
-//     largest, up to max_learners; a running job's way back to its current size counts
-//     `keep_bonus` times more, because any change costs it a restart;
+//  2. greedy water-filling: learners go to the job whose normalised goodput gain per learner
+//     (G(r+k) − G(r)) / (k · G(1)) — its speedup gain — weighted by 1 / (1 + attained / aging_s)
+//     is largest, up to max_learners. k looks ahead up to one node's worth of learners, because
+//     goodput is not concave (a job's second node first slows it, then speeds it up). A running
+//     job's way back to its current size weighs (1 + keep_bonus) times more, because any change
+//     costs it a restart;
 //  3. unchanged jobs keep their nodes; changed ones, largest first, are packed onto as few nodes
 //     as possible, preferring the nodes they hold.
 // Jobs without a model get min_learners only.

@@ -86,7 +86,7 @@ Decisions OptimusPolicy::Schedule(const ClusterSnapshot& snapshot) {
     const JobRequest& j = jobs[i];
     if (count[i] == 0) {
       if (!j.Waiting()) d.preempted.push_back(j.job_id);
-      d.waiting.push_back({j.job_id, "waiting: every learner slot went to jobs submitted earlier"});
+      if (snapshot.explain) d.waiting.push_back({j.job_id, "waiting: every learner slot went to jobs submitted earlier"});
       continue;
     }
     Placement p;
@@ -95,7 +95,7 @@ Decisions OptimusPolicy::Schedule(const ClusterSnapshot& snapshot) {
       d.placements.push_back(std::move(p));
     } else {
       if (!j.Waiting()) d.preempted.push_back(j.job_id);
-      d.waiting.push_back({j.job_id, absl::StrCat("waiting: no node set has room for ", count[i],
+      if (snapshot.explain) d.waiting.push_back({j.job_id, absl::StrCat("waiting: no node set has room for ", count[i],
                                                   " learners (fragmented)")});
     }
   }

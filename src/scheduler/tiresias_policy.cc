@@ -8,36 +8,46 @@
 namespace weft::scheduler {
 
 Decisions TiresiasPolicy::Schedule(const ClusterSnapshot& snapshot) {
-  std::unordered_map<std::string, const JobRequest*> active;
-  active.reserve(snapshot.jobs.size());
-  for (const JobRequest& j : snapshot.jobs) active.emplace(j.job_id, &j);
-
-  // Forget finished jobs; new jobs join the end of queue 0.
-  auto drop_gone = [&](std::vector<std::string>& q) {
-    q.erase(std::remove_if(q.begin(), q.end(), [&](const std::string& id) { return !active.count(id); }),
-            q.end());
-  };
-  drop_gone(queue0_);
-  drop_gone(queue1_);
-  for (auto it = state_.begin(); it != state_.end();) {
-    it = active.count(it->first) ? std::next(it) : state_.erase(it);
-  }
+  // Attach this round's requests; new jobs join the end of queue 0.
+  for (auto& [id, st] : state_) st.job = nullptr;
   for (const JobRequest& j : snapshot.jobs) {
-    if (state_.emplace(j.job_id, State{}).second) queue0_.push_back(j.job_id);
-  }
-
-  // Account executed time; demote jobs past the threshold.
-  for (const JobRequest& j : snapshot.jobs) {
-    State& st = state_[j.job_id];
-    if (st.running) {
-      st.executed_s += (snapshot.now_ms - st.last_check_ms) / 1000.0;
-      if (st.queue == 0 && st.executed_s * j.learners >= threshold_s_) {
-        queue0_.erase(std::find(queue0_.begin(), queue0_.end(), j.job_id));
-        queue1_.push_back(j.job_id);
-        st.queue = 1;
-      }
+    auto [it, inserted] = state_.try_emplace(j.job_id);
+    State& st = it->second;
+    st.job = &j;
+    if (inserted) {
+      st.job_id = j.job_id;
+      queue0_.push_back(&st);
     }
-    st.last_check_ms = snapshot.now_ms;
+  }
+  // Forget finished jobs.
+  auto gone = [](const State* st) { return st->job == nullptr; };
+  queue0_.erase(std::remove_if(queue0_.begin(), queue0_.end(), gone), queue0_.end());
+  queue1_.erase(std::remove_if(queue1_.begin(), queue1_.end(), gone), queue1_.end());
+  for (auto it = state_.begin(); it != state_.end();) {
+    it = it->second.job == nullptr ? state_.erase(it) : std::next(it);
+  }
+
+  // Account executed time; demote jobs past the threshold, keeping queue 0's order.
+  std::vector<State*> still0;
+  still0.reserve(queue0_.size());
+  for (State* st : queue0_) {
+    if (st->running) {
+      st->executed_s += (snapshot.now_ms - st->last_check_ms) / 1000.0;
+    }
+    st->last_check_ms = snapshot.now_ms;
+    if (st->running && st->executed_s * st->job->learners >= threshold_s_) {
+      st->queue = 1;
+      queue1_.push_back(st);
+    } else {
+      still0.push_back(st);
+    }
+  }
+  queue0_ = std::move(still0);
+  for (State* st : queue1_) {
+    if (st->queue == 1 && st->last_check_ms != snapshot.now_ms) {
+      if (st->running) st->executed_s += (snapshot.now_ms - st->last_check_ms) / 1000.0;
+      st->last_check_ms = snapshot.now_ms;
+    }
   }
 
   // Which jobs run: whole gangs against the cluster's total, in queue order.
@@ -46,9 +56,10 @@ Decisions TiresiasPolicy::Schedule(const ClusterSnapshot& snapshot) {
   Decisions d;
   std::vector<const JobRequest*> run_order;
   for (const auto* q : {&queue0_, &queue1_}) {
-    for (const std::string& id : *q) {
-      const JobRequest& j = *active[id];
-      State& st = state_[id];
+    for (State* sp : *q) {
+      const JobRequest& j = *sp->job;
+      State& st = *sp;
+      const std::string& id = j.job_id;
       Resources gang;
       for (int k = 0; k < j.learners; ++k) gang += j.per_learner;
       if (left.Fits(gang)) {
@@ -58,7 +69,7 @@ Decisions TiresiasPolicy::Schedule(const ClusterSnapshot& snapshot) {
       } else {
         st.running = false;
         if (!j.Waiting()) d.preempted.push_back(id);
-        d.waiting.push_back({id, absl::StrCat("waiting: ", j.learners, " learners do not fit in what "
+        if (snapshot.explain) d.waiting.push_back({id, absl::StrCat("waiting: ", j.learners, " learners do not fit in what "
                                               "queue ", st.queue, " jobs ahead of it leave")});
       }
     }
@@ -76,8 +87,8 @@ Decisions TiresiasPolicy::Schedule(const ClusterSnapshot& snapshot) {
     if (free.PlaceMostFree(j->learners, j->per_learner, &p.learner_nodes)) {
       d.placements.push_back(std::move(p));
     } else {
-      state_[j->job_id].running = false;
-      d.waiting.push_back({j->job_id, absl::StrCat("waiting: no node set has room for ", j->learners,
+      state_.at(j->job_id).running = false;
+      if (snapshot.explain) d.waiting.push_back({j->job_id, absl::StrCat("waiting: no node set has room for ", j->learners,
                                                    " learners (fragmented)")});
     }
   }

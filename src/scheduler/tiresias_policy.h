@@ -28,13 +28,16 @@ class TiresiasPolicy : public Policy {
 
  private:
   struct State {
+    std::string job_id;
     bool running = false;
     TimeMs last_check_ms = 0;
     double executed_s = 0;
     int queue = 0;
+    const JobRequest* job = nullptr;  // this round's request; null once the job is gone
   };
   double threshold_s_;
-  std::vector<std::string> queue0_, queue1_;
+  // Queues hold pointers into state_ (node-based map: pointers stay valid).
+  std::vector<State*> queue0_, queue1_;
   std::unordered_map<std::string, State> state_;
 };
 

@@ -102,7 +102,7 @@ absl::Status Plot(const std::string& policy, const std::vector<SimResult>& resul
       "set grid\nset key bottom right\nplot '%s' using 1:2 with steps title '%s'\n"
       "set output '%s/%s-allocation.png'\nunset logscale x\nset xlabel 'time (h)'\n"
       "set ylabel 'GPUs allocated (fraction)'\nset yrange [0:1.05]\n"
-      "plot '%s' using 1:2 with lines title '%s, %s'\n",
+      "plot '%s' using 1:2 with steps title '%s, %s'\n",
       out_dir, policy, cdf_path, policy, out_dir, policy, util_path, policy, results.front().workload);
   const std::string script_path = absl::StrCat(out_dir, "/", policy, "-plot.gp");
   if (auto s = WriteFileAtomic(script_path, script); !s.ok()) return s;

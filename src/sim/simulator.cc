@@ -268,10 +268,28 @@ absl::StatusOr<SimResult> Simulate(const Workload& workload, AppCatalog& apps,
   result.workload = workload.name;
   result.policy = policy.Name();
   result.total_gpus = total_gpus;
-  std::vector<size_t> active;  // indices into jobs, workload order
+  // The snapshot persists across rounds: jobs enter when submitted, leave when complete, and
+  // only what changed is updated, so long queues cost little per round.
+  std::vector<size_t> active;  // indices into jobs, workload order; parallel to snap.jobs
+  scheduler::ClusterSnapshot snap;
+  snap.explain = false;
+  snap.nodes = nodes;
+  auto request_for = [&](size_t i) {
+    const SimJob& j = *jobs[i];
+    scheduler::JobRequest req;
+    req.job_id = j.spec().name;
+    req.submitted_ms = static_cast<TimeMs>(j.spec().submit_s * 1000);
+    req.learners = j.spec().replicas;
+    req.min_learners = j.min_learners();
+    req.max_learners = j.max_learners();
+    req.per_learner.gpus = 1;
+    req.model = &j;
+    return req;
+  };
   size_t next = 0, done = 0;
   const double dt = options.interval_s;
   double t = 0;
+  std::unordered_map<std::string, std::vector<int>> changes;
   while (done < jobs.size()) {
     if (active.empty() && next < by_submit.size()) {
       // Nothing runs: jump to the round before the next submission.
@@ -279,44 +297,54 @@ absl::StatusOr<SimResult> Simulate(const Workload& workload, AppCatalog& apps,
       if (boundary > t) t = boundary;
     }
     for (size_t i : active) {
+      if (jobs[i]->alloc().empty()) continue;
       jobs[i]->Advance(dt, t);
       if (!jobs[i]->error().ok()) return jobs[i]->error();
     }
     t += dt;
     // Completed jobs leave (their GPUs are free from this round); new ones arrive.
-    size_t before = active.size();
-    active.erase(std::remove_if(active.begin(), active.end(), [&](size_t i) { return jobs[i]->complete(); }),
-                 active.end());
-    done += before - active.size();
+    size_t kept = 0;
+    for (size_t k = 0; k < active.size(); ++k) {
+      if (jobs[active[k]]->complete()) continue;
+      if (kept != k) {
+        active[kept] = active[k];
+        snap.jobs[kept] = std::move(snap.jobs[k]);
+      }
+      ++kept;
+    }
+    done += active.size() - kept;
+    active.resize(kept);
+    snap.jobs.resize(kept);
     bool arrived = false;
     while (next < by_submit.size() && workload.jobs[by_submit[next]].submit_s <= t) {
-      active.push_back(by_submit[next++]);
-      arrived = true;
+      size_t i = by_submit[next++];
+      arrived = arrived || (!active.empty() && i < active.back());
+      active.push_back(i);
+      snap.jobs.push_back(request_for(i));
     }
-    if (arrived) std::sort(active.begin(), active.end());
+    if (arrived) {  // a workload not sorted by time: restore workload order
+      std::vector<size_t> order(active.size());
+      for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+      std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return active[a] < active[b]; });
+      std::vector<size_t> a2;
+      std::vector<scheduler::JobRequest> j2;
+      for (size_t k : order) {
+        a2.push_back(active[k]);
+        j2.push_back(std::move(snap.jobs[k]));
+      }
+      active = std::move(a2);
+      snap.jobs = std::move(j2);
+    }
     if (active.empty()) continue;
 
-    scheduler::ClusterSnapshot snap;
     snap.now_ms = static_cast<TimeMs>(t * 1000);
-    snap.nodes = nodes;
-    snap.jobs.reserve(active.size());
-    for (size_t i : active) {
-      const SimJob& j = *jobs[i];
-      scheduler::JobRequest req;
-      req.job_id = j.spec().name;
-      req.submitted_ms = static_cast<TimeMs>(j.spec().submit_s * 1000);
-      req.learners = j.spec().replicas;
-      req.min_learners = j.min_learners();
-      req.max_learners = j.max_learners();
-      req.per_learner.gpus = 1;
-      for (int n : j.alloc()) {
-        req.allocation.push_back(nodes[n].name);
-        snap.nodes[n].allocated.gpus += 1;
-      }
-      req.attained_service = j.attained();
-      req.restarts = j.restarts();
-      req.model = &j;
-      snap.jobs.push_back(std::move(req));
+    for (auto& n : snap.nodes) n.allocated = {};
+    for (size_t k = 0; k < active.size(); ++k) {
+      const SimJob& j = *jobs[active[k]];
+      if (j.alloc().empty()) continue;
+      for (int n : j.alloc()) snap.nodes[n].allocated.gpus += 1;
+      snap.jobs[k].attained_service = j.attained();
+      snap.jobs[k].restarts = j.restarts();
     }
     auto t0 = std::chrono::steady_clock::now();
     scheduler::Decisions d = policy.Schedule(snap);
@@ -325,7 +353,7 @@ absl::StatusOr<SimResult> Simulate(const Workload& workload, AppCatalog& apps,
     ++result.rounds;
 
     // New allocations, then check that no node is over-committed.
-    std::unordered_map<std::string, std::vector<int>> changes;
+    changes.clear();
     for (const auto& id : d.preempted) changes[id] = {};
     for (const auto& p : d.placements) {
       std::vector<int> alloc;
@@ -342,8 +370,15 @@ absl::StatusOr<SimResult> Simulate(const Workload& workload, AppCatalog& apps,
     int allocated = 0;
     for (size_t k = 0; k < active.size(); ++k) {
       SimJob& j = *jobs[active[k]];
-      auto it = changes.find(j.spec().name);
-      if (it != changes.end() && it->second != j.alloc()) j.Reallocate(it->second, t, options.restart_delay_s);
+      if (!changes.empty()) {
+        auto it = changes.find(j.spec().name);
+        if (it != changes.end() && it->second != j.alloc()) {
+          j.Reallocate(it->second, t, options.restart_delay_s);
+          auto& names = snap.jobs[k].allocation;
+          names.clear();
+          for (int n : j.alloc()) names.push_back(nodes[n].name);
+        }
+      }
       for (int n : j.alloc()) {
         if (++used[n] > options.gpus_per_node) {
           return absl::InternalError(absl::StrCat(policy.Name(), " over-committed node ", nodes[n].name,
@@ -352,7 +387,9 @@ absl::StatusOr<SimResult> Simulate(const Workload& workload, AppCatalog& apps,
         ++allocated;
       }
     }
-    result.allocated_gpus.emplace_back(t, allocated);
+    if (result.allocated_gpus.empty() || result.allocated_gpus.back().second != allocated) {
+      result.allocated_gpus.emplace_back(t, allocated);
+    }
   }
 
   double held = 0, sum = 0;
