@@ -15,6 +15,14 @@ int LearnerSlots(const Resources& free, const Resources& per, int cap) {
   return std::max(0, slots);
 }
 
+namespace {
+constexpr int kMaxSlots = 4096;  // per node, for learners that need nothing countable
+
+bool SameShape(const Resources& a, const Resources& b) {
+  return a.cpus == b.cpus && a.memory_mb == b.memory_mb && a.gpus == b.gpus;
+}
+}  // namespace
+
 FreeMap::FreeMap(const std::vector<Node>& nodes) : nodes_(nodes) {
   free_.reserve(nodes.size());
   index_.reserve(nodes.size());
@@ -29,91 +37,105 @@ int FreeMap::Index(const std::string& node) const {
   return it == index_.end() ? -1 : it->second;
 }
 
+void FreeMap::IndexFor(const Resources& per) {
+  if (indexed_ && SameShape(per, indexed_per_)) return;
+  indexed_ = true;
+  indexed_per_ = per;
+  slots_.assign(free_.size(), 0);
+  int top = 0;
+  for (size_t i = 0; i < free_.size(); ++i) {
+    slots_[i] = LearnerSlots(free_[i], per, kMaxSlots);
+    top = std::max(top, slots_[i]);
+  }
+  buckets_.assign(top + 1, {});
+  for (size_t i = 0; i < free_.size(); ++i) buckets_[slots_[i]].insert(static_cast<int>(i));
+}
+
+void FreeMap::Adjust(int node, const Resources& per, int learners) {
+  for (int k = 0; k < learners; ++k) free_[node] -= per;
+  if (!indexed_) return;
+  int s = LearnerSlots(free_[node], indexed_per_, kMaxSlots);
+  if (s == slots_[node]) return;
+  buckets_[slots_[node]].erase(node);
+  if (s >= static_cast<int>(buckets_.size())) buckets_.resize(s + 1);
+  buckets_[s].insert(node);
+  slots_[node] = s;
+}
+
 void FreeMap::Take(const JobRequest& job) {
   for (const std::string& n : job.allocation) {
     int i = Index(n);
-    if (i >= 0) free_[i] -= job.per_learner;
+    if (i >= 0) Adjust(i, job.per_learner, 1);
   }
 }
 
 bool FreeMap::PlaceMostFree(int learners, const Resources& per, std::vector<std::string>* out) {
+  IndexFor(per);
+  // Dry run over the buckets: the most free node (lowest index on ties) takes min(slots, need);
+  // its slots drop below every untouched node of that bucket, so the next pick is the next node
+  // of the same bucket or a lower bucket.
   std::vector<std::pair<int, int>> taken;  // (node, learners)
   int need = learners;
-  while (need > 0) {
-    int best = -1, best_slots = 0;
-    for (size_t i = 0; i < free_.size(); ++i) {
-      int s = LearnerSlots(free_[i], per, std::numeric_limits<int>::max());
-      if (s > best_slots) {
-        best_slots = s;
-        best = static_cast<int>(i);
-      }
+  for (int s = static_cast<int>(buckets_.size()) - 1; s > 0 && need > 0; --s) {
+    for (int i : buckets_[s]) {
+      if (need == 0) break;
+      int take = std::min(s, need);
+      taken.emplace_back(i, take);
+      need -= take;
     }
-    if (best < 0) break;
-    int take = std::min(best_slots, need);
-    for (int k = 0; k < take; ++k) free_[best] -= per;
-    taken.emplace_back(best, take);
-    need -= take;
   }
-  if (need > 0) {  // undo
-    for (auto [i, k] : taken) {
-      for (int j = 0; j < k; ++j) free_[i] += per;
-    }
-    return false;
-  }
+  if (need > 0) return false;
   out->clear();
-  for (auto [i, k] : taken) out->insert(out->end(), k, nodes_[i].name);
+  for (auto [i, k] : taken) {
+    Adjust(i, per, k);
+    out->insert(out->end(), k, nodes_[i].name);
+  }
   return true;
 }
 
 bool FreeMap::PlacePacked(int learners, const Resources& per,
                           const std::vector<std::string>& preferred,
                           std::vector<std::string>* out) {
-  // Current nodes first (most learners there first), then the other nodes by most free slots.
-  std::vector<int> order;
-  std::vector<char> seen(free_.size(), 0);
+  IndexFor(per);
+  // Current nodes first, in the order the job holds them.
+  std::vector<int> mine;
   for (const std::string& n : preferred) {
     int i = Index(n);
-    if (i >= 0 && !seen[i]) {
-      seen[i] = 1;
-      order.push_back(i);
-    }
+    if (i >= 0 && std::find(mine.begin(), mine.end(), i) == mine.end()) mine.push_back(i);
   }
-  std::vector<int> rest;
-  for (size_t i = 0; i < free_.size(); ++i) {
-    if (!seen[i]) rest.push_back(static_cast<int>(i));
-  }
-  std::vector<int> slots(free_.size());
-  for (size_t i = 0; i < free_.size(); ++i) slots[i] = LearnerSlots(free_[i], per, learners);
-  std::stable_sort(rest.begin(), rest.end(), [&](int a, int b) { return slots[a] > slots[b]; });
-  // A node that alone holds the whole job beats splitting across current nodes.
+  std::vector<std::pair<int, int>> taken;
+  // A node that alone holds the whole job: one of its own, else the smallest such node (leaves
+  // the big holes for big jobs), lowest index on ties.
   int whole = -1;
-  for (int i : order) {
-    if (slots[i] >= learners) { whole = i; break; }
+  for (int i : mine) {
+    if (SlotsAt(i) >= learners) { whole = i; break; }
   }
-  if (whole < 0 && !rest.empty() && slots[rest.front()] >= learners) {
-    // Smallest node that fits the whole job: leaves the big holes for big jobs.
-    for (int i : rest) {
-      if (slots[i] >= learners && (whole < 0 || slots[i] < slots[whole])) whole = i;
-    }
+  for (int s = learners; whole < 0 && s < static_cast<int>(buckets_.size()); ++s) {
+    if (!buckets_[s].empty()) whole = *buckets_[s].begin();
   }
   if (whole >= 0) {
-    order = {whole};
+    taken.emplace_back(whole, learners);
   } else {
-    order.insert(order.end(), rest.begin(), rest.end());
+    int need = learners;
+    for (int i : mine) {
+      int take = std::min(SlotsAt(i), need);
+      if (take > 0) taken.emplace_back(i, take);
+      need -= take;
+    }
+    for (int s = static_cast<int>(buckets_.size()) - 1; s > 0 && need > 0; --s) {
+      for (int i : buckets_[s]) {
+        if (need == 0) break;
+        if (std::find(mine.begin(), mine.end(), i) != mine.end()) continue;
+        int take = std::min(s, need);
+        taken.emplace_back(i, take);
+        need -= take;
+      }
+    }
+    if (need > 0) return false;
   }
-  int need = learners;
-  std::vector<std::pair<int, int>> taken;
-  for (int i : order) {
-    if (need == 0) break;
-    int take = std::min(slots[i], need);
-    if (take <= 0) continue;
-    taken.emplace_back(i, take);
-    need -= take;
-  }
-  if (need > 0) return false;
   out->clear();
   for (auto [i, k] : taken) {
-    for (int j = 0; j < k; ++j) free_[i] -= per;
+    Adjust(i, per, k);
     out->insert(out->end(), k, nodes_[i].name);
   }
   return true;

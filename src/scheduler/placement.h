@@ -2,6 +2,7 @@
 // greedy of the Tiresias and Pollux-artifact simulators, and learner lists <-> per-node counts.
 #pragma once
 
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -37,9 +38,20 @@ class FreeMap {
                    std::vector<std::string>* out);
 
  private:
+  // Nodes bucketed by free learner slots for one learner shape, kept current as learners are
+  // taken, rebuilt when a call asks about another shape: placement costs O(nodes touched), not
+  // O(nodes), per job.
+  void IndexFor(const Resources& per);
+  void Adjust(int node, const Resources& delta, int learners);  // free_[node] -= delta × learners
+  int SlotsAt(int node) const { return slots_[node]; }
+
   const std::vector<Node>& nodes_;
   std::vector<Resources> free_;
   std::unordered_map<std::string, int> index_;
+  bool indexed_ = false;
+  Resources indexed_per_;
+  std::vector<int> slots_;
+  std::vector<std::set<int>> buckets_;  // buckets_[s] = nodes with s free slots, by index
 };
 
 // Run-length encoding of a learner list in list order: {a,a,b} -> (2,1). This is the placement
