@@ -1,0 +1,113 @@
+#include "sim/simulator.h"
+
+#include "gtest/gtest.h"
+#include "scheduler/policies.h"
+
+namespace weft::sim {
+namespace {
+
+Workload DurationJobs(std::vector<std::tuple<double, int, double>> jobs) {
+  Workload w;
+  w.name = "synthetic";
+  w.duration_jobs = true;
+  int i = 0;
+  for (auto [submit, gpus, duration] : jobs) {
+    WorkloadJob j;
+    j.name = "j" + std::to_string(i++);
+    j.submit_s = submit;
+    j.replicas = gpus;
+    j.duration_s = duration;
+    w.jobs.push_back(j);
+  }
+  return w;
+}
+
+SimOptions Small() {
+  SimOptions o;
+  o.nodes = 2;
+  o.gpus_per_node = 4;
+  return o;
+}
+
+TEST(SimulatorTest, DecisionsOnRoundBoundariesAndRestartDelay) {
+  // Submitted at 10 s: first considered at 60 s, 30 s restore, then 100 s of work -> done at 190.
+  Workload w = DurationJobs({{10, 2, 100}});
+  AppCatalog apps("");
+  scheduler::FifoPolicy fifo;
+  auto r = Simulate(w, apps, fifo, JobMode::kRigid, Small());
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->jobs.size(), 1u);
+  EXPECT_EQ(r->jobs[0].start_s, 60);
+  EXPECT_EQ(r->jobs[0].completion_s, 190);
+  EXPECT_EQ(r->jobs[0].jct_s, 180);
+  EXPECT_EQ(r->jobs[0].gpu_seconds, 2 * 130);
+  EXPECT_EQ(r->jobs[0].restarts, 0);
+}
+
+TEST(SimulatorTest, FifoQueuesBehindAWideJobAndFreesGpusAtTheNextBoundary) {
+  // 8 GPUs: a 6-GPU job, then a 4-GPU job that must wait for it, then a 1-GPU job blocked by FIFO.
+  Workload w = DurationJobs({{0, 6, 200}, {0, 4, 100}, {0, 1, 10}});
+  AppCatalog apps("");
+  scheduler::FifoPolicy fifo;
+  auto r = Simulate(w, apps, fifo, JobMode::kRigid, Small());
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->jobs[0].completion_s, 60 + 30 + 200);  // 290
+  EXPECT_EQ(r->jobs[1].start_s, 300);                 // next boundary after 290
+  EXPECT_EQ(r->jobs[1].completion_s, 300 + 30 + 100);
+  EXPECT_EQ(r->jobs[2].start_s, 300);                 // head-of-line blocked until then
+  EXPECT_DOUBLE_EQ(r->makespan_s, 430);
+}
+
+TEST(SimulatorTest, TiresiasPreemptsAndTheResumePaysTheDelayAgain) {
+  // A long 8-GPU job passes the queue threshold and is preempted for a newcomer in queue 0.
+  Workload w = DurationJobs({{0, 8, 20000}, {8000, 8, 100}});
+  AppCatalog apps("");
+  auto tiresias = scheduler::MakePolicy("tiresias");
+  ASSERT_TRUE(tiresias.ok());
+  auto r = Simulate(w, apps, **tiresias, JobMode::kRigid, Small());
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->jobs[1].start_s, 8040);  // first boundary at or after 8000
+  EXPECT_EQ(r->jobs[1].jct_s, 8040 + 30 + 100 - 8000 + 0);
+  EXPECT_EQ(r->jobs[0].restarts, 1);
+  // The long job lost the newcomer's rounds and paid a second 30 s restore.
+  EXPECT_GT(r->jobs[0].completion_s, 60 + 30 + 20000 + 30);
+}
+
+TEST(SimulatorTest, RejectsJobsWiderThanTheCluster) {
+  Workload w = DurationJobs({{0, 9, 10}});
+  AppCatalog apps("");
+  scheduler::FifoPolicy fifo;
+  auto r = Simulate(w, apps, fifo, JobMode::kRigid, Small());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// A policy that ignores capacity: the simulator must catch it, not silently over-commit.
+class GreedyBadPolicy : public scheduler::Policy {
+ public:
+  std::string Name() const override { return "bad"; }
+  scheduler::Decisions Schedule(const scheduler::ClusterSnapshot& s) override {
+    scheduler::Decisions d;
+    for (const auto& j : s.jobs) {
+      if (j.Waiting()) d.placements.push_back({j.job_id, std::vector<std::string>(j.learners, "n0")});
+    }
+    return d;
+  }
+};
+
+TEST(SimulatorTest, CatchesAPolicyThatOverCommitsANode) {
+  Workload w = DurationJobs({{0, 3, 10}, {0, 3, 10}});
+  AppCatalog apps("");
+  GreedyBadPolicy bad;
+  auto r = Simulate(w, apps, bad, JobMode::kRigid, Small());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInternal);
+  EXPECT_NE(r.status().message().find("over-committed"), std::string::npos);
+}
+
+TEST(PercentileTest, NumpyLinearInterpolation) {
+  EXPECT_DOUBLE_EQ(Percentile({1, 2, 3, 4}, 50), 2.5);
+  EXPECT_DOUBLE_EQ(Percentile({1, 2, 3, 4}, 99), 3.97);
+  EXPECT_DOUBLE_EQ(Percentile({}, 50), 0);
+}
+
+}  // namespace
+}  // namespace weft::sim
