@@ -35,7 +35,7 @@ int main(int argc, char** argv) {
   std::string policy_name, workloads, app_traces, out_dir;
   weft::sim::SimOptions opts;
   bool plot = false, quiet = false;
-  app.add_option("--policy", policy_name, "fifo | tiresias | optimus | goodput")->required();
+  app.add_option("--policy", policy_name, "fifo | tiresias | optimus | goodput | fairshare")->required();
   app.add_option("--workloads", workloads,
                  "a workload CSV (Pollux format or a Philly log) or a directory of them")
       ->required();

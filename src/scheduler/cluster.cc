@@ -23,6 +23,10 @@ Resources& Resources::operator-=(const Resources& o) {
   return *this;
 }
 
+Resources Resources::Times(int n) const {
+  return Resources{cpus * n, memory_mb * n, gpus * n};
+}
+
 Resources Node::Free() const {
   Resources f = capacity;
   f -= allocated;

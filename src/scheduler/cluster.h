@@ -3,6 +3,7 @@
 // ClusterSnapshot from its store, weft-sim from a trace, and both apply the same Decisions.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@ struct Resources {
   int gpus = 0;
 
   bool Fits(const Resources& request) const;  // request <= *this in every resource
+  Resources Times(int n) const;               // n × this
   Resources& operator+=(const Resources& o);
   Resources& operator-=(const Resources& o);
 };
@@ -48,6 +50,10 @@ struct JobRequest {
   // the quantity least-attained-service policies order by (Tiresias, NSDI'19).
   double attained_service = 0;
   int restarts = 0;  // restarts caused by reallocation so far
+  // Order inside a tenant: higher first (manifest low = -100, normal = 0, high = 100, or a number).
+  int priority = 0;
+  // Gang placement strategy: false = pack (fewest nodes), true = spread (most nodes).
+  bool spread = false;
   // Speed model for policies that size jobs by throughput (Optimus, goodput); null when weft has
   // no model of the job yet. Not owned; valid for the duration of one Schedule() call.
   const JobModel* model = nullptr;
@@ -55,8 +61,18 @@ struct JobRequest {
   bool Waiting() const { return allocation.empty(); }
 };
 
+// A tenant's share of the cluster: a quota no set of its running jobs may exceed, and a weight for
+// weighted fair sharing.
+struct TenantShare {
+  bool has_quota = false;  // false = limited only by the cluster
+  Resources quota;
+  double weight = 1;
+};
+
 struct ClusterSnapshot {
   TimeMs now_ms = 0;
+  // Tenants by name; a job whose tenant is missing here has no quota and weight 1.
+  std::map<std::string, TenantShare> tenants;
   // Node capacity, and allocation = the sum of what running jobs hold.
   std::vector<Node> nodes;
   // Every active job, waiting and running, in submission order.

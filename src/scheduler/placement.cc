@@ -23,11 +23,12 @@ bool SameShape(const Resources& a, const Resources& b) {
 }
 }  // namespace
 
-FreeMap::FreeMap(const std::vector<Node>& nodes) : nodes_(nodes) {
+FreeMap::FreeMap(const std::vector<Node>& nodes) : nodes_(nodes), reserved_(nodes.size(), 0) {
   free_.reserve(nodes.size());
   index_.reserve(nodes.size());
   for (size_t i = 0; i < nodes.size(); ++i) {
     free_.push_back(nodes[i].capacity);
+    total_free_ += nodes[i].capacity;
     index_.emplace(nodes[i].name, static_cast<int>(i));
   }
 }
@@ -44,7 +45,7 @@ void FreeMap::IndexFor(const Resources& per) {
   slots_.assign(free_.size(), 0);
   int top = 0;
   for (size_t i = 0; i < free_.size(); ++i) {
-    slots_[i] = LearnerSlots(free_[i], per, kMaxSlots);
+    slots_[i] = reserved_[i] ? 0 : LearnerSlots(free_[i], per, kMaxSlots);
     top = std::max(top, slots_[i]);
   }
   buckets_.assign(top + 1, {});
@@ -52,9 +53,12 @@ void FreeMap::IndexFor(const Resources& per) {
 }
 
 void FreeMap::Adjust(int node, const Resources& per, int learners) {
-  for (int k = 0; k < learners; ++k) free_[node] -= per;
+  for (int k = 0; k < learners; ++k) {
+    free_[node] -= per;
+    if (!reserved_[node]) total_free_ -= per;
+  }
   if (!indexed_) return;
-  int s = LearnerSlots(free_[node], indexed_per_, kMaxSlots);
+  int s = reserved_[node] ? 0 : LearnerSlots(free_[node], indexed_per_, kMaxSlots);
   if (s == slots_[node]) return;
   buckets_[slots_[node]].erase(node);
   if (s >= static_cast<int>(buckets_.size())) buckets_.resize(s + 1);
@@ -137,6 +141,44 @@ bool FreeMap::PlacePacked(int learners, const Resources& per,
   for (auto [i, k] : taken) {
     Adjust(i, per, k);
     out->insert(out->end(), k, nodes_[i].name);
+  }
+  return true;
+}
+
+void FreeMap::Reserve(int node) {
+  if (node < 0 || node >= static_cast<int>(free_.size()) || reserved_[node]) return;
+  reserved_[node] = 1;
+  total_free_ -= free_[node];
+  Adjust(node, Resources{}, 0);
+}
+
+bool FreeMap::PlaceSpread(int learners, const Resources& per, std::vector<std::string>* out) {
+  IndexFor(per);
+  std::vector<int> order;  // nodes with room, most free first
+  for (int s = static_cast<int>(buckets_.size()) - 1; s > 0; --s) {
+    order.insert(order.end(), buckets_[s].begin(), buckets_[s].end());
+  }
+  std::vector<int> room(order.size());
+  int total = 0;
+  for (size_t k = 0; k < order.size(); ++k) {
+    room[k] = SlotsAt(order[k]);
+    total += room[k];
+  }
+  if (total < learners) return false;
+  std::vector<int> take(order.size(), 0);
+  for (int need = learners; need > 0;) {
+    for (size_t k = 0; k < order.size() && need > 0; ++k) {
+      if (take[k] < room[k]) {
+        ++take[k];
+        --need;
+      }
+    }
+  }
+  out->clear();
+  for (size_t k = 0; k < order.size(); ++k) {
+    if (take[k] == 0) continue;
+    Adjust(order[k], per, take[k]);
+    out->insert(out->end(), take[k], nodes_[order[k]].name);
   }
   return true;
 }

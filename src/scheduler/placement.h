@@ -37,6 +37,18 @@ class FreeMap {
   bool PlacePacked(int learners, const Resources& per, const std::vector<std::string>& preferred,
                    std::vector<std::string>* out);
 
+  // Spreads `learners` over as many nodes as possible: one learner per node per pass, most free
+  // nodes first (ties to the lowest index). All or nothing.
+  bool PlaceSpread(int learners, const Resources& per, std::vector<std::string>* out);
+
+  // Free resources summed over the nodes that are not reserved: a gang that does not fit this
+  // fits nowhere.
+  const Resources& TotalFree() const { return total_free_; }
+
+  // Marks `node` unusable for the rest of this FreeMap's life (a reservation): no placement
+  // takes learners there.
+  void Reserve(int node);
+
  private:
   // Nodes bucketed by free learner slots for one learner shape, kept current as learners are
   // taken, rebuilt when a call asks about another shape: placement costs O(nodes touched), not
@@ -52,6 +64,8 @@ class FreeMap {
   Resources indexed_per_;
   std::vector<int> slots_;
   std::vector<std::set<int>> buckets_;  // buckets_[s] = nodes with s free slots, by index
+  std::vector<char> reserved_;
+  Resources total_free_;
 };
 
 // Run-length encoding of a learner list in list order: {a,a,b} -> (2,1). This is the placement

@@ -278,6 +278,7 @@ absl::StatusOr<SimResult> Simulate(const Workload& workload, AppCatalog& apps,
     const SimJob& j = *jobs[i];
     scheduler::JobRequest req;
     req.job_id = j.spec().name;
+    req.tenant = j.spec().tenant;
     req.submitted_ms = static_cast<TimeMs>(j.spec().submit_s * 1000);
     req.learners = j.spec().replicas;
     req.min_learners = j.min_learners();

@@ -62,7 +62,8 @@ absl::StatusOr<Workload> ReadWorkload(const std::string& path, int* skipped) {
     }
   } else if (t->Column("timestamp") >= 0) {
     w.duration_jobs = true;
-    int cts = t->Column("timestamp"), cd = t->Column("duration"), cg = t->Column("num_gpus");
+    int cts = t->Column("timestamp"), cd = t->Column("duration"), cg = t->Column("num_gpus"),
+        cc = t->Column("cluster");
     if (cd < 0 || cg < 0) {
       return absl::InvalidArgumentError(path + ": a Philly log needs timestamp,duration,num_gpus");
     }
@@ -85,6 +86,7 @@ absl::StatusOr<Workload> ReadWorkload(const std::string& path, int* skipped) {
       j.submit_s = ts;
       j.replicas = gpus;
       j.duration_s = dur;
+      if (cc >= 0) j.tenant = r[cc];
       earliest = std::min(earliest, ts);
       w.jobs.push_back(std::move(j));
     }

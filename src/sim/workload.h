@@ -17,6 +17,7 @@ struct WorkloadJob {
   std::string name;
   double submit_s = 0;    // seconds from the start of the trace
   std::string app;        // application trace name; empty for duration jobs
+  std::string tenant;     // Philly's virtual cluster; empty for Pollux workloads
   int replicas = 1;       // GPUs the submitter asked for
   int batch_size = 0;     // total batch the submitter chose (trace jobs)
   double duration_s = 0;  // known run time on `replicas` GPUs (duration jobs)
