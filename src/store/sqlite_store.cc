@@ -8,7 +8,7 @@
 namespace weft {
 namespace {
 
-constexpr int kSchemaVersion = 2;
+constexpr int kSchemaVersion = 3;
 
 constexpr char kSchema[] = R"sql(
 CREATE TABLE IF NOT EXISTS jobs (
@@ -80,6 +80,26 @@ CREATE TABLE IF NOT EXISTS checkpoints (
   bytes INTEGER NOT NULL,
   created_ms INTEGER NOT NULL,
   PRIMARY KEY (job_id, step)
+);
+)sql";
+
+// Version 3: tenants and their bearer tokens (digests only).
+constexpr char kSchemaV3[] = R"sql(
+CREATE TABLE IF NOT EXISTS tenants (
+  name TEXT PRIMARY KEY,
+  has_quota INTEGER NOT NULL,
+  quota_cpus REAL NOT NULL,
+  quota_memory_mb INTEGER NOT NULL,
+  quota_gpus INTEGER NOT NULL,
+  weight REAL NOT NULL,
+  created_ms INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS tokens (
+  id TEXT PRIMARY KEY,
+  tenant TEXT NOT NULL,
+  sha256 TEXT NOT NULL UNIQUE,
+  created_ms INTEGER NOT NULL,
+  revoked_ms INTEGER
 );
 )sql";
 
@@ -250,6 +270,7 @@ absl::Status SqliteStore::Migrate() {
     RETURN_IF_ERROR(tx.Begun());
     if (version < 1) RETURN_IF_ERROR(Exec(kSchema));
     if (version < 2) RETURN_IF_ERROR(Exec(kSchemaV2));
+    if (version < 3) RETURN_IF_ERROR(Exec(kSchemaV3));
     RETURN_IF_ERROR(Exec(absl::StrCat("PRAGMA user_version=", kSchemaVersion)));
     RETURN_IF_ERROR(tx.Commit());
   }
@@ -566,6 +587,170 @@ absl::Status SqliteStore::DeleteCheckpoint(const std::string& id, int64_t step) 
   s.Bind(1, id);
   s.Bind(2, step);
   return s.Run();
+}
+
+namespace {
+
+TenantRecord ReadTenant(Stmt& s) {
+  TenantRecord t;
+  t.name = s.Text(0);
+  t.has_quota = s.Int(1) != 0;
+  t.quota_cpus = s.Real(2);
+  t.quota_memory_mb = s.Int(3);
+  t.quota_gpus = static_cast<int>(s.Int(4));
+  t.weight = s.Real(5);
+  t.created_ms = s.Int(6);
+  return t;
+}
+
+TokenRecord ReadToken(Stmt& s) {
+  TokenRecord t;
+  t.id = s.Text(0);
+  t.tenant = s.Text(1);
+  t.sha256 = s.Text(2);
+  t.created_ms = s.Int(3);
+  t.revoked_ms = s.OptInt(4);
+  return t;
+}
+
+constexpr char kTenantColumns[] =
+    "SELECT name, has_quota, quota_cpus, quota_memory_mb, quota_gpus, weight, created_ms FROM tenants";
+constexpr char kTokenColumns[] = "SELECT id, tenant, sha256, created_ms, revoked_ms FROM tokens";
+
+}  // namespace
+
+absl::Status SqliteStore::CreateTenant(const TenantRecord& t) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt s(db_,
+         "INSERT INTO tenants (name, has_quota, quota_cpus, quota_memory_mb, quota_gpus, weight, "
+         "created_ms) VALUES (?1,?2,?3,?4,?5,?6,?7)");
+  RETURN_IF_ERROR(s.Prepared());
+  s.Bind(1, t.name);
+  s.Bind(2, int64_t{t.has_quota ? 1 : 0});
+  s.Bind(3, t.quota_cpus);
+  s.Bind(4, t.quota_memory_mb);
+  s.Bind(5, int64_t{t.quota_gpus});
+  s.Bind(6, t.weight);
+  s.Bind(7, int64_t{t.created_ms});
+  int rc = s.Step();
+  if (rc == SQLITE_CONSTRAINT) return absl::AlreadyExistsError(absl::StrCat("tenant '", t.name, "' already exists"));
+  if (rc != SQLITE_DONE) return SqlError(db_, "create tenant");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<TenantRecord> SqliteStore::GetTenant(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt s(db_, absl::StrCat(kTenantColumns, " WHERE name=?1").c_str());
+  RETURN_IF_ERROR(s.Prepared());
+  s.Bind(1, name);
+  int rc = s.Step();
+  if (rc == SQLITE_ROW) return ReadTenant(s);
+  if (rc == SQLITE_DONE) return absl::NotFoundError(absl::StrCat("no tenant '", name, "'"));
+  return SqlError(db_, "get tenant");
+}
+
+absl::StatusOr<std::vector<TenantRecord>> SqliteStore::ListTenants() {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt s(db_, absl::StrCat(kTenantColumns, " ORDER BY name").c_str());
+  RETURN_IF_ERROR(s.Prepared());
+  std::vector<TenantRecord> out;
+  int rc;
+  while ((rc = s.Step()) == SQLITE_ROW) out.push_back(ReadTenant(s));
+  if (rc != SQLITE_DONE) return SqlError(db_, "list tenants");
+  return out;
+}
+
+absl::Status SqliteStore::UpdateTenant(const TenantRecord& t) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt s(db_,
+         "UPDATE tenants SET has_quota=?2, quota_cpus=?3, quota_memory_mb=?4, quota_gpus=?5, "
+         "weight=?6 WHERE name=?1");
+  RETURN_IF_ERROR(s.Prepared());
+  s.Bind(1, t.name);
+  s.Bind(2, int64_t{t.has_quota ? 1 : 0});
+  s.Bind(3, t.quota_cpus);
+  s.Bind(4, t.quota_memory_mb);
+  s.Bind(5, int64_t{t.quota_gpus});
+  s.Bind(6, t.weight);
+  RETURN_IF_ERROR(s.Run());
+  if (sqlite3_changes(db_) == 0) return absl::NotFoundError(absl::StrCat("no tenant '", t.name, "'"));
+  return absl::OkStatus();
+}
+
+absl::Status SqliteStore::DeleteTenant(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Transaction tx(db_);
+  RETURN_IF_ERROR(tx.Begun());
+  Stmt jobs(db_, "SELECT COUNT(*) FROM jobs WHERE tenant=?1");
+  RETURN_IF_ERROR(jobs.Prepared());
+  jobs.Bind(1, name);
+  if (jobs.Step() != SQLITE_ROW) return SqlError(db_, "count jobs");
+  if (int64_t n = jobs.Int(0); n > 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("tenant '", name, "' still owns ", n, n == 1 ? " job" : " jobs", "; delete them first"));
+  }
+  Stmt del(db_, "DELETE FROM tenants WHERE name=?1");
+  RETURN_IF_ERROR(del.Prepared());
+  del.Bind(1, name);
+  RETURN_IF_ERROR(del.Run());
+  if (sqlite3_changes(db_) == 0) return absl::NotFoundError(absl::StrCat("no tenant '", name, "'"));
+  Stmt toks(db_, "DELETE FROM tokens WHERE tenant=?1");
+  RETURN_IF_ERROR(toks.Prepared());
+  toks.Bind(1, name);
+  RETURN_IF_ERROR(toks.Run());
+  return tx.Commit();
+}
+
+absl::Status SqliteStore::CreateToken(const TokenRecord& t) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt s(db_, "INSERT INTO tokens (id, tenant, sha256, created_ms, revoked_ms) VALUES (?1,?2,?3,?4,?5)");
+  RETURN_IF_ERROR(s.Prepared());
+  s.Bind(1, t.id);
+  s.Bind(2, t.tenant);
+  s.Bind(3, t.sha256);
+  s.Bind(4, int64_t{t.created_ms});
+  s.BindOpt(5, t.revoked_ms);
+  int rc = s.Step();
+  if (rc == SQLITE_CONSTRAINT) return absl::AlreadyExistsError("token id or digest already exists");
+  if (rc != SQLITE_DONE) return SqlError(db_, "create token");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<TokenRecord> SqliteStore::FindToken(const std::string& sha256) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt s(db_, absl::StrCat(kTokenColumns, " WHERE sha256=?1").c_str());
+  RETURN_IF_ERROR(s.Prepared());
+  s.Bind(1, sha256);
+  int rc = s.Step();
+  if (rc == SQLITE_ROW) return ReadToken(s);
+  if (rc == SQLITE_DONE) return absl::NotFoundError("no such token");
+  return SqlError(db_, "find token");
+}
+
+absl::StatusOr<std::vector<TokenRecord>> SqliteStore::ListTokens(const std::string& tenant) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt s(db_, absl::StrCat(kTokenColumns, " WHERE tenant=?1 ORDER BY created_ms, id").c_str());
+  RETURN_IF_ERROR(s.Prepared());
+  s.Bind(1, tenant);
+  std::vector<TokenRecord> out;
+  int rc;
+  while ((rc = s.Step()) == SQLITE_ROW) out.push_back(ReadToken(s));
+  if (rc != SQLITE_DONE) return SqlError(db_, "list tokens");
+  return out;
+}
+
+absl::Status SqliteStore::RevokeToken(const std::string& tenant, const std::string& id, TimeMs when) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt s(db_, "UPDATE tokens SET revoked_ms=COALESCE(revoked_ms, ?3) WHERE id=?1 AND tenant=?2");
+  RETURN_IF_ERROR(s.Prepared());
+  s.Bind(1, id);
+  s.Bind(2, tenant);
+  s.Bind(3, int64_t{when});
+  RETURN_IF_ERROR(s.Run());
+  if (sqlite3_changes(db_) == 0) {
+    return absl::NotFoundError(absl::StrCat("tenant '", tenant, "' has no token '", id, "'"));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace weft

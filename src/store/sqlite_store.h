@@ -38,6 +38,15 @@ class SqliteStore : public Store {
   absl::Status PutCheckpoint(const std::string& id, const CheckpointRecord& checkpoint) override;
   absl::StatusOr<std::vector<CheckpointRecord>> Checkpoints(const std::string& id) override;
   absl::Status DeleteCheckpoint(const std::string& id, int64_t step) override;
+  absl::Status CreateTenant(const TenantRecord& tenant) override;
+  absl::StatusOr<TenantRecord> GetTenant(const std::string& name) override;
+  absl::StatusOr<std::vector<TenantRecord>> ListTenants() override;
+  absl::Status UpdateTenant(const TenantRecord& tenant) override;
+  absl::Status DeleteTenant(const std::string& name) override;
+  absl::Status CreateToken(const TokenRecord& token) override;
+  absl::StatusOr<TokenRecord> FindToken(const std::string& sha256) override;
+  absl::StatusOr<std::vector<TokenRecord>> ListTokens(const std::string& tenant) override;
+  absl::Status RevokeToken(const std::string& tenant, const std::string& id, TimeMs when) override;
 
  private:
   explicit SqliteStore(sqlite3* db) : db_(db) {}

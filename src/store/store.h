@@ -87,6 +87,27 @@ struct CheckpointRecord {
   TimeMs created_ms = 0;
 };
 
+// A tenant: a team sharing the cluster, with a quota no set of its running jobs may exceed and a
+// weight for weighted fair sharing (scheduler/fair_share_policy.h).
+struct TenantRecord {
+  std::string name;
+  bool has_quota = false;   // false: limited only by the cluster
+  double quota_cpus = 0;    // cores
+  int64_t quota_memory_mb = 0;  // MiB
+  int quota_gpus = 0;
+  double weight = 1;
+  TimeMs created_ms = 0;
+};
+
+// A bearer token. Only its SHA-256 is stored; the token itself is shown once at creation.
+struct TokenRecord {
+  std::string id;           // "tok-<hex>", how people name it to revoke it
+  std::string tenant;       // owner; empty for the admin token
+  std::string sha256;       // hex digest of the token
+  TimeMs created_ms = 0;
+  std::optional<TimeMs> revoked_ms;
+};
+
 class Store {
  public:
   virtual ~Store() = default;
@@ -137,6 +158,24 @@ class Store {
   virtual absl::StatusOr<std::vector<CheckpointRecord>> Checkpoints(const std::string& id) = 0;
   // Forgets the checkpoint at `step` (the caller deletes its file). OK if there is none.
   virtual absl::Status DeleteCheckpoint(const std::string& id, int64_t step) = 0;
+
+  // Tenants. AlreadyExists / NotFound by name.
+  virtual absl::Status CreateTenant(const TenantRecord& tenant) = 0;
+  virtual absl::StatusOr<TenantRecord> GetTenant(const std::string& name) = 0;
+  virtual absl::StatusOr<std::vector<TenantRecord>> ListTenants() = 0;  // by name
+  virtual absl::Status UpdateTenant(const TenantRecord& tenant) = 0;    // quota and weight
+  // Removes the tenant and its tokens. NotFound if unknown; FailedPrecondition while it still
+  // owns jobs (the caller deletes those first).
+  virtual absl::Status DeleteTenant(const std::string& name) = 0;
+
+  // Tokens. AlreadyExists if the id or digest is taken.
+  virtual absl::Status CreateToken(const TokenRecord& token) = 0;
+  // The token with this digest, revoked or not. NotFound if none.
+  virtual absl::StatusOr<TokenRecord> FindToken(const std::string& sha256) = 0;
+  // Tokens of `tenant` (empty: the admin's), oldest first.
+  virtual absl::StatusOr<std::vector<TokenRecord>> ListTokens(const std::string& tenant) = 0;
+  // Marks token `id` of `tenant` revoked at `when`. NotFound if that tenant has no such token.
+  virtual absl::Status RevokeToken(const std::string& tenant, const std::string& id, TimeMs when) = 0;
 };
 
 }  // namespace weft

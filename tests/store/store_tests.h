@@ -202,4 +202,60 @@ TEST_P(StoreTest, RestartCountIsKept) {
   EXPECT_EQ(store_->GetJob("job-a")->restarts, 2);
 }
 
+TEST_P(StoreTest, TenantsRoundTripUpdateAndDeleteOnlyWithoutJobs) {
+  TenantRecord t;
+  t.name = "vision";
+  t.has_quota = true;
+  t.quota_cpus = 4;
+  t.quota_memory_mb = 8192;
+  t.quota_gpus = 1;
+  t.weight = 2;
+  t.created_ms = 5;
+  ASSERT_TRUE(store_->CreateTenant(t).ok());
+  EXPECT_TRUE(absl::IsAlreadyExists(store_->CreateTenant(t)));
+  Reopen();
+  auto got = store_->GetTenant("vision");
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_TRUE(got->has_quota);
+  EXPECT_EQ(got->quota_cpus, 4);
+  EXPECT_EQ(got->quota_memory_mb, 8192);
+  EXPECT_EQ(got->quota_gpus, 1);
+  EXPECT_EQ(got->weight, 2);
+  t.weight = 3;
+  t.has_quota = false;
+  ASSERT_TRUE(store_->UpdateTenant(t).ok());
+  EXPECT_EQ(store_->GetTenant("vision")->weight, 3);
+  EXPECT_FALSE(store_->GetTenant("vision")->has_quota);
+  EXPECT_TRUE(absl::IsNotFound(store_->GetTenant("nlp").status()));
+
+  JobRecord j = NewJob("job-v");
+  j.tenant = "vision";
+  ASSERT_TRUE(store_->CreateJob(j, "submitted").ok());
+  EXPECT_TRUE(absl::IsFailedPrecondition(store_->DeleteTenant("vision")));
+  ASSERT_TRUE(store_->DeleteJob("job-v").ok());
+  TokenRecord tok{"tok-1", "vision", "abc", 1, std::nullopt};
+  ASSERT_TRUE(store_->CreateToken(tok).ok());
+  ASSERT_TRUE(store_->DeleteTenant("vision").ok());
+  EXPECT_TRUE(absl::IsNotFound(store_->GetTenant("vision").status()));
+  EXPECT_TRUE(absl::IsNotFound(store_->FindToken("abc").status()));  // tokens go with it
+  EXPECT_TRUE(absl::IsNotFound(store_->DeleteTenant("vision")));
+}
+
+TEST_P(StoreTest, TokensAreFoundByDigestAndRevokedByTheirTenantOnly) {
+  ASSERT_TRUE(store_->CreateToken({"tok-a", "a", "digest-a", 1, std::nullopt}).ok());
+  ASSERT_TRUE(store_->CreateToken({"tok-admin", "", "digest-admin", 2, std::nullopt}).ok());
+  EXPECT_TRUE(absl::IsAlreadyExists(store_->CreateToken({"tok-b", "b", "digest-a", 3, std::nullopt})));
+  auto a = store_->FindToken("digest-a");
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->tenant, "a");
+  EXPECT_FALSE(a->revoked_ms.has_value());
+  EXPECT_TRUE(absl::IsNotFound(store_->RevokeToken("b", "tok-a", 9)));  // not b's token
+  ASSERT_TRUE(store_->RevokeToken("a", "tok-a", 9).ok());
+  Reopen();
+  EXPECT_EQ(store_->FindToken("digest-a")->revoked_ms, 9);
+  EXPECT_EQ(store_->FindToken("digest-admin")->tenant, "");
+  EXPECT_EQ(store_->ListTokens("a")->size(), 1u);
+  EXPECT_EQ(store_->ListTokens("")->size(), 1u);
+}
+
 }  // namespace weft
