@@ -14,12 +14,13 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "api/auth.h"
 #include "api/rest_server.h"
 #include "common/files.h"
 #include "control/controller.h"
 #include "control/coordinator_service.h"
 #include "executor/local_executor.h"
-#include "scheduler/policy.h"
+#include "scheduler/fair_share_policy.h"
 #include "common/logging.h"
 #include "store/sqlite_store.h"
 #include "yaml-cpp/yaml.h"
@@ -136,7 +137,23 @@ int main(int argc, char** argv) {
     return 1;
   }
   weft::LocalExecutor executor(learner);
-  weft::scheduler::FifoPolicy policy;
+  // Tenancy: the `default` tenant, and the admin token on first start (printed once).
+  const weft::TimeMs now = weft::SystemClock::Get().NowMs();
+  if (auto s = weft::api::EnsureDefaultTenant(**store, now); !s.ok()) {
+    std::cerr << "error: " << s.message() << "\n";
+    return 1;
+  }
+  auto admin = weft::api::EnsureAdminToken(**store, data_dir, now);
+  if (!admin.ok()) {
+    std::cerr << "error: " << admin.status().message() << "\n";
+    return 1;
+  }
+  if (admin->has_value()) {
+    std::cout << "weftd: admin token (shown once; also in " << data_dir
+              << "/admin.token, mode 0600):\n  " << **admin << "\n"
+              << std::flush;
+  }
+  weft::scheduler::FairSharePolicy policy;
   weft::ControllerOptions options;
   options.data_dir = data_dir;
   options.nodes = nodes;

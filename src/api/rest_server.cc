@@ -3,11 +3,13 @@
 #include <httplib.h>
 
 #include <fstream>
+#include <regex>
 #include <map>
 #include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "api/auth.h"
 #include "api/job_json.h"
 #include "common/files.h"
 #include "common/logging.h"
@@ -15,8 +17,15 @@
 namespace weft::api {
 namespace {
 
-using Handler = std::function<void(const httplib::Request&, httplib::Response&)>;
-constexpr char kTenant[] = "default";  // until authentication lands, every caller is `default`
+using Handler = std::function<void(const httplib::Request&, httplib::Response&, const Caller&)>;
+using RawHandler = std::function<void(const httplib::Request&, httplib::Response&)>;
+
+// Who may call a route.
+enum class Access {
+  kPublic,  // no token (health checks)
+  kAnyone,  // any valid token, admin or tenant
+  kAdmin,   // the admin token only
+};
 
 void SendJson(httplib::Response& res, int status, const nlohmann::json& body) {
   res.status = status;
@@ -26,7 +35,8 @@ void SendJson(httplib::Response& res, int status, const nlohmann::json& body) {
 void SendError(httplib::Response& res, int status, const std::string& message,
                nlohmann::json details = nullptr) {
   static const std::map<int, std::string> kCodes = {
-      {400, "bad_request"}, {404, "not_found"}, {405, "method_not_allowed"},
+      {400, "bad_request"}, {401, "unauthorized"}, {403, "forbidden"},
+      {404, "not_found"},   {405, "method_not_allowed"},
       {409, "conflict"},    {500, "internal"},  {503, "unavailable"}};
   nlohmann::json err = {{"code", kCodes.count(status) ? kCodes.at(status) : "error"},
                         {"message", message}};
@@ -41,6 +51,8 @@ void SendStatus(httplib::Response& res, const absl::Status& s) {
   if (absl::IsInvalidArgument(s)) code = 400;
   if (absl::IsFailedPrecondition(s) || absl::IsAlreadyExists(s)) code = 409;
   if (absl::IsUnavailable(s)) code = 503;
+  if (absl::IsUnauthenticated(s)) code = 401;
+  if (absl::IsPermissionDenied(s)) code = 403;
   SendError(res, code, std::string(s.message()));
 }
 
@@ -48,21 +60,41 @@ void JobNotFound(httplib::Response& res, const std::string& id) {
   SendError(res, 404, absl::StrCat("no job '", id, "'; `weft list` shows your jobs"));
 }
 
-// Registers `pattern` for the given methods and answers every other method with 405.
+// Registers `pattern` for the given methods, behind `access`, and answers every other method
+// with 405. A missing, invalid or revoked token gets 401; a tenant on an admin route 403.
 class Router {
  public:
-  explicit Router(httplib::Server& s) : s_(s) {}
-  void Route(const std::string& pattern, std::map<std::string, Handler> methods) {
+  Router(httplib::Server& s, Store& store) : s_(s), store_(store) {}
+  void Route(const std::string& pattern, std::map<std::string, Handler> methods,
+             Access access = Access::kAnyone) {
     std::set<std::string> allowed;
     for (const auto& [m, h] : methods) allowed.insert(m);
     std::string allow = absl::StrJoin(allowed, ", ");
-    auto pick = [methods, allow](const std::string& method) -> Handler {
+    Store* store = &store_;
+    auto pick = [methods, allow, access, store](const std::string& method) -> RawHandler {
       auto it = methods.find(method);
-      if (it != methods.end()) return it->second;
-      return [method, allow](const httplib::Request& req, httplib::Response& res) {
-        res.set_header("Allow", allow);
-        SendError(res, 405, absl::StrCat(method, " is not allowed on ", req.path,
-                                         "; allowed: ", allow));
+      if (it == methods.end()) {
+        return [method, allow](const httplib::Request& req, httplib::Response& res) {
+          res.set_header("Allow", allow);
+          SendError(res, 405, absl::StrCat(method, " is not allowed on ", req.path,
+                                           "; allowed: ", allow));
+        };
+      }
+      Handler h = it->second;
+      return [h, access, store](const httplib::Request& req, httplib::Response& res) {
+        Caller caller;
+        if (access != Access::kPublic) {
+          auto c = Authenticate(*store, req.get_header_value("Authorization"));
+          if (!c.ok()) {
+            if (absl::IsUnauthenticated(c.status())) res.set_header("WWW-Authenticate", "Bearer realm=\"weft\"");
+            return SendStatus(res, c.status());
+          }
+          if (access == Access::kAdmin && !c->admin) {
+            return SendError(res, 403, "this route needs the admin token");
+          }
+          caller = *c;
+        }
+        h(req, res, caller);
       };
     };
     s_.Get(pattern, pick("GET"));
@@ -74,12 +106,15 @@ class Router {
 
  private:
   httplib::Server& s_;
+  Store& store_;
 };
 
-// The job if it exists and belongs to the caller's tenant; otherwise answers 404.
-std::optional<JobRecord> FindJob(Store& store, const std::string& id, httplib::Response& res) {
+// The job if it exists and the caller may see it (its tenant, or the admin); otherwise answers
+// 404 exactly as for a missing job, so no tenant learns that another's job exists.
+std::optional<JobRecord> FindJob(Store& store, const std::string& id, const Caller& caller,
+                                 httplib::Response& res) {
   auto job = store.GetJob(id);
-  if (!job.ok() || job->tenant != kTenant) {
+  if (!job.ok() || (!caller.admin && job->tenant != caller.tenant)) {
     if (job.ok() || absl::IsNotFound(job.status())) {
       JobNotFound(res, id);
     } else {
@@ -88,6 +123,71 @@ std::optional<JobRecord> FindJob(Store& store, const std::string& id, httplib::R
     return std::nullopt;
   }
   return *job;
+}
+
+nlohmann::json TenantJson(const TenantRecord& t) {
+  nlohmann::json j = {{"name", t.name}, {"weight", t.weight}, {"created", FormatTimeMs(t.created_ms)}};
+  j["quota"] = t.has_quota ? nlohmann::json{{"cpus", t.quota_cpus},
+                                            {"memory_mb", t.quota_memory_mb},
+                                            {"gpus", t.quota_gpus}}
+                           : nlohmann::json(nullptr);
+  return j;
+}
+
+nlohmann::json ResourcesJson(const scheduler::Resources& r) {
+  return {{"cpus", r.cpus}, {"memory_mb", r.memory_mb}, {"gpus", r.gpus}};
+}
+
+// Applies a tenant body ({"name", "quota": {"cpus", "memory_mb", "gpus"} | null, "weight"}) to
+// `t`, collecting problems by field. `creating` requires the name.
+void ReadTenantBody(const nlohmann::json& body, bool creating, TenantRecord* t,
+                    nlohmann::json* problems) {
+  auto problem = [&](const std::string& field, const std::string& what) {
+    problems->push_back({{"field", field}, {"problem", what}});
+  };
+  if (!body.is_object()) return problem("(document)", "must be a JSON object");
+  for (const auto& [k, v] : body.items()) {
+    if (k != "name" && k != "quota" && k != "weight") problem(k, "unknown field; expected name, quota, weight");
+  }
+  if (creating) {
+    static const std::regex kName("[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?");
+    if (!body.contains("name") || !body["name"].is_string() ||
+        !std::regex_match(body["name"].get<std::string>(), kName)) {
+      problem("name", "is required: lower-case letters, digits and '-', at most 40 characters");
+    } else {
+      t->name = body["name"];
+    }
+  }
+  if (body.contains("weight")) {
+    if (!body["weight"].is_number() || body["weight"].get<double>() <= 0) {
+      problem("weight", "must be a positive number");
+    } else {
+      t->weight = body["weight"];
+    }
+  }
+  if (body.contains("quota")) {
+    const auto& q = body["quota"];
+    if (q.is_null()) {
+      t->has_quota = false;
+    } else if (!q.is_object()) {
+      problem("quota", "must be an object {cpus, memory_mb, gpus} or null");
+    } else {
+      t->has_quota = true;
+      for (const auto& [k, v] : q.items()) {
+        if (k == "cpus" && v.is_number() && v.get<double>() >= 0) {
+          t->quota_cpus = v;
+        } else if (k == "memory_mb" && v.is_number_integer() && v.get<int64_t>() >= 0) {
+          t->quota_memory_mb = v;
+        } else if (k == "gpus" && v.is_number_integer() && v.get<int64_t>() >= 0) {
+          t->quota_gpus = v;
+        } else if (k == "cpus" || k == "memory_mb" || k == "gpus") {
+          problem("quota." + k, k == "cpus" ? "must be a non-negative number" : "must be a non-negative integer");
+        } else {
+          problem("quota." + k, "unknown field; expected cpus, memory_mb, gpus");
+        }
+      }
+    }
+  }
 }
 
 }  // namespace
@@ -137,15 +237,16 @@ void RestServer::Routes() {
     SendError(res, 500, absl::StrCat("internal error: ", what));
   });
 
-  Router r(s);
-  r.Route("/healthz", {{"GET", [](const httplib::Request&, httplib::Response& res) {
+  Router r(s, store_);
+  r.Route("/healthz", {{"GET", [](const httplib::Request&, httplib::Response& res, const Caller&) {
                           SendJson(res, 200, {{"status", "ok"}});
-                        }}});
+                        }}},
+          Access::kPublic);
 
   r.Route("/v1/jobs",
           {{"GET",
-            [this](const httplib::Request&, httplib::Response& res) {
-              auto jobs = store_.ListJobs(kTenant);
+            [this](const httplib::Request&, httplib::Response& res, const Caller& caller) {
+              auto jobs = store_.ListJobs(caller.admin ? "" : caller.tenant);
               if (!jobs.ok()) return SendStatus(res, jobs.status());
               nlohmann::json list = nlohmann::json::array();
               for (const auto& j : *jobs) {
@@ -156,14 +257,18 @@ void RestServer::Routes() {
               }
               SendJson(res, 200, {{"jobs", list}});
             }},
-           {"POST", [this](const httplib::Request& req, httplib::Response& res) {
+           {"POST", [this](const httplib::Request& req, httplib::Response& res, const Caller& caller) {
               if (req.body.empty()) {
                 return SendError(res, 400, "the request body must be a job manifest (YAML or JSON)",
                                  nlohmann::json::array({{{"field", "(document)"},
                                                          {"problem", "is empty"}}}));
               }
+              if (caller.admin) {
+                return SendError(res, 403, "the admin token manages tenants and cannot own jobs; "
+                                           "submit with a tenant token (`weft token create TENANT`)");
+              }
               std::vector<FieldError> errors;
-              auto job = controller_.Submit(req.body, kTenant, &errors);
+              auto job = controller_.Submit(req.body, caller.tenant, &errors);
               if (!job.ok()) {
                 if (!errors.empty()) {
                   nlohmann::json details = nlohmann::json::array();
@@ -180,9 +285,9 @@ void RestServer::Routes() {
 
   r.Route(R"(/v1/jobs/([^/]+))",
           {{"GET",
-            [this](const httplib::Request& req, httplib::Response& res) {
+            [this](const httplib::Request& req, httplib::Response& res, const Caller& caller) {
               std::string id = req.matches[1];
-              auto job = FindJob(store_, id, res);
+              auto job = FindJob(store_, id, caller, res);
               if (!job) return;
               auto history = store_.History(id);
               auto metrics = store_.Metrics(id, 200);
@@ -193,18 +298,18 @@ void RestServer::Routes() {
               SendJson(res, 200, JobDetailJson(*job, *history, *metrics, *artifacts,
                                                controller_.WaitingReason(id)));
             }},
-           {"DELETE", [this](const httplib::Request& req, httplib::Response& res) {
+           {"DELETE", [this](const httplib::Request& req, httplib::Response& res, const Caller& caller) {
               std::string id = req.matches[1];
-              if (!FindJob(store_, id, res)) return;
+              if (!FindJob(store_, id, caller, res)) return;
               absl::Status st = controller_.Delete(id);
               if (!st.ok()) return SendStatus(res, st);
               SendJson(res, 200, {{"id", id}, {"deleted", true}});
             }}});
 
   auto action = [this](const std::string& verb) {
-    return [this, verb](const httplib::Request& req, httplib::Response& res) {
+    return [this, verb](const httplib::Request& req, httplib::Response& res, const Caller& caller) {
       std::string id = req.matches[1];
-      if (!FindJob(store_, id, res)) return;
+      if (!FindJob(store_, id, caller, res)) return;
       absl::Status st = verb == "halt" ? controller_.Halt(id) : controller_.Resume(id);
       if (!st.ok()) return SendStatus(res, st);
       auto job = store_.GetJob(id);
@@ -216,9 +321,9 @@ void RestServer::Routes() {
   r.Route(R"(/v1/jobs/([^/]+)/resume)", {{"POST", action("resume")}});
 
   r.Route(R"(/v1/jobs/([^/]+)/metrics)",
-          {{"GET", [this](const httplib::Request& req, httplib::Response& res) {
+          {{"GET", [this](const httplib::Request& req, httplib::Response& res, const Caller& caller) {
               std::string id = req.matches[1];
-              if (!FindJob(store_, id, res)) return;
+              if (!FindJob(store_, id, caller, res)) return;
               int64_t limit = 0;
               if (req.has_param("limit")) {
                 try {
@@ -235,9 +340,9 @@ void RestServer::Routes() {
             }}});
 
   r.Route(R"(/v1/jobs/([^/]+)/model)",
-          {{"GET", [this](const httplib::Request& req, httplib::Response& res) {
+          {{"GET", [this](const httplib::Request& req, httplib::Response& res, const Caller& caller) {
               std::string id = req.matches[1];
-              auto job = FindJob(store_, id, res);
+              auto job = FindJob(store_, id, caller, res);
               if (!job) return;
               std::string which = req.has_param("which") ? req.get_param_value("which") : "final";
               if (which != "delivered" && which != "final") {
@@ -264,9 +369,9 @@ void RestServer::Routes() {
             }}});
 
   r.Route(R"(/v1/jobs/([^/]+)/logs)",
-          {{"GET", [this](const httplib::Request& req, httplib::Response& res) {
+          {{"GET", [this](const httplib::Request& req, httplib::Response& res, const Caller& caller) {
               std::string id = req.matches[1];
-              if (!FindJob(store_, id, res)) return;
+              if (!FindJob(store_, id, caller, res)) return;
               std::string path = controller_.LogDir(id) + "/learner-0.log";
               bool follow = req.has_param("follow") && req.get_param_value("follow") == "true";
               if (!follow) {
@@ -298,6 +403,147 @@ void RestServer::Routes() {
                     std::this_thread::sleep_for(std::chrono::milliseconds(300));
                     return sink.is_writable();
                   });
+            }}});
+
+  // --- Tenants and tokens (admin) ---
+  r.Route("/v1/tenants",
+          {{"GET",
+            [this](const httplib::Request&, httplib::Response& res, const Caller&) {
+              auto usage = controller_.Usage();
+              if (!usage.ok()) return SendStatus(res, usage.status());
+              nlohmann::json list = nlohmann::json::array();
+              for (const auto& u : *usage) {
+                nlohmann::json t = TenantJson(u.tenant);
+                t["usage"] = {{"used", ResourcesJson(u.used)},
+                              {"running_jobs", u.running_jobs},
+                              {"queued_jobs", u.queued_jobs},
+                              {"dominant_share", u.dominant_share},
+                              {"fair_share", u.fair_share}};
+                list.push_back(t);
+              }
+              SendJson(res, 200, {{"tenants", list}});
+            }},
+           {"POST", [this](const httplib::Request& req, httplib::Response& res, const Caller&) {
+              nlohmann::json body = nlohmann::json::parse(req.body, nullptr, false);
+              TenantRecord t;
+              t.created_ms = SystemClock::Get().NowMs();
+              nlohmann::json problems = nlohmann::json::array();
+              ReadTenantBody(body, /*creating=*/true, &t, &problems);
+              if (!problems.empty()) return SendError(res, 400, "invalid tenant", problems);
+              if (absl::Status s = store_.CreateTenant(t); !s.ok()) return SendStatus(res, s);
+              res.set_header("Location", absl::StrCat("/v1/tenants/", t.name));
+              SendJson(res, 201, TenantJson(t));
+            }}},
+          Access::kAdmin);
+
+  r.Route(R"(/v1/tenants/([^/]+))",
+          {{"GET",
+            [this](const httplib::Request& req, httplib::Response& res, const Caller&) {
+              auto t = store_.GetTenant(req.matches[1]);
+              if (!t.ok()) return SendStatus(res, t.status());
+              SendJson(res, 200, TenantJson(*t));
+            }},
+           {"PATCH",
+            [this](const httplib::Request& req, httplib::Response& res, const Caller&) {
+              auto t = store_.GetTenant(req.matches[1]);
+              if (!t.ok()) return SendStatus(res, t.status());
+              nlohmann::json body = nlohmann::json::parse(req.body, nullptr, false);
+              nlohmann::json problems = nlohmann::json::array();
+              if (body.is_object() && body.contains("name") && body["name"] != t->name) {
+                problems.push_back({{"field", "name"}, {"problem", "cannot be changed"}});
+              }
+              if (body.is_object()) body.erase("name");
+              ReadTenantBody(body, /*creating=*/false, &*t, &problems);
+              if (!problems.empty()) return SendError(res, 400, "invalid tenant update", problems);
+              if (absl::Status s = store_.UpdateTenant(*t); !s.ok()) return SendStatus(res, s);
+              SendJson(res, 200, TenantJson(*t));
+            }},
+           {"DELETE", [this](const httplib::Request& req, httplib::Response& res, const Caller&) {
+              std::string name = req.matches[1];
+              if (name == "default") return SendError(res, 409, "tenant 'default' cannot be deleted");
+              if (absl::Status s = store_.DeleteTenant(name); !s.ok()) return SendStatus(res, s);
+              SendJson(res, 200, {{"name", name}, {"deleted", true}});
+            }}},
+          Access::kAdmin);
+
+  r.Route(R"(/v1/tenants/([^/]+)/tokens)",
+          {{"GET",
+            [this](const httplib::Request& req, httplib::Response& res, const Caller&) {
+              std::string name = req.matches[1];
+              if (auto t = store_.GetTenant(name); !t.ok()) return SendStatus(res, t.status());
+              auto tokens = store_.ListTokens(name);
+              if (!tokens.ok()) return SendStatus(res, tokens.status());
+              nlohmann::json list = nlohmann::json::array();
+              for (const auto& t : *tokens) {
+                list.push_back({{"id", t.id},
+                                {"created", FormatTimeMs(t.created_ms)},
+                                {"revoked", t.revoked_ms ? nlohmann::json(FormatTimeMs(*t.revoked_ms))
+                                                         : nlohmann::json(nullptr)}});
+              }
+              SendJson(res, 200, {{"tenant", name}, {"tokens", list}});
+            }},
+           {"POST", [this](const httplib::Request& req, httplib::Response& res, const Caller&) {
+              std::string name = req.matches[1];
+              if (auto t = store_.GetTenant(name); !t.ok()) return SendStatus(res, t.status());
+              auto issued = IssueToken(store_, name, SystemClock::Get().NowMs());
+              if (!issued.ok()) return SendStatus(res, issued.status());
+              SendJson(res, 201, {{"id", issued->first.id},
+                                  {"tenant", name},
+                                  {"token", issued->second},
+                                  {"note", "shown only now; weft keeps only its SHA-256"}});
+            }}},
+          Access::kAdmin);
+
+  r.Route(R"(/v1/tenants/([^/]+)/tokens/([^/]+))",
+          {{"DELETE", [this](const httplib::Request& req, httplib::Response& res, const Caller&) {
+              absl::Status s = store_.RevokeToken(req.matches[1], req.matches[2], SystemClock::Get().NowMs());
+              if (!s.ok()) return SendStatus(res, s);
+              SendJson(res, 200, {{"id", req.matches[2]}, {"revoked", true}});
+            }}},
+          Access::kAdmin);
+
+  // --- The queue and the nodes (a tenant sees its own jobs only) ---
+  r.Route("/v1/queue",
+          {{"GET", [this](const httplib::Request&, httplib::Response& res, const Caller& caller) {
+              auto queue = controller_.Queue(caller.admin ? "" : caller.tenant);
+              if (!queue.ok()) return SendStatus(res, queue.status());
+              nlohmann::json list = nlohmann::json::array();
+              int position = 0;
+              for (const auto& e : *queue) {
+                list.push_back({{"position", ++position},
+                                {"id", e.job.id},
+                                {"name", e.job.name},
+                                {"tenant", e.job.tenant},
+                                {"state", JobStateName(e.job.state)},
+                                {"priority", e.priority},
+                                {"submitted", FormatTimeMs(e.job.created_ms)},
+                                {"reason", e.reason}});
+              }
+              SendJson(res, 200, {{"queue", list}});
+            }}});
+
+  r.Route("/v1/nodes",
+          {{"GET", [this](const httplib::Request&, httplib::Response& res, const Caller& caller) {
+              auto nodes = controller_.Nodes();
+              if (!nodes.ok()) return SendStatus(res, nodes.status());
+              nlohmann::json list = nlohmann::json::array();
+              for (const auto& u : *nodes) {
+                nlohmann::json jobs = nlohmann::json::array();
+                int others = 0;
+                for (const auto& j : u.jobs) {
+                  if (caller.admin || j.tenant == caller.tenant) {
+                    jobs.push_back({{"id", j.id}, {"tenant", j.tenant}, {"state", JobStateName(j.state)}});
+                  } else {
+                    ++others;
+                  }
+                }
+                list.push_back({{"name", u.node.name},
+                                {"capacity", ResourcesJson(u.node.capacity)},
+                                {"allocated", ResourcesJson(u.node.allocated)},
+                                {"jobs", jobs},
+                                {"other_tenants_jobs", others}});
+              }
+              SendJson(res, 200, {{"nodes", list}});
             }}});
 }
 

@@ -12,6 +12,10 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/str_format.h"
 #include "common/clock.h"
 #include "common/files.h"
@@ -33,7 +37,7 @@ struct Reply {
 
 class Api {
  public:
-  explicit Api(std::string server) : server_(std::move(server)) {
+  Api(std::string server, std::string token) : server_(std::move(server)), token_(std::move(token)) {
     if (server_.find("://") == std::string::npos) server_ = "http://" + server_;
   }
   const std::string& server() const { return server_; }
@@ -43,9 +47,11 @@ class Api {
     httplib::Client c(server_);
     c.set_connection_timeout(5, 0);
     c.set_read_timeout(120, 0);
+    if (!token_.empty()) c.set_bearer_token_auth(token_);
     httplib::Result r{nullptr, httplib::Error::Unknown};
     if (method == "GET") r = c.Get(path);
     if (method == "POST") r = c.Post(path, body, content_type);
+    if (method == "PATCH") r = c.Patch(path, body, content_type);
     if (method == "DELETE") r = c.Delete(path);
     Reply out;
     if (!r) {
@@ -62,6 +68,7 @@ class Api {
   bool Stream(const std::string& path, std::ostream& out, std::string* error) {
     httplib::Client c(server_);
     c.set_read_timeout(24 * 3600, 0);
+    if (!token_.empty()) c.set_bearer_token_auth(token_);
     int status = 0;
     std::string err_body;
     auto r = c.Get(path, [&](const httplib::Response& resp) {
@@ -91,6 +98,7 @@ class Api {
 
  private:
   std::string server_;
+  std::string token_;
 };
 
 // Prints an error reply; returns the exit code.
@@ -111,6 +119,120 @@ int Fail(const Reply& r) {
     std::cerr << "error: HTTP " << r.status << ": " << r.body << "\n";
   }
   return 1;
+}
+
+// "cpus=4,memory=8GiB,gpus=0" (memory in MiB unless suffixed MiB/M or GiB/G) -> quota JSON;
+// "none" -> null. Empty string and false on a bad spec, with `error` set.
+bool ParseQuota(const std::string& text, json* out, std::string* error) {
+  if (text == "none") {
+    *out = nullptr;
+    return true;
+  }
+  json q = json::object();
+  for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipEmpty())) {
+    std::pair<std::string, std::string> kv = absl::StrSplit(part, absl::MaxSplits('=', 1));
+    std::string key = kv.first, val = kv.second;
+    if (key == "cpus") {
+      double v;
+      if (!absl::SimpleAtod(val, &v) || v < 0) return *error = "cpus must be a non-negative number", false;
+      q["cpus"] = v;
+    } else if (key == "memory" || key == "memory_mb") {
+      int64_t mult = 1;
+      std::string num = val;
+      for (auto [suffix, m] : std::vector<std::pair<std::string, int64_t>>{
+               {"GiB", 1024}, {"G", 1024}, {"GB", 1024}, {"MiB", 1}, {"M", 1}, {"MB", 1}}) {
+        if (absl::EndsWith(num, suffix)) {
+          num.resize(num.size() - suffix.size());
+          mult = m;
+          break;
+        }
+      }
+      double v;
+      if (!absl::SimpleAtod(num, &v) || v < 0) {
+        return *error = "memory must be like 512MiB or 8GiB", false;
+      }
+      q["memory_mb"] = static_cast<int64_t>(v * mult);
+    } else if (key == "gpus") {
+      int v;
+      if (!absl::SimpleAtoi(val, &v) || v < 0) return *error = "gpus must be a non-negative integer", false;
+      q["gpus"] = v;
+    } else {
+      *error = absl::StrCat("unknown quota resource '", key, "'; use cpus=, memory=, gpus=");
+      return false;
+    }
+  }
+  *out = q;
+  return true;
+}
+
+std::string QuotaText(const json& t) {
+  if (!t.contains("quota") || t["quota"].is_null()) return "none";
+  const json& q = t["quota"];
+  return absl::StrFormat("cpus=%g,memory=%dMiB,gpus=%d", q.value("cpus", 0.0), q.value("memory_mb", int64_t{0}),
+                         q.value("gpus", 0));
+}
+
+int Tenants(Api& api, bool usage) {
+  Reply r = api.Call("GET", "/v1/tenants");
+  if (r.status != 200) return Fail(r);
+  json j = r.Json();
+  if (usage) {
+    std::cout << absl::StrFormat("%-16s %6s %8s %8s %10s %10s %10s\n", "TENANT", "WEIGHT", "RUNNING",
+                                 "QUEUED", "USED CPUS", "SHARE", "FAIR SHARE");
+  } else {
+    std::cout << absl::StrFormat("%-16s %6s %-36s %s\n", "TENANT", "WEIGHT", "QUOTA", "CREATED");
+  }
+  for (const auto& t : j["tenants"]) {
+    if (usage) {
+      const json& u = t["usage"];
+      std::cout << absl::StrFormat("%-16s %6g %8d %8d %10g %9.1f%% %9.1f%%\n", t.value("name", ""),
+                                   t.value("weight", 1.0), u.value("running_jobs", 0), u.value("queued_jobs", 0),
+                                   u["used"].value("cpus", 0.0), 100 * u.value("dominant_share", 0.0),
+                                   100 * u.value("fair_share", 0.0));
+    } else {
+      std::cout << absl::StrFormat("%-16s %6g %-36s %s\n", t.value("name", ""), t.value("weight", 1.0),
+                                   QuotaText(t), t.value("created", ""));
+    }
+  }
+  return 0;
+}
+
+int Queue(Api& api) {
+  Reply r = api.Call("GET", "/v1/queue");
+  if (r.status != 200) return Fail(r);
+  json j = r.Json();
+  if (j["queue"].empty()) {
+    std::cout << "the queue is empty\n";
+    return 0;
+  }
+  std::cout << absl::StrFormat("%-4s %-22s %-12s %-10s %8s  %s\n", "#", "JOB", "TENANT", "STATE", "PRIORITY",
+                               "REASON");
+  for (const auto& e : j["queue"]) {
+    std::cout << absl::StrFormat("%-4d %-22s %-12s %-10s %8d  %s\n", e.value("position", 0), e.value("id", ""),
+                                 e.value("tenant", ""), e.value("state", ""), e.value("priority", 0),
+                                 e.value("reason", ""));
+  }
+  return 0;
+}
+
+int Nodes(Api& api) {
+  Reply r = api.Call("GET", "/v1/nodes");
+  if (r.status != 200) return Fail(r);
+  json j = r.Json();
+  std::cout << absl::StrFormat("%-12s %13s %17s %9s  %s\n", "NODE", "CPUS", "MEMORY MiB", "GPUS", "JOBS");
+  for (const auto& n : j["nodes"]) {
+    const json &cap = n["capacity"], &al = n["allocated"];
+    std::vector<std::string> jobs;
+    for (const auto& job : n["jobs"]) jobs.push_back(job.value("id", ""));
+    if (n.value("other_tenants_jobs", 0) > 0) {
+      jobs.push_back(absl::StrCat("+", n.value("other_tenants_jobs", 0), " of other tenants"));
+    }
+    std::cout << absl::StrFormat("%-12s %6g/%-6g %8d/%-8d %4d/%-4d  %s\n", n.value("name", ""),
+                                 al.value("cpus", 0.0), cap.value("cpus", 0.0), al.value("memory_mb", int64_t{0}),
+                                 cap.value("memory_mb", int64_t{0}), al.value("gpus", 0), cap.value("gpus", 0),
+                                 absl::StrJoin(jobs, ", "));
+  }
+  return 0;
 }
 
 // j[key] with `decimals` decimals, or "-" when absent.
@@ -218,7 +340,7 @@ int Submit(Api& api, const std::string& file, bool follow) {
   }
   Reply r = api.Call("POST", "/v1/jobs", *text);
   if (r.status != 201) {
-    std::cerr << "manifest " << file << " rejected\n";
+    if (r.status == 400) std::cerr << "manifest " << file << " rejected\n";
     return Fail(r);
   }
   json j = r.Json();
@@ -339,6 +461,11 @@ int Run(int argc, char** argv) {
   std::string server = env && *env ? env : kDefaultServer;
   app.add_option("--server", server, "weftd's REST address (default $WEFT_SERVER or " +
                                          std::string(kDefaultServer) + ")");
+  const char* token_env = std::getenv("WEFT_TOKEN");
+  std::string token = token_env ? token_env : "";
+  app.add_option("--token", token,
+                 "bearer token (default $WEFT_TOKEN): a tenant token, or the admin token from "
+                 "<data-dir>/admin.token for tenant and token commands");
 
   std::string file, id, out;
   bool follow = false, as_json = false, delivered = false, final_model = false;
@@ -371,6 +498,34 @@ int Run(int argc, char** argv) {
   resume->add_option("ID", id, "job id")->required();
   auto* del = app.add_subcommand("delete", "stop a job and remove it with all its files");
   del->add_option("ID", id, "job id")->required();
+  auto* queue = app.add_subcommand("queue", "the queue in order, with why each job waits");
+  auto* nodes = app.add_subcommand("nodes", "each node's capacity, allocation and jobs");
+
+  std::string name, quota, token_id;
+  double weight = 0;
+  auto* tenant = app.add_subcommand("tenant", "manage tenants (admin token)");
+  tenant->require_subcommand(1);
+  auto* t_create = tenant->add_subcommand("create", "create a tenant");
+  t_create->add_option("NAME", name, "tenant name")->required();
+  t_create->add_option("--quota", quota, "e.g. cpus=4,memory=8GiB,gpus=0 (default: no quota)");
+  t_create->add_option("--weight", weight, "fair-share weight (default 1)");
+  auto* t_list = tenant->add_subcommand("list", "list tenants with their quota and weight");
+  auto* t_usage = tenant->add_subcommand("usage", "each tenant's share of the cluster vs its fair share");
+  auto* t_update = tenant->add_subcommand("update", "change a tenant's quota or weight");
+  t_update->add_option("NAME", name, "tenant name")->required();
+  t_update->add_option("--quota", quota, "e.g. cpus=8,memory=16GiB,gpus=0, or none");
+  t_update->add_option("--weight", weight, "fair-share weight");
+  auto* t_delete = tenant->add_subcommand("delete", "delete a tenant (refused while it owns jobs)");
+  t_delete->add_option("NAME", name, "tenant name")->required();
+  auto* tok = app.add_subcommand("token", "manage a tenant's bearer tokens (admin token)");
+  tok->require_subcommand(1);
+  auto* k_create = tok->add_subcommand("create", "create a token for a tenant (shown once)");
+  k_create->add_option("TENANT", name, "tenant name")->required();
+  auto* k_list = tok->add_subcommand("list", "list a tenant's token ids");
+  k_list->add_option("TENANT", name, "tenant name")->required();
+  auto* k_revoke = tok->add_subcommand("revoke", "revoke a token");
+  k_revoke->add_option("TENANT", name, "tenant name")->required();
+  k_revoke->add_option("ID", token_id, "token id (tok-...)")->required();
 
   try {
     app.parse(argc, argv);
@@ -378,7 +533,54 @@ int Run(int argc, char** argv) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : 2;
   }
-  Api api(server);
+  Api api(server, token);
+  if (queue->parsed()) return Queue(api);
+  if (nodes->parsed()) return Nodes(api);
+  if (t_list->parsed()) return Tenants(api, false);
+  if (t_usage->parsed()) return Tenants(api, true);
+  if (t_create->parsed() || t_update->parsed()) {
+    json body = json::object();
+    if (t_create->parsed()) body["name"] = name;
+    if (!quota.empty()) {
+      std::string error;
+      json q;
+      if (!ParseQuota(quota, &q, &error)) {
+        std::cerr << "error: --quota: " << error << "\n";
+        return 2;
+      }
+      body["quota"] = q;
+    }
+    if (weight != 0) body["weight"] = weight;
+    Reply r = t_create->parsed() ? api.Call("POST", "/v1/tenants", body.dump(), "application/json")
+                                 : api.Call("PATCH", "/v1/tenants/" + name, body.dump(), "application/json");
+    if (r.status != 200 && r.status != 201) return Fail(r);
+    json t = r.Json();
+    std::cout << (t_create->parsed() ? "created" : "updated") << " tenant " << t.value("name", "")
+              << " (quota " << QuotaText(t) << ", weight " << t.value("weight", 1.0) << ")\n";
+    return 0;
+  }
+  if (t_delete->parsed()) return Simple(api, "DELETE", "/v1/tenants/" + name, "deleted tenant " + name);
+  if (k_create->parsed()) {
+    Reply r = api.Call("POST", "/v1/tenants/" + name + "/tokens", "", "application/json");
+    if (r.status != 201) return Fail(r);
+    json t = r.Json();
+    std::cerr << "token " << t.value("id", "") << " for tenant " << name
+              << " (shown only now; weft keeps only its SHA-256):\n";
+    std::cout << t.value("token", "") << "\n";
+    return 0;
+  }
+  if (k_list->parsed()) {
+    Reply r = api.Call("GET", "/v1/tenants/" + name + "/tokens");
+    if (r.status != 200) return Fail(r);
+    for (const auto& t : r.Json()["tokens"]) {
+      std::cout << absl::StrFormat("%-16s created %s%s\n", t.value("id", ""), t.value("created", ""),
+                                   t["revoked"].is_null() ? "" : "  REVOKED " + t["revoked"].get<std::string>());
+    }
+    return 0;
+  }
+  if (k_revoke->parsed()) {
+    return Simple(api, "DELETE", "/v1/tenants/" + name + "/tokens/" + token_id, "revoked " + token_id);
+  }
   if (submit->parsed()) return Submit(api, file, follow);
   if (list->parsed()) return List(api);
   if (show->parsed()) return Show(api, id, as_json);

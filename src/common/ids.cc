@@ -1,5 +1,9 @@
 #include "common/ids.h"
 
+#include <openssl/rand.h>
+
+#include <cstdio>
+#include <cstdlib>
 #include <random>
 
 namespace weft {
@@ -14,7 +18,25 @@ std::string Base36(uint64_t v, int width) {
   }
   return s;
 }
+std::string RandomHex(int bytes) {
+  std::string raw(bytes, '\0');
+  if (RAND_bytes(reinterpret_cast<unsigned char*>(raw.data()), bytes) != 1) {
+    std::fprintf(stderr, "weft: the OS random number generator failed\n");
+    std::abort();
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string hex;
+  for (unsigned char c : raw) {
+    hex += kHex[c >> 4];
+    hex += kHex[c & 15];
+  }
+  return hex;
+}
 }  // namespace
+
+std::string NewSecretToken() { return "weft_" + RandomHex(32); }
+
+std::string NewTokenId() { return "tok-" + RandomHex(5); }
 
 std::string NewJobId(TimeMs now) {
   static thread_local std::mt19937_64 rng(std::random_device{}());

@@ -1,4 +1,5 @@
-// Job ids: short, sortable by creation time, unique across restarts of weftd.
+// Ids and secrets: job ids (short, sortable by creation time, unique across restarts of weftd),
+// bearer tokens and their public ids.
 #pragma once
 
 #include <string>
@@ -10,5 +11,12 @@ namespace weft {
 // "job-" + 8 base-36 characters of the creation time in ms + 4 random base-36 characters,
 // e.g. "job-mhx3k2a9-7fq0". Ids sort by creation time at millisecond resolution.
 std::string NewJobId(TimeMs now);
+
+// A bearer token: "weft_" + 64 hex characters of 256 bits from the OS's CSPRNG (OpenSSL
+// RAND_bytes). Aborts if the CSPRNG fails: a weak token is worse than none.
+std::string NewSecretToken();
+
+// A token's public id, "tok-" + 10 hex characters (not secret: names the token to revoke it).
+std::string NewTokenId();
 
 }  // namespace weft

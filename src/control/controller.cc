@@ -11,6 +11,7 @@
 #include "common/ids.h"
 #include "common/status_macros.h"
 #include "common/logging.h"
+#include "scheduler/fair_share_policy.h"
 
 namespace weft {
 namespace {
@@ -98,11 +99,17 @@ absl::Status Controller::Recover() {
   ASSIGN_OR_RETURN(std::vector<JobRecord> jobs, store_.ListJobs(""));
   int requeued = 0, adopted = 0;
   for (JobRecord& r : jobs) {
-    if (!HoldsResources(r.state)) continue;
-    // A learner of the current attempt that outlived the previous weftd keeps training.
+    const bool preempted = r.state == JobState::kPreempted;
+    if (!HoldsResources(r.state) && !preempted) continue;
+    // A learner of the current attempt that outlived the previous weftd keeps training (or, if
+    // its job was being preempted, is told again to checkpoint and stop).
     if (r.learner_pid > 0) {
       auto spec = SpecOf(r);
       if (spec.ok() && executor_.Adopt(LaunchFor(r, *spec), r.learner_pid).ok()) {
+        if (preempted) {
+          executor_.Stop(r.id, options_.stop_grace_ms).IgnoreError();
+          continue;
+        }
         last_seen_ms_[r.id] = clock_.NowMs();
         spdlog::info("job {}: adopted learner pid {} of attempt {}", r.id, r.learner_pid,
                      r.attempt);
@@ -223,6 +230,77 @@ std::string Controller::WaitingReason(const std::string& id) const {
   return it == waiting_.end() ? "" : it->second;
 }
 
+absl::StatusOr<std::vector<Controller::QueueEntry>> Controller::Queue(const std::string& tenant) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  ASSIGN_OR_RETURN(std::vector<JobRecord> jobs, store_.ListJobs(tenant));
+  std::vector<QueueEntry> out;
+  for (const JobRecord& r : jobs) {
+    if (r.state != JobState::kQueued && r.state != JobState::kPreempted) continue;
+    QueueEntry e;
+    e.job = r;
+    auto spec = SpecOf(r);
+    e.priority = spec.ok() ? spec->priority : 0;
+    auto w = waiting_.find(r.id);
+    e.reason = r.state == JobState::kPreempted ? "preempted: checkpointing before it requeues"
+               : w != waiting_.end()           ? w->second
+                                               : "waiting: next scheduling round";
+    out.push_back(std::move(e));
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const QueueEntry& a, const QueueEntry& b) { return a.priority > b.priority; });
+  return out;
+}
+
+absl::StatusOr<std::vector<Controller::NodeUsage>> Controller::Nodes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  ASSIGN_OR_RETURN(std::vector<JobRecord> jobs, store_.ListJobs(""));
+  std::vector<NodeUsage> out;
+  for (const auto& n : options_.nodes) out.push_back({n, {}});
+  for (const JobRecord& r : jobs) {
+    if (!HoldsResources(r.state) && r.state != JobState::kPreempted) continue;
+    auto spec = SpecOf(r);
+    if (!spec.ok()) continue;
+    for (auto& u : out) {
+      if (u.node.name != r.node) continue;
+      u.node.allocated += PerLearner(*spec).Times(spec->resources.learners);
+      u.jobs.push_back(r);
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<Controller::TenantUsage>> Controller::Usage() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  ASSIGN_OR_RETURN(std::vector<TenantRecord> tenants, store_.ListTenants());
+  ASSIGN_OR_RETURN(std::vector<JobRecord> jobs, store_.ListJobs(""));
+  scheduler::Resources total;
+  for (const auto& n : options_.nodes) total += n.capacity;
+  std::vector<TenantUsage> out;
+  double weights = 0;
+  for (const TenantRecord& t : tenants) {
+    TenantUsage u;
+    u.tenant = t;
+    for (const JobRecord& r : jobs) {
+      if (r.tenant != t.name) continue;
+      if (r.state == JobState::kQueued || r.state == JobState::kPreempted) ++u.queued_jobs;
+      if (!HoldsResources(r.state)) continue;
+      auto spec = SpecOf(r);
+      if (!spec.ok()) continue;
+      u.used += PerLearner(*spec).Times(spec->resources.learners);
+      ++u.running_jobs;
+    }
+    u.dominant_share = scheduler::DominantShare(u.used, total, 1);
+    if (u.running_jobs + u.queued_jobs > 0) weights += t.weight > 0 ? t.weight : 1;
+    out.push_back(std::move(u));
+  }
+  for (auto& u : out) {
+    if (u.running_jobs + u.queued_jobs > 0 && weights > 0) {
+      u.fair_share = (u.tenant.weight > 0 ? u.tenant.weight : 1) / weights;
+    }
+  }
+  return out;
+}
+
 void Controller::SetCoordinatorAddress(const std::string& address) {
   std::lock_guard<std::mutex> lock(mu_);
   options_.coordinator_address = address;
@@ -276,6 +354,18 @@ void Controller::HandleExitLocked(const LearnerExit& e) {
   auto rec = store_.GetJob(e.job_id);
   if (!rec.ok()) return;  // deleted
   JobRecord r = *rec;
+  if (e.attempt == r.attempt && r.state == JobState::kPreempted) {
+    finished_.erase(e.job_id);
+    last_seen_ms_.erase(e.job_id);
+    r.learner_pid = 0;
+    r.node.clear();
+    absl::Status s = TransitionLocked(
+        r, JobState::kQueued,
+        absl::StrCat("requeued after preemption (learner ", e.Describe(),
+                     "); it resumes from its latest checkpoint"));
+    if (!s.ok()) spdlog::error("job {}: {}", r.id, s.message());
+    return;
+  }
   if (e.attempt != r.attempt || (!IsActive(r.state) && r.state != JobState::kPlaced)) {
     spdlog::info("job {}: learner of attempt {} ended ({}) after the job moved on", e.job_id,
                  e.attempt, e.Describe());
@@ -341,10 +431,20 @@ void Controller::ScheduleLocked(const std::vector<JobRecord>& jobs) {
   scheduler::ClusterSnapshot snap;
   snap.now_ms = clock_.NowMs();
   snap.nodes = options_.nodes;
-  std::map<std::string, JobRecord> queued;
+  if (auto tenants = store_.ListTenants(); tenants.ok()) {
+    for (const TenantRecord& t : *tenants) {
+      scheduler::TenantShare share;
+      share.has_quota = t.has_quota;
+      share.quota = {t.quota_cpus, t.quota_memory_mb, t.quota_gpus};
+      share.weight = t.weight;
+      snap.tenants[t.name] = share;
+    }
+  }
+  std::map<std::string, JobRecord> candidates;  // queued and running, by id
   waiting_.clear();
   for (const JobRecord& r : jobs) {
-    if (r.state != JobState::kQueued && !HoldsResources(r.state)) continue;
+    const bool preempted = r.state == JobState::kPreempted;
+    if (r.state != JobState::kQueued && !HoldsResources(r.state) && !preempted) continue;
     auto spec = SpecOf(r);
     if (!spec.ok()) continue;
     scheduler::JobRequest req;
@@ -354,12 +454,18 @@ void Controller::ScheduleLocked(const std::vector<JobRecord>& jobs) {
     req.learners = req.min_learners = req.max_learners = spec->resources.learners;
     req.per_learner = PerLearner(*spec);
     req.restarts = r.restarts;
-    if (HoldsResources(r.state)) {
+    req.priority = spec->priority;
+    req.spread = spec->resources.placement == "spread";
+    if (HoldsResources(r.state) || preempted) {
       for (auto& n : snap.nodes) {
         if (n.name == r.node) n.allocated += req.per_learner;
       }
+      // A job being preempted still holds its node until its learner has checkpointed and
+      // exited; it is not the policy's to decide about again.
+      if (preempted) continue;
       req.allocation.assign(req.learners, r.node);
       snap.jobs.push_back(std::move(req));
+      candidates[r.id] = r;
       continue;
     }
     // Jobs in restart backoff sit out this round.
@@ -370,15 +476,39 @@ void Controller::ScheduleLocked(const std::vector<JobRecord>& jobs) {
       continue;
     }
     snap.jobs.push_back(std::move(req));
-    queued[r.id] = r;
+    candidates[r.id] = r;
   }
-  if (queued.empty()) return;
+  bool any_waiting = false;
+  for (const auto& j : snap.jobs) any_waiting = any_waiting || j.Waiting();
+  if (!any_waiting) return;
   scheduler::Decisions d = policy_.Schedule(snap);
   for (const auto& w : d.waiting) waiting_[w.job_id] = w.reason;
-  for (const auto& p : d.placements) {
-    auto it = queued.find(p.job_id);
-    if (it != queued.end()) StartJobLocked(it->second, p);
+  for (const auto& id : d.preempted) {
+    auto it = candidates.find(id);
+    if (it == candidates.end()) continue;
+    JobState st = it->second.state;
+    if (st == JobState::kStarting || st == JobState::kRunning || st == JobState::kDelivered) {
+      PreemptLocked(it->second);
+    }
   }
+  for (const auto& p : d.placements) {
+    auto it = candidates.find(p.job_id);
+    if (it != candidates.end() && it->second.state == JobState::kQueued) StartJobLocked(it->second, p);
+  }
+}
+
+void Controller::PreemptLocked(JobRecord r) {
+  absl::Status s = TransitionLocked(
+      r, JobState::kPreempted,
+      "preempted by the scheduler for a higher-priority job or a tenant below its fair share; "
+      "checkpointing before it goes back to the queue");
+  if (!s.ok()) {
+    spdlog::error("job {}: {}", r.id, s.message());
+    return;
+  }
+  spdlog::info("job {}: preempted, stopping its learner with {} ms to checkpoint", r.id,
+               options_.stop_grace_ms);
+  executor_.Stop(r.id, options_.stop_grace_ms).IgnoreError();
 }
 
 LearnerLaunch Controller::LaunchFor(const JobRecord& r, const JobSpec& spec) const {
@@ -533,7 +663,7 @@ absl::Status Controller::OnCommitCheckpoint(const std::string& id, int64_t attem
     return absl::FailedPreconditionError(
         absl::StrCat("attempt ", attempt, " is stale; the job is at attempt ", r.attempt));
   }
-  if (!IsActive(r.state) && r.state != JobState::kHalted) {
+  if (!IsActive(r.state) && r.state != JobState::kHalted && r.state != JobState::kPreempted) {
     return absl::FailedPreconditionError(
         absl::StrCat("job is ", JobStateName(r.state), ", not running"));
   }

@@ -90,6 +90,34 @@ class Controller {
   // Why a queued job is still waiting ("waiting: ..."), empty if it is not waiting.
   std::string WaitingReason(const std::string& id) const;
 
+  // The queue: QUEUED and PREEMPTED jobs of `tenant` (all when empty), higher priority first,
+  // then oldest, each with why it waits.
+  struct QueueEntry {
+    JobRecord job;
+    int priority = 0;
+    std::string reason;
+  };
+  absl::StatusOr<std::vector<QueueEntry>> Queue(const std::string& tenant) const;
+
+  // Each node's capacity and allocation, with the jobs holding it.
+  struct NodeUsage {
+    scheduler::Node node;
+    std::vector<JobRecord> jobs;
+  };
+  absl::StatusOr<std::vector<NodeUsage>> Nodes() const;
+
+  // Each tenant's resources in use, its weighted dominant share and its fair share (weight over
+  // the weights of the tenants with active or queued jobs; 0 for a tenant without).
+  struct TenantUsage {
+    TenantRecord tenant;
+    scheduler::Resources used;
+    int running_jobs = 0;
+    int queued_jobs = 0;
+    double dominant_share = 0;  // max over resources of used / cluster total
+    double fair_share = 0;
+  };
+  absl::StatusOr<std::vector<TenantUsage>> Usage() const;
+
   // Directory of a job's files, and of its learner logs.
   std::string JobDir(const std::string& id) const;
   std::string LogDir(const std::string& id) const;
@@ -129,6 +157,9 @@ class Controller {
   void CheckLivenessLocked(std::vector<JobRecord>& jobs) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // One scheduling round over `jobs` (the store's jobs as of this round).
   void ScheduleLocked(const std::vector<JobRecord>& jobs) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // RUNNING -> PREEMPTED and SIGTERM to its learner, which checkpoints and exits; its exit moves
+  // the job back to QUEUED (HandleExitLocked). It keeps its node until then.
+  void PreemptLocked(JobRecord r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void StartJobLocked(JobRecord record, const scheduler::Placement& placement)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FailLocked(JobRecord& record, const std::string& reason)

@@ -198,7 +198,7 @@ void ReadTraining(FieldReader& r, const YAML::Node& n, JobSpec* spec) {
 
 void ReadResources(FieldReader& r, const YAML::Node& n, JobSpec* spec) {
   if (!n) return;
-  if (!r.Mapping(n, "resources", {"learners", "cpus", "memory_mb", "gpus"})) return;
+  if (!r.Mapping(n, "resources", {"learners", "cpus", "memory_mb", "gpus", "placement"})) return;
   ResourceSpec& res = spec->resources;
   r.Integer(n, "resources", "learners", &res.learners, 1, kMaxLearners,
             "a positive integer up to 1024");
@@ -211,6 +211,24 @@ void ReadResources(FieldReader& r, const YAML::Node& n, JobSpec* spec) {
   r.Integer(n, "resources", "memory_mb", &res.memory_mb, 64, int64_t{1} << 30,
             "an integer number of MiB, at least 64");
   r.Integer(n, "resources", "gpus", &res.gpus, 0, 64, "a non-negative integer");
+  r.String(n, "resources", "placement", &res.placement, {"pack", "spread"});
+}
+
+void ReadPriority(FieldReader& r, const YAML::Node& n, JobSpec* spec) {
+  if (!n) return;
+  if (n.IsScalar()) {
+    const std::string v = n.Scalar();
+    if (v == "low") { spec->priority = -100; return; }
+    if (v == "normal") { spec->priority = 0; return; }
+    if (v == "high") { spec->priority = 100; return; }
+    int64_t num = 0;
+    if (absl::SimpleAtoi(v, &num) && num >= -1000 && num <= 1000) {
+      spec->priority = static_cast<int>(num);
+      return;
+    }
+  }
+  r.Error("priority", absl::StrCat("must be low, normal, high or an integer in [-1000, 1000], got '",
+                                   n.IsScalar() ? n.Scalar() : std::string("(not a scalar)"), "'"));
 }
 
 void ReadTargets(FieldReader& r, const YAML::Node& n, JobSpec* spec) {
@@ -249,7 +267,7 @@ void ReadCheckpoint(FieldReader& r, const YAML::Node& n, JobSpec* spec) {
 void ReadDocument(FieldReader& r, const YAML::Node& doc, JobSpec* spec) {
   if (!r.Mapping(doc, "", {"apiVersion", "kind", "name", "description", "model", "data",
                            "training", "resources", "targets", "checkpoint",
-                           "max_restarts"})) {
+                           "max_restarts", "priority"})) {
     return;
   }
   std::string api = "weft/v1";
@@ -275,6 +293,7 @@ void ReadDocument(FieldReader& r, const YAML::Node& doc, JobSpec* spec) {
   ReadTargets(r, doc["targets"], spec);
   ReadCheckpoint(r, doc["checkpoint"], spec);
   r.Integer(doc, "", "max_restarts", &spec->max_restarts, 0, 100, "an integer in [0, 100]");
+  ReadPriority(r, doc["priority"], spec);
 }
 
 }  // namespace
@@ -343,7 +362,8 @@ nlohmann::json SpecToJson(const JobSpec& s) {
   j["resources"] = {{"learners", s.resources.learners},
                     {"cpus", s.resources.cpus},
                     {"memory_mb", s.resources.memory_mb},
-                    {"gpus", s.resources.gpus}};
+                    {"gpus", s.resources.gpus},
+                    {"placement", s.resources.placement}};
   if (s.targets.deliver || s.targets.complete) {
     j["targets"]["metric"] = s.targets.metric;
     if (s.targets.deliver) j["targets"]["deliver"] = *s.targets.deliver;
@@ -353,6 +373,7 @@ nlohmann::json SpecToJson(const JobSpec& s) {
                      {"every_seconds", s.checkpoint.every_seconds},
                      {"keep", s.checkpoint.keep}};
   j["max_restarts"] = s.max_restarts;
+  j["priority"] = s.priority;
   return j;
 }
 

@@ -43,6 +43,7 @@ struct ResourceSpec {
   double cpus = 1;         // per learner
   int64_t memory_mb = 2048;  // per learner, MiB
   int gpus = 0;            // per learner
+  std::string placement = "pack";  // gang placement: "pack" (fewest nodes) or "spread" (most)
 };
 
 // Two-tier accuracy targets (TRADL): deliver a model early at `deliver`, finish at `complete`.
@@ -69,6 +70,9 @@ struct JobSpec {
   TargetSpec targets;
   CheckpointSpec checkpoint;
   int max_restarts = 3;  // restarts after learner failures before the job is FAILED
+  // Order among the tenant's own jobs, higher first: low = -100, normal = 0, high = 100, or any
+  // integer in [-1000, 1000]. A higher-priority job may preempt a lower one of the same tenant.
+  int priority = 0;
 
   // The learning rate actually used (resolves the 0 default per optimizer).
   double EffectiveLearningRate() const;

@@ -42,7 +42,7 @@ class EndToEndTest : public ::testing::Test {
     if (!dir_.empty()) std::filesystem::remove_all(dir_);
   }
 
-  httplib::Client Http() const { return httplib::Client("127.0.0.1", weftd_->port()); }
+  httplib::Client Http() const { return weftd_->Client(); }
 
   json GetJson(const std::string& path, int expect_status = 200) {
     auto c = Http();

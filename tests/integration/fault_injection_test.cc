@@ -60,7 +60,7 @@ class FaultInjectionTest : public ::testing::Test {
   }
 
   json Get(const WeftdProcess& w, const std::string& path) {
-    httplib::Client c("127.0.0.1", w.port());
+    httplib::Client c = w.Client();
     c.set_connection_timeout(1, 0);
     auto r = c.Get(path);
     if (!r || r->status != 200) return json();

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include <httplib.h>
+#include "nlohmann/json.hpp"
 
 namespace weft::testing {
 
@@ -117,7 +118,14 @@ bool WeftdProcess::Start() {
   c.set_connection_timeout(1, 0);
   for (int i = 0; i < 200; ++i) {
     auto r = c.Get("/healthz");
-    if (r && r->status == 200) return true;
+    if (r && r->status == 200) {
+      if (token_.empty()) {
+        auto t = ClientAs(admin_token()).Post("/v1/tenants/default/tokens", "", "application/json");
+        if (!t || t->status != 201) return false;
+        token_ = nlohmann::json::parse(t->body)["token"];
+      }
+      return true;
+    }
     int status;
     if (waitpid(pid_, &status, WNOHANG) == pid_) {
       pid_ = 0;
@@ -158,9 +166,28 @@ std::string WeftdProcess::log() const {
 }
 
 CommandResult WeftdProcess::Cli(const std::vector<std::string>& args, int timeout_s) const {
-  std::vector<std::string> argv = {std::string(WEFT_BIN_DIR) + "/weft", "--server", server()};
+  return CliAs(token_, args, timeout_s);
+}
+
+CommandResult WeftdProcess::CliAs(const std::string& token, const std::vector<std::string>& args,
+                                  int timeout_s) const {
+  std::vector<std::string> argv = {std::string(WEFT_BIN_DIR) + "/weft", "--server", server(),
+                                   "--token", token};
   argv.insert(argv.end(), args.begin(), args.end());
   return RunCommand(argv, {}, timeout_s);
+}
+
+std::string WeftdProcess::admin_token() const {
+  std::ifstream in(data_dir_ + "/admin.token");
+  std::string t;
+  std::getline(in, t);
+  return t;
+}
+
+httplib::Client WeftdProcess::ClientAs(const std::string& token) const {
+  httplib::Client c("127.0.0.1", port_);
+  if (!token.empty()) c.set_bearer_token_auth(token);
+  return c;
 }
 
 }  // namespace weft::testing

@@ -2,6 +2,8 @@
 // port, and the weft CLI as a child process with its output captured.
 #pragma once
 
+#include <httplib.h>
+
 #include <sys/types.h>
 
 #include <cstdint>
@@ -41,11 +43,23 @@ class WeftdProcess {
   std::string server() const;  // "127.0.0.1:PORT"
   std::string log() const;     // weftd's own output
 
-  // Runs the weft CLI against this weftd.
+  // Runs the weft CLI against this weftd, as tenant `default` (token()).
   CommandResult Cli(const std::vector<std::string>& args, int timeout_s = 300) const;
+  // Runs the weft CLI with a given token ("" for none).
+  CommandResult CliAs(const std::string& token, const std::vector<std::string>& args,
+                      int timeout_s = 300) const;
+
+  // The admin token weftd wrote on its first start, and a token of tenant `default` created
+  // through the API on the first Start() of this object.
+  std::string admin_token() const;
+  const std::string& token() const { return token_; }
+  // An HTTP client carrying `token` ("" = no Authorization header); token() by default.
+  httplib::Client Client() const { return ClientAs(token_); }
+  httplib::Client ClientAs(const std::string& token) const;
 
  private:
   std::string data_dir_;
+  std::string token_;
   int port_ = 0;
   pid_t pid_ = 0;
   std::string log_path_;

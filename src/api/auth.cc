@@ -1,0 +1,88 @@
+#include "api/auth.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "common/files.h"
+#include "common/ids.h"
+
+namespace weft::api {
+
+absl::StatusOr<Caller> Authenticate(Store& store, const std::string& authorization) {
+  absl::string_view v = absl::StripAsciiWhitespace(authorization);
+  if (v.empty()) {
+    return absl::UnauthenticatedError(
+        "missing bearer token: send 'Authorization: Bearer <token>' (the CLI reads WEFT_TOKEN or "
+        "--token; tenant tokens come from `weft token create TENANT`, the admin token is in "
+        "<data-dir>/admin.token)");
+  }
+  if (!absl::ConsumePrefix(&v, "Bearer ") && !absl::ConsumePrefix(&v, "bearer ")) {
+    return absl::UnauthenticatedError("the Authorization header must be 'Bearer <token>'");
+  }
+  v = absl::StripAsciiWhitespace(v);
+  auto token = store.FindToken(Sha256Hex(std::string(v)));
+  if (!token.ok()) {
+    if (absl::IsNotFound(token.status())) return absl::UnauthenticatedError("invalid token");
+    return token.status();
+  }
+  if (token->revoked_ms) return absl::UnauthenticatedError("this token was revoked");
+  Caller c;
+  c.admin = token->tenant.empty();
+  c.tenant = token->tenant;
+  c.token_id = token->id;
+  return c;
+}
+
+absl::StatusOr<std::pair<TokenRecord, std::string>> IssueToken(Store& store, const std::string& tenant,
+                                                               TimeMs now) {
+  std::string secret = NewSecretToken();
+  TokenRecord rec;
+  rec.id = NewTokenId();
+  rec.tenant = tenant;
+  rec.sha256 = Sha256Hex(secret);
+  rec.created_ms = now;
+  if (absl::Status s = store.CreateToken(rec); !s.ok()) return s;
+  return std::make_pair(rec, secret);
+}
+
+absl::StatusOr<std::optional<std::string>> EnsureAdminToken(Store& store, const std::string& data_dir,
+                                                            TimeMs now) {
+  auto existing = store.ListTokens("");
+  if (!existing.ok()) return existing.status();
+  for (const auto& t : *existing) {
+    if (!t.revoked_ms) return std::optional<std::string>();
+  }
+  std::string secret = NewSecretToken();
+  const std::string path = data_dir + "/admin.token";
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return absl::InternalError(absl::StrCat("cannot create ", path));
+  fchmod(fd, 0600);
+  std::string line = secret + "\n";
+  bool ok = write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) && fsync(fd) == 0;
+  close(fd);
+  if (!ok) return absl::InternalError(absl::StrCat("cannot write ", path));
+  if (absl::Status s = FsyncPath(data_dir); !s.ok()) return s;
+  TokenRecord rec;
+  rec.id = NewTokenId();
+  rec.sha256 = Sha256Hex(secret);
+  rec.created_ms = now;
+  if (absl::Status s = store.CreateToken(rec); !s.ok()) return s;
+  return std::optional<std::string>(secret);
+}
+
+absl::Status EnsureDefaultTenant(Store& store, TimeMs now) {
+  auto t = store.GetTenant("default");
+  if (t.ok()) return absl::OkStatus();
+  if (!absl::IsNotFound(t.status())) return t.status();
+  TenantRecord rec;
+  rec.name = "default";
+  rec.created_ms = now;
+  absl::Status s = store.CreateTenant(rec);
+  return absl::IsAlreadyExists(s) ? absl::OkStatus() : s;
+}
+
+}  // namespace weft::api
