@@ -12,7 +12,12 @@ start_weftd() {
   WEFTD_PID=$!
   export WEFT_SERVER="127.0.0.1:$port"
   for _ in $(seq 1 100); do
-    curl -fsS "http://$WEFT_SERVER/healthz" >/dev/null 2>&1 && return 0
+    if curl -fsS "http://$WEFT_SERVER/healthz" >/dev/null 2>&1; then
+      # Jobs belong to a tenant: submit as `default` with a token the admin token creates.
+      WEFT_TOKEN=$("$BIN/weft" --token "$(cat "$dir/admin.token")" token create default 2>/dev/null)
+      export WEFT_TOKEN
+      return 0
+    fi
     sleep 0.1
   done
   echo "weftd did not start" >&2; cat "$dir.weftd.log" >&2; return 1

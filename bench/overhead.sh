@@ -27,7 +27,7 @@ for r in $(seq 1 "$REPEATS"); do
   b=$("$BIN/bench_bare_loop" "$ARCH" "$THREADS" "$BATCH" "$STEPS" | python3 -c 'import json,sys; print(json.load(sys.stdin)["samples_per_s"])')
   bare+=("$b")
   id=$(submit_and_wait "$WORK/job.yaml")
-  w=$(curl -fsS "http://$WEFT_SERVER/v1/jobs/$id/metrics" | python3 -c '
+  w=$(curl -fsS -H "Authorization: Bearer $WEFT_TOKEN" "http://$WEFT_SERVER/v1/jobs/$id/metrics" | python3 -c '
 import json, sys
 pts = [p for p in json.load(sys.stdin)["points"] if "train_loss" in p]
 a, b = pts[0], pts[-1]

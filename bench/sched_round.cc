@@ -1,6 +1,6 @@
 // One scheduling round of each policy on a large synthetic cluster (Google Benchmark):
 // 1k active jobs × 512 nodes and 10k jobs × 2k nodes, 4 GPUs per node, about half the jobs
-// running. Goals: ≤ 10 ms and ≤ 100 ms per round. Policies are reused across iterations, so
+// running, 8 tenants (half with quotas, weights 1–3) and three priorities. Goals: ≤ 10 ms and ≤ 100 ms per round. Policies are reused across iterations, so
 // stateful ones (Tiresias) are measured in their steady state. Baseline in the same run: the
 // cost of copying the snapshot (what any round costs before deciding anything).
 #include <benchmark/benchmark.h>
@@ -64,6 +64,8 @@ World MakeWorld(int jobs, int nodes) {
   for (int i = 0; i < jobs; ++i) {
     JobRequest j;
     j.job_id = absl::StrCat("job-", i);
+    j.tenant = absl::StrCat("tenant-", i % 8);  // 8 tenants for the fair-share policy
+    j.priority = static_cast<int>(i % 3) * 100 - 100;
     j.submitted_ms = i * 1000;
     j.learners = sizes[pick(rng)];
     j.min_learners = 1;
@@ -78,6 +80,15 @@ World MakeWorld(int jobs, int nodes) {
       running_gpus += j.learners;
     }
     w.snapshot.jobs.push_back(std::move(j));
+  }
+  for (int t = 0; t < 8; ++t) {
+    TenantShare share;
+    share.weight = 1 + t % 3;
+    share.has_quota = t % 2 == 0;
+    share.quota.gpus = nodes;  // a quarter of the cluster
+    share.quota.cpus = 1e9;
+    share.quota.memory_mb = int64_t{1} << 40;
+    w.snapshot.tenants[absl::StrCat("tenant-", t)] = share;
   }
   for (auto& node : w.snapshot.nodes) node.allocated = {};
   std::unordered_map<std::string, int> index;
@@ -130,5 +141,6 @@ BENCHMARK_CAPTURE(BM_Round, fifo, std::string("fifo")) WEFT_SIZES;
 BENCHMARK_CAPTURE(BM_Round, tiresias, std::string("tiresias")) WEFT_SIZES;
 BENCHMARK_CAPTURE(BM_Round, optimus, std::string("optimus")) WEFT_SIZES;
 BENCHMARK_CAPTURE(BM_Round, goodput, std::string("goodput")) WEFT_SIZES;
+BENCHMARK_CAPTURE(BM_Round, fairshare, std::string("fairshare")) WEFT_SIZES;
 
 BENCHMARK_MAIN();

@@ -18,8 +18,8 @@ start_weftd "$WORK/data"
 sed "s/threads: 2/threads: $THREADS/" examples/fashion-mnist-cnn.yaml >"$WORK/cnn.yaml"
 echo "weft: training examples/fashion-mnist-cnn.yaml ..."
 id=$(submit_and_wait "$WORK/cnn.yaml")
-curl -fsS "http://$WEFT_SERVER/v1/jobs/$id" >"$WORK/job.json"
-curl -fsS "http://$WEFT_SERVER/v1/jobs/$id/metrics" >"$WORK/metrics.json"
+curl -fsS -H "Authorization: Bearer $WEFT_TOKEN" "http://$WEFT_SERVER/v1/jobs/$id" >"$WORK/job.json"
+curl -fsS -H "Authorization: Bearer $WEFT_TOKEN" "http://$WEFT_SERVER/v1/jobs/$id/metrics" >"$WORK/metrics.json"
 stop_weftd
 
 echo "pytorch: $REF $THREADS $EPOCHS ..."

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # README command (1): installs dependencies, builds, starts weftd on ./weft-data with the embedded
-# SQLite store, submits examples/fashion-mnist-cnn.yaml, follows it with a live progress line,
-# and prints where the delivered and final models are and their test accuracy.
+# SQLite store, creates a token for tenant `default` with the admin token weftd wrote on its first
+# start, submits examples/fashion-mnist-cnn.yaml as that tenant, follows it with a live progress
+# line, and prints where the delivered and final models are and their test accuracy.
 #
 #   WEFT_PORT=8470 (REST port), WEFT_DATA_DIR=./weft-data, WEFT_MANIFEST=examples/fashion-mnist-cnn.yaml
 set -euo pipefail
@@ -27,6 +28,11 @@ for _ in $(seq 1 100); do
   fi
   sleep 0.1
 done
+
+# The admin token manages tenants; jobs are submitted with a tenant's token.
+WEFT_TOKEN=$("$BIN/weft" --token "$(cat "$DATA_DIR/admin.token")" token create default)
+export WEFT_TOKEN
+echo "submitting as tenant default (token in \$WEFT_TOKEN for this run; \`weft token create\` makes more)"
 
 start=$(date +%s)
 status=0

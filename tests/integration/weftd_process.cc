@@ -110,9 +110,10 @@ std::string WeftdProcess::server() const { return "127.0.0.1:" + std::to_string(
 bool WeftdProcess::Start() {
   port_ = FreePort();
   int fd = open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-  pid_ = Spawn({std::string(WEFT_BIN_DIR) + "/weftd", "--data-dir", data_dir_, "--listen",
-                server()},
-               {}, fd);
+  std::vector<std::string> argv = {std::string(WEFT_BIN_DIR) + "/weftd", "--data-dir", data_dir_,
+                                   "--listen", server()};
+  argv.insert(argv.end(), args_.begin(), args_.end());
+  pid_ = Spawn(argv, {}, fd);
   close(fd);
   httplib::Client c("127.0.0.1", port_);
   c.set_connection_timeout(1, 0);

@@ -32,6 +32,8 @@ class WeftdProcess {
   explicit WeftdProcess(std::string data_dir);
   ~WeftdProcess();  // stops weftd (SIGTERM, then SIGKILL)
 
+  // Extra weftd flags for the next Start() (e.g. {"--config", path}).
+  void set_args(std::vector<std::string> args) { args_ = std::move(args); }
   // Starts weftd and waits until /healthz answers. False on failure (see log()).
   bool Start();
   // SIGTERM and wait; SIGKILL if it does not go within 10 s.
@@ -60,6 +62,7 @@ class WeftdProcess {
  private:
   std::string data_dir_;
   std::string token_;
+  std::vector<std::string> args_;
   int port_ = 0;
   pid_t pid_ = 0;
   std::string log_path_;

@@ -20,6 +20,8 @@ struct Case {
   double min_exact;  // fraction of jobs whose JCT must equal the artifact's exactly
 };
 
+void PrintTo(const Case& c, std::ostream* os) { *os << c.policy << " at " << c.load << "x"; }
+
 class CalibrationTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(CalibrationTest, MatchesPublishedJcts) {

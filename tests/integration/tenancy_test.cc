@@ -1,0 +1,234 @@
+// Tenancy through a real weftd: tokens, isolation on every endpoint, quotas and a preemption by a
+// higher-priority job with real learners that checkpoint and resume.
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "integration/weftd_process.h"
+#include "nlohmann/json.hpp"
+#include "spec/job_spec.h"
+
+namespace weft {
+namespace {
+
+using json = nlohmann::json;
+using ::testing::HasSubstr;
+using testing::WeftdProcess;
+
+class TenancyTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/weft-tenancy-XXXXXX";
+    dir_ = mkdtemp(tmpl);
+    // One node of 2 cpus, whatever this machine has, so quotas and preemption are deterministic.
+    std::ofstream(dir_ + "/nodes.yaml") << "nodes:\n  - {name: n1, cpus: 2, memory_mb: 8192}\n";
+    weftd_ = std::make_unique<WeftdProcess>(dir_ + "/data");
+    weftd_->set_args({"--config", dir_ + "/nodes.yaml"});
+    ASSERT_TRUE(weftd_->Start()) << weftd_->log();
+    admin_ = weftd_->admin_token();
+    ASSERT_EQ(admin_.rfind("weft_", 0), 0u);
+  }
+  void TearDown() override {
+    weftd_.reset();
+    if (!dir_.empty()) std::filesystem::remove_all(dir_);
+  }
+
+  std::string NewTenant(const std::string& name, const std::string& extra = "") {
+    std::vector<std::string> args = {"tenant", "create", name};
+    if (!extra.empty()) {
+      args.push_back("--quota");
+      args.push_back(extra);
+    }
+    auto c = weftd_->CliAs(admin_, args);
+    EXPECT_EQ(c.exit_code, 0) << c.output;
+    auto t = weftd_->CliAs(admin_, {"token", "create", name});
+    EXPECT_EQ(t.exit_code, 0) << t.output;
+    std::smatch m;
+    std::string out = t.output;
+    EXPECT_TRUE(std::regex_search(out, m, std::regex("weft_[0-9a-f]{64}"))) << out;
+    return m.size() ? m[0].str() : "";
+  }
+
+  std::string Manifest(const std::string& name, const std::string& body) {
+    std::string path = dir_ + "/" + name + ".yaml";
+    std::ofstream(path) << "name: " << name << "\n" << body;
+    return path;
+  }
+
+  std::string Submit(const std::string& token, const std::string& manifest) {
+    auto r = weftd_->CliAs(token, {"submit", manifest});
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    std::smatch m;
+    std::string out = r.output;
+    return std::regex_search(out, m, std::regex("job (job-[0-9a-z]+-[0-9a-z]+) submitted")) ? m[1].str() : "";
+  }
+
+  json Get(const std::string& token, const std::string& path, int* status = nullptr) {
+    auto r = weftd_->ClientAs(token).Get(path);
+    if (status) *status = r ? r->status : 0;
+    return r ? json::parse(r->body, nullptr, false) : json();
+  }
+
+  json WaitFor(const std::string& token, const std::string& id, const std::string& state, int timeout_s) {
+    json j;
+    for (int i = 0; i < timeout_s * 5; ++i) {
+      j = Get(token, "/v1/jobs/" + id);
+      if (j.value("state", "") == state) return j;
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    ADD_FAILURE() << id << " never reached " << state << ": " << j.dump(2);
+    return j;
+  }
+
+  std::string dir_;
+  std::string admin_;
+  std::unique_ptr<WeftdProcess> weftd_;
+};
+
+const char kQuickBody[] =
+    "model: {architecture: mlp, hidden_units: [32]}\n"
+    "data: {path: /usr/share/datasets/fashion-mnist, train_samples: 2000, test_samples: 500}\n"
+    "training: {epochs: 1, batch_size: 64, threads: 1}\n";
+const std::string kQuick = std::string(kQuickBody) + "resources: {cpus: 1, memory_mb: 512}\n";
+
+TEST_F(TenancyTest, EveryEndpointIsolatesTenantsAndTokensAreStoredOnlyAsDigests) {
+  const std::string a = NewTenant("team-a"), b = NewTenant("team-b");
+  ASSERT_FALSE(a.empty());
+  ASSERT_FALSE(b.empty());
+  const std::string id = Submit(a, Manifest("a-job", kQuick));
+  ASSERT_FALSE(id.empty());
+
+  struct Call {
+    std::string method, path;
+  };
+  const std::vector<Call> job_calls = {
+      {"GET", "/v1/jobs/ID"},          {"DELETE", "/v1/jobs/ID"},       {"POST", "/v1/jobs/ID/halt"},
+      {"POST", "/v1/jobs/ID/resume"},  {"GET", "/v1/jobs/ID/metrics"},  {"GET", "/v1/jobs/ID/model"},
+      {"GET", "/v1/jobs/ID/logs"},
+  };
+  auto call = [&](const std::string& token, const Call& c, const std::string& job) {
+    std::string path = std::regex_replace(c.path, std::regex("ID"), job);
+    auto cl = weftd_->ClientAs(token);
+    httplib::Result r = c.method == "GET"    ? cl.Get(path)
+                        : c.method == "POST" ? cl.Post(path, "", "application/json")
+                                             : cl.Delete(path);
+    return std::make_pair(r ? r->status : 0, r ? r->body : std::string());
+  };
+  for (const Call& c : job_calls) {
+    // Tenant b on a's job answers exactly as on a job that does not exist.
+    auto theirs = call(b, c, id);
+    auto missing = call(b, c, "job-0000000000-none");
+    EXPECT_EQ(theirs.first, 404) << c.method << " " << c.path << ": " << theirs.second;
+    EXPECT_EQ(std::regex_replace(theirs.second, std::regex(id), "X"),
+              std::regex_replace(missing.second, std::regex("job-0000000000-none"), "X"))
+        << c.method << " " << c.path;
+    EXPECT_EQ(call("", c, id).first, 401) << c.method << " " << c.path;
+    EXPECT_EQ(call("weft_" + std::string(64, '0'), c, id).first, 401) << c.method << " " << c.path;
+  }
+  // Lists and views show b nothing of a.
+  int status = 0;
+  EXPECT_THAT(Get(b, "/v1/jobs", &status).dump(), ::testing::Not(HasSubstr(id)));
+  EXPECT_EQ(status, 200);
+  EXPECT_THAT(Get(b, "/v1/queue").dump(), ::testing::Not(HasSubstr(id)));
+  EXPECT_THAT(Get(b, "/v1/nodes").dump(), ::testing::Not(HasSubstr(id)));
+  EXPECT_THAT(Get(a, "/v1/jobs").dump(), HasSubstr(id));
+  // Tenants may not use admin routes; the admin may not own jobs.
+  for (const auto& [method, path] : std::vector<std::pair<std::string, std::string>>{
+           {"GET", "/v1/tenants"}, {"POST", "/v1/tenants"}, {"GET", "/v1/tenants/team-a"},
+           {"PATCH", "/v1/tenants/team-a"}, {"DELETE", "/v1/tenants/team-b"},
+           {"POST", "/v1/tenants/team-b/tokens"}, {"GET", "/v1/tenants/team-b/tokens"},
+           {"DELETE", "/v1/tenants/team-b/tokens/tok-x"}}) {
+    auto cl = weftd_->ClientAs(b);
+    httplib::Result r = method == "GET"     ? cl.Get(path)
+                        : method == "POST"  ? cl.Post(path, "{}", "application/json")
+                        : method == "PATCH" ? cl.Patch(path, "{}", "application/json")
+                                            : cl.Delete(path);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 403) << method << " " << path;
+    auto none = weftd_->ClientAs("").Get("/v1/tenants");
+    EXPECT_EQ(none->status, 401);
+  }
+  auto admin_submit = weftd_->ClientAs(admin_).Post("/v1/jobs", kQuick, "application/yaml");
+  EXPECT_EQ(admin_submit->status, 403);
+  // The admin sees every tenant's job; deleting a tenant that owns jobs is refused.
+  EXPECT_THAT(Get(admin_, "/v1/jobs").dump(), HasSubstr(id));
+  auto del = weftd_->CliAs(admin_, {"tenant", "delete", "team-a"});
+  EXPECT_NE(del.exit_code, 0);
+  EXPECT_THAT(del.output, HasSubstr("still owns 1 job"));
+  // A revoked token stops working at once.
+  auto list = Get(admin_, "/v1/tenants/team-b/tokens");
+  ASSERT_EQ(list["tokens"].size(), 1u);
+  std::string tok_id = list["tokens"][0]["id"];
+  EXPECT_EQ(weftd_->CliAs(admin_, {"token", "revoke", "team-b", tok_id}).exit_code, 0);
+  Get(b, "/v1/jobs", &status);
+  EXPECT_EQ(status, 401);
+
+  // No token is in the store in clear; the admin token file is private.
+  std::string bytes;
+  for (const char* f : {"/weft.db", "/weft.db-wal"}) {
+    std::ifstream in(dir_ + "/data" + f, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    bytes += ss.str();
+  }
+  ASSERT_FALSE(bytes.empty());
+  for (const std::string& t : {a, b, admin_}) EXPECT_EQ(bytes.find(t), std::string::npos);
+  struct stat st;
+  ASSERT_EQ(stat((dir_ + "/data/admin.token").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600);
+}
+
+TEST_F(TenancyTest, QuotaHoldsAJobBackAndAHighPriorityJobPreemptsALowOneThatResumes) {
+  if (!std::filesystem::exists(std::string(kDefaultDataPath) + "/train-images-idx3-ubyte.gz")) {
+    GTEST_SKIP() << "Fashion-MNIST is not installed";
+  }
+  // Quota: team-q may use 1 cpu; its second 1-cpu job waits with the reason.
+  const std::string q = NewTenant("team-q", "cpus=1,memory=4GiB");
+  const std::string slow =
+      "model: {architecture: mlp, hidden_units: [256, 128]}\n"
+      "data: {path: /usr/share/datasets/fashion-mnist, train_samples: 30000, test_samples: 1000}\n"
+      "training: {epochs: 2, batch_size: 32, threads: 1}\n"
+      "checkpoint: {every_steps: 200}\n";
+  const std::string q1 = Submit(q, Manifest("q1", slow + "resources: {cpus: 1, memory_mb: 1024}\n"));
+  const std::string q2 = Submit(q, Manifest("q2", slow + "resources: {cpus: 1, memory_mb: 1024}\n"));
+  WaitFor(q, q1, "RUNNING", 60);
+  json queue;
+  for (int i = 0; i < 50; ++i) {
+    queue = Get(q, "/v1/queue");
+    if (queue["queue"].size() == 1 && queue["queue"][0].value("reason", "").find("quota") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  ASSERT_EQ(queue["queue"].size(), 1u) << queue.dump(2);
+  EXPECT_EQ(queue["queue"][0]["id"], q2);
+  EXPECT_EQ(queue["queue"][0]["reason"], "waiting: tenant quota cpus 1/1");
+  weftd_->CliAs(q, {"delete", q1});
+  weftd_->CliAs(q, {"delete", q2});
+
+  // Preemption: team-p's low-priority job fills the node; its high-priority job takes it over.
+  const std::string p = NewTenant("team-p");
+  const std::string low = Submit(p, Manifest("low", slow + "priority: low\nresources: {cpus: 2, memory_mb: 1024}\n"));
+  WaitFor(p, low, "RUNNING", 60);
+  // Let it write a checkpoint or two before it is preempted.
+  for (int i = 0; i < 150 && Get(p, "/v1/jobs/" + low)["progress"].value("step", 0) < 450; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  const std::string urgent = Submit(
+      p, Manifest("urgent", std::string(kQuickBody) + "priority: high\nresources: {cpus: 2, memory_mb: 512}\n"));
+  WaitFor(p, urgent, "COMPLETED", 120);
+  json done = WaitFor(p, low, "COMPLETED", 400);
+  std::string history = done["history"].dump();
+  EXPECT_THAT(history, HasSubstr("PREEMPTED"));
+  EXPECT_THAT(history, HasSubstr("requeued after preemption"));
+  EXPECT_THAT(history, ::testing::Not(HasSubstr("FAILED")));
+  auto logs = weftd_->CliAs(p, {"logs", low});
+  EXPECT_THAT(logs.output, HasSubstr("resumed from"));
+}
+
+}  // namespace
+}  // namespace weft
