@@ -2,6 +2,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <climits>
@@ -17,6 +18,7 @@
 #include "api/auth.h"
 #include "api/rest_server.h"
 #include "common/files.h"
+#include "common/ids.h"
 #include "control/controller.h"
 #include "control/coordinator_service.h"
 #include "executor/local_executor.h"
@@ -154,8 +156,21 @@ int main(int argc, char** argv) {
               << std::flush;
   }
   weft::scheduler::FairSharePolicy policy;
+  // The secret behind learners' per-job credentials (HMAC of the job id), kept across restarts so
+  // adopted learners keep authenticating.
+  const std::string key_file = data_dir + "/learner.key";
+  auto learner_key = weft::ReadFile(key_file);
+  if (!learner_key.ok()) {
+    std::string fresh = weft::NewSecretToken();
+    if (auto s = weft::WriteFileAtomic(key_file, fresh, 0600); !s.ok()) {
+      std::cerr << "error: " << s.message() << "\n";
+      return 1;
+    }
+    learner_key = fresh;
+  }
   weft::ControllerOptions options;
   options.data_dir = data_dir;
+  options.learner_key = *learner_key;
   options.nodes = nodes;
   weft::Controller controller(**store, executor, policy, weft::SystemClock::Get(), options);
   weft::CoordinatorService service(controller, static_cast<int>(options.heartbeat_interval_ms));

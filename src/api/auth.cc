@@ -1,9 +1,5 @@
 #include "api/auth.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
@@ -57,15 +53,8 @@ absl::StatusOr<std::optional<std::string>> EnsureAdminToken(Store& store, const 
     if (!t.revoked_ms) return std::optional<std::string>();
   }
   std::string secret = NewSecretToken();
-  const std::string path = data_dir + "/admin.token";
-  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return absl::InternalError(absl::StrCat("cannot create ", path));
-  fchmod(fd, 0600);
-  std::string line = secret + "\n";
-  bool ok = write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) && fsync(fd) == 0;
-  close(fd);
-  if (!ok) return absl::InternalError(absl::StrCat("cannot write ", path));
-  if (absl::Status s = FsyncPath(data_dir); !s.ok()) return s;
+  // Durable (fsync of file and directory) before the digest is stored.
+  if (absl::Status s = WriteFileAtomic(data_dir + "/admin.token", secret + "\n", 0600); !s.ok()) return s;
   TokenRecord rec;
   rec.id = NewTokenId();
   rec.sha256 = Sha256Hex(secret);

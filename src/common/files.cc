@@ -1,7 +1,9 @@
 #include "common/files.h"
 
 #include <fcntl.h>
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -44,11 +46,12 @@ absl::Status FsyncPath(const std::string& path) {
   return absl::OkStatus();
 }
 
-absl::Status WriteFileAtomic(const std::string& path, const std::string& data) {
+absl::Status WriteFileAtomic(const std::string& path, const std::string& data, int mode) {
   fs::path target(path);
   fs::path dir = target.parent_path().empty() ? fs::path(".") : target.parent_path();
   std::string tmp = absl::StrCat(path, ".tmp.", ::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+  if (fd >= 0) ::fchmod(fd, mode);  // not widened by a umask, not narrowed below `mode`
   if (fd < 0) return ErrnoStatus("cannot create", tmp);
   size_t off = 0;
   while (off < data.size()) {
@@ -105,6 +108,21 @@ std::string Sha256Hex(const std::string& data) {
   out.reserve(len * 2);
   for (unsigned int i = 0; i < len; ++i) absl::StrAppendFormat(&out, "%02x", md[i]);
   return out;
+}
+
+std::string HmacSha256Hex(const std::string& key, const std::string& message) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+       reinterpret_cast<const unsigned char*>(message.data()), message.size(), md, &len);
+  std::string out;
+  out.reserve(len * 2);
+  for (unsigned int i = 0; i < len; ++i) absl::StrAppendFormat(&out, "%02x", md[i]);
+  return out;
+}
+
+bool ConstantTimeEquals(const std::string& a, const std::string& b) {
+  return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
 }
 
 }  // namespace weft

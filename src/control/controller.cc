@@ -230,6 +230,16 @@ std::string Controller::WaitingReason(const std::string& id) const {
   return it == waiting_.end() ? "" : it->second;
 }
 
+std::string Controller::LearnerCredential(const std::string& id) const {
+  if (options_.learner_key.empty()) return "";
+  return HmacSha256Hex(options_.learner_key, "weft-learner:" + id);
+}
+
+bool Controller::CheckLearnerCredential(const std::string& id, const std::string& credential) const {
+  if (options_.learner_key.empty()) return true;
+  return ConstantTimeEquals(LearnerCredential(id), credential);
+}
+
 absl::StatusOr<std::vector<Controller::QueueEntry>> Controller::Queue(const std::string& tenant) const {
   std::lock_guard<std::mutex> lock(mu_);
   ASSIGN_OR_RETURN(std::vector<JobRecord> jobs, store_.ListJobs(tenant));
@@ -525,6 +535,7 @@ LearnerLaunch Controller::LaunchFor(const JobRecord& r, const JobSpec& spec) con
   l.log_dir = LogDir(r.id);
   l.coordinator_address = options_.coordinator_address;
   l.threads = spec.EffectiveThreads();
+  l.credential = LearnerCredential(r.id);
   return l;
 }
 

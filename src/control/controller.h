@@ -36,6 +36,7 @@ struct ControllerOptions {
   int64_t stop_grace_ms = 10000;             // SIGTERM -> SIGKILL delay
   int64_t restart_backoff_ms = 1000;         // first restart delay, doubled each restart
   int64_t restart_backoff_max_ms = 60000;
+  std::string learner_key;                   // secret behind learner credentials; empty = none
 };
 
 // Result of a learner registering.
@@ -121,6 +122,13 @@ class Controller {
   // Directory of a job's files, and of its learner logs.
   std::string JobDir(const std::string& id) const;
   std::string LogDir(const std::string& id) const;
+
+  // The credential a learner of job `id` presents to the coordination service:
+  // HMAC-SHA256(options.learner_key, id), so weftd can hand it out again after a restart without
+  // storing it. Works for that job only; learners never see tenant or admin tokens.
+  std::string LearnerCredential(const std::string& id) const;
+  // Whether `credential` is job `id`'s. Always true when no learner_key is configured (tests).
+  bool CheckLearnerCredential(const std::string& id, const std::string& credential) const;
 
   // --- Coordination service (called by gRPC handlers) ---
   RegisterDecision OnRegister(const std::string& id, int rank, int64_t attempt, int64_t pid);

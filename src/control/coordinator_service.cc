@@ -17,9 +17,16 @@ JobProgress FromProto(const weft::v1::Progress& p) {
 
 }  // namespace
 
+grpc::Status CoordinatorService::Authenticate(const weft::v1::LearnerIdentity& id) const {
+  if (controller_.CheckLearnerCredential(id.job_id(), id.credential())) return grpc::Status::OK;
+  return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                      "the learner credential does not belong to job " + id.job_id());
+}
+
 grpc::Status CoordinatorService::Register(grpc::ServerContext*,
                                           const weft::v1::RegisterRequest* req,
                                           weft::v1::RegisterResponse* resp) {
+  if (grpc::Status auth = Authenticate(req->learner()); !auth.ok()) return auth;
   const auto& id = req->learner();
   RegisterDecision d = controller_.OnRegister(id.job_id(), id.rank(), id.attempt(), req->pid());
   resp->set_accepted(d.accepted);
@@ -32,6 +39,7 @@ grpc::Status CoordinatorService::Register(grpc::ServerContext*,
 grpc::Status CoordinatorService::Heartbeat(grpc::ServerContext*,
                                            const weft::v1::HeartbeatRequest* req,
                                            weft::v1::HeartbeatResponse* resp) {
+  if (grpc::Status auth = Authenticate(req->learner()); !auth.ok()) return auth;
   const auto& id = req->learner();
   bool keep = controller_.OnHeartbeat(id.job_id(), id.attempt(), FromProto(req->progress()));
   resp->set_keep_running(keep);
@@ -42,6 +50,7 @@ grpc::Status CoordinatorService::Heartbeat(grpc::ServerContext*,
 grpc::Status CoordinatorService::ReportMetrics(grpc::ServerContext*,
                                                const weft::v1::ReportMetricsRequest* req,
                                                weft::v1::ReportMetricsResponse* resp) {
+  if (grpc::Status auth = Authenticate(req->learner()); !auth.ok()) return auth;
   std::vector<MetricRecord> points;
   points.reserve(req->points_size());
   for (const auto& p : req->points()) {
@@ -64,6 +73,7 @@ grpc::Status CoordinatorService::ReportMetrics(grpc::ServerContext*,
 grpc::Status CoordinatorService::CommitArtifact(grpc::ServerContext*,
                                                 const weft::v1::CommitArtifactRequest* req,
                                                 weft::v1::CommitArtifactResponse* resp) {
+  if (grpc::Status auth = Authenticate(req->learner()); !auth.ok()) return auth;
   ArtifactRecord a;
   a.kind = req->kind();
   a.path = req->path();
@@ -82,6 +92,7 @@ grpc::Status CoordinatorService::CommitArtifact(grpc::ServerContext*,
 grpc::Status CoordinatorService::CommitCheckpoint(grpc::ServerContext*,
                                                   const weft::v1::CommitCheckpointRequest* req,
                                                   weft::v1::CommitCheckpointResponse* resp) {
+  if (grpc::Status auth = Authenticate(req->learner()); !auth.ok()) return auth;
   CheckpointRecord c;
   c.path = req->path();
   c.epoch = req->epoch();
@@ -97,6 +108,7 @@ grpc::Status CoordinatorService::CommitCheckpoint(grpc::ServerContext*,
 grpc::Status CoordinatorService::ReportFinished(grpc::ServerContext*,
                                                 const weft::v1::ReportFinishedRequest* req,
                                                 weft::v1::ReportFinishedResponse*) {
+  if (grpc::Status auth = Authenticate(req->learner()); !auth.ok()) return auth;
   controller_.OnFinished(req->learner().job_id(), req->learner().attempt(), req->succeeded(),
                          req->reason());
   return grpc::Status::OK;

@@ -33,6 +33,9 @@ class CoordinatorService final : public weft::v1::Coordinator::Service {
                               weft::v1::ReportFinishedResponse* resp) override;
 
  private:
+  // OK if `id` carries its job's learner credential; UNAUTHENTICATED otherwise.
+  grpc::Status Authenticate(const weft::v1::LearnerIdentity& id) const;
+
   Controller& controller_;
   const int heartbeat_interval_ms_;
 };

@@ -28,6 +28,7 @@ struct LearnerLaunch {
   std::string log_dir;            // LOG_DIR; stdout+stderr go to <log_dir>/learner-<rank>.log
   std::string coordinator_address;  // host:port of weftd's Coordinator gRPC service
   int threads = 1;                // intra-op threads (OMP_NUM_THREADS)
+  std::string credential;         // WEFT_JOB_CREDENTIAL: authenticates to the coordinator
 };
 
 // How a learner process ended.

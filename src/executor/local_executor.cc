@@ -44,7 +44,10 @@ std::vector<std::string> LocalExecutor::LearnerEnvironment(const LearnerLaunch& 
   const std::vector<std::string> ours = {
       "WEFT_JOB_ID", "WEFT_ATTEMPT", "WEFT_JOB_SPEC", "WEFT_COORDINATOR", "WEFT_NODE",
       "DATA_DIR", "RESULT_DIR", "CHECKPOINT_DIR", "LOG_DIR", "LEARNER_ID", "NUM_LEARNERS",
-      "RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "OMP_NUM_THREADS"};
+      "RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "OMP_NUM_THREADS",
+      "WEFT_JOB_CREDENTIAL",
+      // Never hand a learner weftd's own credentials.
+      "WEFT_TOKEN"};
   for (char** e = environ; e && *e; ++e) {
     std::string kv(*e);
     std::string name = kv.substr(0, kv.find('='));
@@ -53,6 +56,7 @@ std::vector<std::string> LocalExecutor::LearnerEnvironment(const LearnerLaunch& 
     if (!shadowed) env.push_back(kv);
   }
   env.push_back("WEFT_JOB_ID=" + l.job_id);
+  env.push_back("WEFT_JOB_CREDENTIAL=" + l.credential);
   env.push_back(absl::StrCat("WEFT_ATTEMPT=", l.attempt));
   env.push_back("WEFT_JOB_SPEC=" + l.spec_path);
   env.push_back("WEFT_COORDINATOR=" + l.coordinator_address);

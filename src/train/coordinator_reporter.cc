@@ -49,12 +49,13 @@ grpc::Status Retry(Rpc rpc) {
 }  // namespace
 
 CoordinatorReporter::CoordinatorReporter(const std::string& address, std::string job_id,
-                                         int rank, int64_t attempt)
+                                         int rank, int64_t attempt, std::string credential)
     : stub_(weft::v1::Coordinator::NewStub(
           grpc::CreateChannel(address, grpc::InsecureChannelCredentials()))),
       job_id_(std::move(job_id)),
       rank_(rank),
-      attempt_(attempt) {}
+      attempt_(attempt),
+      credential_(std::move(credential)) {}
 
 CoordinatorReporter::~CoordinatorReporter() {
   {
@@ -70,6 +71,7 @@ weft::v1::LearnerIdentity CoordinatorReporter::Identity() const {
   id.set_job_id(job_id_);
   id.set_rank(rank_);
   id.set_attempt(attempt_);
+  id.set_credential(credential_);
   return id;
 }
 

@@ -19,7 +19,9 @@ namespace weft::train {
 class CoordinatorReporter : public Reporter {
  public:
   // `address`: host:port of the Coordinator service.
-  CoordinatorReporter(const std::string& address, std::string job_id, int rank, int64_t attempt);
+  // `credential` is the job's WEFT_JOB_CREDENTIAL, sent with every call.
+  CoordinatorReporter(const std::string& address, std::string job_id, int rank, int64_t attempt,
+                      std::string credential = "");
   ~CoordinatorReporter() override;
   CoordinatorReporter(const CoordinatorReporter&) = delete;
   CoordinatorReporter& operator=(const CoordinatorReporter&) = delete;
@@ -42,6 +44,7 @@ class CoordinatorReporter : public Reporter {
   const std::string job_id_;
   const int rank_;
   const int64_t attempt_;
+  const std::string credential_;
   std::atomic<bool> keep_running_{true};
   std::atomic<int> heartbeat_ms_{1000};
   std::vector<std::string> resume_from_;  // written once by Register

@@ -59,7 +59,8 @@ int RunLearnerFromEnvironment() {
   spdlog::info("job {} rank {}/{} attempt {} pid {}", options.job_id, options.rank,
                options.world_size, attempt, ::getpid());
 
-  CoordinatorReporter reporter(coordinator, options.job_id, options.rank, attempt);
+  CoordinatorReporter reporter(coordinator, options.job_id, options.rank, attempt,
+                               Env("WEFT_JOB_CREDENTIAL"));
   absl::Status registered = reporter.Register(options.world_size);
   if (!registered.ok()) {
     spdlog::error("{}", registered.message());

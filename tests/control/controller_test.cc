@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "common/files.h"
+#include "control/coordinator_service.h"
 #include "store/sqlite_store.h"
 
 namespace weft {
@@ -406,4 +407,35 @@ TEST_F(ControllerTest, RejectsNeverFittingRequestsAndStoresNothing) {
 }
 
 }  // namespace
+TEST_F(ControllerTest, CoordinatorRefusesLearnersWithoutTheirJobsCredential) {
+  ControllerOptions o;
+  o.data_dir = dir_;
+  o.nodes = {scheduler::Node{"local", {2, 4096, 0}, {}}};
+  o.coordinator_address = "127.0.0.1:9";
+  o.learner_key = "a-secret-key";
+  controller_ = std::make_unique<Controller>(*store_, executor_, policy_, clock_, o);
+  std::string a = Submit(), b = Submit();
+  controller_->Tick();
+  ASSERT_FALSE(executor_.launches.empty());
+  const std::string cred_a = executor_.launches[0].credential;
+  EXPECT_EQ(cred_a, controller_->LearnerCredential(executor_.launches[0].job_id));
+  EXPECT_EQ(cred_a.size(), 64u);
+  EXPECT_NE(controller_->LearnerCredential(a), controller_->LearnerCredential(b));
+
+  CoordinatorService service(*controller_, 1000);
+  weft::v1::RegisterRequest req;
+  weft::v1::RegisterResponse resp;
+  req.mutable_learner()->set_job_id(executor_.launches[0].job_id);
+  req.mutable_learner()->set_attempt(executor_.launches[0].attempt);
+  req.mutable_learner()->set_credential("wrong");
+  EXPECT_EQ(service.Register(nullptr, &req, &resp).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  // Another job's credential does not work either.
+  const std::string other = executor_.launches[0].job_id == a ? b : a;
+  req.mutable_learner()->set_credential(controller_->LearnerCredential(other));
+  EXPECT_EQ(service.Register(nullptr, &req, &resp).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  req.mutable_learner()->set_credential(cred_a);
+  EXPECT_TRUE(service.Register(nullptr, &req, &resp).ok());
+  EXPECT_TRUE(resp.accepted()) << resp.reason();
+}
+
 }  // namespace weft

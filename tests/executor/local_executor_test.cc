@@ -89,6 +89,18 @@ TEST_F(LocalExecutorTest, LearnerGetsTheEnvironmentContractAndItsLogIsKept) {
   EXPECT_TRUE(std::filesystem::is_directory(dir_ + "/checkpoints"));
 }
 
+TEST_F(LocalExecutorTest, LearnerGetsItsJobCredentialButNeverWeftdsToken) {
+  setenv("WEFT_TOKEN", "weft_secret-of-the-admin", 1);
+  LocalExecutor ex(Script("echo cred=$WEFT_JOB_CREDENTIAL token=${WEFT_TOKEN:-none}; exit 0"));
+  LearnerLaunch l = Launch();
+  l.credential = "job-credential-123";
+  ASSERT_TRUE(ex.Start(l).ok());
+  WaitForExit(ex);
+  unsetenv("WEFT_TOKEN");
+  std::string log = Slurp(dir_ + "/logs/learner-0.log");
+  EXPECT_NE(log.find("cred=job-credential-123 token=none"), std::string::npos) << log;
+}
+
 TEST_F(LocalExecutorTest, ReportsExitCodes) {
   LocalExecutor ex(Script("exit 7"));
   ASSERT_TRUE(ex.Start(Launch()).ok());
