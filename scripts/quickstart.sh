@@ -39,4 +39,5 @@ status=0
 "$BIN/weft" submit "$MANIFEST" --follow || status=$?
 echo "wall time: $(( $(date +%s) - start )) s"
 echo "the job stays in $DATA_DIR; start weftd again on it to see it: $BIN/weftd --data-dir $DATA_DIR"
+echo "(weft commands need a token: export WEFT_TOKEN=\$($BIN/weft --token \$(cat $DATA_DIR/admin.token) token create default))"
 exit $status
