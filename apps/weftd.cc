@@ -1,5 +1,6 @@
 // weftd: the weft control-plane daemon (REST API, store, scheduler, executor, coordinator).
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -8,6 +9,7 @@
 #include <climits>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <thread>
 
 #include "CLI/CLI.hpp"
@@ -43,8 +45,10 @@ weft::scheduler::Node ThisHost() {
   return n;
 }
 
-// Reads `nodes: [{name, cpus, memory_mb, gpus}]` from a YAML config file.
-absl::StatusOr<std::vector<weft::scheduler::Node>> ReadNodes(const std::string& path) {
+// Reads `nodes: [{name, cpus, memory_mb, gpus, cpuset}]` from a YAML config file; `cpuset` (a
+// list of CPU ids) pins that node's learners to those CPUs.
+absl::StatusOr<std::vector<weft::scheduler::Node>> ReadNodes(
+    const std::string& path, std::map<std::string, std::vector<int>>* cpusets) {
   std::vector<weft::scheduler::Node> nodes;
   try {
     YAML::Node cfg = YAML::LoadFile(path);
@@ -61,6 +65,16 @@ absl::StatusOr<std::vector<weft::scheduler::Node>> ReadNodes(const std::string& 
       if (n.capacity.cpus <= 0 || n.capacity.memory_mb <= 0) {
         return absl::InvalidArgumentError(
             absl::StrCat(path, ": nodes[", i, "]: cpus and memory_mb must be positive"));
+      }
+      if (y["cpuset"]) {
+        std::vector<int> cpus = y["cpuset"].as<std::vector<int>>();
+        for (int c : cpus) {
+          if (c < 0 || c >= CPU_SETSIZE) {
+            return absl::InvalidArgumentError(
+                absl::StrCat(path, ": nodes[", i, "].cpuset: CPU ids must be in [0, ", CPU_SETSIZE, ")"));
+          }
+        }
+        (*cpusets)[n.name] = cpus;
       }
       nodes.push_back(n);
     }
@@ -112,8 +126,9 @@ int main(int argc, char** argv) {
   }
 
   std::vector<weft::scheduler::Node> nodes = {ThisHost()};
+  std::map<std::string, std::vector<int>> cpusets;
   if (!config.empty()) {
-    auto n = ReadNodes(config);
+    auto n = ReadNodes(config, &cpusets);
     if (!n.ok()) {
       std::cerr << "error: " << n.status().message() << "\n";
       return 2;
@@ -172,6 +187,7 @@ int main(int argc, char** argv) {
   options.data_dir = data_dir;
   options.learner_key = *learner_key;
   options.nodes = nodes;
+  options.node_cpusets = cpusets;
   weft::Controller controller(**store, executor, policy, weft::SystemClock::Get(), options);
   weft::CoordinatorService service(controller, static_cast<int>(options.heartbeat_interval_ms));
   // Learners that outlive a weftd keep dialling the coordinator's address: reuse the address of

@@ -536,6 +536,7 @@ LearnerLaunch Controller::LaunchFor(const JobRecord& r, const JobSpec& spec) con
   l.coordinator_address = options_.coordinator_address;
   l.threads = spec.EffectiveThreads();
   l.credential = LearnerCredential(r.id);
+  if (auto it = options_.node_cpusets.find(r.node); it != options_.node_cpusets.end()) l.cpuset = it->second;
   return l;
 }
 

@@ -37,6 +37,7 @@ struct ControllerOptions {
   int64_t restart_backoff_ms = 1000;         // first restart delay, doubled each restart
   int64_t restart_backoff_max_ms = 60000;
   std::string learner_key;                   // secret behind learner credentials; empty = none
+  std::map<std::string, std::vector<int>> node_cpusets;  // node -> CPUs its learners are pinned to
 };
 
 // Result of a learner registering.

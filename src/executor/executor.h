@@ -29,6 +29,7 @@ struct LearnerLaunch {
   std::string coordinator_address;  // host:port of weftd's Coordinator gRPC service
   int threads = 1;                // intra-op threads (OMP_NUM_THREADS)
   std::string credential;         // WEFT_JOB_CREDENTIAL: authenticates to the coordinator
+  std::vector<int> cpuset;        // CPUs to pin the learner to (its node's); empty = no pinning
 };
 
 // How a learner process ended.

@@ -1,6 +1,8 @@
 #include "executor/local_executor.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <string.h>
@@ -11,7 +13,9 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/files.h"
+#include "common/logging.h"
 #include "common/status_macros.h"
 
 extern char** environ;
@@ -110,9 +114,35 @@ absl::StatusOr<int64_t> LocalExecutor::Start(const LearnerLaunch& launch) {
     return absl::InternalError(
         absl::StrCat("cannot start learner ", learner_binary_, ": ", strerror(rc)));
   }
+  if (!launch.cpuset.empty()) Pin(pid, launch.cpuset);
   std::lock_guard<std::mutex> lock(mu_);
   children_.push_back({launch, pid, 0});
   return static_cast<int64_t>(pid);
+}
+
+void LocalExecutor::Pin(int64_t pid, const std::vector<int>& cpus) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int c : cpus) {
+    if (c >= 0 && c < CPU_SETSIZE) CPU_SET(c, &set);
+  }
+  // Every thread the learner has by now; threads it starts later inherit the mask.
+  int pinned = 0, failed = 0;
+  DIR* d = opendir(absl::StrCat("/proc/", pid, "/task").c_str());
+  while (dirent* e = d ? readdir(d) : nullptr) {
+    int tid = atoi(e->d_name);
+    if (tid <= 0) continue;
+    (sched_setaffinity(tid, sizeof(set), &set) == 0 ? pinned : failed)++;
+  }
+  if (d) closedir(d);
+  if (pinned == 0) {
+    // sched_setaffinity on the pid itself (a learner that has not started its threads yet).
+    if (sched_setaffinity(static_cast<pid_t>(pid), sizeof(set), &set) == 0) pinned = 1;
+  }
+  if (pinned == 0 || failed > 0) {
+    spdlog::warn("learner pid {}: cannot pin to cpus {} on this host ({}); it runs unpinned", pid,
+                 absl::StrJoin(cpus, ","), strerror(errno));
+  }
 }
 
 absl::Status LocalExecutor::Stop(const std::string& job_id, int64_t grace_ms) {

@@ -22,6 +22,8 @@ class LocalExecutor : public Executor {
   LocalExecutor(const LocalExecutor&) = delete;
   LocalExecutor& operator=(const LocalExecutor&) = delete;
 
+  // Starts the learner in its own process group and, when launch.cpuset is set, pins it there
+  // with sched_setaffinity (a warning, not an error, where the host does not allow it).
   absl::StatusOr<int64_t> Start(const LearnerLaunch& launch) override;
   absl::Status Stop(const std::string& job_id, int64_t grace_ms) override;
   std::vector<LearnerExit> Reap() override;
@@ -34,6 +36,7 @@ class LocalExecutor : public Executor {
   static std::vector<std::string> LearnerEnvironment(const LearnerLaunch& launch);
 
  private:
+  static void Pin(int64_t pid, const std::vector<int>& cpus);
   struct Child {
     LearnerLaunch launch;
     pid_t pid = 0;

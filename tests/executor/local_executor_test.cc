@@ -1,5 +1,7 @@
 #include "executor/local_executor.h"
 
+#include <sched.h>
+
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -99,6 +101,19 @@ TEST_F(LocalExecutorTest, LearnerGetsItsJobCredentialButNeverWeftdsToken) {
   unsetenv("WEFT_TOKEN");
   std::string log = Slurp(dir_ + "/logs/learner-0.log");
   EXPECT_NE(log.find("cred=job-credential-123 token=none"), std::string::npos) << log;
+}
+
+TEST_F(LocalExecutorTest, LearnerIsPinnedToItsNodesCpus) {
+  cpu_set_t mine;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(mine), &mine), 0);
+  if (!CPU_ISSET(0, &mine)) GTEST_SKIP() << "CPU 0 is not available to this process";
+  LocalExecutor ex(Script("sleep 0.3; grep Cpus_allowed_list /proc/self/status; exit 0"));
+  LearnerLaunch l = Launch();
+  l.cpuset = {0};
+  ASSERT_TRUE(ex.Start(l).ok());
+  WaitForExit(ex);
+  std::string log = Slurp(dir_ + "/logs/learner-0.log");
+  EXPECT_NE(log.find("Cpus_allowed_list:\t0\n"), std::string::npos) << log;
 }
 
 TEST_F(LocalExecutorTest, ReportsExitCodes) {
