@@ -15,6 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/failpoint.h"
 
 namespace weft {
 namespace fs = std::filesystem;
@@ -72,6 +73,7 @@ absl::Status WriteFileAtomic(const std::string& path, const std::string& data, i
     return s;
   }
   ::close(fd);
+  Failpoint("atomic-write-before-rename");
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     absl::Status s = ErrnoStatus("cannot rename onto", path);
     ::unlink(tmp.c_str());

@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/failpoint.h"
 #include "common/files.h"
 #include "common/ids.h"
 #include "common/status_macros.h"
@@ -57,6 +58,7 @@ absl::Status Controller::TransitionLocked(JobRecord& record, JobState to,
   next.reason = reason;
   next.updated_ms = clock_.NowMs();
   RETURN_IF_ERROR(store_.TransitionJob(next, from));
+  Failpoint("after-transition");
   spdlog::info("job {}: {} -> {} ({})", record.id, JobStateName(from), JobStateName(to), reason);
   record = std::move(next);
   return absl::OkStatus();

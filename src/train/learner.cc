@@ -8,6 +8,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/failpoint.h"
 #include "common/files.h"
 #include "common/logging.h"
 #include "train/coordinator_reporter.h"
@@ -48,6 +49,8 @@ int RunLearnerFromEnvironment() {
   options.checkpoint_dir = Env("CHECKPOINT_DIR");
   options.stop_requested = &g_stop;
   const int64_t attempt = EnvInt("WEFT_ATTEMPT", 1);
+  // Fault injection: a learner failpoint fires in the first attempt only.
+  SetFailpointVariable("WEFT_LEARNER_FAILPOINT", attempt == 1);
   const std::string spec_path = Env("WEFT_JOB_SPEC");
   const std::string coordinator = Env("WEFT_COORDINATOR");
   if (options.job_id.empty() || spec_path.empty() || coordinator.empty() ||

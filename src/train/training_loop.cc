@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/clock.h"
+#include "common/failpoint.h"
 #include "common/files.h"
 #include "common/status_macros.h"
 #include "common/logging.h"
@@ -133,6 +134,7 @@ absl::Status Trainer::Checkpoint() {
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   spdlog::info("checkpoint written: {} (step {}, {} bytes, {:.0f} ms)", path, progress_.step,
                bytes.str().size(), ms);
+  Failpoint("checkpoint-before-commit");
   RETURN_IF_ERROR(reporter_.CommitCheckpoint(path, progress_.epoch, progress_.step,
                                              static_cast<int64_t>(bytes.str().size())));
   last_checkpoint_step_ = progress_.step;

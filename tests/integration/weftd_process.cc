@@ -113,7 +113,7 @@ bool WeftdProcess::Start() {
   std::vector<std::string> argv = {std::string(WEFT_BIN_DIR) + "/weftd", "--data-dir", data_dir_,
                                    "--listen", server()};
   argv.insert(argv.end(), args_.begin(), args_.end());
-  pid_ = Spawn(argv, {}, fd);
+  pid_ = Spawn(argv, env_, fd);
   close(fd);
   httplib::Client c("127.0.0.1", port_);
   c.set_connection_timeout(1, 0);
@@ -135,6 +135,16 @@ bool WeftdProcess::Start() {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   return false;
+}
+
+bool WeftdProcess::Alive() {
+  if (pid_ <= 0) return false;
+  int status;
+  if (waitpid(pid_, &status, WNOHANG) == pid_) {
+    pid_ = 0;
+    return false;
+  }
+  return true;
 }
 
 void WeftdProcess::Stop() {

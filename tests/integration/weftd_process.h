@@ -34,6 +34,10 @@ class WeftdProcess {
 
   // Extra weftd flags for the next Start() (e.g. {"--config", path}).
   void set_args(std::vector<std::string> args) { args_ = std::move(args); }
+  // Extra environment ("NAME=value") for the next Start(); learners inherit it.
+  void set_env(std::vector<std::string> env) { env_ = std::move(env); }
+  // Whether the weftd process is still running (reaps it if it died).
+  bool Alive();
   // Starts weftd and waits until /healthz answers. False on failure (see log()).
   bool Start();
   // SIGTERM and wait; SIGKILL if it does not go within 10 s.
@@ -63,6 +67,7 @@ class WeftdProcess {
   std::string data_dir_;
   std::string token_;
   std::vector<std::string> args_;
+  std::vector<std::string> env_;
   int port_ = 0;
   pid_t pid_ = 0;
   std::string log_path_;
