@@ -107,8 +107,9 @@ Decisions FairSharePolicy::Schedule(const ClusterSnapshot& snapshot) {
     }
     Placement p;
     p.job_id = j.job_id;
-    bool placed = free.TotalFree().Fits(gang) && (j.spread  ? free.PlaceSpread(j.learners, j.per_learner, &p.learner_nodes)
-                           : free.PlacePacked(j.learners, j.per_learner, {}, &p.learner_nodes));
+    bool placed = free.TotalFree().Fits(gang) &&
+                  (j.spread ? free.PlaceSpread(j.learners, j.per_learner, &p.learner_nodes)
+                            : free.PlacePacked(j.learners, j.per_learner, {}, &p.learner_nodes));
     if (placed) {
       pick->used += gang;
       d.placements.push_back(std::move(p));

@@ -90,14 +90,7 @@ Decisions GoodputPolicy::Schedule(const ClusterSnapshot& snapshot) {
   // 3. Placement.
   Decisions d;
   FreeMap free(snapshot.nodes);
-  std::vector<size_t> changed;
-  for (size_t i = 0; i < n; ++i) {
-    if (static_cast<int>(jobs[i].allocation.size()) == count[i]) {
-      free.Take(jobs[i]);
-    } else {
-      changed.push_back(i);
-    }
-  }
+  std::vector<size_t> changed = KeepUnchanged(jobs, count, &free);
   std::stable_sort(changed.begin(), changed.end(), [&](size_t a, size_t b) { return count[a] > count[b]; });
   for (size_t i : changed) {
     const JobRequest& j = jobs[i];

@@ -66,6 +66,28 @@ void FreeMap::Adjust(int node, const Resources& per, int learners) {
   slots_[node] = s;
 }
 
+void FreeMap::Commit(const std::vector<std::pair<int, int>>& taken, const Resources& per,
+                     std::vector<std::string>* out) {
+  out->clear();
+  for (auto [i, k] : taken) {
+    Adjust(i, per, k);
+    out->insert(out->end(), k, nodes_[i].name);
+  }
+}
+
+std::vector<size_t> KeepUnchanged(const std::vector<JobRequest>& jobs, const std::vector<int>& count,
+                                  FreeMap* free) {
+  std::vector<size_t> changed;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (static_cast<int>(jobs[i].allocation.size()) == count[i]) {
+      free->Take(jobs[i]);
+    } else {
+      changed.push_back(i);
+    }
+  }
+  return changed;
+}
+
 void FreeMap::Take(const JobRequest& job) {
   for (const std::string& n : job.allocation) {
     int i = Index(n);
@@ -89,11 +111,7 @@ bool FreeMap::PlaceMostFree(int learners, const Resources& per, std::vector<std:
     }
   }
   if (need > 0) return false;
-  out->clear();
-  for (auto [i, k] : taken) {
-    Adjust(i, per, k);
-    out->insert(out->end(), k, nodes_[i].name);
-  }
+  Commit(taken, per, out);
   return true;
 }
 
@@ -137,11 +155,7 @@ bool FreeMap::PlacePacked(int learners, const Resources& per,
     }
     if (need > 0) return false;
   }
-  out->clear();
-  for (auto [i, k] : taken) {
-    Adjust(i, per, k);
-    out->insert(out->end(), k, nodes_[i].name);
-  }
+  Commit(taken, per, out);
   return true;
 }
 

@@ -55,6 +55,9 @@ class FreeMap {
   // O(nodes), per job.
   void IndexFor(const Resources& per);
   void Adjust(int node, const Resources& delta, int learners);  // free_[node] -= delta × learners
+  // Takes (node, learners) pairs and lists the learners' nodes in `out`.
+  void Commit(const std::vector<std::pair<int, int>>& taken, const Resources& per,
+              std::vector<std::string>* out);
   int SlotsAt(int node) const { return slots_[node]; }
 
   const std::vector<Node>& nodes_;
@@ -67,6 +70,11 @@ class FreeMap {
   std::vector<char> reserved_;
   Resources total_free_;
 };
+
+// For policies that decide learner counts first and place second: jobs whose count[i] equals what
+// they hold keep their nodes (taken out of `free`); the indices of the others are returned.
+std::vector<size_t> KeepUnchanged(const std::vector<JobRequest>& jobs, const std::vector<int>& count,
+                                  FreeMap* free);
 
 // Run-length encoding of a learner list in list order: {a,a,b} -> (2,1). This is the placement
 // the Pollux artifact looks step times up by.
