@@ -10,8 +10,10 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 #include <regex>
 #include <set>
@@ -111,6 +113,7 @@ TEST_F(FaultInjectionTest, JobsSurviveKillsOfLearnerAndWeftdAtRandomInstants) {
 
   int passed = 0, learner_kills = 0, weftd_kills = 0;
   int failpoint_trials[3] = {0, 0, 0};  // atomic write, checkpoint commit, weftd transition
+  std::vector<double> checkpoint_bytes, checkpoint_ms, interval_s;
   std::vector<double> learner_recovery_s, api_recovery_s;
   for (int t = 0; t < trials; ++t) {
     SCOPED_TRACE("trial " + std::to_string(t) + " (seed " + std::to_string(seed) + ")");
@@ -211,16 +214,38 @@ TEST_F(FaultInjectionTest, JobsSurviveKillsOfLearnerAndWeftdAtRandomInstants) {
     // Steps lost: every resume starts from one of the two newest checkpoints written before it
     // (the newest unless the kill fell between its write and its commit), so a failure costs at
     // most the steps since that checkpoint: one interval (50 steps), two in that corner case.
-    std::regex written(R"(checkpoint written: \S+ \(step (\d+),)");
+    std::regex written(R"(checkpoint written: \S+ \(step (\d+), (\d+) bytes, (\d+) ms\))");
     std::regex resumed(R"(resumed from \S+: epoch \d+, step (\d+))");
     std::regex start(R"(attempt (\d+) pid)");
+    std::regex stamp(R"(^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}) )");
+    auto seconds_of = [&](const std::string& line) -> double {
+      std::smatch m;
+      if (!std::regex_search(line, m, stamp)) return -1;
+      std::tm tm{};
+      strptime(m[1].str().c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
+      return static_cast<double>(timegm(&tm)) + std::stod(m[1].str().substr(19));
+    };
     int64_t last_written = -1, prev_written = -1;
+    std::map<int64_t, double> written_at;  // step -> when its checkpoint was written
+    double last_line_at = -1, current_attempt_after = -1;
     std::istringstream lines(log);
     for (std::string line; std::getline(lines, line);) {
       std::smatch m;
+      double at = seconds_of(line);
+      if (std::regex_search(line, m, start)) current_attempt_after = last_line_at;
+      if (at >= 0) last_line_at = at;
       if (std::regex_search(line, m, written)) {
+        // Seconds between consecutive checkpoints of one attempt: a failure loses at most one
+        // such interval of work (two in the write-but-not-committed corner).
+        if (last_written >= 0 && std::stoll(m[1]) > last_written && written_at.count(last_written) &&
+            written_at[last_written] > current_attempt_after) {
+          interval_s.push_back(at - written_at[last_written]);
+        }
         prev_written = last_written;
         last_written = std::stoll(m[1]);
+        written_at[last_written] = at;
+        checkpoint_bytes.push_back(std::stod(m[2]));
+        checkpoint_ms.push_back(std::stod(m[3]));
       } else if (std::regex_search(line, m, resumed)) {
         int64_t step = std::stoll(m[1]);
         EXPECT_TRUE(step == last_written || step == prev_written)
@@ -258,9 +283,12 @@ TEST_F(FaultInjectionTest, JobsSurviveKillsOfLearnerAndWeftdAtRandomInstants) {
       "\"learner_kills\": %d, \"weftd_kills\": %d, \"learner_crash_mid_atomic_write\": %d, "
       "\"learner_crash_before_checkpoint_commit\": %d, \"weftd_crash_after_transition\": %d, "
       "\"baseline_accuracy\": %.4f, \"learner_recovery_s_mean\": %.2f, "
-      "\"weftd_api_recovery_s_mean\": %.2f}\n",
+      "\"weftd_api_recovery_s_mean\": %.2f, \"checkpoint_interval_steps\": 50, "
+      "\"checkpoint_interval_s_mean\": %.2f, \"checkpoint_bytes_mean\": %.0f, "
+      "\"checkpoint_ms_mean\": %.1f, \"checkpoints\": %zu}\n",
       seed, trials, passed, learner_kills, weftd_kills, failpoint_trials[0], failpoint_trials[1],
-      failpoint_trials[2], baseline, mean(learner_recovery_s), mean(api_recovery_s));
+      failpoint_trials[2], baseline, mean(learner_recovery_s), mean(api_recovery_s), mean(interval_s),
+      mean(checkpoint_bytes), mean(checkpoint_ms), checkpoint_bytes.size());
   EXPECT_EQ(passed, trials);
 }
 
