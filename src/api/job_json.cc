@@ -36,6 +36,22 @@ nlohmann::json MetricJson(const MetricRecord& m) {
   return j;
 }
 
+namespace {
+
+// The current attempt's learners by rank: [{"rank", "node", "pid"}], pid null before it starts.
+nlohmann::json LearnersJson(const std::vector<LearnerSlot>& learners) {
+  nlohmann::json out = nlohmann::json::array();
+  for (size_t rank = 0; rank < learners.size(); ++rank) {
+    const LearnerSlot& l = learners[rank];
+    out.push_back({{"rank", rank},
+                   {"node", l.node},
+                   {"pid", l.pid > 0 ? nlohmann::json(l.pid) : nlohmann::json(nullptr)}});
+  }
+  return out;
+}
+
+}  // namespace
+
 nlohmann::json JobSummaryJson(const JobRecord& r) {
   nlohmann::json j = {
       {"id", r.id},
@@ -46,7 +62,8 @@ nlohmann::json JobSummaryJson(const JobRecord& r) {
       {"created_at", FormatTimeMs(r.created_ms)},
       {"updated_at", FormatTimeMs(r.updated_ms)},
       {"attempt", r.attempt},
-      {"node", r.node.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.node)},
+      {"node", r.learners.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.learners[0].node)},
+      {"learners", LearnersJson(r.learners)},
       {"progress", ProgressJson(r.progress)},
       {"best_test_accuracy", r.best_test_accuracy ? nlohmann::json(*r.best_test_accuracy)
                                                   : nlohmann::json(nullptr)},

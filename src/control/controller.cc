@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "common/failpoint.h"
 #include "common/files.h"
 #include "common/ids.h"
@@ -103,30 +104,45 @@ absl::Status Controller::Recover() {
   for (JobRecord& r : jobs) {
     const bool preempted = r.state == JobState::kPreempted;
     if (!HoldsResources(r.state) && !preempted) continue;
-    // A learner of the current attempt that outlived the previous weftd keeps training (or, if
-    // its job was being preempted, is told again to checkpoint and stop).
-    if (r.learner_pid > 0) {
-      auto spec = SpecOf(r);
-      if (spec.ok() && executor_.Adopt(LaunchFor(r, *spec), r.learner_pid).ok()) {
+    // Learners of the current attempt that outlived the previous weftd keep training (or, if
+    // their job was being preempted, are told again to checkpoint and stop). A gang is adopted
+    // whole or not at all.
+    bool started = !r.learners.empty();
+    for (const LearnerSlot& l : r.learners) started = started && l.pid > 0;
+    auto spec = SpecOf(r);
+    if (started && spec.ok()) {
+      int taken = 0;
+      for (size_t rank = 0; rank < r.learners.size(); ++rank) {
+        if (!executor_.Adopt(LaunchFor(r, *spec, static_cast<int>(rank)), r.learners[rank].pid)
+                 .ok()) {
+          break;
+        }
+        ++taken;
+      }
+      if (taken == static_cast<int>(r.learners.size())) {
         if (preempted) {
           executor_.Stop(r.id, options_.stop_grace_ms).IgnoreError();
           continue;
         }
-        last_seen_ms_[r.id] = clock_.NowMs();
-        spdlog::info("job {}: adopted learner pid {} of attempt {}", r.id, r.learner_pid,
-                     r.attempt);
-        ++adopted;
+        for (size_t rank = 0; rank < r.learners.size(); ++rank) {
+          last_seen_ms_[r.id][static_cast<int>(rank)] = clock_.NowMs();
+          registered_[r.id].insert(static_cast<int>(rank));
+        }
+        spdlog::info("job {}: adopted learner pid {} of attempt {} ({} learner(s) in all)", r.id,
+                     r.learners[0].pid, r.attempt, taken);
+        adopted += taken;
         continue;
       }
+      // Part of the gang is gone: the rest cannot train alone.
+      if (taken > 0) executor_.Stop(r.id, 0).IgnoreError();
     }
-    // Its learner is gone (or never started): requeue. A straggler of this attempt is fenced
+    // Its learners are gone (or never started): requeue. A straggler of this attempt is fenced
     // off by the attempt number and stops at its next heartbeat.
-    r.learner_pid = 0;
-    r.node.clear();
+    r.learners.clear();
     RETURN_IF_ERROR(TransitionLocked(
         r, JobState::kQueued,
-        absl::StrCat("requeued: the learner of attempt ", r.attempt,
-                     " is gone after a weftd restart; it resumes from its latest checkpoint")));
+        absl::StrCat("requeued: the learners of attempt ", r.attempt,
+                     " are gone after a weftd restart; it resumes from its latest checkpoint")));
     ++requeued;
   }
   // A job halted mid-resume is put back in the queue.
@@ -189,8 +205,7 @@ absl::Status Controller::Halt(const std::string& id) {
         absl::StrCat("job ", id, " is ", JobStateName(r.state), "; halt it once it is QUEUED"));
   }
   bool had_learners = HoldsResources(r.state);
-  r.learner_pid = 0;
-  r.node.clear();
+  r.learners.clear();
   RETURN_IF_ERROR(TransitionLocked(r, JobState::kHalted, "halted by user"));
   waiting_.erase(id);
   if (had_learners) RETURN_IF_ERROR(executor_.Stop(id, options_.stop_grace_ms));
@@ -218,8 +233,7 @@ absl::Status Controller::Delete(const std::string& id) {
   }
   RETURN_IF_ERROR(store_.DeleteJob(id));
   waiting_.erase(id);
-  finished_.erase(id);
-  last_seen_ms_.erase(id);
+  ForgetAttemptLocked(id);
   not_before_ms_.erase(id);
   RETURN_IF_ERROR(RemoveAll(JobDir(id)));
   spdlog::info("job {} deleted", id);
@@ -273,8 +287,10 @@ absl::StatusOr<std::vector<Controller::NodeUsage>> Controller::Nodes() const {
     auto spec = SpecOf(r);
     if (!spec.ok()) continue;
     for (auto& u : out) {
-      if (u.node.name != r.node) continue;
-      u.node.allocated += PerLearner(*spec).Times(spec->resources.learners);
+      int here = 0;
+      for (const LearnerSlot& l : r.learners) here += l.node == u.node.name;
+      if (here == 0) continue;
+      u.node.allocated += PerLearner(*spec).Times(here);
       u.jobs.push_back(r);
     }
   }
@@ -353,8 +369,14 @@ void Controller::Tick() {
   ScheduleLocked(*jobs);
 }
 
-std::string Controller::LastLogLine(const std::string& id) const {
-  std::ifstream in(LogDir(id) + "/learner-0.log");
+void Controller::ForgetAttemptLocked(const std::string& id) {
+  finished_.erase(id);
+  last_seen_ms_.erase(id);
+  registered_.erase(id);
+}
+
+std::string Controller::LastLogLine(const std::string& id, int rank) const {
+  std::ifstream in(absl::StrCat(LogDir(id), "/learner-", rank, ".log"));
   std::string line, last;
   while (std::getline(in, line)) {
     if (!line.empty()) last = line;
@@ -367,13 +389,16 @@ void Controller::HandleExitLocked(const LearnerExit& e) {
   if (!rec.ok()) return;  // deleted
   JobRecord r = *rec;
   if (e.attempt == r.attempt && r.state == JobState::kPreempted) {
-    finished_.erase(e.job_id);
-    last_seen_ms_.erase(e.job_id);
-    r.learner_pid = 0;
-    r.node.clear();
+    if (int left = executor_.Running(e.job_id); left > 0) {
+      spdlog::info("job {}: preempted learner rank {} {}; waiting for {} more", e.job_id, e.rank,
+                   e.Describe(), left);
+      return;
+    }
+    ForgetAttemptLocked(e.job_id);
+    r.learners.clear();
     absl::Status s = TransitionLocked(
         r, JobState::kQueued,
-        absl::StrCat("requeued after preemption (learner ", e.Describe(),
+        absl::StrCat("requeued after preemption (learner rank ", e.rank, " ", e.Describe(),
                      "); it resumes from its latest checkpoint"));
     if (!s.ok()) spdlog::error("job {}: {}", r.id, s.message());
     return;
@@ -384,14 +409,21 @@ void Controller::HandleExitLocked(const LearnerExit& e) {
     return;
   }
   Finish finish;
-  auto it = finished_.find(e.job_id);
-  if (it != finished_.end()) finish = it->second;
-  finished_.erase(e.job_id);
-  last_seen_ms_.erase(e.job_id);
-  r.learner_pid = 0;
-  r.node.clear();
+  if (auto it = finished_.find(e.job_id); it != finished_.end()) {
+    if (auto f = it->second.find(e.rank); f != it->second.end()) finish = f->second;
+  }
   bool exited_ok = e.status_unknown || (e.signal == 0 && e.exit_code == 0);
+  if (e.rank != 0 && exited_ok) {
+    // A rank that finished its part; rank 0 exports the model and decides how the job ends.
+    if (auto it = last_seen_ms_.find(e.job_id); it != last_seen_ms_.end()) it->second.erase(e.rank);
+    spdlog::info("job {}: learner rank {} {}", e.job_id, e.rank, e.Describe());
+    return;
+  }
+  ForgetAttemptLocked(e.job_id);
+  r.learners.clear();
   if (exited_ok && finish.succeeded) {
+    // The other ranks are done training too; make sure none lingers.
+    executor_.Stop(e.job_id, options_.stop_grace_ms).IgnoreError();
     auto artifacts = store_.Artifacts(e.job_id);
     bool has_final = false;
     if (artifacts.ok()) {
@@ -407,9 +439,13 @@ void Controller::HandleExitLocked(const LearnerExit& e) {
   }
   // The learner's own reason, else (for an exit, not a kill) its last log line.
   std::string why = !finish.reason.empty() ? finish.reason
-                    : e.signal == 0        ? LastLogLine(e.job_id)
+                    : e.signal == 0        ? LastLogLine(e.job_id, e.rank)
                                            : std::string();
-  std::string reason = absl::StrCat("learner ", e.Describe(), why.empty() ? "" : ": ", why);
+  std::string reason = absl::StrCat("learner ", e.rank > 0 ? absl::StrCat("rank ", e.rank, " ") : "",
+                                    e.Describe(), why.empty() ? "" : ": ", why);
+  // The rest of the gang cannot go on without this learner (its peers block in the next
+  // allreduce): stop them now, before the job is requeued or failed.
+  executor_.Stop(e.job_id, 0).IgnoreError();
   // A user error (bad spec, missing data, a model that does not build) fails at once.
   bool user_error = !e.status_unknown && e.signal == 0 && e.exit_code == kLearnerExitUserError;
   bool clean_exit = !e.status_unknown && e.signal == 0 && e.exit_code == 0;
@@ -424,18 +460,32 @@ void Controller::CheckLivenessLocked(std::vector<JobRecord>& jobs) {
   TimeMs now = clock_.NowMs();
   for (JobRecord& r : jobs) {
     if (!IsActive(r.state)) continue;
-    auto it = last_seen_ms_.find(r.id);
-    TimeMs seen = it != last_seen_ms_.end() ? it->second : r.updated_ms;
     int64_t limit = r.state == JobState::kStarting ? options_.start_timeout_ms
                                                    : options_.heartbeat_timeout_ms;
-    if (now - seen <= limit) continue;
-    spdlog::warn("job {}: learner silent for {} ms, stopping it", r.id, now - seen);
+    // The longest-silent learner of the gang; one that has exited cleanly is no longer watched.
+    const auto& seen_by_rank = last_seen_ms_[r.id];
+    int silent_rank = -1;
+    TimeMs oldest = now;
+    const int world = std::max<int>(1, static_cast<int>(r.learners.size()));
+    for (int rank = 0; rank < world; ++rank) {
+      auto it = seen_by_rank.find(rank);
+      if (it == seen_by_rank.end() && r.state != JobState::kStarting) continue;
+      TimeMs seen = it != seen_by_rank.end() ? it->second : r.updated_ms;
+      if (seen < oldest) {
+        oldest = seen;
+        silent_rank = rank;
+      }
+    }
+    if (silent_rank < 0 || now - oldest <= limit) continue;
+    spdlog::warn("job {}: learner rank {} silent for {} ms, stopping the job's learners", r.id,
+                 silent_rank, now - oldest);
     executor_.Stop(r.id, 0).IgnoreError();
-    last_seen_ms_.erase(r.id);
-    r.learner_pid = 0;
-    r.node.clear();
-    RestartOrFailLocked(r, absl::StrFormat("learner stopped heartbeating (silent %.0f s)",
-                                           (now - seen) / 1000.0));
+    ForgetAttemptLocked(r.id);
+    r.learners.clear();
+    RestartOrFailLocked(
+        r, absl::StrFormat("learner%s stopped heartbeating (silent %.0f s)",
+                           world > 1 ? absl::StrCat(" rank ", silent_rank) : std::string(),
+                           (now - oldest) / 1000.0));
   }
 }
 
@@ -469,13 +519,15 @@ void Controller::ScheduleLocked(const std::vector<JobRecord>& jobs) {
     req.priority = spec->priority;
     req.spread = spec->resources.placement == "spread";
     if (HoldsResources(r.state) || preempted) {
-      for (auto& n : snap.nodes) {
-        if (n.name == r.node) n.allocated += req.per_learner;
+      for (const LearnerSlot& l : r.learners) {
+        for (auto& n : snap.nodes) {
+          if (n.name == l.node) n.allocated += req.per_learner;
+        }
       }
       // A job being preempted still holds its node until its learner has checkpointed and
       // exited; it is not the policy's to decide about again.
       if (preempted) continue;
-      req.allocation.assign(req.learners, r.node);
+      for (const LearnerSlot& l : r.learners) req.allocation.push_back(l.node);
       snap.jobs.push_back(std::move(req));
       candidates[r.id] = r;
       continue;
@@ -523,13 +575,18 @@ void Controller::PreemptLocked(JobRecord r) {
   executor_.Stop(r.id, options_.stop_grace_ms).IgnoreError();
 }
 
-LearnerLaunch Controller::LaunchFor(const JobRecord& r, const JobSpec& spec) const {
+LearnerLaunch Controller::LaunchFor(const JobRecord& r, const JobSpec& spec, int rank,
+                                    const std::pair<std::string, int>& rendezvous) const {
   LearnerLaunch l;
   l.job_id = r.id;
   l.attempt = r.attempt;
-  l.rank = 0;
+  l.rank = rank;
   l.world_size = spec.resources.learners;
-  l.node = r.node;
+  l.node = rank < static_cast<int>(r.learners.size()) ? r.learners[rank].node : "";
+  if (l.world_size > 1) {
+    l.rendezvous_host = rendezvous.first;
+    l.rendezvous_port = rendezvous.second;
+  }
   l.spec_path = JobDir(r.id) + "/spec.json";
   l.data_dir = spec.data.path;
   l.result_dir = JobDir(r.id) + "/results";
@@ -538,7 +595,9 @@ LearnerLaunch Controller::LaunchFor(const JobRecord& r, const JobSpec& spec) con
   l.coordinator_address = options_.coordinator_address;
   l.threads = spec.EffectiveThreads();
   l.credential = LearnerCredential(r.id);
-  if (auto it = options_.node_cpusets.find(r.node); it != options_.node_cpusets.end()) l.cpuset = it->second;
+  if (auto it = options_.node_cpusets.find(l.node); it != options_.node_cpusets.end()) {
+    l.cpuset = it->second;
+  }
   return l;
 }
 
@@ -548,28 +607,64 @@ void Controller::StartJobLocked(JobRecord r, const scheduler::Placement& p) {
     FailLocked(r, std::string(spec.status().message()));
     return;
   }
+  const int world = spec->resources.learners;
+  if (static_cast<int>(p.learner_nodes.size()) != world) {
+    spdlog::error("job {}: the policy placed {} learners of a gang of {}; not starting it", r.id,
+                  p.learner_nodes.size(), world);
+    return;
+  }
   r.attempt += 1;
-  r.node = p.learner_nodes.empty() ? "" : p.learner_nodes[0];
-  absl::Status s = TransitionLocked(r, JobState::kPlaced, absl::StrCat("placed on node ", r.node));
+  r.learners.clear();
+  for (const std::string& node : p.learner_nodes) r.learners.push_back({node, 0});
+  std::vector<std::string> distinct;
+  for (const std::string& node : p.learner_nodes) {
+    if (std::find(distinct.begin(), distinct.end(), node) == distinct.end()) distinct.push_back(node);
+  }
+  absl::Status s = TransitionLocked(
+      r, JobState::kPlaced,
+      world == 1 ? absl::StrCat("placed on node ", p.learner_nodes[0])
+                 : absl::StrCat("placed ", world, " learners on ",
+                                distinct.size() == 1 ? "node " : "nodes ",
+                                absl::StrJoin(p.learner_nodes, ", ")));
   if (!s.ok()) {
     spdlog::error("job {}: {}", r.id, s.message());
     return;
   }
-  s = TransitionLocked(r, JobState::kStarting, absl::StrCat("starting learner, attempt ", r.attempt));
+  std::pair<std::string, int> rendezvous;
+  if (world > 1) {
+    absl::StatusOr<std::pair<std::string, int>> address =
+        executor_.RendezvousAddress(r.learners[0].node);
+    if (!address.ok()) {
+      r.learners.clear();
+      RestartOrFailLocked(r, absl::StrCat("cannot start the gang: ", address.status().message()));
+      return;
+    }
+    rendezvous = *address;
+  }
+  s = TransitionLocked(
+      r, JobState::kStarting,
+      world == 1 ? absl::StrCat("starting learner, attempt ", r.attempt)
+                 : absl::StrCat("starting ", world, " learners, attempt ", r.attempt,
+                                ", rendezvous at ", rendezvous.first, ":", rendezvous.second));
   if (!s.ok()) {
     spdlog::error("job {}: {}", r.id, s.message());
     return;
   }
-  absl::StatusOr<int64_t> pid = executor_.Start(LaunchFor(r, *spec));
-  if (!pid.ok()) {
-    r.node.clear();
-    FailLocked(r, absl::StrCat("cannot start learner: ", pid.status().message()));
-    return;
+  ForgetAttemptLocked(r.id);
+  for (int rank = 0; rank < world; ++rank) {
+    absl::StatusOr<int64_t> pid = executor_.Start(LaunchFor(r, *spec, rank, rendezvous));
+    if (!pid.ok()) {
+      // All or nothing: a gang missing a learner cannot train.
+      executor_.Stop(r.id, 0).IgnoreError();
+      r.learners.clear();
+      FailLocked(r, absl::StrCat("cannot start learner rank ", rank, ": ", pid.status().message()));
+      return;
+    }
+    r.learners[rank].pid = *pid;
+    last_seen_ms_[r.id][rank] = clock_.NowMs();
   }
-  r.learner_pid = *pid;
-  last_seen_ms_[r.id] = clock_.NowMs();
   s = store_.UpdateJob(r);
-  if (!s.ok()) spdlog::error("job {}: cannot record learner pid: {}", r.id, s.message());
+  if (!s.ok()) spdlog::error("job {}: cannot record learner pids: {}", r.id, s.message());
 }
 
 absl::StatusOr<JobRecord> Controller::CurrentAttemptLocked(const std::string& id,
@@ -592,31 +687,43 @@ RegisterDecision Controller::OnRegister(const std::string& id, int rank, int64_t
   auto rec = CurrentAttemptLocked(id, attempt);
   if (!rec.ok()) return {false, std::string(rec.status().message()), {}};
   JobRecord r = *rec;
-  last_seen_ms_[id] = clock_.NowMs();
+  const int world = std::max<int>(1, static_cast<int>(r.learners.size()));
+  if (rank < 0 || rank >= world) {
+    return {false, absl::StrCat("rank ", rank, " is not in this job's gang of ", world), {}};
+  }
+  last_seen_ms_[id][rank] = clock_.NowMs();
+  registered_[id].insert(rank);
   RegisterDecision decision{true, "", {}};
   auto checkpoints = store_.Checkpoints(id);
   if (checkpoints.ok()) {
     for (const auto& c : *checkpoints) decision.resume_from.push_back(c.path);
   }
-  if (r.state == JobState::kStarting) {
+  if (r.state == JobState::kStarting && static_cast<int>(registered_[id].size()) == world) {
+    std::vector<int64_t> pids;
+    for (const LearnerSlot& l : r.learners) pids.push_back(l.pid);
     absl::Status s = TransitionLocked(
-        r, JobState::kRunning, absl::StrCat("learner rank ", rank, " registered (pid ", pid, ")"));
+        r, JobState::kRunning,
+        world == 1 ? absl::StrCat("learner rank ", rank, " registered (pid ", pid, ")")
+                   : absl::StrCat("all ", world, " learners registered (pids ",
+                                  absl::StrJoin(pids, ", "), ")"));
     if (!s.ok()) return {false, std::string(s.message()), {}};
   }
   return decision;
 }
 
-bool Controller::OnHeartbeat(const std::string& id, int64_t attempt, const JobProgress& progress) {
-  return OnMetrics(id, attempt, {}, progress);
+bool Controller::OnHeartbeat(const std::string& id, int rank, int64_t attempt,
+                             const JobProgress& progress) {
+  return OnMetrics(id, rank, attempt, {}, progress);
 }
 
-bool Controller::OnMetrics(const std::string& id, int64_t attempt,
+bool Controller::OnMetrics(const std::string& id, int rank, int64_t attempt,
                            const std::vector<MetricRecord>& points, const JobProgress& progress) {
   std::lock_guard<std::mutex> lock(mu_);
   auto rec = CurrentAttemptLocked(id, attempt);
   if (!rec.ok()) return false;
   JobRecord r = *rec;
-  last_seen_ms_[id] = clock_.NowMs();
+  last_seen_ms_[id][rank] = clock_.NowMs();
+  if (rank != 0) return true;  // the job's metrics and progress are rank 0's
   if (!points.empty()) {
     absl::Status s = store_.AppendMetrics(id, points);
     if (!s.ok()) spdlog::error("job {}: cannot store metrics: {}", id, s.message());
@@ -693,7 +800,7 @@ absl::Status Controller::OnCommitCheckpoint(const std::string& id, int64_t attem
   CheckpointRecord c = checkpoint;
   c.created_ms = clock_.NowMs();
   RETURN_IF_ERROR(store_.PutCheckpoint(id, c));
-  last_seen_ms_[id] = c.created_ms;
+  last_seen_ms_[id][0] = c.created_ms;  // rank 0 writes the checkpoints
   ASSIGN_OR_RETURN(JobSpec spec, SpecOf(r));
   ASSIGN_OR_RETURN(std::vector<CheckpointRecord> all, store_.Checkpoints(id));
   for (size_t i = static_cast<size_t>(spec.checkpoint.keep); i < all.size(); ++i) {
@@ -705,11 +812,11 @@ absl::Status Controller::OnCommitCheckpoint(const std::string& id, int64_t attem
   return absl::OkStatus();
 }
 
-void Controller::OnFinished(const std::string& id, int64_t attempt, bool succeeded,
+void Controller::OnFinished(const std::string& id, int rank, int64_t attempt, bool succeeded,
                             const std::string& reason) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!CurrentAttemptLocked(id, attempt).ok()) return;
-  finished_[id] = {succeeded, reason};
+  finished_[id][rank] = {succeeded, reason};
 }
 
 }  // namespace weft

@@ -12,6 +12,7 @@
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -132,16 +133,19 @@ class Controller {
   bool CheckLearnerCredential(const std::string& id, const std::string& credential) const;
 
   // --- Coordination service (called by gRPC handlers) ---
+  // The job moves STARTING -> RUNNING once all of its learners have registered.
   RegisterDecision OnRegister(const std::string& id, int rank, int64_t attempt, int64_t pid);
-  // Returns whether the learner should keep running.
-  bool OnHeartbeat(const std::string& id, int64_t attempt, const JobProgress& progress);
-  bool OnMetrics(const std::string& id, int64_t attempt, const std::vector<MetricRecord>& points,
-                 const JobProgress& progress);
+  // Returns whether the learner should keep running. Every rank heartbeats (each is checked for
+  // silence); only rank 0's progress and metrics are the job's.
+  bool OnHeartbeat(const std::string& id, int rank, int64_t attempt, const JobProgress& progress);
+  bool OnMetrics(const std::string& id, int rank, int64_t attempt,
+                 const std::vector<MetricRecord>& points, const JobProgress& progress);
   // FailedPrecondition if the attempt is stale or the job is not running; InvalidArgument if the
   // model file is missing or its size differs from `artifact.bytes`.
   absl::Status OnCommitArtifact(const std::string& id, int64_t attempt,
                                 const ArtifactRecord& artifact);
-  void OnFinished(const std::string& id, int64_t attempt, bool succeeded,
+  // A learner's own account of how it ended; rank 0's success is the job's.
+  void OnFinished(const std::string& id, int rank, int64_t attempt, bool succeeded,
                   const std::string& reason);
   // Records a durable checkpoint and deletes those beyond the spec's checkpoint.keep. Accepted
   // from the current attempt while the job runs or was just halted (a halted learner writes one
@@ -161,7 +165,12 @@ class Controller {
   // Job is active and `attempt` is its current attempt.
   absl::StatusOr<JobRecord> CurrentAttemptLocked(const std::string& id, int64_t attempt)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // One learner ended. Rank 0's clean exit after a success completes the job; another rank's
+  // clean exit waits for rank 0; any failure stops the rest of the gang and restarts the job.
+  // A preempted job goes back to the queue once its last learner is gone.
   void HandleExitLocked(const LearnerExit& exit) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Forgets the in-memory state of a job's current attempt (registrations, liveness, finish).
+  void ForgetAttemptLocked(const std::string& id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Fails active jobs whose learner has been silent too long; marks them FAILED in `jobs` too.
   void CheckLivenessLocked(std::vector<JobRecord>& jobs) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // One scheduling round over `jobs` (the store's jobs as of this round).
@@ -177,9 +186,11 @@ class Controller {
   // exponential backoff while restarts < max_restarts, otherwise fails it with `reason`.
   void RestartOrFailLocked(JobRecord& record, const std::string& reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  std::string LastLogLine(const std::string& id) const;
-  // What the executor needs to run (or adopt) the current attempt of `record`.
-  LearnerLaunch LaunchFor(const JobRecord& record, const JobSpec& spec) const;
+  std::string LastLogLine(const std::string& id, int rank) const;
+  // What the executor needs to run (or adopt) learner `rank` of the current attempt of `record`;
+  // `rendezvous` is where rank 0 serves the gang's store (unused for one learner).
+  LearnerLaunch LaunchFor(const JobRecord& record, const JobSpec& spec, int rank,
+                          const std::pair<std::string, int>& rendezvous = {}) const;
 
   Store& store_;
   Executor& executor_;
@@ -189,8 +200,10 @@ class Controller {
 
   mutable std::mutex mu_;
   std::map<std::string, std::string> waiting_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, Finish> finished_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, TimeMs> last_seen_ms_ ABSL_GUARDED_BY(mu_);
+  // Per job, per rank, of the current attempt.
+  std::map<std::string, std::map<int, Finish>> finished_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::map<int, TimeMs>> last_seen_ms_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::set<int>> registered_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, TimeMs> not_before_ms_ ABSL_GUARDED_BY(mu_);  // restart backoff
 
   std::mutex loop_mu_;

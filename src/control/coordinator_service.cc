@@ -41,7 +41,7 @@ grpc::Status CoordinatorService::Heartbeat(grpc::ServerContext*,
                                            weft::v1::HeartbeatResponse* resp) {
   if (grpc::Status auth = Authenticate(req->learner()); !auth.ok()) return auth;
   const auto& id = req->learner();
-  bool keep = controller_.OnHeartbeat(id.job_id(), id.attempt(), FromProto(req->progress()));
+  bool keep = controller_.OnHeartbeat(id.job_id(), id.rank(), id.attempt(), FromProto(req->progress()));
   resp->set_keep_running(keep);
   if (!keep) resp->set_reason("the job no longer runs this attempt");
   return grpc::Status::OK;
@@ -66,7 +66,7 @@ grpc::Status CoordinatorService::ReportMetrics(grpc::ServerContext*,
   }
   const auto& id = req->learner();
   resp->set_keep_running(
-      controller_.OnMetrics(id.job_id(), id.attempt(), points, FromProto(req->progress())));
+      controller_.OnMetrics(id.job_id(), id.rank(), id.attempt(), points, FromProto(req->progress())));
   return grpc::Status::OK;
 }
 
@@ -109,7 +109,8 @@ grpc::Status CoordinatorService::ReportFinished(grpc::ServerContext*,
                                                 const weft::v1::ReportFinishedRequest* req,
                                                 weft::v1::ReportFinishedResponse*) {
   if (grpc::Status auth = Authenticate(req->learner()); !auth.ok()) return auth;
-  controller_.OnFinished(req->learner().job_id(), req->learner().attempt(), req->succeeded(),
+  controller_.OnFinished(req->learner().job_id(), req->learner().rank(), req->learner().attempt(),
+                         req->succeeded(),
                          req->reason());
   return grpc::Status::OK;
 }

@@ -27,6 +27,10 @@ struct LearnerLaunch {
   std::string checkpoint_dir;     // CHECKPOINT_DIR
   std::string log_dir;            // LOG_DIR; stdout+stderr go to <log_dir>/learner-<rank>.log
   std::string coordinator_address;  // host:port of weftd's Coordinator gRPC service
+  // Where rank 0 serves the job's c10d TCPStore for this attempt (MASTER_ADDR, MASTER_PORT);
+  // empty for a single learner.
+  std::string rendezvous_host;
+  int rendezvous_port = 0;
   int threads = 1;                // intra-op threads (OMP_NUM_THREADS)
   std::string credential;         // WEFT_JOB_CREDENTIAL: authenticates to the coordinator
   std::vector<int> cpuset;        // CPUs to pin the learner to (its node's); empty = no pinning
@@ -60,6 +64,10 @@ class Executor {
   virtual absl::Status Adopt(const LearnerLaunch& launch, int64_t pid) = 0;
   // Number of learner processes of `job_id` that have not exited (reaped or not).
   virtual int Running(const std::string& job_id) = 0;
+  // A host:port where rank 0 of a gang placed on `node` can serve the job's rendezvous store
+  // (c10d TCPStore) and the other ranks reach it. Unavailable if no port can be found.
+  virtual absl::StatusOr<std::pair<std::string, int>> RendezvousAddress(
+      const std::string& node) = 0;
 };
 
 }  // namespace weft

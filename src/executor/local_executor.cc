@@ -1,11 +1,14 @@
 #include "executor/local_executor.h"
 
 #include <dirent.h>
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -75,6 +78,10 @@ std::vector<std::string> LocalExecutor::LearnerEnvironment(const LearnerLaunch& 
   env.push_back(absl::StrCat("LOCAL_RANK=", l.rank));
   env.push_back(absl::StrCat("WORLD_SIZE=", l.world_size));
   env.push_back(absl::StrCat("OMP_NUM_THREADS=", l.threads));
+  if (!l.rendezvous_host.empty()) {
+    env.push_back("MASTER_ADDR=" + l.rendezvous_host);
+    env.push_back(absl::StrCat("MASTER_PORT=", l.rendezvous_port));
+  }
   return env;
 }
 
@@ -222,6 +229,25 @@ std::vector<LearnerExit> LocalExecutor::Reap() {
     ++it;
   }
   return exits;
+}
+
+absl::StatusOr<std::pair<std::string, int>> LocalExecutor::RendezvousAddress(
+    const std::string&) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return absl::UnavailableError(absl::StrCat("socket: ", strerror(errno)));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof(addr);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    std::string why = strerror(errno);
+    ::close(fd);
+    return absl::UnavailableError(absl::StrCat("no free port for the rendezvous: ", why));
+  }
+  ::close(fd);
+  return std::make_pair(std::string("127.0.0.1"), static_cast<int>(ntohs(addr.sin_port)));
 }
 
 int LocalExecutor::Running(const std::string& job_id) {

@@ -170,8 +170,8 @@ void ReadTraining(FieldReader& r, const YAML::Node& n, JobSpec* spec) {
     return;
   }
   if (!r.Mapping(n, "training",
-                 {"epochs", "batch_size", "optimizer", "learning_rate", "momentum",
-                  "weight_decay", "seed", "eval_every_steps", "threads"})) {
+                 {"epochs", "batch_size", "optimizer", "learning_rate", "lr_scaling",
+                  "momentum", "weight_decay", "seed", "eval_every_steps", "threads"})) {
     return;
   }
   if (!n["epochs"]) r.Error("training.epochs", "is required: a positive integer");
@@ -183,6 +183,7 @@ void ReadTraining(FieldReader& r, const YAML::Node& n, JobSpec* spec) {
   r.String(n, "training", "optimizer", &t.optimizer, {"adam", "sgd"});
   r.Real(n, "training", "learning_rate", &t.learning_rate, 0, 10, true,
          "a number in (0, 10]");
+  r.String(n, "training", "lr_scaling", &t.lr_scaling, {"none", "linear", "sqrt"});
   r.Real(n, "training", "momentum", &t.momentum, 0, 1, false, "a number in [0, 1)");
   if (t.momentum >= 1) r.Error("training.momentum", "must be a number in [0, 1), got 1");
   if (n["momentum"] && t.optimizer != "sgd") {
@@ -202,11 +203,6 @@ void ReadResources(FieldReader& r, const YAML::Node& n, JobSpec* spec) {
   ResourceSpec& res = spec->resources;
   r.Integer(n, "resources", "learners", &res.learners, 1, kMaxLearners,
             "a positive integer up to 1024");
-  if (res.learners > 1) {
-    r.Error("resources.learners",
-            absl::StrCat("must be 1 for now (multi-learner gangs are not supported yet), got ",
-                         res.learners));
-  }
   r.Real(n, "resources", "cpus", &res.cpus, 0, 1024, true, "a number of cores in (0, 1024]");
   r.Integer(n, "resources", "memory_mb", &res.memory_mb, 64, int64_t{1} << 30,
             "an integer number of MiB, at least 64");
@@ -303,6 +299,18 @@ double JobSpec::EffectiveLearningRate() const {
   return training.optimizer == "sgd" ? 1e-2 : 1e-3;
 }
 
+std::string JobSpec::EffectiveLrScaling() const {
+  if (!training.lr_scaling.empty()) return training.lr_scaling;
+  return training.optimizer == "sgd" ? "linear" : "sqrt";
+}
+
+double JobSpec::ScaledLearningRate(int world_size) const {
+  const double base = EffectiveLearningRate();
+  const std::string rule = EffectiveLrScaling();
+  if (world_size <= 1 || rule == "none") return base;
+  return rule == "linear" ? base * world_size : base * std::sqrt(static_cast<double>(world_size));
+}
+
 int JobSpec::EffectiveThreads() const {
   if (training.threads > 0) return training.threads;
   return std::max(1, static_cast<int>(std::floor(resources.cpus)));
@@ -354,6 +362,7 @@ nlohmann::json SpecToJson(const JobSpec& s) {
                    {"batch_size", s.training.batch_size},
                    {"optimizer", s.training.optimizer},
                    {"learning_rate", s.EffectiveLearningRate()},
+                   {"lr_scaling", s.EffectiveLrScaling()},
                    {"weight_decay", s.training.weight_decay},
                    {"seed", s.training.seed},
                    {"eval_every_steps", s.training.eval_every_steps},

@@ -31,6 +31,10 @@ struct TrainingSpec {
   int batch_size = 64;             // samples per step, per learner
   std::string optimizer = "adam";  // "adam" or "sgd"
   double learning_rate = 0;        // 0 means the optimizer's default (adam 1e-3, sgd 1e-2)
+  // How the learning rate grows with the number of learners (effective batch = learners ×
+  // batch_size): "linear" (× learners, Goyal et al. 2017), "sqrt" (× sqrt(learners), Krizhevsky
+  // 2014 / Hoffer et al. 2017) or "none"; empty means linear for sgd, sqrt for adam.
+  std::string lr_scaling;
   double momentum = 0.9;           // sgd only
   double weight_decay = 0;
   uint64_t seed = 0;
@@ -76,6 +80,11 @@ struct JobSpec {
 
   // The learning rate actually used (resolves the 0 default per optimizer).
   double EffectiveLearningRate() const;
+  // training.lr_scaling, or its default for the optimizer ("linear" for sgd, "sqrt" for adam).
+  std::string EffectiveLrScaling() const;
+  // The learning rate each learner's optimizer uses in a job of `world_size` learners:
+  // EffectiveLearningRate() scaled by EffectiveLrScaling() (unchanged for one learner).
+  double ScaledLearningRate(int world_size) const;
   // The intra-op thread count actually used (resolves 0 to the cpus request, at least 1).
   int EffectiveThreads() const;
 };

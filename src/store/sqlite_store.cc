@@ -2,13 +2,15 @@
 
 #include <sqlite3.h>
 
+#include <nlohmann/json.hpp>
+
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 
 namespace weft {
 namespace {
 
-constexpr int kSchemaVersion = 3;
+constexpr int kSchemaVersion = 4;
 
 constexpr char kSchema[] = R"sql(
 CREATE TABLE IF NOT EXISTS jobs (
@@ -81,6 +83,12 @@ CREATE TABLE IF NOT EXISTS checkpoints (
   created_ms INTEGER NOT NULL,
   PRIMARY KEY (job_id, step)
 );
+)sql";
+
+// Version 4: a job's learners (node and pid per rank) as JSON; `node` and `learner_pid` keep
+// rank 0's for readers of version 3.
+constexpr char kSchemaV4[] = R"sql(
+ALTER TABLE jobs ADD COLUMN learners TEXT NOT NULL DEFAULT '[]';
 )sql";
 
 // Version 3: tenants and their bearer tokens (digests only).
@@ -190,7 +198,28 @@ class Transaction {
 constexpr char kJobColumns[] =
     "id, tenant, name, state, reason, manifest, spec_json, created_ms, updated_ms, attempt, "
     "node, learner_pid, epoch, epochs_total, step, steps_total, samples, best_test_accuracy, "
-    "deliver_met_ms, complete_met_ms, restarts";
+    "deliver_met_ms, complete_met_ms, restarts, learners";
+
+std::string LearnersJson(const std::vector<LearnerSlot>& learners) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const LearnerSlot& l : learners) j.push_back({{"node", l.node}, {"pid", l.pid}});
+  return j.dump();
+}
+
+// The learners column; a version-3 row (no learners yet) has rank 0 in node / learner_pid.
+std::vector<LearnerSlot> ParseLearners(const std::string& text, const std::string& node,
+                                       int64_t pid) {
+  std::vector<LearnerSlot> out;
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_array()) {
+    for (const auto& l : j) {
+      if (!l.is_object()) continue;
+      out.push_back({l.value("node", std::string()), l.value("pid", int64_t{0})});
+    }
+  }
+  if (out.empty() && !node.empty()) out.push_back({node, pid});
+  return out;
+}
 
 JobRecord ReadJob(Stmt& s) {
   JobRecord r;
@@ -204,8 +233,6 @@ JobRecord ReadJob(Stmt& s) {
   r.created_ms = s.Int(7);
   r.updated_ms = s.Int(8);
   r.attempt = s.Int(9);
-  r.node = s.Text(10);
-  r.learner_pid = s.Int(11);
   r.progress.epoch = static_cast<int>(s.Int(12));
   r.progress.epochs_total = static_cast<int>(s.Int(13));
   r.progress.step = s.Int(14);
@@ -215,6 +242,7 @@ JobRecord ReadJob(Stmt& s) {
   r.deliver_met_ms = s.OptInt(18);
   r.complete_met_ms = s.OptInt(19);
   r.restarts = static_cast<int>(s.Int(20));
+  r.learners = ParseLearners(s.Text(21), s.Text(10), s.Int(11));
   return r;
 }
 
@@ -271,6 +299,7 @@ absl::Status SqliteStore::Migrate() {
     if (version < 1) RETURN_IF_ERROR(Exec(kSchema));
     if (version < 2) RETURN_IF_ERROR(Exec(kSchemaV2));
     if (version < 3) RETURN_IF_ERROR(Exec(kSchemaV3));
+    if (version < 4) RETURN_IF_ERROR(Exec(kSchemaV4));
     RETURN_IF_ERROR(Exec(absl::StrCat("PRAGMA user_version=", kSchemaVersion)));
     RETURN_IF_ERROR(tx.Commit());
   }
@@ -282,13 +311,13 @@ absl::Status SqliteStore::WriteJobLocked(const JobRecord& r, bool insert) {
       insert ? "INSERT INTO jobs (id, tenant, name, state, reason, manifest, spec_json, "
                "created_ms, updated_ms, attempt, node, learner_pid, epoch, epochs_total, step, "
                "steps_total, samples, best_test_accuracy, deliver_met_ms, complete_met_ms, "
-               "restarts) VALUES "
-               "(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21)"
+               "restarts, learners) VALUES "
+               "(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22)"
              : "UPDATE jobs SET tenant=?2, name=?3, state=?4, reason=?5, manifest=?6, "
                "spec_json=?7, created_ms=?8, updated_ms=?9, attempt=?10, node=?11, "
                "learner_pid=?12, epoch=?13, epochs_total=?14, step=?15, steps_total=?16, "
                "samples=?17, best_test_accuracy=?18, deliver_met_ms=?19, complete_met_ms=?20, "
-               "restarts=?21 WHERE id=?1";
+               "restarts=?21, learners=?22 WHERE id=?1";
   Stmt s(db_, sql);
   RETURN_IF_ERROR(s.Prepared());
   s.Bind(1, r.id);
@@ -301,8 +330,8 @@ absl::Status SqliteStore::WriteJobLocked(const JobRecord& r, bool insert) {
   s.Bind(8, int64_t{r.created_ms});
   s.Bind(9, int64_t{r.updated_ms});
   s.Bind(10, r.attempt);
-  s.Bind(11, r.node);
-  s.Bind(12, r.learner_pid);
+  s.Bind(11, r.learners.empty() ? std::string() : r.learners[0].node);
+  s.Bind(12, r.learners.empty() ? int64_t{0} : r.learners[0].pid);
   s.Bind(13, int64_t{r.progress.epoch});
   s.Bind(14, int64_t{r.progress.epochs_total});
   s.Bind(15, r.progress.step);
@@ -312,6 +341,7 @@ absl::Status SqliteStore::WriteJobLocked(const JobRecord& r, bool insert) {
   s.BindOpt(19, r.deliver_met_ms);
   s.BindOpt(20, r.complete_met_ms);
   s.Bind(21, int64_t{r.restarts});
+  s.Bind(22, LearnersJson(r.learners));
   int rc = s.Step();
   if (rc == SQLITE_CONSTRAINT) {
     return absl::AlreadyExistsError(absl::StrCat("job ", r.id, " already exists"));

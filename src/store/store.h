@@ -26,6 +26,13 @@ struct JobProgress {
   int64_t samples = 0;    // training samples consumed
 };
 
+// One learner of a job's current attempt; a job's learners are indexed by rank.
+struct LearnerSlot {
+  std::string node;  // node it was placed on
+  int64_t pid = 0;   // its process id once started; 0 before
+  bool operator==(const LearnerSlot& o) const { return node == o.node && pid == o.pid; }
+};
+
 struct JobRecord {
   std::string id;
   std::string tenant = "default";
@@ -38,8 +45,9 @@ struct JobRecord {
   TimeMs updated_ms = 0;      // time of the latest transition
   int64_t attempt = 0;        // incremented each time learners are started
   int restarts = 0;           // restarts after learner failures (bounded by max_restarts)
-  std::string node;           // node of the current placement; empty when not placed
-  int64_t learner_pid = 0;    // pid of rank 0 of the current attempt; 0 when none
+  // The current attempt's learners by rank (the gang's placement and pids); empty when the job
+  // holds no resources.
+  std::vector<LearnerSlot> learners;
   JobProgress progress;
   std::optional<double> best_test_accuracy;
   std::optional<TimeMs> deliver_met_ms;   // when targets.deliver was first met

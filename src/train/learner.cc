@@ -45,6 +45,8 @@ int RunLearnerFromEnvironment() {
   options.job_id = Env("WEFT_JOB_ID");
   options.rank = static_cast<int>(EnvInt("RANK", 0));
   options.world_size = static_cast<int>(EnvInt("WORLD_SIZE", 1));
+  options.rendezvous_host = Env("MASTER_ADDR", "127.0.0.1");
+  options.rendezvous_port = static_cast<int>(EnvInt("MASTER_PORT", 0));
   options.result_dir = Env("RESULT_DIR");
   options.checkpoint_dir = Env("CHECKPOINT_DIR");
   options.stop_requested = &g_stop;
@@ -54,9 +56,9 @@ int RunLearnerFromEnvironment() {
   const std::string spec_path = Env("WEFT_JOB_SPEC");
   const std::string coordinator = Env("WEFT_COORDINATOR");
   if (options.job_id.empty() || spec_path.empty() || coordinator.empty() ||
-      options.result_dir.empty()) {
+      options.result_dir.empty() || (options.world_size > 1 && options.rendezvous_port <= 0)) {
     spdlog::error("weft-learner is started by weftd: WEFT_JOB_ID, WEFT_JOB_SPEC, "
-                  "WEFT_COORDINATOR and RESULT_DIR must be set");
+                  "WEFT_COORDINATOR and RESULT_DIR must be set (and MASTER_PORT when WORLD_SIZE > 1)");
     return kExitUserError;
   }
   spdlog::info("job {} rank {}/{} attempt {} pid {}", options.job_id, options.rank,

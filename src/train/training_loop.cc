@@ -14,6 +14,7 @@
 #include "common/files.h"
 #include "common/status_macros.h"
 #include "common/logging.h"
+#include "train/data_parallel.h"
 #include "train/dataset.h"
 #include "train/models.h"
 
@@ -37,27 +38,40 @@ struct Evaluation {
   double loss = 0;
 };
 
-Evaluation Evaluate(const Model& model, const Dataset& test) {
+// Accuracy and mean loss over the test split. With `dp` spanning several ranks each evaluates
+// its contiguous 1/world_size of the split and the counts are summed, so every rank gets the
+// same figures (and takes the same decisions on targets).
+Evaluation Evaluate(const Model& model, const Dataset& test, DataParallel* dp = nullptr) {
   torch::NoGradGuard no_grad;
   model->eval();
   int64_t correct = 0;
   double loss = 0;
-  for (int64_t i = 0; i < test.size(); i += kEvalBatch) {
-    int64_t end = std::min(test.size(), i + kEvalBatch);
+  const int world = dp ? dp->world_size() : 1;
+  const int rank = dp ? dp->rank() : 0;
+  const int64_t begin = test.size() * rank / world;
+  const int64_t stop = test.size() * (rank + 1) / world;
+  for (int64_t i = begin; i < stop; i += kEvalBatch) {
+    int64_t end = std::min(stop, i + kEvalBatch);
     torch::Tensor out = model->forward(test.images.slice(0, i, end));
     torch::Tensor y = test.labels.slice(0, i, end);
     loss += torch::nll_loss(out, y, {}, torch::Reduction::Sum).item<double>();
     correct += out.argmax(1).eq(y).sum().item<int64_t>();
   }
   model->train();
+  if (dp) {
+    std::vector<double> sums = dp->Sum({static_cast<double>(correct), loss});
+    correct = static_cast<int64_t>(std::llround(sums[0]));
+    loss = sums[1];
+  }
   return {static_cast<double>(correct) / test.size(), loss / test.size()};
 }
 
 class Trainer {
  public:
-  Trainer(const LoopOptions& o, Reporter& r, Model model, Dataset train, Dataset test)
+  Trainer(const LoopOptions& o, Reporter& r, Model model, Dataset train, Dataset test,
+          std::unique_ptr<DataParallel> dp)
       : o_(o), spec_(o.spec), reporter_(r), model_(std::move(model)),
-        train_(std::move(train)), test_(std::move(test)) {}
+        train_(std::move(train)), test_(std::move(test)), dp_(std::move(dp)) {}
 
   absl::StatusOr<LoopResult> Run();
 
@@ -81,6 +95,7 @@ class Trainer {
   Reporter& reporter_;
   Model model_;
   Dataset train_, test_;
+  std::unique_ptr<DataParallel> dp_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
 
   ProgressReport progress_;
@@ -194,7 +209,7 @@ absl::Status Trainer::Restore(const std::string& path) {
 }
 
 std::unique_ptr<torch::optim::Optimizer> Trainer::MakeOptimizer() {
-  double lr = spec_.EffectiveLearningRate();
+  double lr = spec_.ScaledLearningRate(o_.world_size);
   if (spec_.training.optimizer == "sgd") {
     return std::make_unique<torch::optim::SGD>(
         model_->parameters(), torch::optim::SGDOptions(lr)
@@ -207,6 +222,7 @@ std::unique_ptr<torch::optim::Optimizer> Trainer::MakeOptimizer() {
 }
 
 void Trainer::ReportTraining(bool force) {
+  if (o_.rank != 0) return;  // metrics are the job's, reported once
   double now = NowS();
   if (!force && now - last_report_s_ < kReportIntervalS) return;
   if (loss_steps_ == 0) return;
@@ -263,23 +279,26 @@ absl::Status Trainer::Export(const std::string& kind, double accuracy) {
 
 absl::Status Trainer::EvaluateAndCheckTargets(bool* complete) {
   ReportTraining(/*force=*/true);
-  Evaluation ev = Evaluate(model_, test_);
+  Evaluation ev = Evaluate(model_, test_, dp_.get());
   last_accuracy_ = ev.accuracy;
   best_ = std::max(best_, ev.accuracy);
   spdlog::info("evaluation: epoch {} step {} test_accuracy {:.4f} test_loss {:.4f}",
                epoch_in_progress_, progress_.step, ev.accuracy, ev.loss);
-  if (o_.rank != 0) return absl::OkStatus();
-  MetricSample m;
-  m.step = progress_.step;
-  m.epoch = epoch_in_progress_;
-  m.wall_time_s = NowS();
-  m.test_accuracy = ev.accuracy;
-  m.test_loss = ev.loss;
-  reporter_.Report(m, progress_);
+  if (o_.rank == 0) {
+    MetricSample m;
+    m.step = progress_.step;
+    m.epoch = epoch_in_progress_;
+    m.wall_time_s = NowS();
+    m.test_accuracy = ev.accuracy;
+    m.test_loss = ev.loss;
+    reporter_.Report(m, progress_);
+  }
+  // Every rank evaluated the same figures (Evaluate sums over ranks), so all take the same
+  // decisions here; only rank 0 writes the model.
   const TargetSpec& t = spec_.targets;
   if (t.deliver && !delivered_ && ev.accuracy >= *t.deliver) {
     spdlog::info("deliver target met: test_accuracy {:.4f} >= {}", ev.accuracy, *t.deliver);
-    RETURN_IF_ERROR(Export("delivered", ev.accuracy));
+    if (o_.rank == 0) RETURN_IF_ERROR(Export("delivered", ev.accuracy));
     delivered_ = true;
   }
   if (t.complete && ev.accuracy >= *t.complete) {
@@ -302,7 +321,7 @@ absl::StatusOr<LoopResult> Trainer::Run() {
       break;
     }
     spdlog::warn("skipping checkpoint: {}", s.message());
-    if (o_.rank == 0 && path == reporter_.ResumeFrom().back()) {
+    if (path == reporter_.ResumeFrom().back()) {
       // Nothing loaded and the model may be half-written: start clean.
       ASSIGN_OR_RETURN(model_, BuildModel(spec_.model));
       optimizer_ = MakeOptimizer();
@@ -312,17 +331,33 @@ absl::StatusOr<LoopResult> Trainer::Run() {
       delivered_ = false;
     }
   }
+  if (o_.world_size > 1) {
+    // One consistent state for the whole gang: every rank resumed from the same step, and the
+    // replicas start from rank 0's parameters and buffers.
+    if (!dp_->AllEqual(progress_.step)) {
+      return absl::InternalError(absl::StrCat(
+          "the job's learners resumed from different steps (this rank: ", progress_.step,
+          "); restarting from the checkpoints again"));
+    }
+    std::vector<torch::Tensor> state = model_->parameters();
+    for (const torch::Tensor& b : model_->buffers()) state.push_back(b);
+    dp_->BroadcastFromRank0(state);
+  }
   const int64_t bs = spec_.training.batch_size;
-  // This learner's share of every epoch: indices rank, rank + world, ... of the permutation.
+  // This learner's share of every epoch: indices rank, rank + world, ... of the permutation, the
+  // same number for every rank (up to world_size - 1 samples of each epoch are left out) so all
+  // ranks take the same number of steps.
   const int64_t n = train_.size();
-  const int64_t per_rank = (n - o_.rank + o_.world_size - 1) / o_.world_size;
+  const int64_t per_rank = n / o_.world_size;
   const int64_t steps_per_epoch = (per_rank + bs - 1) / bs;
   progress_.epochs_total = spec_.training.epochs;
   progress_.steps_total = steps_per_epoch * spec_.training.epochs;
-  spdlog::info("training {} on {} samples ({} per learner), {} test samples, batch {}, {} steps "
-               "per epoch, {} epochs, {} threads",
-               spec_.model.architecture, n, per_rank, test_.size(), bs, steps_per_epoch,
-               spec_.training.epochs, torch::get_num_threads());
+  spdlog::info("training {} on {} samples ({} per learner), {} test samples, batch {} per learner "
+               "({} in all), {} steps per epoch, {} epochs, {} threads, learning rate {:g}",
+               spec_.model.architecture, n, per_rank, test_.size(), bs, bs * o_.world_size,
+               steps_per_epoch, spec_.training.epochs, torch::get_num_threads(),
+               spec_.ScaledLearningRate(o_.world_size));
+  const std::vector<torch::Tensor> parameters = model_->parameters();
   model_->train();
   last_report_s_ = NowS();
   last_checkpoint_s_ = NowS();
@@ -332,17 +367,8 @@ absl::StatusOr<LoopResult> Trainer::Run() {
     // Every rank draws the same permutation: seed + epoch.
     auto gen = at::detail::createCPUGenerator(spec_.training.seed * 1000003 + epoch);
     torch::Tensor perm = torch::randperm(n, gen, torch::TensorOptions().dtype(torch::kInt64));
-    torch::Tensor mine = perm.slice(0, o_.rank, n, o_.world_size);
+    torch::Tensor mine = perm.slice(0, o_.rank, per_rank * o_.world_size, o_.world_size);
     for (int64_t s = step_in_epoch_; s < steps_per_epoch; ++s) {
-      if (StopRequested()) {
-        // Keep what was trained: halt and preemption resume from here.
-        absl::Status saved = Checkpoint();
-        if (!saved.ok()) spdlog::warn("no checkpoint on stop: {}", saved.message());
-        result.stopped = true;
-        result.reason = "stopped on request";
-        result.best_test_accuracy = best_;
-        return result;
-      }
       auto t0 = std::chrono::steady_clock::now();
       torch::Tensor idx = mine.slice(0, s * bs, std::min(per_rank, (s + 1) * bs));
       torch::Tensor x = train_.images.index_select(0, idx);
@@ -350,6 +376,9 @@ absl::StatusOr<LoopResult> Trainer::Run() {
       optimizer->zero_grad();
       torch::Tensor loss = torch::nll_loss(model_->forward(x), y);
       loss.backward();
+      // Every rank learns whether any was asked to stop in the same collective, so all stop
+      // after this same step.
+      const bool stop = dp_->AverageGradients(parameters, StopRequested());
       optimizer->step();
       loss_sum_ += loss.item<double>();
       ++loss_steps_;
@@ -359,6 +388,16 @@ absl::StatusOr<LoopResult> Trainer::Run() {
       step_in_epoch_ = s + 1;
       train_seconds_since_report_ +=
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (stop) {
+        // Keep what was trained: halt and preemption resume from here.
+        ReportTraining(/*force=*/true);
+        absl::Status saved = Checkpoint();
+        if (!saved.ok()) spdlog::warn("no checkpoint on stop: {}", saved.message());
+        result.stopped = true;
+        result.reason = "stopped on request";
+        result.best_test_accuracy = best_;
+        return result;
+      }
       ReportTraining(/*force=*/false);
       if (CheckpointDue()) RETURN_IF_ERROR(Checkpoint());
       if (spec_.training.eval_every_steps > 0 &&
@@ -371,6 +410,13 @@ absl::StatusOr<LoopResult> Trainer::Run() {
     progress_.epoch = epoch + 1;
     step_in_epoch_ = 0;
     RETURN_IF_ERROR(EvaluateAndCheckTargets(&complete));
+  }
+  {
+    // Replicas must agree bit for bit; the sum of all parameters shows it in each rank's log.
+    torch::NoGradGuard no_grad;
+    double checksum = 0;
+    for (const torch::Tensor& p : parameters) checksum += p.to(torch::kFloat64).sum().item<double>();
+    spdlog::info("parameters checksum {:.10e} at step {}", checksum, progress_.step);
   }
   if (o_.rank == 0) {
     if (complete) {
@@ -402,7 +448,14 @@ absl::StatusOr<LoopResult> RunTraining(const LoopOptions& options, Reporter& rep
     ASSIGN_OR_RETURN(Dataset test, LoadDataset(options.spec.data.path, "test",
                                                options.spec.data.test_samples));
     ASSIGN_OR_RETURN(Model model, BuildModel(options.spec.model));
-    Trainer trainer(options, reporter, std::move(model), std::move(train), std::move(test));
+    std::unique_ptr<DataParallel> dp = DataParallel::Local();
+    if (options.world_size > 1) {
+      ASSIGN_OR_RETURN(dp, DataParallel::Connect(options.rendezvous_host, options.rendezvous_port,
+                                                 options.rank, options.world_size,
+                                                 options.rendezvous_timeout_ms));
+    }
+    Trainer trainer(options, reporter, std::move(model), std::move(train), std::move(test),
+                    std::move(dp));
     return trainer.Run();
   } catch (const std::exception& e) {
     return absl::InternalError(absl::StrCat("libtorch: ", TorchMessage(e)));

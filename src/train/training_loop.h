@@ -19,6 +19,11 @@ struct LoopOptions {
   std::string checkpoint_dir;  // checkpoints go to <checkpoint_dir>/ckpt-<step>.pt
   int rank = 0;
   int world_size = 1;
+  // Where rank 0 serves the job's c10d TCPStore (MASTER_ADDR / MASTER_PORT from weftd); used
+  // when world_size > 1.
+  std::string rendezvous_host = "127.0.0.1";
+  int rendezvous_port = 0;
+  int64_t rendezvous_timeout_ms = 120000;  // wait for all ranks, and for any one collective
   const std::atomic<bool>* stop_requested = nullptr;  // e.g. set by a SIGTERM handler
 };
 
@@ -32,7 +37,10 @@ struct LoopResult {
 };
 
 // Trains `options.spec` to the end of its budget or its complete target, reporting through
-// `reporter`. Resumes from the newest of reporter.ResumeFrom() that loads (a truncated or corrupt
+// `reporter`. With world_size > 1 it trains synchronously data-parallel with the job's other
+// ranks (train/data_parallel.h): each rank takes every world_size-th sample of each epoch's
+// permutation, gradients are averaged every step, evaluation is split over the ranks, and only
+// rank 0 reports metrics, writes checkpoints and exports models. Resumes from the newest of reporter.ResumeFrom() that loads (a truncated or corrupt
 // checkpoint is logged and skipped for the previous one); writes checkpoints as the spec's
 // `checkpoint` section says, and one more when asked to stop. InvalidArgument / NotFound for user errors (bad data path, unreadable data,
 // model that does not build): the job should fail without retries. Internal for libtorch

@@ -31,8 +31,8 @@ class FakeExecutor : public Executor {
  public:
   absl::StatusOr<int64_t> Start(const LearnerLaunch& l) override {
     launches.push_back(l);
-    running[l.job_id] = l.attempt;
-    return 4242;
+    running[l.job_id].insert(l.rank);
+    return 4242 + l.rank;
   }
   absl::Status Stop(const std::string& job_id, int64_t grace_ms) override {
     stopped.push_back(job_id);
@@ -42,23 +42,33 @@ class FakeExecutor : public Executor {
   std::vector<LearnerExit> Reap() override {
     std::vector<LearnerExit> out;
     out.swap(exits);
-    for (const auto& e : out) running.erase(e.job_id);
+    for (const auto& e : out) {
+      running[e.job_id].erase(e.rank);
+      if (running[e.job_id].empty()) running.erase(e.job_id);
+    }
     return out;
   }
-  int Running(const std::string& job_id) override { return running.count(job_id); }
+  int Running(const std::string& job_id) override {
+    auto it = running.find(job_id);
+    return it == running.end() ? 0 : static_cast<int>(it->second.size());
+  }
+  absl::StatusOr<std::pair<std::string, int>> RendezvousAddress(const std::string&) override {
+    return std::make_pair(std::string("127.0.0.1"), 29400);
+  }
   absl::Status Adopt(const LearnerLaunch& l, int64_t pid) override {
     if (!adoptable.count(pid)) return absl::NotFoundError("no such learner");
     adopted.push_back(l);
-    running[l.job_id] = l.attempt;
+    running[l.job_id].insert(l.rank);
     return absl::OkStatus();
   }
   std::set<int64_t> adoptable;  // pids Adopt() accepts
   std::vector<LearnerLaunch> adopted;
 
-  void Exit(const std::string& job, int64_t attempt, int code, int signal = 0) {
+  void Exit(const std::string& job, int64_t attempt, int code, int signal = 0, int rank = 0) {
     LearnerExit e;
     e.job_id = job;
     e.attempt = attempt;
+    e.rank = rank;
     e.exit_code = code;
     e.signal = signal;
     exits.push_back(e);
@@ -67,7 +77,7 @@ class FakeExecutor : public Executor {
   std::vector<LearnerLaunch> launches;
   std::vector<std::string> stopped;
   std::vector<LearnerExit> exits;
-  std::map<std::string, int64_t> running;
+  std::map<std::string, std::set<int>> running;  // ranks not yet exited, by job
 };
 
 constexpr char kManifest[] = R"(
@@ -133,7 +143,9 @@ TEST_F(ControllerTest, HappyPathThroughDeliveredToCompleted) {
   EXPECT_EQ(l.attempt, 1);
   EXPECT_EQ(l.threads, 2);
   EXPECT_EQ(l.coordinator_address, "127.0.0.1:9");
-  EXPECT_EQ(store_->GetJob(id)->learner_pid, 4242);
+  ASSERT_EQ(store_->GetJob(id)->learners.size(), 1u);
+  EXPECT_EQ(store_->GetJob(id)->learners[0].pid, 4242);
+  EXPECT_EQ(store_->GetJob(id)->learners[0].node, "local");
 
   EXPECT_TRUE(controller_->OnRegister(id, 0, 1, 4242).accepted);
   EXPECT_EQ(State(id), JobState::kRunning);
@@ -141,7 +153,7 @@ TEST_F(ControllerTest, HappyPathThroughDeliveredToCompleted) {
   MetricRecord m;
   m.step = 10;
   m.test_accuracy = 0.85;
-  EXPECT_TRUE(controller_->OnMetrics(id, 1, {m}, p));
+  EXPECT_TRUE(controller_->OnMetrics(id, 0, 1, {m}, p));
   EXPECT_DOUBLE_EQ(*store_->GetJob(id)->best_test_accuracy, 0.85);
   EXPECT_EQ(store_->GetJob(id)->progress.step, 10);
 
@@ -152,13 +164,13 @@ TEST_F(ControllerTest, HappyPathThroughDeliveredToCompleted) {
 
   ASSERT_TRUE(controller_->OnCommitArtifact(id, 1, Model(id, "final", 0.91)).ok());
   EXPECT_TRUE(store_->GetJob(id)->complete_met_ms.has_value());
-  controller_->OnFinished(id, 1, true, "target met: test_accuracy 0.9100 >= 0.9");
+  controller_->OnFinished(id, 0, 1, true, "target met: test_accuracy 0.9100 >= 0.9");
   executor_.Exit(id, 1, 0);
   controller_->Tick();
   EXPECT_EQ(State(id), JobState::kCompleted);
   EXPECT_EQ(Reason(id), "target met: test_accuracy 0.9100 >= 0.9");
   EXPECT_EQ(store_->History(id)->size(), 6u);
-  EXPECT_EQ(store_->GetJob(id)->learner_pid, 0);
+  EXPECT_TRUE(store_->GetJob(id)->learners.empty());
 }
 
 TEST_F(ControllerTest, SecondJobWaitsWithAReasonUntilTheFirstEnds) {
@@ -180,7 +192,7 @@ TEST_F(ControllerTest, ExitWithoutSuccessFailsWithTheLearnersReason) {
   std::string id = Submit();
   controller_->Tick();
   controller_->OnRegister(id, 0, 1, 1);
-  controller_->OnFinished(id, 1, false, "data file not found: /nope/train-images-idx3-ubyte");
+  controller_->OnFinished(id, 0, 1, false, "data file not found: /nope/train-images-idx3-ubyte");
   executor_.Exit(id, 1, 2);
   controller_->Tick();
   EXPECT_EQ(State(id), JobState::kFailed);
@@ -191,7 +203,7 @@ TEST_F(ControllerTest, CleanExitWithoutFinalModelFails) {
   std::string id = Submit();
   controller_->Tick();
   controller_->OnRegister(id, 0, 1, 1);
-  controller_->OnFinished(id, 1, true, "done");
+  controller_->OnFinished(id, 0, 1, true, "done");
   executor_.Exit(id, 1, 0);
   controller_->Tick();
   EXPECT_EQ(State(id), JobState::kFailed);
@@ -274,7 +286,7 @@ TEST_F(ControllerTest, StaleAttemptsAreFencedOff) {
   controller_->Tick();
   EXPECT_FALSE(controller_->OnRegister(id, 0, /*attempt=*/7, 1).accepted);
   EXPECT_EQ(State(id), JobState::kStarting);
-  EXPECT_FALSE(controller_->OnMetrics(id, 7, {}, {}));
+  EXPECT_FALSE(controller_->OnMetrics(id, 0, 7, {}, {}));
   EXPECT_TRUE(absl::IsFailedPrecondition(
       controller_->OnCommitArtifact(id, 7, Model(id, "delivered", 0.99))));
   EXPECT_TRUE(store_->Artifacts(id)->empty());
@@ -301,7 +313,7 @@ TEST_F(ControllerTest, SilentLearnerIsStoppedAndFailed) {
   controller_->Tick();
   controller_->OnRegister(id, 0, 1, 1);
   clock_.Advance(30'000);
-  EXPECT_TRUE(controller_->OnHeartbeat(id, 1, {}));
+  EXPECT_TRUE(controller_->OnHeartbeat(id, 0, 1, {}));
   clock_.Advance(59'000);
   controller_->Tick();
   EXPECT_EQ(State(id), JobState::kRunning);
@@ -320,7 +332,7 @@ TEST_F(ControllerTest, HaltResumeAndTheLearnerIsToldToStop) {
   ASSERT_TRUE(controller_->Halt(id).ok());
   EXPECT_EQ(State(id), JobState::kHalted);
   EXPECT_EQ(executor_.stopped, (std::vector<std::string>{id}));
-  EXPECT_FALSE(controller_->OnHeartbeat(id, 1, {}));
+  EXPECT_FALSE(controller_->OnHeartbeat(id, 0, 1, {}));
   EXPECT_TRUE(absl::IsFailedPrecondition(controller_->Halt(id)));
   executor_.Exit(id, 1, 143);
   controller_->Tick();
@@ -344,7 +356,7 @@ TEST_F(ControllerTest, RecoverRequeuesJobsThatHeldResources) {
   MakeController();
   ASSERT_TRUE(controller_->Recover().ok());
   EXPECT_EQ(State(running), JobState::kQueued);
-  EXPECT_THAT(Reason(running), HasSubstr("is gone after a weftd restart"));
+  EXPECT_THAT(Reason(running), HasSubstr("gone after a weftd restart"));
   EXPECT_THAT(Reason(running), HasSubstr("resumes from its latest checkpoint"));
   EXPECT_EQ(State(queued), JobState::kQueued);
   controller_->Tick();
@@ -366,10 +378,10 @@ TEST_F(ControllerTest, RecoverAdoptsALiveLearnerOfTheCurrentAttempt) {
   EXPECT_EQ(State(id), JobState::kRunning) << "adopted, not requeued";
   ASSERT_EQ(executor_.adopted.size(), 1u);
   EXPECT_EQ(executor_.adopted[0].attempt, 1);
-  EXPECT_TRUE(controller_->OnHeartbeat(id, 1, {}));
+  EXPECT_TRUE(controller_->OnHeartbeat(id, 0, 1, {}));
   // It finishes under the new weftd; its exit status is unknown but its report decides.
   ASSERT_TRUE(controller_->OnCommitArtifact(id, 1, Model(id, "final", 0.95)).ok());
-  controller_->OnFinished(id, 1, true, "target met: test_accuracy 0.9500 >= 0.9");
+  controller_->OnFinished(id, 0, 1, true, "target met: test_accuracy 0.9500 >= 0.9");
   LearnerExit e;
   e.job_id = id;
   e.attempt = 1;

@@ -72,8 +72,10 @@ std::vector<BadCase> BadCases() {
       {"zero cpus", std::string(kGood) + "resources: {cpus: 0}\n", "resources.cpus", "(0, 1024]"},
       {"tiny memory", std::string(kGood) + "resources: {memory_mb: 10}\n", "resources.memory_mb",
        "at least 64"},
-      {"gang not yet", std::string(kGood) + "resources: {learners: 2}\n", "resources.learners",
-       "must be 1 for now"},
+      {"zero learners", std::string(kGood) + "resources: {learners: 0}\n", "resources.learners",
+       "positive integer"},
+      {"unknown lr scaling", "name: x\nmodel: {architecture: cnn}\ntraining: {epochs: 1, lr_scaling: cubic}\n",
+       "training.lr_scaling", "linear"},
       {"target above one", std::string(kGood) + "targets: {deliver: 1.5}\n", "targets.deliver",
        "(0, 1]"},
       {"deliver above complete", std::string(kGood) + "targets: {deliver: 0.9, complete: 0.8}\n",
@@ -133,6 +135,25 @@ TEST(JobSpecTest, FillsDefaults) {
   EXPECT_EQ(spec->resources.learners, 1);
   EXPECT_EQ(spec->EffectiveThreads(), 1);
   EXPECT_FALSE(spec->targets.deliver.has_value());
+}
+
+TEST(JobSpecTest, LearningRateScalesWithTheGang) {
+  auto adam = ParseManifest(std::string(kGood) + "resources: {learners: 4}\n");
+  ASSERT_TRUE(adam.ok()) << adam.status();
+  EXPECT_EQ(adam->resources.learners, 4);
+  EXPECT_EQ(adam->EffectiveLrScaling(), "sqrt");
+  EXPECT_DOUBLE_EQ(adam->ScaledLearningRate(1), 1e-3);
+  EXPECT_DOUBLE_EQ(adam->ScaledLearningRate(4), 2e-3);
+  auto sgd = ParseManifest(
+      "name: x\nmodel: {architecture: cnn}\n"
+      "training: {epochs: 1, optimizer: sgd, learning_rate: 0.05}\nresources: {learners: 2}\n");
+  ASSERT_TRUE(sgd.ok()) << sgd.status();
+  EXPECT_EQ(sgd->EffectiveLrScaling(), "linear");
+  EXPECT_DOUBLE_EQ(sgd->ScaledLearningRate(2), 0.1);
+  auto none = ParseManifest(
+      "name: x\nmodel: {architecture: cnn}\ntraining: {epochs: 1, lr_scaling: none}\n");
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_DOUBLE_EQ(none->ScaledLearningRate(8), 1e-3);
 }
 
 TEST(JobSpecTest, JsonManifestIsAccepted) {

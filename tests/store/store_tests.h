@@ -40,7 +40,7 @@ TEST_P(StoreTest, TransitionAppendsHistoryAndChecksTheCurrentState) {
   r.state = JobState::kPlaced;
   r.reason = "placed on node local";
   r.updated_ms = 2000;
-  r.node = "local";
+  r.learners = {{"node-a", 0}, {"node-b", 4242}};
   ASSERT_TRUE(store_->TransitionJob(r, JobState::kQueued).ok());
   // Compare-and-set: the stored state is PLACED now, not QUEUED.
   r.state = JobState::kStarting;
@@ -61,7 +61,11 @@ TEST_P(StoreTest, TransitionAppendsHistoryAndChecksTheCurrentState) {
   EXPECT_EQ((*history)[1].time_ms, 2000);
   auto got = store_->GetJob("job-a");
   EXPECT_EQ(got->state, JobState::kPlaced);
-  EXPECT_EQ(got->node, "local");
+  // A gang's learners round-trip by rank.
+  ASSERT_EQ(got->learners.size(), 2u);
+  EXPECT_EQ(got->learners[0].node, "node-a");
+  EXPECT_EQ(got->learners[1].node, "node-b");
+  EXPECT_EQ(got->learners[1].pid, 4242);
 }
 
 TEST_P(StoreTest, UpdateLeavesStateAndHistoryAlone) {

@@ -1,0 +1,66 @@
+// Synchronous data parallelism for one job's learners: every rank runs the same model on a
+// disjoint part of each batch's data, and after every backward pass the gradients are averaged
+// across ranks with c10d's ProcessGroupGloo (ring allreduce over TCP). Rendezvous goes through a
+// c10d TCPStore that rank 0 serves at the address weftd hands out (MASTER_ADDR:MASTER_PORT).
+//
+// The same collective that averages the gradients also carries each rank's "stop" flag, so all
+// ranks stop after the same step and rank 0's checkpoint of that step is the job's consistent
+// state (every replica holds the same parameters after each step).
+//
+// With world_size 1 nothing is connected and every call is local.
+// Not thread-safe: one training thread per learner calls it.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace weft::train {
+
+class DataParallel {
+ public:
+  // Joins the job's process group: rank 0 serves the TCPStore on `port` of `host`, the others
+  // connect to it; everyone then sets up Gloo's pairwise connections. Waits up to `timeout_ms`
+  // milliseconds for all `world_size` ranks. Unavailable if they do not all arrive in time or the
+  // port cannot be bound; InvalidArgument for a bad rank/world size.
+  static absl::StatusOr<std::unique_ptr<DataParallel>> Connect(const std::string& host, int port,
+                                                               int rank, int world_size,
+                                                               int64_t timeout_ms);
+  // A single-learner job: no process group.
+  static std::unique_ptr<DataParallel> Local();
+  ~DataParallel();
+
+  int rank() const { return rank_; }
+  int world_size() const { return world_size_; }
+
+  // Replaces each parameter's gradient with its mean over all ranks (one allreduce of all
+  // gradients flattened into a float32 buffer of sum(numel) + 1 elements; the extra element is
+  // the stop flag) and returns whether any rank passed stop = true. Parameters without a
+  // gradient contribute zeros. Throws c10::Error if a peer is gone (the learner then exits and
+  // weftd restarts the job).
+  bool AverageGradients(const std::vector<torch::Tensor>& parameters, bool stop);
+
+  // Overwrites `tensors` on every rank with rank 0's values (parameters and buffers after
+  // initialisation or a restore).
+  void BroadcastFromRank0(const std::vector<torch::Tensor>& tensors);
+
+  // Element-wise sum over ranks of a float64 vector (evaluation counts).
+  std::vector<double> Sum(const std::vector<double>& values);
+
+  // Whether every rank passed the same `value` (e.g. the step it resumed from).
+  bool AllEqual(int64_t value);
+
+ private:
+  struct Group;  // the TCPStore and ProcessGroupGloo (c10d headers stay in the .cc)
+  DataParallel(int rank, int world_size);
+
+  int rank_ = 0;
+  int world_size_ = 1;
+  std::unique_ptr<Group> group_;  // null when world_size is 1
+};
+
+}  // namespace weft::train
