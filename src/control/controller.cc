@@ -625,7 +625,8 @@ void Controller::StartJobLocked(JobRecord r, const scheduler::Placement& p) {
       world == 1 ? absl::StrCat("placed on node ", p.learner_nodes[0])
                  : absl::StrCat("placed ", world, " learners on ",
                                 distinct.size() == 1 ? "node " : "nodes ",
-                                absl::StrJoin(p.learner_nodes, ", ")));
+                                absl::StrJoin(distinct.size() == 1 ? distinct : p.learner_nodes,
+                                              ", ")));
   if (!s.ok()) {
     spdlog::error("job {}: {}", r.id, s.message());
     return;

@@ -10,9 +10,34 @@
 
 namespace weft::train {
 
+namespace {
+
+// Gradients of some parameters, averaged in one allreduce.
+struct Bucket {
+  std::vector<size_t> params;    // indexes into the parameter list
+  std::vector<int64_t> offsets;  // each one's first element in `buffer`
+  int64_t numel = 0;             // gradient elements (the buffer may hold one more: the flag)
+  torch::Tensor buffer;          // float32 [numel (+ 1)]
+  std::vector<bool> filled;      // this step's gradient copied in, per parameter
+  size_t ready = 0;              // how many are filled
+  c10::intrusive_ptr<c10d::Work> work;  // this step's allreduce, once started
+};
+
+}  // namespace
+
 struct DataParallel::Group {
   c10::intrusive_ptr<c10d::TCPStore> store;
   c10::intrusive_ptr<c10d::ProcessGroupGloo> gloo;
+  std::vector<torch::Tensor> parameters;
+  std::vector<Bucket> buckets;
+  std::vector<std::pair<size_t, size_t>> slot_of;  // parameter -> (bucket, index in bucket)
+  size_t next = 0;         // first bucket whose allreduce has not started this step
+  bool stop_flag = false;  // this rank's stop flag for this step
+  bool armed = false;      // between BeginStep and FinishStep
+
+  void OnGradient(size_t k, const torch::Tensor& grad);
+  void LaunchReady();
+  void Launch(Bucket& bucket);
 
   void AllReduce(torch::Tensor& t, c10d::ReduceOp op) {
     std::vector<torch::Tensor> ts = {t};
@@ -70,28 +95,123 @@ absl::StatusOr<std::unique_ptr<DataParallel>> DataParallel::Connect(const std::s
   return dp;
 }
 
-bool DataParallel::AverageGradients(const std::vector<torch::Tensor>& parameters, bool stop) {
-  if (!group_) return stop;
-  std::vector<torch::Tensor> flat;
-  flat.reserve(parameters.size() + 1);
-  for (const torch::Tensor& p : parameters) {
-    const torch::Tensor& g = p.grad();
-    flat.push_back(g.defined() ? g.reshape({-1}).to(torch::kFloat32)
-                               : torch::zeros({p.numel()}, torch::kFloat32));
+void DataParallel::AttachGradientHooks(const std::vector<torch::Tensor>& parameters,
+                                       int64_t bucket_bytes) {
+  if (!group_) return;
+  Group& g = *group_;
+  g.parameters = parameters;
+  g.buckets.clear();
+  g.slot_of.assign(parameters.size(), {0, 0});
+  // Last parameter first: backward produces their gradients in roughly that order.
+  Bucket current;
+  for (size_t k = parameters.size(); k-- > 0;) {
+    const torch::Tensor& p = parameters[k];
+    g.slot_of[k] = {g.buckets.size(), current.params.size()};
+    current.params.push_back(k);
+    current.offsets.push_back(current.numel);
+    current.numel += p.numel();
+    if (current.numel * static_cast<int64_t>(sizeof(float)) >= bucket_bytes) {
+      g.buckets.push_back(std::move(current));
+      current = Bucket();
+    }
   }
-  flat.push_back(torch::full({1}, stop ? 1.0f : 0.0f, torch::kFloat32));
-  torch::Tensor buffer = torch::cat(flat);
-  group_->AllReduce(buffer, c10d::ReduceOp::SUM);
-  const bool any_stop = buffer[buffer.size(0) - 1].item<float>() > 0;
-  buffer.div_(world_size_);
-  int64_t offset = 0;
-  for (const torch::Tensor& p : parameters) {
-    const int64_t n = p.numel();
-    torch::Tensor g = p.grad();
-    if (g.defined()) g.copy_(buffer.slice(0, offset, offset + n).view_as(g));
-    offset += n;
+  if (!current.params.empty() || g.buckets.empty()) g.buckets.push_back(std::move(current));
+  for (size_t b = 0; b < g.buckets.size(); ++b) {
+    Bucket& bucket = g.buckets[b];
+    // The last bucket carries the stop flag in one extra element.
+    const int64_t extra = b + 1 == g.buckets.size() ? 1 : 0;
+    bucket.buffer = torch::zeros({bucket.numel + extra}, torch::kFloat32);
+    bucket.filled.assign(bucket.params.size(), false);
+  }
+  for (size_t k = 0; k < parameters.size(); ++k) {
+    parameters[k].register_hook([this, k](torch::Tensor grad) { group_->OnGradient(k, grad); });
+  }
+  spdlog::info("gradient averaging: {} parameters in {} bucket(s) of >= {} bytes, overlapped "
+               "with the backward pass", parameters.size(), g.buckets.size(), bucket_bytes);
+}
+
+void DataParallel::Group::OnGradient(size_t k, const torch::Tensor& grad) {
+  if (!armed) return;
+  auto [b, i] = slot_of[k];
+  Bucket& bucket = buckets[b];
+  const int64_t n = grad.numel();
+  bucket.buffer.slice(0, bucket.offsets[i], bucket.offsets[i] + n).view_as(grad).copy_(grad);
+  if (!bucket.filled[i]) {
+    bucket.filled[i] = true;
+    ++bucket.ready;
+  }
+  LaunchReady();
+}
+
+void DataParallel::Group::LaunchReady() {
+  while (next < buckets.size() && buckets[next].ready == buckets[next].params.size()) {
+    Launch(buckets[next]);
+    ++next;
+  }
+}
+
+void DataParallel::Group::Launch(Bucket& bucket) {
+  if (&bucket == &buckets.back()) bucket.buffer[bucket.numel].fill_(stop_flag ? 1.0f : 0.0f);
+  std::vector<torch::Tensor> ts = {bucket.buffer};
+  bucket.work = gloo->allreduce(ts);
+}
+
+void DataParallel::BeginStep(bool stop) {
+  if (!group_) {
+    local_stop_ = stop;
+    return;
+  }
+  Group& g = *group_;
+  for (Bucket& b : g.buckets) {
+    std::fill(b.filled.begin(), b.filled.end(), false);
+    b.ready = 0;
+    b.work.reset();
+  }
+  g.next = 0;
+  g.stop_flag = stop;
+  g.armed = true;
+}
+
+bool DataParallel::FinishStep() {
+  if (!group_) return local_stop_;
+  Group& g = *group_;
+  g.armed = false;
+  // Parameters that got no gradient this step contribute zeros.
+  for (size_t b = g.next; b < g.buckets.size(); ++b) {
+    Bucket& bucket = g.buckets[b];
+    for (size_t i = 0; i < bucket.params.size(); ++i) {
+      if (bucket.filled[i]) continue;
+      const int64_t n = g.parameters[bucket.params[i]].numel();
+      bucket.buffer.slice(0, bucket.offsets[i], bucket.offsets[i] + n).zero_();
+      bucket.filled[i] = true;
+      ++bucket.ready;
+    }
+  }
+  g.LaunchReady();
+  auto t0 = std::chrono::steady_clock::now();
+  for (Bucket& bucket : g.buckets) bucket.work->wait();
+  wait_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  ++wait_steps_;
+  const Bucket& last = g.buckets.back();
+  const bool any_stop = last.buffer[last.numel].item<float>() > 0;
+  torch::NoGradGuard no_grad;
+  for (Bucket& bucket : g.buckets) {
+    bucket.buffer.div_(world_size_);
+    for (size_t i = 0; i < bucket.params.size(); ++i) {
+      torch::Tensor grad = g.parameters[bucket.params[i]].grad();
+      if (!grad.defined()) continue;
+      const int64_t n = grad.numel();
+      grad.copy_(bucket.buffer.slice(0, bucket.offsets[i], bucket.offsets[i] + n).view_as(grad));
+    }
   }
   return any_stop;
+}
+
+double DataParallel::TakeWaitMs() {
+  double ms = wait_steps_ > 0 ? wait_ms_ / wait_steps_ : 0;
+  wait_ms_ = 0;
+  wait_steps_ = 0;
+  return ms;
 }
 
 void DataParallel::BroadcastFromRank0(const std::vector<torch::Tensor>& tensors) {

@@ -3,7 +3,7 @@
 // across ranks with c10d's ProcessGroupGloo (ring allreduce over TCP). Rendezvous goes through a
 // c10d TCPStore that rank 0 serves at the address weftd hands out (MASTER_ADDR:MASTER_PORT).
 //
-// The same collective that averages the gradients also carries each rank's "stop" flag, so all
+// The last collective that averages a step's gradients also carries each rank's "stop" flag, so all
 // ranks stop after the same step and rank 0's checkpoint of that step is the job's consistent
 // state (every replica holds the same parameters after each step).
 //
@@ -37,12 +37,27 @@ class DataParallel {
   int rank() const { return rank_; }
   int world_size() const { return world_size_; }
 
-  // Replaces each parameter's gradient with its mean over all ranks (one allreduce of all
-  // gradients flattened into a float32 buffer of sum(numel) + 1 elements; the extra element is
-  // the stop flag) and returns whether any rank passed stop = true. Parameters without a
-  // gradient contribute zeros. Throws c10::Error if a peer is gone (the learner then exits and
-  // weftd restarts the job).
-  bool AverageGradients(const std::vector<torch::Tensor>& parameters, bool stop);
+  // Gradient averaging overlapped with the backward pass, as PyTorch DDP does (Li et al.,
+  // "PyTorch Distributed", VLDB'20): `parameters` are grouped, last layer first, into buckets of
+  // at least `bucket_bytes` bytes; a hook on each parameter copies its gradient into its bucket,
+  // and a bucket's allreduce (SUM) starts in Gloo's threads as soon as it is full and every
+  // earlier bucket has started, so all ranks issue the same collectives in the same order. Call
+  // once, after the model's parameters are final (after a restore).
+  void AttachGradientHooks(const std::vector<torch::Tensor>& parameters,
+                           int64_t bucket_bytes = int64_t{1} << 20);
+  // Before a step's backward pass: arms the buckets; `stop` is this rank's stop flag, carried as
+  // one extra element of the last bucket.
+  void BeginStep(bool stop);
+  // After the backward pass: starts any bucket still pending (a parameter that got no gradient
+  // contributes zeros), waits for all, replaces each parameter's gradient with its mean over
+  // the ranks, and returns whether any rank passed stop = true. Throws c10::Error if a peer is
+  // gone (the learner then exits and weftd restarts the job). Without a process group it only
+  // returns `stop`.
+  bool FinishStep();
+
+  // Mean time per step, in milliseconds, FinishStep() spent waiting for the allreduce to end
+  // (the part not hidden behind the backward pass), since the last call.
+  double TakeWaitMs();
 
   // Overwrites `tensors` on every rank with rank 0's values (parameters and buffers after
   // initialisation or a restore).
@@ -61,6 +76,9 @@ class DataParallel {
   int rank_ = 0;
   int world_size_ = 1;
   std::unique_ptr<Group> group_;  // null when world_size is 1
+  bool local_stop_ = false;       // BeginStep's flag without a group
+  double wait_ms_ = 0;
+  int64_t wait_steps_ = 0;
 };
 
 }  // namespace weft::train

@@ -111,6 +111,8 @@ class Trainer {
   double complete_met_ = 0;
   int64_t step_in_epoch_ = 0;          // steps done in the epoch in progress
   int64_t last_checkpoint_step_ = -1;
+  int64_t step_in_epoch_at_start_ = 0;  // where this epoch's loop began (after a resume: > 0)
+  double epoch_train_seconds_ = 0;      // this epoch's time in training steps
   double last_checkpoint_s_ = 0;
 };
 
@@ -358,6 +360,7 @@ absl::StatusOr<LoopResult> Trainer::Run() {
                steps_per_epoch, spec_.training.epochs, torch::get_num_threads(),
                spec_.ScaledLearningRate(o_.world_size));
   const std::vector<torch::Tensor> parameters = model_->parameters();
+  dp_->AttachGradientHooks(parameters);
   model_->train();
   last_report_s_ = NowS();
   last_checkpoint_s_ = NowS();
@@ -368,17 +371,19 @@ absl::StatusOr<LoopResult> Trainer::Run() {
     auto gen = at::detail::createCPUGenerator(spec_.training.seed * 1000003 + epoch);
     torch::Tensor perm = torch::randperm(n, gen, torch::TensorOptions().dtype(torch::kInt64));
     torch::Tensor mine = perm.slice(0, o_.rank, per_rank * o_.world_size, o_.world_size);
+    step_in_epoch_at_start_ = step_in_epoch_;
     for (int64_t s = step_in_epoch_; s < steps_per_epoch; ++s) {
       auto t0 = std::chrono::steady_clock::now();
       torch::Tensor idx = mine.slice(0, s * bs, std::min(per_rank, (s + 1) * bs));
       torch::Tensor x = train_.images.index_select(0, idx);
       torch::Tensor y = train_.labels.index_select(0, idx);
       optimizer->zero_grad();
+      // Every rank learns whether any was asked to stop from the step's last collective, so all
+      // stop after this same step.
+      dp_->BeginStep(StopRequested());
       torch::Tensor loss = torch::nll_loss(model_->forward(x), y);
       loss.backward();
-      // Every rank learns whether any was asked to stop in the same collective, so all stop
-      // after this same step.
-      const bool stop = dp_->AverageGradients(parameters, StopRequested());
+      const bool stop = dp_->FinishStep();
       optimizer->step();
       loss_sum_ += loss.item<double>();
       ++loss_steps_;
@@ -386,8 +391,10 @@ absl::StatusOr<LoopResult> Trainer::Run() {
       progress_.samples += idx.size(0) * o_.world_size;
       samples_since_report_ += idx.size(0);
       step_in_epoch_ = s + 1;
-      train_seconds_since_report_ +=
+      const double step_seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      train_seconds_since_report_ += step_seconds;
+      epoch_train_seconds_ += step_seconds;
       if (stop) {
         // Keep what was trained: halt and preemption resume from here.
         ReportTraining(/*force=*/true);
@@ -408,6 +415,15 @@ absl::StatusOr<LoopResult> Trainer::Run() {
     }
     if (complete) break;
     progress_.epoch = epoch + 1;
+    if (o_.world_size > 1) {
+      const int64_t steps = std::max<int64_t>(1, steps_per_epoch - step_in_epoch_at_start_);
+      const double wait_ms = dp_->TakeWaitMs();
+      spdlog::info("epoch {}: {:.1f} ms per step, of which {:.1f} ms waiting for the gradient "
+                   "allreduce after the backward pass ({:.1f}%)",
+                   epoch + 1, 1000 * epoch_train_seconds_ / steps, wait_ms,
+                   100 * wait_ms * steps / std::max(1e-9, 1000 * epoch_train_seconds_));
+    }
+    epoch_train_seconds_ = 0;
     step_in_epoch_ = 0;
     RETURN_IF_ERROR(EvaluateAndCheckTargets(&complete));
   }
@@ -430,6 +446,10 @@ absl::StatusOr<LoopResult> Trainer::Run() {
                                       spec_.training.epochs, last_accuracy_);
     }
     RETURN_IF_ERROR(Export("final", last_accuracy_));
+  }
+  if (o_.rank != 0) {
+    result.reason = absl::StrFormat("rank %d of %d done at step %d; rank 0 writes the final model",
+                                    o_.rank, o_.world_size, progress_.step);
   }
   result.succeeded = true;
   result.best_test_accuracy = best_;
