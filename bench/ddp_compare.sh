@@ -8,11 +8,11 @@
 # (goal: weft >= torchrun). weft's figure is wall-clock throughput between its first and last
 # training metric points; torchrun's is the reference script's own per-epoch figure.
 #
-# Usage: bench/ddp_compare.sh [REPEATS=3] [STEPS_PER_WORKER=468]
+# Usage: bench/ddp_compare.sh [REPEATS=5] [STEPS_PER_WORKER=468]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
-REPEATS=${1:-3}; STEPS=${2:-468}; BATCH=64; WORKERS=2
+REPEATS=${1:-5}; STEPS=${2:-468}; BATCH=64; WORKERS=2
 REF=${WEFT_REFERENCE:-$(pwd)/../shared/reference/torchrun_fmnist_ddp.py}
 [ -f "$REF" ] || { echo "missing $REF (../shared beside the repo)" >&2; exit 1; }
 command -v torchrun >/dev/null || { echo "torchrun not found (apt-get install python3-torch)" >&2; exit 1; }
@@ -30,7 +30,7 @@ YAML
 
 bare=(); weft=(); torch=()
 for r in $(seq 1 "$REPEATS"); do
-  b=$("$BIN/bench_bare_loop" cnn 1 "$BATCH" "$STEPS" | python3 -c 'import json,sys; print(json.load(sys.stdin)["samples_per_s"])')
+  b=$("$BIN/bench_bare_loop" cnn 1 "$BATCH" 200 | python3 -c 'import json,sys; print(json.load(sys.stdin)["samples_per_s"])')
   bare+=("$b")
 
   id=$(submit_and_wait "$WORK/job.yaml")

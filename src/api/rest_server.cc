@@ -7,12 +7,14 @@
 #include <map>
 #include <set>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "api/auth.h"
 #include "api/job_json.h"
 #include "common/files.h"
 #include "common/logging.h"
+#include "spec/job_spec.h"
 
 namespace weft::api {
 namespace {
@@ -371,8 +373,21 @@ void RestServer::Routes() {
   r.Route(R"(/v1/jobs/([^/]+)/logs)",
           {{"GET", [this](const httplib::Request& req, httplib::Response& res, const Caller& caller) {
               std::string id = req.matches[1];
-              if (!FindJob(store_, id, caller, res)) return;
-              std::string path = controller_.LogDir(id) + "/learner-0.log";
+              auto job = FindJob(store_, id, caller, res);
+              if (!job) return;
+              // One log per learner: ?rank=N (default 0) of the job's `resources.learners`.
+              int rank = 0;
+              if (req.has_param("rank")) {
+                auto spec = ParseManifest(job->spec_json);
+                const int world = spec.ok() ? spec->resources.learners : 1;
+                if (!absl::SimpleAtoi(req.get_param_value("rank"), &rank) || rank < 0 ||
+                    rank >= world) {
+                  return SendError(res, 400,
+                                   absl::StrCat("rank must be an integer in [0, ", world,
+                                                "): the job has ", world, " learner(s)"));
+                }
+              }
+              std::string path = absl::StrCat(controller_.LogDir(id), "/learner-", rank, ".log");
               bool follow = req.has_param("follow") && req.get_param_value("follow") == "true";
               if (!follow) {
                 auto text = ReadFile(path);

@@ -482,6 +482,9 @@ int Run(int argc, char** argv) {
   auto* logs = app.add_subcommand("logs", "print a job's learner log");
   logs->add_option("ID", id, "job id")->required();
   logs->add_flag("--follow,-f", follow, "keep streaming until the job ends");
+  int rank = 0;
+  logs->add_option("--rank", rank, "which learner of a multi-learner job (default 0)")
+      ->check(CLI::NonNegativeNumber);
   auto* metrics = app.add_subcommand("metrics", "print a job's metric time series");
   metrics->add_option("ID", id, "job id")->required();
   metrics->add_flag("--json", as_json, "print the API's JSON");
@@ -591,14 +594,16 @@ int Run(int argc, char** argv) {
   if (resume->parsed()) return Simple(api, "POST", "/v1/jobs/" + id + "/resume", "resumed " + id);
   if (del->parsed()) return Simple(api, "DELETE", "/v1/jobs/" + id, "deleted " + id);
   if (logs->parsed()) {
+    const std::string query = rank > 0 ? "rank=" + std::to_string(rank) : "";
     if (!follow) {
-      Reply r = api.Call("GET", "/v1/jobs/" + id + "/logs");
+      Reply r = api.Call("GET", "/v1/jobs/" + id + "/logs" + (query.empty() ? "" : "?" + query));
       if (r.status != 200) return Fail(r);
       std::cout << r.body;
       return 0;
     }
     std::string error;
-    if (!api.Stream("/v1/jobs/" + id + "/logs?follow=true", std::cout, &error)) {
+    if (!api.Stream("/v1/jobs/" + id + "/logs?follow=true" + (query.empty() ? "" : "&" + query),
+                    std::cout, &error)) {
       std::cerr << "error: " << error << "\n";
       return 1;
     }

@@ -33,12 +33,16 @@ int FreePort() {
   return port;
 }
 
-std::vector<int64_t> LearnerPids(const std::string& job_id) {
+std::vector<int64_t> LearnerPids(const std::string& job_id, int rank) {
   std::vector<int64_t> pids;
   for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
     std::ifstream env(entry.path() / "environ");
     std::string s((std::istreambuf_iterator<char>(env)), {});
-    if (s.find("WEFT_JOB_ID=" + job_id + std::string(1, '\0')) == std::string::npos) continue;
+    const std::string nul(1, '\0');
+    if (s.find("WEFT_JOB_ID=" + job_id + nul) == std::string::npos) continue;
+    if (rank >= 0 && (nul + s).find(nul + "RANK=" + std::to_string(rank) + nul) == std::string::npos) {
+      continue;
+    }
     std::ifstream stat(entry.path() / "stat");
     std::string st((std::istreambuf_iterator<char>(stat)), {});
     auto paren = st.rfind(')');

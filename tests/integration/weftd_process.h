@@ -24,8 +24,9 @@ struct CommandResult {
 CommandResult RunCommand(const std::vector<std::string>& argv,
                          const std::vector<std::string>& env = {}, int timeout_s = 300);
 
-// Pids of live (non-zombie) learner processes of `job_id`, found through /proc/<pid>/environ.
-std::vector<int64_t> LearnerPids(const std::string& job_id);
+// Pids of live (non-zombie) learner processes of `job_id` (only rank `rank` if >= 0), found
+// through /proc/<pid>/environ.
+std::vector<int64_t> LearnerPids(const std::string& job_id, int rank = -1);
 
 class WeftdProcess {
  public:

@@ -1,0 +1,203 @@
+// Multi-learner (gang) jobs through a real weftd and real learners on two logical nodes:
+// synchronous data parallelism reaches the single learner's accuracy on the same data budget,
+// and a gang survives halt/resume and the death of one of its learners with one consistent
+// checkpoint written by rank 0.
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <signal.h>
+#include <thread>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "integration/weftd_process.h"
+#include "nlohmann/json.hpp"
+
+namespace weft {
+namespace {
+
+using json = nlohmann::json;
+using ::testing::HasSubstr;
+using testing::WeftdProcess;
+
+constexpr char kData[] = "/usr/share/datasets/fashion-mnist";
+
+class GangTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!std::filesystem::exists(std::string(kData) + "/train-images-idx3-ubyte.gz")) {
+      GTEST_SKIP() << "Fashion-MNIST is not installed";
+    }
+    char tmpl[] = "/tmp/weft-gang-XXXXXX";
+    dir_ = mkdtemp(tmpl);
+    // Two logical nodes of one cpu each: a 2-learner gang must spread over both.
+    std::ofstream(dir_ + "/nodes.yaml") << "nodes:\n"
+                                           "  - {name: node-a, cpus: 1, memory_mb: 8192}\n"
+                                           "  - {name: node-b, cpus: 1, memory_mb: 8192}\n";
+    weftd_ = std::make_unique<WeftdProcess>(dir_ + "/data");
+    weftd_->set_args({"--config", dir_ + "/nodes.yaml"});
+    ASSERT_TRUE(weftd_->Start()) << weftd_->log();
+  }
+  void TearDown() override {
+    weftd_.reset();
+    if (!dir_.empty()) std::filesystem::remove_all(dir_);
+  }
+
+  std::string Submit(const std::string& name, const std::string& body) {
+    std::string path = dir_ + "/" + name + ".yaml";
+    std::ofstream(path) << "name: " << name << "\n" << body;
+    auto r = weftd_->Cli({"submit", path});
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    std::smatch m;
+    std::string out = r.output;
+    return std::regex_search(out, m, std::regex("job (job-[0-9a-z]+-[0-9a-z]+) submitted"))
+               ? m[1].str()
+               : "";
+  }
+  json Get(const std::string& path) {
+    auto r = weftd_->Client().Get(path);
+    return r ? json::parse(r->body, nullptr, false) : json();
+  }
+  // Polls the job until `done(job)` holds or `timeout_s` seconds pass.
+  template <typename Pred>
+  json WaitUntil(const std::string& id, Pred done, int timeout_s, const std::string& what) {
+    json j;
+    for (int i = 0; i < timeout_s * 5; ++i) {
+      j = Get("/v1/jobs/" + id);
+      if (j.is_object() && done(j)) return j;
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    ADD_FAILURE() << id << ": " << what << " never happened: " << j.dump(2);
+    return j;
+  }
+  json WaitFor(const std::string& id, const std::string& state, int timeout_s) {
+    return WaitUntil(id, [&](const json& j) { return j.value("state", "") == state; }, timeout_s,
+                     "state " + state);
+  }
+  std::string Log(const std::string& id, int rank) {
+    auto r = weftd_->Cli({"logs", id, "--rank", std::to_string(rank)});
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    return r.output;
+  }
+  static std::vector<std::string> Matches(const std::string& text, const std::string& pattern) {
+    std::vector<std::string> out;
+    std::regex re(pattern);
+    for (std::sregex_iterator it(text.begin(), text.end(), re), end; it != end; ++it) {
+      out.push_back((*it)[1].str());
+    }
+    return out;
+  }
+
+  std::string dir_;
+  std::unique_ptr<WeftdProcess> weftd_;
+};
+
+// MLP on 12,000 training images for 3 epochs: the same data budget for 1 and 2 learners.
+const std::string kBudget =
+    "model: {architecture: mlp, hidden_units: [128]}\n"
+    "data: {path: /usr/share/datasets/fashion-mnist, train_samples: 12000, test_samples: 2000}\n"
+    "training: {epochs: 3, batch_size: 64, threads: 1, seed: 3}\n";
+
+TEST_F(GangTest, TwoLearnersReachTheOneLearnerAccuracyOnTheSameDataBudget) {
+  const std::string one = Submit("one", kBudget + "resources: {learners: 1, cpus: 1}\n");
+  const std::string two = Submit("two", kBudget + "resources: {learners: 2, cpus: 1}\n");
+  // The gang needs both nodes: it runs spread over node-a and node-b, all or nothing.
+  json running = WaitUntil(
+      two, [](const json& j) { return j.value("state", "") == "RUNNING"; }, 300, "RUNNING");
+  ASSERT_EQ(running["learners"].size(), 2u) << running.dump(2);
+  std::set<std::string> nodes = {running["learners"][0]["node"], running["learners"][1]["node"]};
+  EXPECT_EQ(nodes, (std::set<std::string>{"node-a", "node-b"}));
+  EXPECT_EQ(testing::LearnerPids(two).size(), 2u);
+
+  json a = WaitFor(one, "COMPLETED", 300);
+  json b = WaitFor(two, "COMPLETED", 300);
+  const double acc1 = a["models"]["final"]["test_accuracy"];
+  const double acc2 = b["models"]["final"]["test_accuracy"];
+  RecordProperty("one_learner_accuracy", std::to_string(acc1));
+  RecordProperty("two_learner_accuracy", std::to_string(acc2));
+  std::cout << "final test accuracy: 1 learner " << acc1 << ", 2 learners " << acc2 << "\n";
+  EXPECT_GT(acc1, 0.80);
+  EXPECT_NEAR(acc2, acc1, 0.01) << "within 1 point on the same data budget";
+  // Same data budget: 3 epochs over 12,000 samples, in half the steps of twice the batch.
+  EXPECT_EQ(a["progress"]["samples"], b["progress"]["samples"]);
+  EXPECT_EQ(2 * b["progress"]["step"].get<int64_t>(), a["progress"]["step"].get<int64_t>());
+
+  std::string history;
+  for (const auto& e : b["history"]) history += e["reason"].get<std::string>() + "\n";
+  EXPECT_THAT(history, HasSubstr("placed 2 learners on nodes node-a, node-b"));
+  EXPECT_THAT(history, HasSubstr("all 2 learners registered"));
+
+  // One log per learner; both joined the same process group and ended with identical replicas.
+  const std::string log0 = Log(two, 0), log1 = Log(two, 1);
+  EXPECT_THAT(log0, HasSubstr("as rank 0 of 2"));
+  EXPECT_THAT(log1, HasSubstr("as rank 1 of 2"));
+  auto sum0 = Matches(log0, "parameters checksum (\\S+)");
+  auto sum1 = Matches(log1, "parameters checksum (\\S+)");
+  ASSERT_EQ(sum0.size(), 1u) << log0;
+  EXPECT_EQ(sum0, sum1);
+  EXPECT_THAT(log0, HasSubstr("final model written"));
+  EXPECT_THAT(log1, ::testing::Not(HasSubstr("model written"))) << "only rank 0 exports";
+  EXPECT_NE(weftd_->Cli({"logs", two, "--rank", "2"}).exit_code, 0) << "no rank 2";
+
+  // Metrics are reported once per job (rank 0): no step appears twice among training points.
+  json metrics = Get("/v1/jobs/" + two + "/metrics");
+  std::set<int64_t> steps;
+  int training_points = 0;
+  for (const auto& p : metrics["points"]) {
+    if (!p.contains("train_loss")) continue;
+    ++training_points;
+    EXPECT_TRUE(steps.insert(p["step"].get<int64_t>()).second) << "step " << p["step"] << " twice";
+  }
+  EXPECT_GT(training_points, 0);
+}
+
+TEST_F(GangTest, GangHaltsResumesAndSurvivesAKilledLearnerFromRank0sCheckpoint) {
+  const std::string id = Submit(
+      "gang", kBudget + "resources: {learners: 2, cpus: 1}\n"
+                        "checkpoint: {every_steps: 25, keep: 2}\n");
+  WaitUntil(
+      id, [](const json& j) { return j["progress"].value("step", 0) >= 60; }, 300, "step 60");
+
+  // Halt: both ranks stop after the same step; rank 0 writes that step's checkpoint.
+  auto halt = weftd_->Cli({"halt", id});
+  ASSERT_EQ(halt.exit_code, 0) << halt.output;
+  WaitFor(id, "HALTED", 60);
+  for (int i = 0; i < 100 && !testing::LearnerPids(id).empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(testing::LearnerPids(id).empty()) << "both learners exited";
+  auto resume = weftd_->Cli({"resume", id});
+  ASSERT_EQ(resume.exit_code, 0) << resume.output;
+  json back = WaitUntil(
+      id, [](const json& j) { return j.value("state", "") == "RUNNING" && j["attempt"] == 2; },
+      120, "attempt 2 running");
+
+  // kill -9 of rank 1: weft stops rank 0 too and restarts the gang from rank 0's checkpoint.
+  WaitUntil(
+      id, [&](const json& j) { return j["progress"].value("step", 0) >= back["progress"].value("step", 0) + 30; },
+      300, "30 more steps");
+  auto rank1 = testing::LearnerPids(id, 1);
+  ASSERT_EQ(rank1.size(), 1u);
+  ASSERT_EQ(::kill(static_cast<pid_t>(rank1[0]), SIGKILL), 0);
+  json done = WaitFor(id, "COMPLETED", 400);
+  std::string history;
+  for (const auto& e : done["history"]) history += e["reason"].get<std::string>() + "\n";
+  EXPECT_THAT(history, HasSubstr("halted by user"));
+  EXPECT_THAT(history, HasSubstr("learner rank 1 killed by signal 9"));
+  EXPECT_GE(done["attempt"].get<int>(), 3);
+
+  // Every resume: both ranks loaded the same checkpoint, i.e. agreed on the step.
+  const std::string log0 = Log(id, 0), log1 = Log(id, 1);
+  auto resumed0 = Matches(log0, "resumed from \\S+: epoch \\d+, step (\\d+)");
+  auto resumed1 = Matches(log1, "resumed from \\S+: epoch \\d+, step (\\d+)");
+  ASSERT_GE(resumed0.size(), 2u) << log0;
+  EXPECT_EQ(resumed0, resumed1);
+  EXPECT_THAT(log1, ::testing::Not(HasSubstr("checkpoint written"))) << "only rank 0 writes";
+  auto sum0 = Matches(log0, "parameters checksum (\\S+)");
+  EXPECT_EQ(sum0, Matches(log1, "parameters checksum (\\S+)"));
+  EXPECT_GT(done["models"]["final"]["test_accuracy"].get<double>(), 0.80);
+}
+
+}  // namespace
+}  // namespace weft
