@@ -382,6 +382,16 @@ int Show(Api& api, const std::string& id, bool as_json) {
             << "tenant:    " << j.value("tenant", "") << "\n"
             << "state:     " << j.value("state", "") << " (" << j.value("reason", "") << ")\n";
   if (j.contains("waiting_reason")) std::cout << "waiting:   " << j.value("waiting_reason", "") << "\n";
+  if (j.contains("learners") && !j["learners"].empty()) {
+    std::cout << "learners: ";
+    for (const auto& l : j["learners"]) {
+      std::cout << " rank " << l.value("rank", 0) << " on " << l.value("node", "")
+                << (l["pid"].is_number() ? " (pid " + std::to_string(l["pid"].get<int64_t>()) + ")"
+                                         : std::string())
+                << ";";
+    }
+    std::cout << "\n";
+  }
   std::cout << "progress:  epoch " << p.value("epoch", 0) << "/" << p.value("epochs_total", 0)
             << ", step " << p.value("step", 0) << "/" << p.value("steps_total", 0) << ", "
             << p.value("samples", 0) << " samples\n"

@@ -2,6 +2,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "absl/strings/match.h"
@@ -358,6 +359,14 @@ void Controller::StopLoop() {
 
 void Controller::Tick() {
   std::vector<LearnerExit> exits = executor_.Reap();
+  // When several learners of a gang end in one round, the cause goes first: a learner killed by
+  // a signal, then one that failed, then the rest (its peers exit because it is gone).
+  auto severity = [](const LearnerExit& e) {
+    return e.signal != 0 ? 0 : (!e.status_unknown && e.exit_code != 0) ? 1 : 2;
+  };
+  std::stable_sort(exits.begin(), exits.end(), [&](const LearnerExit& a, const LearnerExit& b) {
+    return severity(a) < severity(b);
+  });
   std::lock_guard<std::mutex> lock(mu_);
   for (const LearnerExit& e : exits) HandleExitLocked(e);
   auto jobs = store_.ListJobs("");
@@ -373,6 +382,7 @@ void Controller::ForgetAttemptLocked(const std::string& id) {
   finished_.erase(id);
   last_seen_ms_.erase(id);
   registered_.erase(id);
+  failing_.erase(id);
 }
 
 std::string Controller::LastLogLine(const std::string& id, int rank) const {
@@ -408,6 +418,24 @@ void Controller::HandleExitLocked(const LearnerExit& e) {
                  e.attempt, e.Describe());
     return;
   }
+  if (auto f = failing_.find(e.job_id); f != failing_.end()) {
+    // A gang whose learner failed: the survivors are checkpointing and stopping.
+    if (int left = executor_.Running(e.job_id); left > 0) {
+      spdlog::info("job {}: learner rank {} {}; waiting for {} more of the failed gang", e.job_id,
+                   e.rank, e.Describe(), left);
+      return;
+    }
+    Failure failure = f->second;
+    failing_.erase(f);
+    ForgetAttemptLocked(e.job_id);
+    r.learners.clear();
+    if (failure.user_error) {
+      FailLocked(r, failure.reason);
+    } else {
+      RestartOrFailLocked(r, failure.reason);
+    }
+    return;
+  }
   Finish finish;
   if (auto it = finished_.find(e.job_id); it != finished_.end()) {
     if (auto f = it->second.find(e.rank); f != it->second.end()) finish = f->second;
@@ -419,9 +447,9 @@ void Controller::HandleExitLocked(const LearnerExit& e) {
     spdlog::info("job {}: learner rank {} {}", e.job_id, e.rank, e.Describe());
     return;
   }
-  ForgetAttemptLocked(e.job_id);
-  r.learners.clear();
   if (exited_ok && finish.succeeded) {
+    ForgetAttemptLocked(e.job_id);
+    r.learners.clear();
     // The other ranks are done training too; make sure none lingers.
     executor_.Stop(e.job_id, options_.stop_grace_ms).IgnoreError();
     auto artifacts = store_.Artifacts(e.job_id);
@@ -443,12 +471,21 @@ void Controller::HandleExitLocked(const LearnerExit& e) {
                                            : std::string();
   std::string reason = absl::StrCat("learner ", e.rank > 0 ? absl::StrCat("rank ", e.rank, " ") : "",
                                     e.Describe(), why.empty() ? "" : ": ", why);
-  // The rest of the gang cannot go on without this learner (its peers block in the next
-  // allreduce): stop them now, before the job is requeued or failed.
-  executor_.Stop(e.job_id, 0).IgnoreError();
   // A user error (bad spec, missing data, a model that does not build) fails at once.
   bool user_error = !e.status_unknown && e.signal == 0 && e.exit_code == kLearnerExitUserError;
   bool clean_exit = !e.status_unknown && e.signal == 0 && e.exit_code == 0;
+  if (executor_.Running(e.job_id) > 0) {
+    // The rest of the gang cannot go on without this learner: their next allreduce fails. Rank 0,
+    // if it survives, checkpoints the last step all ranks completed before it exits (its replica
+    // is the gang's state), so the restart loses (almost) nothing. SIGKILL after the grace.
+    spdlog::warn("job {}: {}; stopping the rest of the gang ({} ms to checkpoint)", e.job_id,
+                 reason, options_.stop_grace_ms);
+    failing_[e.job_id] = {reason, user_error || clean_exit};
+    executor_.Stop(e.job_id, options_.stop_grace_ms).IgnoreError();
+    return;
+  }
+  ForgetAttemptLocked(e.job_id);
+  r.learners.clear();
   if (user_error || clean_exit) {
     FailLocked(r, reason);
   } else {
@@ -459,7 +496,7 @@ void Controller::HandleExitLocked(const LearnerExit& e) {
 void Controller::CheckLivenessLocked(std::vector<JobRecord>& jobs) {
   TimeMs now = clock_.NowMs();
   for (JobRecord& r : jobs) {
-    if (!IsActive(r.state)) continue;
+    if (!IsActive(r.state) || failing_.count(r.id)) continue;
     int64_t limit = r.state == JobState::kStarting ? options_.start_timeout_ms
                                                    : options_.heartbeat_timeout_ms;
     // The longest-silent learner of the gang; one that has exited cleanly is no longer watched.

@@ -159,6 +159,11 @@ class Controller {
     bool succeeded = false;
     std::string reason;
   };
+  // Why a gang's learner failed, kept while the rest of the gang checkpoints and stops.
+  struct Failure {
+    std::string reason;
+    bool user_error = false;  // fail the job instead of restarting it
+  };
 
   absl::Status TransitionLocked(JobRecord& record, JobState to, const std::string& reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -204,6 +209,7 @@ class Controller {
   std::map<std::string, std::map<int, Finish>> finished_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::map<int, TimeMs>> last_seen_ms_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::set<int>> registered_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, Failure> failing_ ABSL_GUARDED_BY(mu_);  // by job, current attempt
   std::map<std::string, TimeMs> not_before_ms_ ABSL_GUARDED_BY(mu_);  // restart backoff
 
   std::mutex loop_mu_;

@@ -34,6 +34,7 @@ struct DataParallel::Group {
   size_t next = 0;         // first bucket whose allreduce has not started this step
   bool stop_flag = false;  // this rank's stop flag for this step
   bool armed = false;      // between BeginStep and FinishStep
+  std::string launch_error;  // a collective that could not even be started this step
 
   void OnGradient(size_t k, const torch::Tensor& grad);
   void LaunchReady();
@@ -43,7 +44,17 @@ struct DataParallel::Group {
     std::vector<torch::Tensor> ts = {t};
     c10d::AllreduceOptions o;
     o.reduceOp = op;
-    gloo->allreduce(ts, o)->wait();
+    Wait(gloo->allreduce(ts, o));
+  }
+  // Waits for a collective; a failure means a peer is gone.
+  static void Wait(const c10::intrusive_ptr<c10d::Work>& work) {
+    try {
+      work->wait();
+    } catch (const c10::Error& e) {
+      throw PeerLostError(e.what_without_backtrace());
+    } catch (const std::exception& e) {
+      throw PeerLostError(e.what());
+    }
   }
 };
 
@@ -153,7 +164,12 @@ void DataParallel::Group::LaunchReady() {
 void DataParallel::Group::Launch(Bucket& bucket) {
   if (&bucket == &buckets.back()) bucket.buffer[bucket.numel].fill_(stop_flag ? 1.0f : 0.0f);
   std::vector<torch::Tensor> ts = {bucket.buffer};
-  bucket.work = gloo->allreduce(ts);
+  try {
+    bucket.work = gloo->allreduce(ts);
+  } catch (const std::exception& e) {
+    // Called from an autograd hook: keep the failure for FinishStep rather than throw here.
+    if (launch_error.empty()) launch_error = e.what();
+  }
 }
 
 void DataParallel::BeginStep(bool stop) {
@@ -168,6 +184,7 @@ void DataParallel::BeginStep(bool stop) {
     b.work.reset();
   }
   g.next = 0;
+  g.launch_error.clear();
   g.stop_flag = stop;
   g.armed = true;
 }
@@ -188,8 +205,9 @@ bool DataParallel::FinishStep() {
     }
   }
   g.LaunchReady();
+  if (!g.launch_error.empty()) throw PeerLostError(g.launch_error);
   auto t0 = std::chrono::steady_clock::now();
-  for (Bucket& bucket : g.buckets) bucket.work->wait();
+  for (Bucket& bucket : g.buckets) Group::Wait(bucket.work);
   wait_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   ++wait_steps_;
   const Bucket& last = g.buckets.back();
@@ -221,7 +239,7 @@ void DataParallel::BroadcastFromRank0(const std::vector<torch::Tensor>& tensors)
     std::vector<torch::Tensor> ts = {t.detach()};
     c10d::BroadcastOptions o;
     o.rootRank = 0;
-    group_->gloo->broadcast(ts, o)->wait();
+    Group::Wait(group_->gloo->broadcast(ts, o));
   }
 }
 

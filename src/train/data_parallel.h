@@ -14,12 +14,20 @@
 #include <torch/torch.h>
 
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 
 namespace weft::train {
+
+// A collective failed: another learner of the gang is gone (its connection closed) or did not
+// answer within the timeout. The step being averaged was not applied.
+class PeerLostError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 class DataParallel {
  public:
@@ -50,15 +58,15 @@ class DataParallel {
   void BeginStep(bool stop);
   // After the backward pass: starts any bucket still pending (a parameter that got no gradient
   // contributes zeros), waits for all, replaces each parameter's gradient with its mean over
-  // the ranks, and returns whether any rank passed stop = true. Throws c10::Error if a peer is
-  // gone (the learner then exits and weftd restarts the job). Without a process group it only
-  // returns `stop`.
+  // the ranks, and returns whether any rank passed stop = true. Throws PeerLostError if a peer
+  // is gone. Without a process group it only returns `stop`.
   bool FinishStep();
 
   // Mean time per step, in milliseconds, FinishStep() spent waiting for the allreduce to end
   // (the part not hidden behind the backward pass), since the last call.
   double TakeWaitMs();
 
+  // The collectives below throw PeerLostError if a peer is gone.
   // Overwrites `tensors` on every rank with rank 0's values (parameters and buffers after
   // initialisation or a restore).
   void BroadcastFromRank0(const std::vector<torch::Tensor>& tensors);

@@ -89,6 +89,10 @@ class Trainer {
   // Evaluates, reports, and acts on the targets. Sets *complete when the complete target is met.
   absl::Status EvaluateAndCheckTargets(bool* complete);
   absl::Status Export(const std::string& kind, double accuracy);
+  // Another learner of the gang is gone mid-collective. This rank's state is that of the last
+  // step every rank completed (a failed step is not applied), so rank 0 checkpoints it before
+  // exiting and the gang's restart loses (almost) no steps. Returns Unavailable.
+  absl::Status OnPeerLost(const PeerLostError& e);
 
   const LoopOptions& o_;
   const JobSpec& spec_;
@@ -279,6 +283,21 @@ absl::Status Trainer::Export(const std::string& kind, double accuracy) {
   return reporter_.CommitArtifact(a);
 }
 
+absl::Status Trainer::OnPeerLost(const PeerLostError& e) {
+  spdlog::warn("lost a peer learner at step {}: {}", progress_.step, e.what());
+  if (o_.rank == 0) {
+    absl::Status saved = Checkpoint();
+    if (saved.ok()) {
+      spdlog::info("checkpointed step {}, the last step all learners completed, for the gang's "
+                   "restart", progress_.step);
+    } else {
+      spdlog::warn("no checkpoint after losing a peer: {}", saved.message());
+    }
+  }
+  return absl::UnavailableError(
+      absl::StrCat("a peer learner of the gang is gone (", e.what(), ")"));
+}
+
 absl::Status Trainer::EvaluateAndCheckTargets(bool* complete) {
   ReportTraining(/*force=*/true);
   Evaluation ev = Evaluate(model_, test_, dp_.get());
@@ -365,6 +384,7 @@ absl::StatusOr<LoopResult> Trainer::Run() {
   last_report_s_ = NowS();
   last_checkpoint_s_ = NowS();
   bool complete = false;
+  try {
   for (int epoch = progress_.epoch; epoch < spec_.training.epochs && !complete; ++epoch) {
     epoch_in_progress_ = epoch + 1;
     // Every rank draws the same permutation: seed + epoch.
@@ -426,6 +446,9 @@ absl::StatusOr<LoopResult> Trainer::Run() {
     epoch_train_seconds_ = 0;
     step_in_epoch_ = 0;
     RETURN_IF_ERROR(EvaluateAndCheckTargets(&complete));
+  }
+  } catch (const PeerLostError& e) {
+    return OnPeerLost(e);
   }
   {
     // Replicas must agree bit for bit; the sum of all parameters shows it in each rank's log.

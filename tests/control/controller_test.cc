@@ -518,14 +518,23 @@ TEST_F(ControllerTest, OneDeadLearnerStopsTheGangAndRestartsTheJob) {
   executor_.stopped.clear();
   executor_.Exit(id, 1, -1, 9, /*rank=*/1);
   controller_->Tick();
+  // Rank 0 is told to stop, with the grace to checkpoint the last step both ranks completed; the
+  // job waits for it.
+  ASSERT_EQ(executor_.stopped.size(), 1u);
+  EXPECT_EQ(executor_.stopped[0], id);
+  EXPECT_EQ(State(id), JobState::kRunning);
+  std::string dir = controller_->JobDir(id) + "/checkpoints";
+  ASSERT_TRUE(MakeDirs(dir).ok());
+  ASSERT_TRUE(WriteFileAtomic(dir + "/ckpt-77.pt", "0123456789").ok());
+  EXPECT_TRUE(controller_->OnCommitCheckpoint(id, 1, {77, 0, dir + "/ckpt-77.pt", 10, 0}).ok());
+  // Rank 0 exits (its allreduce failed): the gang restarts from that checkpoint, with the reason
+  // of the learner that died.
+  executor_.Exit(id, 1, 1, 0, /*rank=*/0);
+  controller_->Tick();
   EXPECT_EQ(State(id), JobState::kQueued);
   EXPECT_THAT(Reason(id), HasSubstr("learner rank 1 killed by signal 9"));
-  EXPECT_THAT(Reason(id), HasSubstr("restart 1 of 3"));
-  ASSERT_EQ(executor_.stopped.size(), 1u) << "rank 0 is stopped too";
-  EXPECT_EQ(executor_.stopped[0], id);
+  EXPECT_THAT(Reason(id), HasSubstr("restart 1 of 3 from the checkpoint at step 77"));
   EXPECT_EQ(executor_.Running(id), 0);
-  // Rank 0's exit, reported later, belongs to the old attempt and changes nothing.
-  executor_.Exit(id, 1, 1, 0, /*rank=*/0);
   clock_.Advance(1000);
   controller_->Tick();
   ASSERT_EQ(State(id), JobState::kStarting) << "the whole gang restarts";

@@ -185,6 +185,7 @@ TEST_F(GangTest, GangHaltsResumesAndSurvivesAKilledLearnerFromRank0sCheckpoint) 
   for (const auto& e : done["history"]) history += e["reason"].get<std::string>() + "\n";
   EXPECT_THAT(history, HasSubstr("halted by user"));
   EXPECT_THAT(history, HasSubstr("learner rank 1 killed by signal 9"));
+  EXPECT_THAT(history, HasSubstr("from the checkpoint at step"));
   EXPECT_GE(done["attempt"].get<int>(), 3);
 
   // Every resume: both ranks loaded the same checkpoint, i.e. agreed on the step.
@@ -194,6 +195,11 @@ TEST_F(GangTest, GangHaltsResumesAndSurvivesAKilledLearnerFromRank0sCheckpoint) 
   ASSERT_GE(resumed0.size(), 2u) << log0;
   EXPECT_EQ(resumed0, resumed1);
   EXPECT_THAT(log1, ::testing::Not(HasSubstr("checkpoint written"))) << "only rank 0 writes";
+  // Rank 0 outlived rank 1 and checkpointed the last step both had completed; the gang resumed
+  // from exactly that step, so the kill cost no steps beyond the one in flight.
+  auto emergency = Matches(log0, "checkpointed step (\\d+), the last step all learners completed");
+  ASSERT_EQ(emergency.size(), 1u) << log0;
+  EXPECT_EQ(resumed0.back(), emergency[0]);
   auto sum0 = Matches(log0, "parameters checksum (\\S+)");
   EXPECT_EQ(sum0, Matches(log1, "parameters checksum (\\S+)"));
   EXPECT_GT(done["models"]["final"]["test_accuracy"].get<double>(), 0.80);

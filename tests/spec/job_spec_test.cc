@@ -194,6 +194,7 @@ INSTANTIATE_TEST_SUITE_P(
     All, GoodManifestTest,
     ::testing::Values(std::string(kGood), "example:fashion-mnist-cnn.yaml",
                       "example:fashion-mnist-mlp-smoke.yaml",
+                      "example:fashion-mnist-cnn-2-learners.yaml",
                       "name: s\nmodel: {architecture: mlp}\ntraining: {epochs: 1, optimizer: sgd, "
                       "momentum: 0.8, learning_rate: 0.05, weight_decay: 0.0001, seed: 7}\n"
                       "resources: {cpus: 0.5, memory_mb: 512}\n"));
