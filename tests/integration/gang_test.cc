@@ -2,6 +2,7 @@
 // synchronous data parallelism reaches the single learner's accuracy on the same data budget,
 // and a gang survives halt/resume and the death of one of its learners with one consistent
 // checkpoint written by rank 0.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -203,6 +204,31 @@ TEST_F(GangTest, GangHaltsResumesAndSurvivesAKilledLearnerFromRank0sCheckpoint) 
   auto sum0 = Matches(log0, "parameters checksum (\\S+)");
   EXPECT_EQ(sum0, Matches(log1, "parameters checksum (\\S+)"));
   EXPECT_GT(done["models"]["final"]["test_accuracy"].get<double>(), 0.80);
+}
+
+TEST_F(GangTest, AGangOutlivesAKilledWeftdAndIsAdoptedWhole) {
+  const std::string id = Submit("adopt", kBudget + "resources: {learners: 2, cpus: 1}\n");
+  WaitUntil(
+      id, [](const json& j) { return j["progress"].value("step", 0) >= 40; }, 300, "step 40");
+  auto sorted_pids = [&] {
+    auto pids = testing::LearnerPids(id);
+    std::sort(pids.begin(), pids.end());
+    return pids;
+  };
+  const auto before = sorted_pids();
+  ASSERT_EQ(before.size(), 2u);
+  weftd_->Kill();
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  EXPECT_EQ(sorted_pids(), before) << "both learners keep training without weftd";
+  ASSERT_TRUE(weftd_->Start()) << weftd_->log();
+  json done = WaitFor(id, "COMPLETED", 300);
+  EXPECT_EQ(done["attempt"], 1) << "adopted, never restarted";
+  EXPECT_THAT(weftd_->log(), HasSubstr("(2 learner(s) in all)"));
+  const std::string log0 = Log(id, 0), log1 = Log(id, 1);
+  EXPECT_THAT(log0, ::testing::Not(HasSubstr("resumed from")));
+  auto sum0 = Matches(log0, "parameters checksum (\\S+)");
+  ASSERT_EQ(sum0.size(), 1u);
+  EXPECT_EQ(sum0, Matches(log1, "parameters checksum (\\S+)"));
 }
 
 }  // namespace
