@@ -103,6 +103,32 @@ TEST_F(LocalExecutorTest, LearnerGetsItsJobCredentialButNeverWeftdsToken) {
   EXPECT_NE(log.find("cred=job-credential-123 token=none"), std::string::npos) << log;
 }
 
+TEST_F(LocalExecutorTest, GangRanksGetTheirRankAndTheRendezvousAddress) {
+  LocalExecutor ex(Script("echo rank=$RANK world=$WORLD_SIZE master=$MASTER_ADDR:$MASTER_PORT; exit 0"));
+  auto address = ex.RendezvousAddress("local");
+  ASSERT_TRUE(address.ok()) << address.status();
+  EXPECT_EQ(address->first, "127.0.0.1");
+  EXPECT_GT(address->second, 0);
+  for (int rank = 0; rank < 2; ++rank) {
+    LearnerLaunch l = Launch();
+    l.rank = rank;
+    l.world_size = 2;
+    l.rendezvous_host = address->first;
+    l.rendezvous_port = address->second;
+    ASSERT_TRUE(ex.Start(l).ok());
+  }
+  EXPECT_EQ(ex.Running("job-1"), 2);
+  int exited = 0;
+  for (int i = 0; i < 200 && exited < 2; ++i) {
+    exited += static_cast<int>(ex.Reap().size());
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ(exited, 2);
+  const std::string master = "master=127.0.0.1:" + std::to_string(address->second);
+  EXPECT_NE(Slurp(dir_ + "/logs/learner-0.log").find("rank=0 world=2 " + master), std::string::npos);
+  EXPECT_NE(Slurp(dir_ + "/logs/learner-1.log").find("rank=1 world=2 " + master), std::string::npos);
+}
+
 TEST_F(LocalExecutorTest, LearnerIsPinnedToItsNodesCpus) {
   cpu_set_t mine;
   ASSERT_EQ(sched_getaffinity(0, sizeof(mine), &mine), 0);
