@@ -12,6 +12,7 @@
 #include <string>
 
 #include "spec/job_spec.h"
+#include "train/allocator.h"
 #include "train/dataset.h"
 #include "train/models.h"
 
@@ -26,6 +27,8 @@ int main(int argc, char** argv) {
   int64_t steps = std::stoll(argv[4]);
   std::string dir = argc > 5 ? argv[5] : weft::kDefaultDataPath;
 
+  // The same allocator settings as weft-learner (WEFT_LEARNER_MALLOC=default: glibc's own).
+  std::fprintf(stderr, "%s\n", weft::train::TuneAllocatorForTraining().c_str());
   torch::manual_seed(0);
   torch::set_num_threads(threads);
   auto train = weft::train::LoadDataset(dir, "train", steps * batch);

@@ -1,24 +1,27 @@
 #!/usr/bin/env bash
 # weft's synchronous data parallelism against PyTorch's own, in the same run: the 2-conv CNN on
 # all of Fashion-MNIST for one epoch, batch 64 per worker, Adam, 2 workers × 1 intra-op thread:
-#   - weft: a `learners: 2` job under weftd (c10d ProcessGroupGloo allreduce, TCPStore rendezvous)
+#   - weft: a `learners: 2` job under weftd (c10d ProcessGroupGloo allreduce, TCPStore rendezvous),
+#     twice: with weft's dense layers on oneDNN (the default) and with WEFT_LEARNER_DENSE=blas,
+#     the same kernels as PyTorch's nn.Linear (a GEMM in the system BLAS)
 #   - torchrun + DDP: ../shared/reference/torchrun_fmnist_ddp.py under Debian's torchrun
-#   - one bare libtorch thread (bench_bare_loop), the baseline both are scaled against
+#   - one bare libtorch thread (bench_bare_loop), with each of the two dense kernels: the
+#     baselines the data-parallel figures are scaled against
 # alternating, REPEATS times each; prints the median samples/s of each and the ratios
 # (goal: weft >= torchrun). weft's figure is wall-clock throughput between its first and last
 # training metric points; torchrun's is the reference script's own per-epoch figure.
 #
-# Usage: bench/ddp_compare.sh [REPEATS=5] [STEPS_PER_WORKER=468]
+# Usage: bench/ddp_compare.sh [REPEATS=3] [STEPS_PER_WORKER=468]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
-REPEATS=${1:-5}; STEPS=${2:-468}; BATCH=64; WORKERS=2
+REPEATS=${1:-3}; STEPS=${2:-468}; BATCH=64; WORKERS=2
 REF=${WEFT_REFERENCE:-$(pwd)/../shared/reference/torchrun_fmnist_ddp.py}
 [ -f "$REF" ] || { echo "missing $REF (../shared beside the repo)" >&2; exit 1; }
 command -v torchrun >/dev/null || { echo "torchrun not found (apt-get install python3-torch)" >&2; exit 1; }
 WORK=$(mktemp -d)
+WEFTD_PID=
 trap 'stop_weftd; rm -rf "$WORK"' EXIT
-start_weftd "$WORK/data"
 
 cat >"$WORK/job.yaml" <<YAML
 name: ddp-compare
@@ -28,18 +31,30 @@ training: {epochs: 1, batch_size: $BATCH, optimizer: adam, learning_rate: 0.001,
 resources: {learners: $WORKERS, cpus: 1, memory_mb: 2048}
 YAML
 
-bare=(); weft=(); torch=()
-for r in $(seq 1 "$REPEATS"); do
-  b=$("$BIN/bench_bare_loop" cnn 1 "$BATCH" 200 | python3 -c 'import json,sys; print(json.load(sys.stdin)["samples_per_s"])')
-  bare+=("$b")
-
+# bare DENSE -> samples/s of one bare libtorch thread with that dense kernel
+bare() {
+  WEFT_LEARNER_DENSE=$1 "$BIN/bench_bare_loop" cnn 1 "$BATCH" 200 2>/dev/null |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["samples_per_s"])'
+}
+# weft DENSE RUN -> samples/s of the 2-learner job under a weftd whose learners use that kernel
+weft() {
+  WEFT_LEARNER_DENSE=$1 start_weftd "$WORK/data-$2-$1"
+  local id
   id=$(submit_and_wait "$WORK/job.yaml")
-  w=$(curl -fsS -H "Authorization: Bearer $WEFT_TOKEN" "http://$WEFT_SERVER/v1/jobs/$id/metrics" | python3 -c '
+  curl -fsS -H "Authorization: Bearer $WEFT_TOKEN" "http://$WEFT_SERVER/v1/jobs/$id/metrics" | python3 -c '
 import json, sys
 pts = [p for p in json.load(sys.stdin)["points"] if "train_loss" in p]
 a, b = pts[0], pts[-1]
-print(round((b["step"] - a["step"]) * '"$BATCH * $WORKERS"' / (b["wall_time"] - a["wall_time"]), 1))')
-  weft+=("$w")
+print(round((b["step"] - a["step"]) * '"$BATCH * $WORKERS"' / (b["wall_time"] - a["wall_time"]), 1))'
+  stop_weftd
+}
+
+bare=(); bare_blas=(); weft=(); weft_blas=(); torch=()
+for r in $(seq 1 "$REPEATS"); do
+  b=$(bare onednn); bare+=("$b")
+  bb=$(bare blas); bare_blas+=("$bb")
+  w=$(weft onednn "$r"); weft+=("$w")
+  wb=$(weft blas "$r"); weft_blas+=("$wb")
 
   rm -rf "$WORK/ckpt" "$WORK/torchrun-logs"; mkdir -p "$WORK/ckpt"
   THREADS=1 OMP_NUM_THREADS=1 torchrun --standalone --nproc_per_node=$WORKERS --redirects 1 --tee 1 \
@@ -52,19 +67,27 @@ for line in open(sys.argv[1]):
     if m and "\"epoch\"" in m.group(1) and "samples_per_s" in m.group(1):
         print(json.loads(m.group(1))["samples_per_s"]); break' "$WORK/torchrun.out")
   torch+=("$t")
-  echo "run $r: bare 1 thread $b samples/s, weft 2 learners $w samples/s, torchrun+DDP 2 workers $t samples/s"
+  echo "run $r (samples/s): bare 1 thread $b (oneDNN dense) / $bb (BLAS dense);" \
+       "weft 2 learners $w (oneDNN dense) / $wb (BLAS dense); torchrun+DDP 2 workers $t"
 done
-python3 - "${bare[*]}" "${weft[*]}" "${torch[*]}" <<'PY'
+python3 - "${bare[*]}" "${bare_blas[*]}" "${weft[*]}" "${weft_blas[*]}" "${torch[*]}" <<'PY'
 import json, statistics, sys
-bare, weft, torch = ([float(x) for x in a.split()] for a in sys.argv[1:4])
-mb, mw, mt = statistics.median(bare), statistics.median(weft), statistics.median(torch)
-# The machine's speed drifts over minutes; each repeat ran weft and torchrun back to back, so the
+bare, bare_blas, weft, weft_blas, torch = ([float(x) for x in a.split()] for a in sys.argv[1:6])
+med = statistics.median
+mb, mbb, mw, mwb, mt = med(bare), med(bare_blas), med(weft), med(weft_blas), med(torch)
+# The machine's speed drifts over minutes; each repeat ran everything back to back, so the
 # median of the per-repeat ratios is the steadier comparison.
-pair = statistics.median(w / t for w, t in zip(weft, torch))
-print(f"median samples/s: bare libtorch 1 thread {mb:.0f}, weft 2 learners x 1 thread {mw:.0f} "
-      f"({mw/mb:.2f}x bare), torchrun+DDP 2 x 1 thread {mt:.0f} ({mt/mb:.2f}x bare); "
-      f"weft / torchrun {mw/mt:.3f}, median of per-repeat ratios {pair:.3f} (goal >= 1)")
+pair = med(w / t for w, t in zip(weft, torch))
+pair_blas = med(w / t for w, t in zip(weft_blas, torch))
+print(f"median samples/s: bare libtorch 1 thread {mb:.0f} (oneDNN dense) / {mbb:.0f} (BLAS dense); "
+      f"weft 2 learners x 1 thread {mw:.0f} ({mw/mb:.2f}x its bare thread), with BLAS dense "
+      f"{mwb:.0f} ({mwb/mbb:.2f}x); torchrun+DDP 2 x 1 thread {mt:.0f} ({mt/mbb:.2f}x the BLAS "
+      f"bare thread)")
+print(f"weft / torchrun: {pair:.3f} (median of per-repeat ratios; goal >= 1); with the same BLAS "
+      f"dense kernels as torchrun: {pair_blas:.3f}")
 print(json.dumps({"bench": "ddp_compare", "weft_samples_per_s": round(mw, 1),
+                  "weft_blas_dense_samples_per_s": round(mwb, 1),
                   "torchrun_samples_per_s": round(mt, 1), "bare_1_thread_samples_per_s": round(mb, 1),
-                  "weft_over_torchrun": round(mw / mt, 4), "median_pair_ratio": round(pair, 4)}))
+                  "bare_1_thread_blas_dense_samples_per_s": round(mbb, 1),
+                  "median_pair_ratio": round(pair, 4), "median_pair_ratio_blas_dense": round(pair_blas, 4)}))
 PY

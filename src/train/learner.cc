@@ -11,6 +11,7 @@
 #include "common/failpoint.h"
 #include "common/files.h"
 #include "common/logging.h"
+#include "train/allocator.h"
 #include "train/coordinator_reporter.h"
 #include "train/training_loop.h"
 
@@ -63,6 +64,7 @@ int RunLearnerFromEnvironment() {
   }
   spdlog::info("job {} rank {}/{} attempt {} pid {}", options.job_id, options.rank,
                options.world_size, attempt, ::getpid());
+  spdlog::info("{}", TuneAllocatorForTraining());
 
   CoordinatorReporter reporter(coordinator, options.job_id, options.rank, attempt,
                                Env("WEFT_JOB_CREDENTIAL"));

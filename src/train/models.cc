@@ -1,12 +1,29 @@
 #include "train/models.h"
 
+#include <cstdlib>
+#include <cstring>
+
 #include "absl/strings/str_cat.h"
 
 namespace weft::train {
 
 namespace F = torch::nn::functional;
 
-CnnImpl::CnnImpl() {
+DenseKernel DenseKernelFromEnvironment() {
+  const char* v = std::getenv("WEFT_LEARNER_DENSE");
+  return v && std::strcmp(v, "blas") == 0 ? DenseKernel::kBlas : DenseKernel::kOneDnn;
+}
+
+torch::Tensor Dense(const torch::nn::Linear& layer, const torch::Tensor& x, DenseKernel kernel) {
+  if (kernel == DenseKernel::kBlas) return layer.ptr()->forward(x.dim() == 2 ? x : x.flatten(1));
+  const torch::Tensor& w = layer->weight;  // [out, in]
+  const int64_t out = w.size(0);
+  torch::Tensor input = x.dim() == 4 ? x : x.reshape({x.size(0), -1, 1, 1});
+  torch::Tensor kernel_weight = w.view({out, input.size(1), input.size(2), input.size(3)});
+  return torch::conv2d(input, kernel_weight, layer->bias).flatten(1);
+}
+
+CnnImpl::CnnImpl(DenseKernel dense) : dense_(dense) {
   conv1_ = register_module("conv1", torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 32, 3).padding(1)));
   conv2_ = register_module("conv2", torch::nn::Conv2d(torch::nn::Conv2dOptions(32, 64, 3).padding(1)));
   fc1_ = register_module("fc1", torch::nn::Linear(64 * 7 * 7, 128));
@@ -16,11 +33,11 @@ CnnImpl::CnnImpl() {
 torch::Tensor CnnImpl::forward(torch::Tensor x) {
   x = F::max_pool2d(torch::relu(conv1_->forward(x)), F::MaxPool2dFuncOptions(2));
   x = F::max_pool2d(torch::relu(conv2_->forward(x)), F::MaxPool2dFuncOptions(2));
-  x = torch::relu(fc1_->forward(x.flatten(1)));
-  return torch::log_softmax(fc2_->forward(x), 1);
+  x = torch::relu(Dense(fc1_, x, dense_));
+  return torch::log_softmax(Dense(fc2_, x, dense_), 1);
 }
 
-MlpImpl::MlpImpl(const std::vector<int>& hidden_units) {
+MlpImpl::MlpImpl(const std::vector<int>& hidden_units, DenseKernel dense) : dense_(dense) {
   int64_t in = 28 * 28;
   for (size_t i = 0; i < hidden_units.size(); ++i) {
     layers_.push_back(register_module(absl::StrCat("fc", i + 1), torch::nn::Linear(in, hidden_units[i])));
@@ -31,14 +48,17 @@ MlpImpl::MlpImpl(const std::vector<int>& hidden_units) {
 
 torch::Tensor MlpImpl::forward(torch::Tensor x) {
   x = x.flatten(1);
-  for (size_t i = 0; i + 1 < layers_.size(); ++i) x = torch::relu(layers_[i]->forward(x));
-  return torch::log_softmax(layers_.back()->forward(x), 1);
+  for (size_t i = 0; i + 1 < layers_.size(); ++i) x = torch::relu(Dense(layers_[i], x, dense_));
+  return torch::log_softmax(Dense(layers_.back(), x, dense_), 1);
 }
 
 absl::StatusOr<std::shared_ptr<ClassifierImpl>> BuildModel(const ModelSpec& spec) {
-  if (spec.architecture == "cnn") return std::shared_ptr<ClassifierImpl>(std::make_shared<CnnImpl>());
+  const DenseKernel dense = DenseKernelFromEnvironment();
+  if (spec.architecture == "cnn") {
+    return std::shared_ptr<ClassifierImpl>(std::make_shared<CnnImpl>(dense));
+  }
   if (spec.architecture == "mlp") {
-    return std::shared_ptr<ClassifierImpl>(std::make_shared<MlpImpl>(spec.hidden_units));
+    return std::shared_ptr<ClassifierImpl>(std::make_shared<MlpImpl>(spec.hidden_units, dense));
   }
   return absl::InvalidArgumentError(
       absl::StrCat("model.architecture: unknown '", spec.architecture, "' (cnn, mlp)"));
