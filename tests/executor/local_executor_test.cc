@@ -104,7 +104,8 @@ TEST_F(LocalExecutorTest, LearnerGetsItsJobCredentialButNeverWeftdsToken) {
 }
 
 TEST_F(LocalExecutorTest, GangRanksGetTheirRankAndTheRendezvousAddress) {
-  LocalExecutor ex(Script("echo rank=$RANK world=$WORLD_SIZE master=$MASTER_ADDR:$MASTER_PORT; exit 0"));
+  // Alive long enough for Running() to count both.
+  LocalExecutor ex(Script("sleep 0.5; echo rank=$RANK world=$WORLD_SIZE master=$MASTER_ADDR:$MASTER_PORT; exit 0"));
   auto address = ex.RendezvousAddress("local");
   ASSERT_TRUE(address.ok()) << address.status();
   EXPECT_EQ(address->first, "127.0.0.1");
