@@ -234,7 +234,7 @@ TEST_F(EndToEndTest, KilledLearnerRestartsFromItsCheckpointAndCompletes) {
   std::string file = dir_ + "/ckpt.yaml";
   std::ofstream(file) << "name: ckpt\nmodel: {architecture: mlp, hidden_units: [128]}\n"
                          "data: {train_samples: 12000, test_samples: 2000}\n"
-                         "training: {epochs: 3, threads: 1}\nresources: {cpus: 1}\n"
+                         "training: {epochs: 12, threads: 1}\nresources: {cpus: 1}\n"
                          "checkpoint: {every_steps: 100, keep: 2}\n";
   auto submit = weftd_->Cli({"submit", file});
   ASSERT_EQ(submit.exit_code, 0) << submit.output;
@@ -280,7 +280,7 @@ TEST_F(EndToEndTest, LearnerOutlivesAKilledWeftdAndIsAdopted) {
   std::string file = dir_ + "/adopt.yaml";
   std::ofstream(file) << "name: adopt\nmodel: {architecture: mlp, hidden_units: [128]}\n"
                          "data: {train_samples: 12000, test_samples: 2000}\n"
-                         "training: {epochs: 6, threads: 1}\nresources: {cpus: 1}\n";
+                         "training: {epochs: 20, threads: 1}\nresources: {cpus: 1}\n";
   auto submit = weftd_->Cli({"submit", file});
   ASSERT_EQ(submit.exit_code, 0) << submit.output;
   std::string id = JobIdFrom(submit.output);
@@ -296,12 +296,12 @@ TEST_F(EndToEndTest, LearnerOutlivesAKilledWeftdAndIsAdopted) {
     if (e["seq"].get<int>() > 1) EXPECT_NE(e["to"], "QUEUED") << done["history"].dump(2);
   }
   EXPECT_THAT(weftd_->log(), HasSubstr("adopted learner"));
-  EXPECT_EQ(done["progress"]["epoch"], 6);
+  EXPECT_EQ(done["progress"]["epoch"], 20);
   // Metrics buffered while weftd was down arrived: training points cover every epoch.
   json metrics = GetJson("/v1/jobs/" + id + "/metrics");
   std::set<int> epochs;
   for (const auto& p : metrics["points"]) epochs.insert(p["epoch"].get<int>());
-  EXPECT_EQ(epochs.size(), 6u);
+  EXPECT_EQ(epochs.size(), 20u);
 }
 
 }  // namespace

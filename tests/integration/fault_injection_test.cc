@@ -101,17 +101,24 @@ TEST_F(FaultInjectionTest, JobsSurviveKillsOfLearnerAndWeftdAtRandomInstants) {
   std::mt19937 rng(seed);
 
   // The uninterrupted run every trial is compared to.
+  // Its length sets the window the random kills fall in, so they land mid-run on a fast
+  // machine as on a slow one.
   double baseline = 0;
+  int baseline_ms = 0;
   {
     WeftdProcess w(dir_ + "/baseline");
     ASSERT_TRUE(w.Start()) << w.log();
     std::string id = Submit(w);
+    WaitFor(w, id, {"RUNNING", "COMPLETED", "FAILED"}, 60);
+    Clock::time_point running = Clock::now();
     json j = WaitFor(w, id, {"COMPLETED", "FAILED"}, 120);
     ASSERT_EQ(j.value("state", ""), "COMPLETED") << j.dump(2);
     baseline = j["models"]["final"]["test_accuracy"].get<double>();
+    baseline_ms = static_cast<int>(1000 * Seconds(running, Clock::now()));
   }
+  const int kill_window_ms = std::max(300, baseline_ms * 8 / 10);
 
-  int passed = 0, learner_kills = 0, weftd_kills = 0;
+  int passed = 0, learner_kills = 0, weftd_kills = 0, too_late = 0;
   int failpoint_trials[3] = {0, 0, 0};  // atomic write, checkpoint commit, weftd transition
   std::vector<double> checkpoint_bytes, checkpoint_ms, interval_s;
   std::vector<double> learner_recovery_s, api_recovery_s;
@@ -145,12 +152,13 @@ TEST_F(FaultInjectionTest, JobsSurviveKillsOfLearnerAndWeftdAtRandomInstants) {
     json running = WaitFor(*w, id, {"RUNNING", "COMPLETED"}, 60);
     ASSERT_TRUE(running.value("state", "") == "RUNNING" || running.value("state", "") == "COMPLETED");
 
-    int delay_ms = std::uniform_int_distribution<int>(100, 3000)(rng);
+    int delay_ms = std::uniform_int_distribution<int>(100, kill_window_ms)(rng);
     if (target <= 2) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
     json before = Get(*w, "/v1/jobs/" + id);
     if (target <= 2 && (!before.is_object() || before.value("state", "") == "COMPLETED")) {
       // Too late to hurt it; still a trial of the checks below.
       target = -1;
+      ++too_late;
     }
     Clock::time_point killed_at = Clock::now();
     if (target == 0 || target == 2) {
@@ -280,13 +288,15 @@ TEST_F(FaultInjectionTest, JobsSurviveKillsOfLearnerAndWeftdAtRandomInstants) {
   };
   std::printf(
       "{\"bench\": \"fault_injection\", \"seed\": %d, \"trials\": %d, \"passed\": %d, "
-      "\"learner_kills\": %d, \"weftd_kills\": %d, \"learner_crash_mid_atomic_write\": %d, "
+      "\"learner_kills\": %d, \"weftd_kills\": %d, \"kills_after_completion\": %d, "
+      "\"baseline_run_s\": %.1f, \"learner_crash_mid_atomic_write\": %d, "
       "\"learner_crash_before_checkpoint_commit\": %d, \"weftd_crash_after_transition\": %d, "
       "\"baseline_accuracy\": %.4f, \"learner_recovery_s_mean\": %.2f, "
       "\"weftd_api_recovery_s_mean\": %.2f, \"checkpoint_interval_steps\": 50, "
       "\"checkpoint_interval_s_mean\": %.2f, \"checkpoint_bytes_mean\": %.0f, "
       "\"checkpoint_ms_mean\": %.1f, \"checkpoints\": %zu}\n",
-      seed, trials, passed, learner_kills, weftd_kills, failpoint_trials[0], failpoint_trials[1],
+      seed, trials, passed, learner_kills, weftd_kills, too_late, baseline_ms / 1000.0,
+      failpoint_trials[0], failpoint_trials[1],
       failpoint_trials[2], baseline, mean(learner_recovery_s), mean(api_recovery_s), mean(interval_s),
       mean(checkpoint_bytes), mean(checkpoint_ms), checkpoint_bytes.size());
   EXPECT_EQ(passed, trials);

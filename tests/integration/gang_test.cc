@@ -99,6 +99,13 @@ const std::string kBudget =
     "model: {architecture: mlp, hidden_units: [128]}\n"
     "data: {path: /usr/share/datasets/fashion-mnist, train_samples: 12000, test_samples: 2000}\n"
     "training: {epochs: 3, batch_size: 64, threads: 1, seed: 3}\n";
+// For tests that halt, kill or restart something mid-training: long enough (≈ 1,900 steps, 10 s
+// for 2 learners on the 2-core dev machine) that progress reports a second apart cannot let the
+// job finish before the test acts.
+const std::string kLongBudget =
+    "model: {architecture: mlp, hidden_units: [128]}\n"
+    "data: {path: /usr/share/datasets/fashion-mnist, train_samples: 12000, test_samples: 2000}\n"
+    "training: {epochs: 20, batch_size: 64, threads: 1, seed: 3}\n";
 
 TEST_F(GangTest, TwoLearnersReachTheOneLearnerAccuracyOnTheSameDataBudget) {
   const std::string one = Submit("one", kBudget + "resources: {learners: 1, cpus: 1}\n");
@@ -155,7 +162,7 @@ TEST_F(GangTest, TwoLearnersReachTheOneLearnerAccuracyOnTheSameDataBudget) {
 
 TEST_F(GangTest, GangHaltsResumesAndSurvivesAKilledLearnerFromRank0sCheckpoint) {
   const std::string id = Submit(
-      "gang", kBudget + "resources: {learners: 2, cpus: 1}\n"
+      "gang", kLongBudget + "resources: {learners: 2, cpus: 1}\n"
                         "checkpoint: {every_steps: 25, keep: 2}\n");
   WaitUntil(
       id, [](const json& j) { return j["progress"].value("step", 0) >= 60; }, 300, "step 60");
@@ -207,7 +214,7 @@ TEST_F(GangTest, GangHaltsResumesAndSurvivesAKilledLearnerFromRank0sCheckpoint) 
 }
 
 TEST_F(GangTest, AGangOutlivesAKilledWeftdAndIsAdoptedWhole) {
-  const std::string id = Submit("adopt", kBudget + "resources: {learners: 2, cpus: 1}\n");
+  const std::string id = Submit("adopt", kLongBudget + "resources: {learners: 2, cpus: 1}\n");
   WaitUntil(
       id, [](const json& j) { return j["progress"].value("step", 0) >= 40; }, 300, "step 40");
   auto sorted_pids = [&] {

@@ -193,7 +193,7 @@ TEST_F(TenancyTest, QuotaHoldsAJobBackAndAHighPriorityJobPreemptsALowOneThatResu
   const std::string slow =
       "model: {architecture: mlp, hidden_units: [256, 128]}\n"
       "data: {path: /usr/share/datasets/fashion-mnist, train_samples: 30000, test_samples: 1000}\n"
-      "training: {epochs: 2, batch_size: 32, threads: 1}\n"
+      "training: {epochs: 8, batch_size: 32, threads: 1}\n"
       "checkpoint: {every_steps: 200}\n";
   const std::string q1 = Submit(q, Manifest("q1", slow + "resources: {cpus: 1, memory_mb: 1024}\n"));
   const std::string q2 = Submit(q, Manifest("q2", slow + "resources: {cpus: 1, memory_mb: 1024}\n"));
