@@ -3,9 +3,11 @@
 // that instant. Off unless the environment variable names one:
 //   WEFT_FAILPOINT=<name>@<n>   crash on the n-th time this process reaches <name> (n >= 1)
 // Learners read WEFT_LEARNER_FAILPOINT instead and honour it only in attempt 1, so the restarted
-// learner runs clean. The points weft has:
+// learner runs clean (and, with WEFT_LEARNER_FAILPOINT_RANK=r, only in rank r of a gang). The
+// points weft has:
 //   atomic-write-before-rename   WriteFileAtomic: temporary file written and fsynced, not renamed
 //   checkpoint-before-commit     learner: checkpoint durable on disk, not yet committed to weftd
+//   evaluation-before-allreduce  learner of a gang: its part of an evaluation done, not yet summed
 //   after-transition             weftd: a job state change stored, nothing acted on it yet
 #pragma once
 

@@ -52,8 +52,11 @@ int RunLearnerFromEnvironment() {
   options.checkpoint_dir = Env("CHECKPOINT_DIR");
   options.stop_requested = &g_stop;
   const int64_t attempt = EnvInt("WEFT_ATTEMPT", 1);
-  // Fault injection: a learner failpoint fires in the first attempt only.
-  SetFailpointVariable("WEFT_LEARNER_FAILPOINT", attempt == 1);
+  // Fault injection: a learner failpoint fires in the first attempt only, and with
+  // WEFT_LEARNER_FAILPOINT_RANK=r only in rank r.
+  const int64_t failpoint_rank = EnvInt("WEFT_LEARNER_FAILPOINT_RANK", -1);
+  SetFailpointVariable("WEFT_LEARNER_FAILPOINT",
+                       attempt == 1 && (failpoint_rank < 0 || failpoint_rank == options.rank));
   const std::string spec_path = Env("WEFT_JOB_SPEC");
   const std::string coordinator = Env("WEFT_COORDINATOR");
   if (options.job_id.empty() || spec_path.empty() || coordinator.empty() ||

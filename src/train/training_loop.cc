@@ -59,6 +59,7 @@ Evaluation Evaluate(const Model& model, const Dataset& test, DataParallel* dp = 
   }
   model->train();
   if (dp) {
+    Failpoint("evaluation-before-allreduce");
     std::vector<double> sums = dp->Sum({static_cast<double>(correct), loss});
     correct = static_cast<int64_t>(std::llround(sums[0]));
     loss = sums[1];
@@ -118,13 +119,18 @@ class Trainer {
   int64_t step_in_epoch_at_start_ = 0;  // where this epoch's loop began (after a resume: > 0)
   double epoch_train_seconds_ = 0;      // this epoch's time in training steps
   double last_checkpoint_s_ = 0;
+  // An evaluation was due at progress_.step and has not finished: set while it runs, so a
+  // checkpoint written when a peer is lost mid-evaluation makes the restart evaluate first.
+  bool eval_pending_ = false;
+  bool last_checkpoint_eval_pending_ = false;
 };
 
 constexpr char kCheckpointFormat[] = "weft-checkpoint-v1";
 
 absl::Status Trainer::Checkpoint() {
-  if (o_.rank != 0 || o_.checkpoint_dir.empty() || progress_.step == last_checkpoint_step_) {
-    return absl::OkStatus();
+  if (o_.rank != 0 || o_.checkpoint_dir.empty() ||
+      (progress_.step == last_checkpoint_step_ && eval_pending_ == last_checkpoint_eval_pending_)) {
+    return absl::OkStatus();  // this state is on disk already
   }
   auto t0 = std::chrono::steady_clock::now();
   std::ostringstream bytes;
@@ -142,6 +148,7 @@ absl::Status Trainer::Checkpoint() {
     ar.write("samples", i64(progress_.samples));
     ar.write("step_in_epoch", i64(step_in_epoch_));
     ar.write("delivered", i64(delivered_ ? 1 : 0));
+    ar.write("eval_pending", i64(eval_pending_ ? 1 : 0));
     ar.write("best", torch::tensor(best_, torch::kFloat64));
     ar.write("last_accuracy", torch::tensor(last_accuracy_, torch::kFloat64));
     ar.write("rng", at::detail::getDefaultCPUGenerator().get_state());
@@ -159,6 +166,7 @@ absl::Status Trainer::Checkpoint() {
   RETURN_IF_ERROR(reporter_.CommitCheckpoint(path, progress_.epoch, progress_.step,
                                              static_cast<int64_t>(bytes.str().size())));
   last_checkpoint_step_ = progress_.step;
+  last_checkpoint_eval_pending_ = eval_pending_;
   last_checkpoint_s_ = NowS();
   return absl::OkStatus();
 }
@@ -202,6 +210,8 @@ absl::Status Trainer::Restore(const std::string& path) {
     delivered_ = i64("delivered") != 0;
     best_ = f64("best");
     last_accuracy_ = f64("last_accuracy");
+    torch::Tensor pending;  // absent from checkpoints written before it existed
+    eval_pending_ = ar.try_read("eval_pending", pending) && pending.item<int64_t>() != 0;
     torch::Tensor rng;
     ar.read("rng", rng);
     at::Generator gen = at::detail::getDefaultCPUGenerator();
@@ -211,6 +221,7 @@ absl::Status Trainer::Restore(const std::string& path) {
                                             " checkpoint of this model: ", TorchMessage(e)));
   }
   last_checkpoint_step_ = progress_.step;
+  last_checkpoint_eval_pending_ = eval_pending_;
   return absl::OkStatus();
 }
 
@@ -350,6 +361,7 @@ absl::StatusOr<LoopResult> Trainer::Run() {
       step_in_epoch_ = 0;
       best_ = last_accuracy_ = 0;
       delivered_ = false;
+      eval_pending_ = false;
     }
   }
   if (o_.world_size > 1) {
@@ -385,6 +397,13 @@ absl::StatusOr<LoopResult> Trainer::Run() {
   last_checkpoint_s_ = NowS();
   bool complete = false;
   try {
+  if (eval_pending_) {
+    // The gang lost a learner during this evaluation last time: do it now, before training on.
+    epoch_in_progress_ = step_in_epoch_ == 0 ? progress_.epoch : progress_.epoch + 1;
+    spdlog::info("evaluating step {} first: its evaluation was interrupted", progress_.step);
+    RETURN_IF_ERROR(EvaluateAndCheckTargets(&complete));
+    eval_pending_ = false;
+  }
   for (int epoch = progress_.epoch; epoch < spec_.training.epochs && !complete; ++epoch) {
     epoch_in_progress_ = epoch + 1;
     // Every rank draws the same permutation: seed + epoch.
@@ -429,7 +448,9 @@ absl::StatusOr<LoopResult> Trainer::Run() {
       if (CheckpointDue()) RETURN_IF_ERROR(Checkpoint());
       if (spec_.training.eval_every_steps > 0 &&
           progress_.step % spec_.training.eval_every_steps == 0 && s + 1 < steps_per_epoch) {
+        eval_pending_ = true;
         RETURN_IF_ERROR(EvaluateAndCheckTargets(&complete));
+        eval_pending_ = false;
         if (complete) break;
       }
     }
@@ -445,7 +466,9 @@ absl::StatusOr<LoopResult> Trainer::Run() {
     }
     epoch_train_seconds_ = 0;
     step_in_epoch_ = 0;
+    eval_pending_ = true;
     RETURN_IF_ERROR(EvaluateAndCheckTargets(&complete));
+    eval_pending_ = false;
   }
   } catch (const PeerLostError& e) {
     return OnPeerLost(e);
@@ -491,6 +514,9 @@ absl::StatusOr<LoopResult> RunTraining(const LoopOptions& options, Reporter& rep
     ASSIGN_OR_RETURN(Dataset test, LoadDataset(options.spec.data.path, "test",
                                                options.spec.data.test_samples));
     ASSIGN_OR_RETURN(Model model, BuildModel(options.spec.model));
+    spdlog::info("dense layers: {}", DenseKernelFromEnvironment() == DenseKernel::kOneDnn
+                                         ? "oneDNN, as the equivalent convolutions"
+                                         : "the system BLAS (WEFT_LEARNER_DENSE=blas)");
     std::unique_ptr<DataParallel> dp = DataParallel::Local();
     if (options.world_size > 1) {
       ASSIGN_OR_RETURN(dp, DataParallel::Connect(options.rendezvous_host, options.rendezvous_port,

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <set>
 #include <signal.h>
@@ -211,6 +212,35 @@ TEST_F(GangTest, GangHaltsResumesAndSurvivesAKilledLearnerFromRank0sCheckpoint) 
   auto sum0 = Matches(log0, "parameters checksum (\\S+)");
   EXPECT_EQ(sum0, Matches(log1, "parameters checksum (\\S+)"));
   EXPECT_GT(done["models"]["final"]["test_accuracy"].get<double>(), 0.80);
+}
+
+// Rank 1 dies while the gang evaluates the end of epoch 1 (a failpoint between its part of the
+// evaluation and the allreduce that sums the parts): rank 0 checkpoints that step with the
+// evaluation still due, and the restarted gang evaluates it before training on, so no epoch's
+// evaluation (nor a deliver decision) is skipped.
+TEST_F(GangTest, AnEvaluationInterruptedByALostLearnerIsRedoneAfterTheRestart) {
+  weftd_->Kill();
+  weftd_->set_env({"WEFT_LEARNER_FAILPOINT=evaluation-before-allreduce@1",
+                   "WEFT_LEARNER_FAILPOINT_RANK=1"});
+  ASSERT_TRUE(weftd_->Start()) << weftd_->log();
+  const std::string id = Submit("eval", kBudget + "resources: {learners: 2, cpus: 1}\n");
+  json done = WaitFor(id, "COMPLETED", 300);
+  EXPECT_EQ(done["attempt"], 2);
+  std::string history;
+  for (const auto& e : done["history"]) history += e["reason"].get<std::string>() + "\n";
+  EXPECT_THAT(history, HasSubstr("learner rank 1 killed by signal 9"));
+  const std::string log0 = Log(id, 0);
+  // 6,000 samples per learner at batch 64: epoch 1 ends at step 94.
+  EXPECT_EQ(Matches(log0, "checkpointed step (\\d+), the last step all learners completed"),
+            std::vector<std::string>{"94"}) << log0;
+  EXPECT_EQ(Matches(log0, "evaluating step (\\d+) first"), std::vector<std::string>{"94"}) << log0;
+  // One evaluation per epoch in the job's metrics, epoch 1's included.
+  json metrics = Get("/v1/jobs/" + id + "/metrics");
+  std::map<int, int> evaluations;
+  for (const auto& p : metrics["points"]) {
+    if (p.contains("test_accuracy")) ++evaluations[p["epoch"].get<int>()];
+  }
+  EXPECT_EQ(evaluations, (std::map<int, int>{{1, 1}, {2, 1}, {3, 1}})) << metrics.dump();
 }
 
 TEST_F(GangTest, AGangOutlivesAKilledWeftdAndIsAdoptedWhole) {
