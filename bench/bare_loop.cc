@@ -11,7 +11,7 @@
 #include <cstdio>
 #include <string>
 
-#include "spec/job_spec.h"
+#include "job/job_spec.h"
 #include "train/allocator.h"
 #include "train/dataset.h"
 #include "train/models.h"

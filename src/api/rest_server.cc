@@ -14,7 +14,7 @@
 #include "api/job_json.h"
 #include "common/files.h"
 #include "common/logging.h"
-#include "spec/job_spec.h"
+#include "job/job_spec.h"
 
 namespace weft::api {
 namespace {
@@ -409,9 +409,7 @@ void RestServer::Routes() {
                       return sink.write(chunk.data(), chunk.size());
                     }
                     auto job = store_.GetJob(id);
-                    bool ended = !job.ok() || IsTerminal(job->state) ||
-                                 job->state == JobState::kHalted;
-                    if (ended) {
+                    if (!job.ok() || IsSettled(job->state)) {
                       sink.done();
                       return true;
                     }

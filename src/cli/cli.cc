@@ -19,6 +19,7 @@
 #include "absl/strings/str_format.h"
 #include "common/clock.h"
 #include "common/files.h"
+#include "job/job_state.h"
 #include "nlohmann/json.hpp"
 
 namespace weft::cli {
@@ -249,8 +250,10 @@ std::string Duration(double s) {
   return absl::StrFormat("%ds", t);
 }
 
+// Whether a state (as the API names it) is one where nothing more happens until a person acts.
 bool IsEnded(const std::string& state) {
-  return state == "COMPLETED" || state == "FAILED" || state == "HALTED";
+  std::optional<JobState> s = ParseJobState(state);
+  return s && IsSettled(*s);
 }
 
 // Prints where the models are and how good they are.

@@ -28,7 +28,6 @@ scheduler::Resources PerLearner(const JobSpec& spec) {
 
 }  // namespace
 
-using control_internal::IsActive;
 using control_internal::SpecOf;
 
 Controller::Controller(Store& store, Executor& executor, scheduler::Policy& policy,
@@ -188,7 +187,7 @@ absl::StatusOr<JobRecord> Controller::Submit(const std::string& manifest,
 absl::Status Controller::Halt(const std::string& id) {
   std::lock_guard<std::mutex> lock(mu_);
   ASSIGN_OR_RETURN(JobRecord r, store_.GetJob(id));
-  if (IsTerminal(r.state) || r.state == JobState::kHalted) {
+  if (IsSettled(r.state)) {
     return absl::FailedPreconditionError(
         absl::StrCat("job ", id, " is already ", JobStateName(r.state)));
   }
@@ -253,7 +252,7 @@ absl::StatusOr<std::vector<Controller::QueueEntry>> Controller::Queue(const std:
   ASSIGN_OR_RETURN(std::vector<JobRecord> jobs, store_.ListJobs(tenant));
   std::vector<QueueEntry> out;
   for (const JobRecord& r : jobs) {
-    if (r.state != JobState::kQueued && r.state != JobState::kPreempted) continue;
+    if (!InQueue(r.state)) continue;
     QueueEntry e;
     e.job = r;
     auto spec = SpecOf(r);
@@ -302,7 +301,7 @@ absl::StatusOr<std::vector<Controller::TenantUsage>> Controller::Usage() const {
     u.tenant = t;
     for (const JobRecord& r : jobs) {
       if (r.tenant != t.name) continue;
-      if (r.state == JobState::kQueued || r.state == JobState::kPreempted) ++u.queued_jobs;
+      if (InQueue(r.state)) ++u.queued_jobs;
       if (!HoldsResources(r.state)) continue;
       auto spec = SpecOf(r);
       if (!spec.ok()) continue;
@@ -404,7 +403,7 @@ void Controller::HandleExitLocked(const LearnerExit& e) {
     if (!s.ok()) spdlog::error("job {}: {}", r.id, s.message());
     return;
   }
-  if (e.attempt != r.attempt || (!IsActive(r.state) && r.state != JobState::kPlaced)) {
+  if (e.attempt != r.attempt || (!RunsLearners(r.state) && r.state != JobState::kPlaced)) {
     spdlog::info("job {}: learner of attempt {} ended ({}) after the job moved on", e.job_id,
                  e.attempt, e.Describe());
     return;
@@ -487,7 +486,7 @@ void Controller::HandleExitLocked(const LearnerExit& e) {
 void Controller::CheckLivenessLocked(std::vector<JobRecord>& jobs) {
   TimeMs now = clock_.NowMs();
   for (JobRecord& r : jobs) {
-    if (!IsActive(r.state) || failing_.count(r.id)) continue;
+    if (!RunsLearners(r.state) || failing_.count(r.id)) continue;
     int64_t limit = r.state == JobState::kStarting ? options_.start_timeout_ms
                                                    : options_.heartbeat_timeout_ms;
     // The longest-silent learner of the gang; one that has exited cleanly is no longer watched.

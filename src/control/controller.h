@@ -21,7 +21,7 @@
 #include "common/clock.h"
 #include "executor/executor.h"
 #include "scheduler/policy.h"
-#include "spec/job_spec.h"
+#include "job/job_spec.h"
 #include "store/store.h"
 
 namespace weft {

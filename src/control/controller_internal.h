@@ -4,7 +4,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
-#include "spec/job_spec.h"
+#include "job/job_spec.h"
 #include "store/store.h"
 
 namespace weft::control_internal {
@@ -17,11 +17,6 @@ inline absl::StatusOr<JobSpec> SpecOf(const JobRecord& r) {
         absl::StrCat("stored spec of job ", r.id, " does not parse: ", spec.status().message()));
   }
   return spec;
-}
-
-// A job with learners that are (or should be) alive.
-inline bool IsActive(JobState s) {
-  return s == JobState::kStarting || s == JobState::kRunning || s == JobState::kDelivered;
 }
 
 }  // namespace weft::control_internal

@@ -15,7 +15,6 @@
 
 namespace weft {
 
-using control_internal::IsActive;
 using control_internal::SpecOf;
 
 absl::StatusOr<JobRecord> Controller::CurrentAttemptLocked(const std::string& id,
@@ -25,7 +24,7 @@ absl::StatusOr<JobRecord> Controller::CurrentAttemptLocked(const std::string& id
     return absl::FailedPreconditionError(
         absl::StrCat("attempt ", attempt, " is stale; the job is at attempt ", r.attempt));
   }
-  if (!IsActive(r.state)) {
+  if (!RunsLearners(r.state)) {
     return absl::FailedPreconditionError(
         absl::StrCat("job is ", JobStateName(r.state), ", not running"));
   }
@@ -135,7 +134,7 @@ absl::Status Controller::OnCommitCheckpoint(const std::string& id, int64_t attem
     return absl::FailedPreconditionError(
         absl::StrCat("attempt ", attempt, " is stale; the job is at attempt ", r.attempt));
   }
-  if (!IsActive(r.state) && r.state != JobState::kHalted && r.state != JobState::kPreempted) {
+  if (!AcceptsCheckpoints(r.state)) {
     return absl::FailedPreconditionError(
         absl::StrCat("job is ", JobStateName(r.state), ", not running"));
   }

@@ -1,6 +1,7 @@
-// The durable store behind weftd: jobs, their manifests, state history, metric time series and
-// model artifacts. Every job state change is written here before anything acts on it, so a
-// weftd killed at any instant restarts into a consistent picture.
+// The durable store behind weftd: jobs, their manifests, state history, metric time series,
+// checkpoints, model artifacts, tenants and tokens. It only persists the job domain's records
+// (job/job.h); every job state change is written here before anything acts on it, so a weftd
+// killed at any instant restarts into a consistent picture.
 //
 // Thread-safety: implementations are safe to call from many threads; each call is atomic.
 #pragma once
@@ -13,108 +14,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/clock.h"
-#include "spec/job_state.h"
+#include "job/job.h"
 
 namespace weft {
-
-// Where a job is in its training budget. Counts are cumulative over the job.
-struct JobProgress {
-  int epoch = 0;          // epochs completed
-  int epochs_total = 0;
-  int64_t step = 0;       // optimizer steps taken
-  int64_t steps_total = 0;
-  int64_t samples = 0;    // training samples consumed
-};
-
-// One learner of a job's current attempt; a job's learners are indexed by rank.
-struct LearnerSlot {
-  std::string node;  // node it was placed on
-  int64_t pid = 0;   // its process id once started; 0 before
-  bool operator==(const LearnerSlot& o) const { return node == o.node && pid == o.pid; }
-};
-
-struct JobRecord {
-  std::string id;
-  std::string tenant = "default";
-  std::string name;
-  JobState state = JobState::kQueued;
-  std::string reason;         // reason of the latest transition
-  std::string manifest;       // the manifest exactly as submitted (YAML or JSON)
-  std::string spec_json;      // canonical JSON of the validated spec (spec/job_spec.h)
-  TimeMs created_ms = 0;
-  TimeMs updated_ms = 0;      // time of the latest transition
-  int64_t attempt = 0;        // incremented each time learners are started
-  int restarts = 0;           // restarts after learner failures (bounded by max_restarts)
-  // The current attempt's learners by rank (the gang's placement and pids); empty when the job
-  // holds no resources.
-  std::vector<LearnerSlot> learners;
-  JobProgress progress;
-  std::optional<double> best_test_accuracy;
-  std::optional<TimeMs> deliver_met_ms;   // when targets.deliver was first met
-  std::optional<TimeMs> complete_met_ms;  // when targets.complete was met
-};
-
-// One entry of a job's state history.
-struct StateEvent {
-  int64_t seq = 0;            // 1, 2, ... per job
-  TimeMs time_ms = 0;
-  std::optional<JobState> from;  // nullopt for the submission
-  JobState to = JobState::kQueued;
-  std::string reason;
-};
-
-// One point of a job's metric time series.
-struct MetricRecord {
-  int64_t step = 0;
-  int epoch = 0;
-  TimeMs wall_time_ms = 0;
-  double train_loss = 0;
-  double samples_per_s = 0;
-  std::optional<double> test_accuracy;  // set on evaluation points, in [0, 1]
-  std::optional<double> test_loss;
-};
-
-// A model file the learner made durable. At most one per (job, kind).
-struct ArtifactRecord {
-  std::string kind;       // "delivered" or "final"
-  std::string path;       // torch::save file
-  std::string card_path;  // JSON model card
-  double test_accuracy = 0;
-  int epoch = 0;
-  int64_t step = 0;
-  int64_t bytes = 0;
-  TimeMs created_ms = 0;
-};
-
-// A checkpoint the learner made durable and weftd acknowledged.
-struct CheckpointRecord {
-  int64_t step = 0;       // optimizer steps taken when it was written
-  int epoch = 0;          // epochs completed
-  std::string path;
-  int64_t bytes = 0;
-  TimeMs created_ms = 0;
-};
-
-// A tenant: a team sharing the cluster, with a quota no set of its running jobs may exceed and a
-// weight for weighted fair sharing (scheduler/fair_share_policy.h).
-struct TenantRecord {
-  std::string name;
-  bool has_quota = false;   // false: limited only by the cluster
-  double quota_cpus = 0;    // cores
-  int64_t quota_memory_mb = 0;  // MiB
-  int quota_gpus = 0;
-  double weight = 1;
-  TimeMs created_ms = 0;
-};
-
-// A bearer token. Only its SHA-256 is stored; the token itself is shown once at creation.
-struct TokenRecord {
-  std::string id;           // "tok-<hex>", how people name it to revoke it
-  std::string tenant;       // owner; empty for the admin token
-  std::string sha256;       // hex digest of the token
-  TimeMs created_ms = 0;
-  std::optional<TimeMs> revoked_ms;
-};
 
 class Store {
  public:
@@ -133,7 +35,7 @@ class Store {
   // Atomically: checks the stored state is `expected_from`, writes `record` (whose state is the
   // new one, with `record.reason` and `record.updated_ms` as the event's reason and time) and
   // appends the history entry. NotFound for an unknown job; FailedPrecondition if the stored
-  // state is not `expected_from` or the transition is illegal (spec/job_state.h).
+  // state is not `expected_from` or the transition is illegal (job/job_state.h).
   virtual absl::Status TransitionJob(const JobRecord& record, JobState expected_from) = 0;
 
   // Writes the non-state fields of `record` (progress, pid, node, targets, best accuracy).

@@ -7,7 +7,7 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
-#include "spec/job_spec.h"
+#include "job/job_spec.h"
 
 namespace weft::train {
 

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "spec/job_spec.h"
+#include "job/job_spec.h"
 #include "train/reporter.h"
 
 namespace weft::train {

@@ -14,7 +14,7 @@
 
 #include "integration/weftd_process.h"
 #include "nlohmann/json.hpp"
-#include "spec/job_spec.h"
+#include "job/job_spec.h"
 #include "train/training_loop.h"
 
 namespace weft {

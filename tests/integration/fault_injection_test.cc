@@ -22,7 +22,7 @@
 
 #include "integration/weftd_process.h"
 #include "nlohmann/json.hpp"
-#include "spec/job_spec.h"
+#include "job/job_spec.h"
 #include "store/sqlite_store.h"
 
 namespace weft {

@@ -12,7 +12,7 @@
 #include "gtest/gtest.h"
 #include "integration/weftd_process.h"
 #include "nlohmann/json.hpp"
-#include "spec/job_spec.h"
+#include "job/job_spec.h"
 
 namespace weft {
 namespace {

@@ -1,4 +1,4 @@
-#include "spec/job_state.h"
+#include "job/job_state.h"
 
 #include <array>
 
@@ -75,6 +75,18 @@ bool CanTransition(JobState from, JobState to) {
 }
 
 bool IsTerminal(JobState s) { return s == JobState::kCompleted || s == JobState::kFailed; }
+
+bool IsSettled(JobState s) { return IsTerminal(s) || s == JobState::kHalted; }
+
+bool RunsLearners(JobState s) {
+  return s == JobState::kStarting || s == JobState::kRunning || s == JobState::kDelivered;
+}
+
+bool InQueue(JobState s) { return s == JobState::kQueued || s == JobState::kPreempted; }
+
+bool AcceptsCheckpoints(JobState s) {
+  return RunsLearners(s) || s == JobState::kHalted || s == JobState::kPreempted;
+}
 
 bool HoldsResources(JobState s) {
   return s == JobState::kPlaced || s == JobState::kStarting || s == JobState::kRunning ||

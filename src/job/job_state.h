@@ -35,9 +35,21 @@ const std::vector<JobState>& AllJobStates();
 
 // True if `from -> to` is a legal transition.
 bool CanTransition(JobState from, JobState to);
+// The state predicates every room asks; nothing else defines "is this job over".
+//
 // COMPLETED and FAILED: nothing happens to the job any more.
 bool IsTerminal(JobState s);
+// COMPLETED, FAILED and HALTED: nothing happens to the job until a person acts (a halted job
+// waits for `resume`). Log streams and `weft follow` end here.
+bool IsSettled(JobState s);
 // PLACED, STARTING, RUNNING, DELIVERED: the job holds cluster resources.
 bool HoldsResources(JobState s);
+// STARTING, RUNNING, DELIVERED: the job's learners are (or should be) alive and reporting.
+bool RunsLearners(JobState s);
+// QUEUED and PREEMPTED: in the queue (a preempted job checkpoints, then goes back to QUEUED).
+bool InQueue(JobState s);
+// RUNNING learners, or a job just halted or preempted: its learner may still commit the
+// checkpoint it writes on the way out.
+bool AcceptsCheckpoints(JobState s);
 
 }  // namespace weft

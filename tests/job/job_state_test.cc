@@ -1,4 +1,4 @@
-#include "spec/job_state.h"
+#include "job/job_state.h"
 
 #include <gtest/gtest.h>
 
@@ -67,6 +67,35 @@ TEST(JobStateTest, ResourceHoldingStates) {
     if (HoldsResources(s)) holding.insert(s);
   }
   EXPECT_EQ(holding, (std::set<S>{S::kPlaced, S::kStarting, S::kRunning, S::kDelivered}));
+}
+
+// Every predicate as the set of states it holds for, so a change to one shows here.
+std::set<S> Where(bool (*predicate)(S)) {
+  std::set<S> out;
+  for (S s : AllJobStates()) {
+    if (predicate(s)) out.insert(s);
+  }
+  return out;
+}
+
+TEST(JobStateTest, EachPredicateHoldsForExactlyItsStates) {
+  EXPECT_EQ(Where(IsSettled), (std::set<S>{S::kCompleted, S::kFailed, S::kHalted}));
+  EXPECT_EQ(Where(RunsLearners), (std::set<S>{S::kStarting, S::kRunning, S::kDelivered}));
+  EXPECT_EQ(Where(InQueue), (std::set<S>{S::kQueued, S::kPreempted}));
+  EXPECT_EQ(Where(AcceptsCheckpoints),
+            (std::set<S>{S::kStarting, S::kRunning, S::kDelivered, S::kHalted, S::kPreempted}));
+}
+
+TEST(JobStateTest, SettledJobsLeaveOnlyByAPersonsResume) {
+  for (S from : AllJobStates()) {
+    if (!IsSettled(from)) continue;
+    for (S to : AllJobStates()) {
+      if (CanTransition(from, to)) {
+        EXPECT_EQ(from, S::kHalted) << JobStateName(from) << " -> " << JobStateName(to);
+        EXPECT_EQ(to, S::kResuming);
+      }
+    }
+  }
 }
 
 }  // namespace

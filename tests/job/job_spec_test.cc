@@ -1,4 +1,4 @@
-#include "spec/job_spec.h"
+#include "job/job_spec.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-#include "spec/job_spec.h"
+#include "job/job_spec.h"
 
 #include <cmath>
 #include <regex>
