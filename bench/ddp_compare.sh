@@ -45,7 +45,7 @@ weft() {
 import json, sys
 pts = [p for p in json.load(sys.stdin)["points"] if "train_loss" in p]
 a, b = pts[0], pts[-1]
-print(round((b["step"] - a["step"]) * '"$BATCH * $WORKERS"' / (b["wall_time"] - a["wall_time"]), 1))'
+print(round((b["step"] - a["step"]) * '"$BATCH * $WORKERS"' / ((b["wall_time_ms"] - a["wall_time_ms"]) / 1000.0), 1))'
   stop_weftd
 }
 

@@ -107,7 +107,7 @@ t_res, res_step = wait(resumed, 300, "weft restart")
 # (metric points carry the learner's own unix time; points are reported every 50 steps or so).
 def regained():
     pts = api(f"/v1/jobs/{job}/metrics")["points"]
-    return next((p["wall_time"] for p in pts if p["wall_time"] > t_res and p["step"] >= step_at_kill), None)
+    return next((p["wall_time_ms"] / 1000.0 for p in pts if p["wall_time_ms"] / 1000.0 > t_res and p["step"] >= step_at_kill), None)
 t_back = wait(regained, 600, "weft regaining")
 # The last progress report can trail the step the learner was on, so a resume from rank 0's
 # checkpoint of the last completed step may be ahead of it: that is 0 steps lost.

@@ -35,7 +35,7 @@ hit = {}
 for p in pts:
     if "test_accuracy" in p:
         for th in (0.88, 0.90, 0.91):
-            if p["test_accuracy"] >= th and th not in hit: hit[th] = p["wall_time"] - running
+            if p["test_accuracy"] >= th and th not in hit: hit[th] = p["wall_time_ms"] / 1000.0 - running
 sps = [p["samples_per_s"] for p in pts if "samples_per_s" in p]
 weft_sps = sorted(sps)[len(sps) // 2]
 txt = open(f"{w}/pytorch.txt").read()

@@ -25,7 +25,7 @@ nlohmann::json ProgressJson(const JobProgress& p) {
 nlohmann::json MetricJson(const MetricRecord& m) {
   nlohmann::json j = {{"step", m.step},
                       {"epoch", m.epoch},
-                      {"wall_time", m.wall_time_ms / 1000.0}};
+                      {"wall_time_ms", m.wall_time_ms}};
   if (m.test_accuracy) {
     j["test_accuracy"] = *m.test_accuracy;
     if (m.test_loss) j["test_loss"] = *m.test_loss;
@@ -97,7 +97,7 @@ nlohmann::json JobDetailJson(const JobRecord& r, const std::vector<StateEvent>& 
       latest["samples_per_s"] = it->samples_per_s;
       latest["step"] = it->step;
       latest["epoch"] = it->epoch;
-      latest["wall_time"] = it->wall_time_ms / 1000.0;
+      latest["wall_time_ms"] = it->wall_time_ms;
     }
     if (it->test_accuracy && !latest.contains("test_accuracy")) {
       latest["test_accuracy"] = *it->test_accuracy;

@@ -20,7 +20,7 @@ nlohmann::json JobDetailJson(const JobRecord& job, const std::vector<StateEvent>
                              const std::vector<ArtifactRecord>& artifacts,
                              const std::string& waiting_reason);
 
-// One metric point: step, epoch, wall_time (unix s), train_loss, samples_per_s, and
+// One metric point: step, epoch, wall_time_ms (unix ms), train_loss, samples_per_s, and
 // test_accuracy / test_loss on evaluation points.
 nlohmann::json MetricJson(const MetricRecord& m);
 

@@ -347,7 +347,7 @@ void RestServer::Routes() {
               auto job = FindJob(store_, id, caller, res);
               if (!job) return;
               std::string which = req.has_param("which") ? req.get_param_value("which") : "final";
-              if (which != "delivered" && which != "final") {
+              if (!IsModelKind(which)) {
                 return SendError(res, 400, absl::StrCat("which must be 'delivered' or 'final', got '",
                                                         which, "'"));
               }
@@ -366,7 +366,7 @@ void RestServer::Routes() {
               SendError(res, 404,
                         absl::StrCat("job ", id, " has no ", which, " model yet (state ",
                                      JobStateName(job->state), ")",
-                                     which == "delivered" ? "; it appears when targets.deliver is met"
+                                     which == kDeliveredModel ? "; it appears when targets.deliver is met"
                                                           : "; it appears when the job completes"));
             }}});
 
@@ -387,7 +387,7 @@ void RestServer::Routes() {
                                                 "): the job has ", world, " learner(s)"));
                 }
               }
-              std::string path = absl::StrCat(controller_.LogDir(id), "/learner-", rank, ".log");
+              std::string path = controller_.layout().LogPath(id, rank);
               bool follow = req.has_param("follow") && req.get_param_value("follow") == "true";
               if (!follow) {
                 auto text = ReadFile(path);

@@ -430,10 +430,10 @@ int Metrics(Api& api, const std::string& id, bool as_json) {
   std::cout << absl::StrFormat("%-8s %-6s %-24s %-11s %-10s %s\n", "STEP", "EPOCH", "TIME",
                                "TRAIN_LOSS", "SAMPLES/S", "TEST_ACCURACY");
   for (const auto& m : j["points"]) {
-    double t = m.value("wall_time", 0.0);
+    TimeMs t = m.value("wall_time_ms", TimeMs{0});
     std::cout << absl::StrFormat("%-8d %-6d %-24s %-11s %-10s %s\n", m.value("step", 0),
                                  m.value("epoch", 0),
-                                 FormatTimeMs(static_cast<TimeMs>(t * 1000)),
+                                 FormatTimeMs(t),
                                  Num(m, "train_loss", 4), Num(m, "samples_per_s", 0),
                                  Num(m, "test_accuracy", 4));
   }

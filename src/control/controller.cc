@@ -14,13 +14,11 @@
 #include "common/ids.h"
 #include "common/status_macros.h"
 #include "common/logging.h"
+#include "job/layout.h"
 #include "scheduler/fair_share_policy.h"
 
 namespace weft {
 namespace {
-
-// weft-learner's exit code for user errors (train/learner.h): the job fails without retries.
-constexpr int kLearnerExitUserError = 2;
 
 scheduler::Resources PerLearner(const JobSpec& spec) {
   return {spec.resources.cpus, spec.resources.memory_mb, spec.resources.gpus};
@@ -33,14 +31,12 @@ using control_internal::SpecOf;
 Controller::Controller(Store& store, Executor& executor, scheduler::Policy& policy,
                        const Clock& clock, ControllerOptions options)
     : store_(store), executor_(executor), policy_(policy), clock_(clock),
-      options_(std::move(options)) {}
+      options_(std::move(options)), layout_(options_.data_dir) {}
 
 Controller::~Controller() { StopLoop(); }
 
-std::string Controller::JobDir(const std::string& id) const {
-  return absl::StrCat(options_.data_dir, "/jobs/", id);
-}
-std::string Controller::LogDir(const std::string& id) const { return JobDir(id) + "/logs"; }
+std::string Controller::JobDir(const std::string& id) const { return layout_.JobDir(id); }
+std::string Controller::LogDir(const std::string& id) const { return layout_.LogDir(id); }
 
 absl::Status Controller::TransitionLocked(JobRecord& record, JobState to,
                                           const std::string& reason) {
@@ -173,7 +169,7 @@ absl::StatusOr<JobRecord> Controller::Submit(const std::string& manifest,
   r.progress.epochs_total = spec.training.epochs;
   // Files first: a job in the store always has its directory and spec.
   RETURN_IF_ERROR(MakeDirs(LogDir(r.id)));
-  RETURN_IF_ERROR(WriteFileAtomic(JobDir(r.id) + "/spec.json", r.spec_json + "\n"));
+  RETURN_IF_ERROR(WriteFileAtomic(layout_.SpecPath(r.id), r.spec_json + "\n"));
   std::lock_guard<std::mutex> lock(mu_);
   absl::Status s = store_.CreateJob(r, "submitted");
   if (!s.ok()) {
@@ -376,7 +372,7 @@ void Controller::ForgetAttemptLocked(const std::string& id) {
 }
 
 std::string Controller::LastLogLine(const std::string& id, int rank) const {
-  std::ifstream in(absl::StrCat(LogDir(id), "/learner-", rank, ".log"));
+  std::ifstream in(layout_.LogPath(id, rank));
   std::string line, last;
   while (std::getline(in, line)) {
     if (!line.empty()) last = line;
@@ -445,7 +441,7 @@ void Controller::HandleExitLocked(const LearnerExit& e) {
     auto artifacts = store_.Artifacts(e.job_id);
     bool has_final = false;
     if (artifacts.ok()) {
-      for (const auto& a : *artifacts) has_final = has_final || a.kind == "final";
+      for (const auto& a : *artifacts) has_final = has_final || a.kind == kFinalModel;
     }
     if (!has_final) {
       FailLocked(r, "learner exited without committing a final model");
@@ -614,11 +610,11 @@ LearnerLaunch Controller::LaunchFor(const JobRecord& r, const JobSpec& spec, int
     l.rendezvous_host = rendezvous.first;
     l.rendezvous_port = rendezvous.second;
   }
-  l.spec_path = JobDir(r.id) + "/spec.json";
+  l.spec_path = layout_.SpecPath(r.id);
   l.data_dir = spec.data.path;
-  l.result_dir = JobDir(r.id) + "/results";
-  l.checkpoint_dir = JobDir(r.id) + "/checkpoints";
-  l.log_dir = LogDir(r.id);
+  l.result_dir = layout_.ResultDir(r.id);
+  l.checkpoint_dir = layout_.CheckpointDir(r.id);
+  l.log_dir = layout_.LogDir(r.id);
   l.coordinator_address = options_.coordinator_address;
   l.threads = spec.EffectiveThreads();
   l.credential = LearnerCredential(r.id);

@@ -20,6 +20,7 @@
 #include "absl/base/thread_annotations.h"
 #include "common/clock.h"
 #include "executor/executor.h"
+#include "job/layout.h"
 #include "scheduler/policy.h"
 #include "job/job_spec.h"
 #include "store/store.h"
@@ -121,7 +122,8 @@ class Controller {
   };
   absl::StatusOr<std::vector<TenantUsage>> Usage() const;
 
-  // Directory of a job's files, and of its learner logs.
+  // Where a job's files live (job/layout.h), and the job's directory and log directory.
+  const JobLayout& layout() const { return layout_; }
   std::string JobDir(const std::string& id) const;
   std::string LogDir(const std::string& id) const;
 
@@ -202,6 +204,7 @@ class Controller {
   scheduler::Policy& policy_;
   const Clock& clock_;
   ControllerOptions options_;  // coordinator_address is written once before the loop starts
+  const JobLayout layout_;
 
   mutable std::mutex mu_;
   std::map<std::string, std::string> waiting_ ABSL_GUARDED_BY(mu_);

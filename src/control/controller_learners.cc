@@ -93,7 +93,7 @@ absl::Status Controller::OnCommitArtifact(const std::string& id, int64_t attempt
                                           const ArtifactRecord& artifact) {
   std::lock_guard<std::mutex> lock(mu_);
   ASSIGN_OR_RETURN(JobRecord r, CurrentAttemptLocked(id, attempt));
-  if (artifact.kind != "delivered" && artifact.kind != "final") {
+  if (!IsModelKind(artifact.kind)) {
     return absl::InvalidArgumentError(absl::StrCat("unknown model kind '", artifact.kind, "'"));
   }
   if (!absl::StartsWith(artifact.path, JobDir(id) + "/")) {
@@ -108,7 +108,7 @@ absl::Status Controller::OnCommitArtifact(const std::string& id, int64_t attempt
   a.created_ms = clock_.NowMs();
   RETURN_IF_ERROR(store_.PutArtifact(id, a));
   ASSIGN_OR_RETURN(JobSpec spec, SpecOf(r));
-  if (artifact.kind == "delivered" && !r.deliver_met_ms) {
+  if (artifact.kind == kDeliveredModel && !r.deliver_met_ms) {
     r.deliver_met_ms = a.created_ms;
     RETURN_IF_ERROR(store_.UpdateJob(r));
     if (r.state == JobState::kRunning) {
@@ -118,7 +118,7 @@ absl::Status Controller::OnCommitArtifact(const std::string& id, int64_t attempt
                           artifact.test_accuracy, spec.targets.deliver.value_or(0))));
     }
   }
-  if (artifact.kind == "final" && spec.targets.complete &&
+  if (artifact.kind == kFinalModel && spec.targets.complete &&
       artifact.test_accuracy >= *spec.targets.complete && !r.complete_met_ms) {
     r.complete_met_ms = a.created_ms;
     RETURN_IF_ERROR(store_.UpdateJob(r));

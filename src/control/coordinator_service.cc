@@ -57,7 +57,7 @@ grpc::Status CoordinatorService::ReportMetrics(grpc::ServerContext*,
     MetricRecord m;
     m.step = p.step();
     m.epoch = p.epoch();
-    m.wall_time_ms = static_cast<TimeMs>(p.wall_time_s() * 1000.0);
+    m.wall_time_ms = p.wall_time_ms();
     m.train_loss = p.train_loss();
     m.samples_per_s = p.samples_per_s();
     if (p.has_test_accuracy()) m.test_accuracy = p.test_accuracy();

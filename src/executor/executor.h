@@ -10,31 +10,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "job/learner_contract.h"
 
 namespace weft {
-
-// Everything one learner process needs to start. The executor turns it into the learner's
-// environment (ARCHITECTURE.md, "The learner's contract").
-struct LearnerLaunch {
-  std::string job_id;
-  int64_t attempt = 1;
-  int rank = 0;
-  int world_size = 1;
-  std::string node;
-  std::string spec_path;          // canonical job spec (JSON) the learner trains from
-  std::string data_dir;           // DATA_DIR
-  std::string result_dir;         // RESULT_DIR
-  std::string checkpoint_dir;     // CHECKPOINT_DIR
-  std::string log_dir;            // LOG_DIR; stdout+stderr go to <log_dir>/learner-<rank>.log
-  std::string coordinator_address;  // host:port of weftd's Coordinator gRPC service
-  // Where rank 0 serves the job's c10d TCPStore for this attempt (MASTER_ADDR, MASTER_PORT);
-  // empty for a single learner.
-  std::string rendezvous_host;
-  int rendezvous_port = 0;
-  int threads = 1;                // intra-op threads (OMP_NUM_THREADS)
-  std::string credential;         // WEFT_JOB_CREDENTIAL: authenticates to the coordinator
-  std::vector<int> cpuset;        // CPUs to pin the learner to (its node's); empty = no pinning
-};
 
 // How a learner process ended.
 struct LearnerExit {

@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include "absl/strings/match.h"
@@ -20,6 +21,7 @@
 #include "common/files.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
+#include "job/layout.h"
 
 extern char** environ;
 
@@ -45,42 +47,18 @@ LocalExecutor::~LocalExecutor() {
   }
 }
 
-std::vector<std::string> LocalExecutor::LearnerEnvironment(const LearnerLaunch& l) {
+std::vector<std::string> LocalExecutor::LearnerEnvironment(const LearnerLaunch& launch) {
   std::vector<std::string> env;
-  // Keep the parent's environment (PATH, locale, ...) minus anything we set ourselves.
-  const std::vector<std::string> ours = {
-      "WEFT_JOB_ID", "WEFT_ATTEMPT", "WEFT_JOB_SPEC", "WEFT_COORDINATOR", "WEFT_NODE",
-      "DATA_DIR", "RESULT_DIR", "CHECKPOINT_DIR", "LOG_DIR", "LEARNER_ID", "NUM_LEARNERS",
-      "RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "OMP_NUM_THREADS",
-      "WEFT_JOB_CREDENTIAL",
-      // Never hand a learner weftd's own credentials.
-      "WEFT_TOKEN"};
+  // Keep the parent's environment (PATH, locale, ...) minus anything the contract sets and
+  // weftd's own token.
+  const std::vector<std::string>& ours = LearnerEnvironmentNames();
   for (char** e = environ; e && *e; ++e) {
     std::string kv(*e);
     std::string name = kv.substr(0, kv.find('='));
-    bool shadowed = false;
-    for (const auto& o : ours) shadowed = shadowed || o == name;
-    if (!shadowed) env.push_back(kv);
+    if (std::find(ours.begin(), ours.end(), name) == ours.end()) env.push_back(kv);
   }
-  env.push_back("WEFT_JOB_ID=" + l.job_id);
-  env.push_back("WEFT_JOB_CREDENTIAL=" + l.credential);
-  env.push_back(absl::StrCat("WEFT_ATTEMPT=", l.attempt));
-  env.push_back("WEFT_JOB_SPEC=" + l.spec_path);
-  env.push_back("WEFT_COORDINATOR=" + l.coordinator_address);
-  env.push_back("WEFT_NODE=" + l.node);
-  env.push_back("DATA_DIR=" + l.data_dir);
-  env.push_back("RESULT_DIR=" + l.result_dir);
-  env.push_back("CHECKPOINT_DIR=" + l.checkpoint_dir);
-  env.push_back("LOG_DIR=" + l.log_dir);
-  env.push_back(absl::StrCat("LEARNER_ID=", l.rank + 1));  // FfDL numbers learners from 1
-  env.push_back(absl::StrCat("NUM_LEARNERS=", l.world_size));
-  env.push_back(absl::StrCat("RANK=", l.rank));
-  env.push_back(absl::StrCat("LOCAL_RANK=", l.rank));
-  env.push_back(absl::StrCat("WORLD_SIZE=", l.world_size));
-  env.push_back(absl::StrCat("OMP_NUM_THREADS=", l.threads));
-  if (!l.rendezvous_host.empty()) {
-    env.push_back("MASTER_ADDR=" + l.rendezvous_host);
-    env.push_back(absl::StrCat("MASTER_PORT=", l.rendezvous_port));
+  for (const auto& [name, value] : weft::LearnerEnvironment(launch)) {
+    env.push_back(absl::StrCat(name, "=", value));
   }
   return env;
 }
@@ -89,7 +67,7 @@ absl::StatusOr<int64_t> LocalExecutor::Start(const LearnerLaunch& launch) {
   RETURN_IF_ERROR(MakeDirs(launch.log_dir));
   RETURN_IF_ERROR(MakeDirs(launch.result_dir));
   RETURN_IF_ERROR(MakeDirs(launch.checkpoint_dir));
-  std::string log_path = absl::StrCat(launch.log_dir, "/learner-", launch.rank, ".log");
+  std::string log_path = LearnerLogPath(launch.log_dir, launch.rank);
 
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
@@ -202,8 +180,10 @@ absl::Status LocalExecutor::Adopt(const LearnerLaunch& launch, int64_t pid) {
   const std::string nul(1, '\0');
   std::string haystack = nul + (env.ok() ? *env : std::string());
   bool ours = env.ok() && ProcessAlive(static_cast<pid_t>(pid)) &&
-              absl::StrContains(haystack, absl::StrCat(nul, "WEFT_JOB_ID=", launch.job_id, nul)) &&
-              absl::StrContains(haystack, absl::StrCat(nul, "WEFT_ATTEMPT=", launch.attempt, nul));
+              absl::StrContains(haystack, absl::StrCat(nul, learner_env::kJobId, "=",
+                                                       launch.job_id, nul)) &&
+              absl::StrContains(haystack, absl::StrCat(nul, learner_env::kAttempt, "=",
+                                                       launch.attempt, nul));
   if (!ours) {
     return absl::NotFoundError(absl::StrCat("no live learner of ", launch.job_id, " attempt ",
                                             launch.attempt, " at pid ", pid));

@@ -128,7 +128,7 @@ bool CoordinatorReporter::Flush() {
       auto* p = req.add_points();
       p->set_step(m.step);
       p->set_epoch(m.epoch);
-      p->set_wall_time_s(m.wall_time_s);
+      p->set_wall_time_ms(m.wall_time_ms);
       p->set_train_loss(m.train_loss);
       p->set_samples_per_s(m.samples_per_s);
       if (m.test_accuracy) p->set_test_accuracy(*m.test_accuracy);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "common/clock.h"
 
 namespace weft::train {
 
@@ -22,7 +23,7 @@ struct ProgressReport {
 struct MetricSample {
   int64_t step = 0;
   int epoch = 0;                       // epoch in progress (1-based) or just finished
-  double wall_time_s = 0;              // unix time, seconds
+  TimeMs wall_time_ms = 0;             // unix time, milliseconds
   double train_loss = 0;               // mean loss since the previous sample
   double samples_per_s = 0;            // training throughput since the previous sample
   std::optional<double> test_accuracy; // set on evaluation samples, in [0, 1]

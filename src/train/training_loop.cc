@@ -14,6 +14,7 @@
 #include "common/files.h"
 #include "common/status_macros.h"
 #include "common/logging.h"
+#include "job/layout.h"
 #include "train/data_parallel.h"
 #include "train/dataset.h"
 #include "train/models.h"
@@ -157,7 +158,7 @@ absl::Status Trainer::Checkpoint() {
     return absl::InternalError(absl::StrCat("cannot serialise a checkpoint: ", TorchMessage(e)));
   }
   RETURN_IF_ERROR(MakeDirs(o_.checkpoint_dir));
-  std::string path = absl::StrFormat("%s/ckpt-%010d.pt", o_.checkpoint_dir, progress_.step);
+  std::string path = CheckpointPath(o_.checkpoint_dir, progress_.step);
   RETURN_IF_ERROR(WriteFileAtomic(path, bytes.str()));
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   spdlog::info("checkpoint written: {} (step {}, {} bytes, {:.0f} ms)", path, progress_.step,
@@ -246,7 +247,7 @@ void Trainer::ReportTraining(bool force) {
   MetricSample m;
   m.step = progress_.step;
   m.epoch = epoch_in_progress_;
-  m.wall_time_s = now;
+  m.wall_time_ms = SystemClock::Get().NowMs();
   m.train_loss = loss_sum_ / loss_steps_;
   m.samples_per_s = train_seconds_since_report_ > 0
                         ? samples_since_report_ * o_.world_size / train_seconds_since_report_
@@ -260,16 +261,15 @@ void Trainer::ReportTraining(bool force) {
 }
 
 absl::Status Trainer::Export(const std::string& kind, double accuracy) {
-  std::string dir = absl::StrCat(o_.result_dir, "/", kind);
-  RETURN_IF_ERROR(MakeDirs(dir));
+  RETURN_IF_ERROR(MakeDirs(ModelDir(o_.result_dir, kind)));
   std::ostringstream bytes;
   try {
     torch::save(std::static_pointer_cast<torch::nn::Module>(model_), bytes);
   } catch (const std::exception& e) {
     return absl::InternalError(absl::StrCat("cannot serialise the model: ", TorchMessage(e)));
   }
-  std::string model_path = dir + "/model.pt";
-  std::string card_path = dir + "/model-card.json";
+  const std::string model_path = ModelPath(o_.result_dir, kind);
+  const std::string card_path = ModelCardPath(o_.result_dir, kind);
   RETURN_IF_ERROR(WriteFileAtomic(model_path, bytes.str()));
   nlohmann::json card = {
       {"job_id", o_.job_id},
@@ -320,7 +320,7 @@ absl::Status Trainer::EvaluateAndCheckTargets(bool* complete) {
     MetricSample m;
     m.step = progress_.step;
     m.epoch = epoch_in_progress_;
-    m.wall_time_s = NowS();
+    m.wall_time_ms = SystemClock::Get().NowMs();
     m.test_accuracy = ev.accuracy;
     m.test_loss = ev.loss;
     reporter_.Report(m, progress_);
@@ -330,7 +330,7 @@ absl::Status Trainer::EvaluateAndCheckTargets(bool* complete) {
   const TargetSpec& t = spec_.targets;
   if (t.deliver && !delivered_ && ev.accuracy >= *t.deliver) {
     spdlog::info("deliver target met: test_accuracy {:.4f} >= {}", ev.accuracy, *t.deliver);
-    if (o_.rank == 0) RETURN_IF_ERROR(Export("delivered", ev.accuracy));
+    if (o_.rank == 0) RETURN_IF_ERROR(Export(kDeliveredModel, ev.accuracy));
     delivered_ = true;
   }
   if (t.complete && ev.accuracy >= *t.complete) {
@@ -491,7 +491,7 @@ absl::StatusOr<LoopResult> Trainer::Run() {
       result.reason = absl::StrFormat("budget exhausted: %d epochs, test_accuracy %.4f",
                                       spec_.training.epochs, last_accuracy_);
     }
-    RETURN_IF_ERROR(Export("final", last_accuracy_));
+    RETURN_IF_ERROR(Export(kFinalModel, last_accuracy_));
   }
   if (o_.rank != 0) {
     result.reason = absl::StrFormat("rank %d of %d done at step %d; rank 0 writes the final model",

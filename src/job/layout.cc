@@ -1,0 +1,40 @@
+#include "job/layout.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace weft {
+
+bool IsModelKind(std::string_view kind) { return kind == kDeliveredModel || kind == kFinalModel; }
+
+std::string JobLayout::JobsDir() const { return data_dir_ + "/jobs"; }
+std::string JobLayout::JobDir(const std::string& id) const {
+  return absl::StrCat(data_dir_, "/jobs/", id);
+}
+std::string JobLayout::SpecPath(const std::string& id) const { return JobDir(id) + "/spec.json"; }
+std::string JobLayout::LogDir(const std::string& id) const { return JobDir(id) + "/logs"; }
+std::string JobLayout::CheckpointDir(const std::string& id) const {
+  return JobDir(id) + "/checkpoints";
+}
+std::string JobLayout::ResultDir(const std::string& id) const { return JobDir(id) + "/results"; }
+std::string JobLayout::LogPath(const std::string& id, int rank) const {
+  return LearnerLogPath(LogDir(id), rank);
+}
+
+std::string LearnerLogPath(const std::string& log_dir, int rank) {
+  return absl::StrCat(log_dir, "/learner-", rank, ".log");
+}
+std::string CheckpointPath(const std::string& checkpoint_dir, int64_t step) {
+  return absl::StrFormat("%s/ckpt-%010d.pt", checkpoint_dir, step);
+}
+std::string ModelDir(const std::string& result_dir, std::string_view kind) {
+  return absl::StrCat(result_dir, "/", std::string(kind));
+}
+std::string ModelPath(const std::string& result_dir, std::string_view kind) {
+  return ModelDir(result_dir, kind) + "/model.pt";
+}
+std::string ModelCardPath(const std::string& result_dir, std::string_view kind) {
+  return ModelDir(result_dir, kind) + "/model-card.json";
+}
+
+}  // namespace weft

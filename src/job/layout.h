@@ -1,0 +1,47 @@
+// Where a job's files live. weftd derives every path itself from its data directory and the job
+// id; a learner knows only the directories its environment names (job/learner_contract.h) and
+// derives the files inside them with the functions below, so both sides agree on one layout:
+//
+//   <data_dir>/jobs/<id>/spec.json                       the validated spec the learner trains from
+//   <data_dir>/jobs/<id>/logs/learner-<rank>.log         each learner's stdout and stderr
+//   <data_dir>/jobs/<id>/checkpoints/ckpt-<step>.pt      checkpoints (step zero-padded to 10)
+//   <data_dir>/jobs/<id>/results/<kind>/model.pt         delivered and final models
+//   <data_dir>/jobs/<id>/results/<kind>/model-card.json
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace weft {
+
+// The two models a job hands back (TRADL's two tiers).
+inline constexpr char kDeliveredModel[] = "delivered";  // when targets.deliver is first met
+inline constexpr char kFinalModel[] = "final";          // at the end of training
+bool IsModelKind(std::string_view kind);
+
+class JobLayout {
+ public:
+  explicit JobLayout(std::string data_dir) : data_dir_(std::move(data_dir)) {}
+
+  const std::string& data_dir() const { return data_dir_; }
+  std::string JobsDir() const;
+  std::string JobDir(const std::string& id) const;
+  std::string SpecPath(const std::string& id) const;
+  std::string LogDir(const std::string& id) const;
+  std::string CheckpointDir(const std::string& id) const;
+  std::string ResultDir(const std::string& id) const;
+  std::string LogPath(const std::string& id, int rank) const;
+
+ private:
+  std::string data_dir_;
+};
+
+// The files inside a job's directories.
+std::string LearnerLogPath(const std::string& log_dir, int rank);
+std::string CheckpointPath(const std::string& checkpoint_dir, int64_t step);
+std::string ModelDir(const std::string& result_dir, std::string_view kind);
+std::string ModelPath(const std::string& result_dir, std::string_view kind);
+std::string ModelCardPath(const std::string& result_dir, std::string_view kind);
+
+}  // namespace weft

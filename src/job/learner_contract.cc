@@ -1,0 +1,101 @@
+#include "job/learner_contract.h"
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+namespace weft {
+
+std::vector<std::pair<std::string, std::string>> LearnerEnvironment(const LearnerLaunch& l) {
+  namespace e = learner_env;
+  std::vector<std::pair<std::string, std::string>> env = {
+      {e::kJobId, l.job_id},
+      {e::kCredential, l.credential},
+      {e::kAttempt, absl::StrCat(l.attempt)},
+      {e::kSpec, l.spec_path},
+      {e::kCoordinator, l.coordinator_address},
+      {e::kNode, l.node},
+      {e::kDataDir, l.data_dir},
+      {e::kResultDir, l.result_dir},
+      {e::kCheckpointDir, l.checkpoint_dir},
+      {e::kLogDir, l.log_dir},
+      {e::kLearnerId, absl::StrCat(l.rank + 1)},
+      {e::kNumLearners, absl::StrCat(l.world_size)},
+      {e::kRank, absl::StrCat(l.rank)},
+      {e::kLocalRank, absl::StrCat(l.rank)},
+      {e::kWorldSize, absl::StrCat(l.world_size)},
+      {e::kThreads, absl::StrCat(l.threads)},
+  };
+  if (!l.rendezvous_host.empty()) {
+    env.emplace_back(e::kMasterAddr, l.rendezvous_host);
+    env.emplace_back(e::kMasterPort, absl::StrCat(l.rendezvous_port));
+  }
+  return env;
+}
+
+const std::vector<std::string>& LearnerEnvironmentNames() {
+  namespace e = learner_env;
+  static const std::vector<std::string> names = {
+      e::kJobId,     e::kAttempt,   e::kCredential,   e::kSpec,       e::kCoordinator,
+      e::kNode,      e::kDataDir,   e::kResultDir,    e::kCheckpointDir, e::kLogDir,
+      e::kLearnerId, e::kNumLearners, e::kRank,       e::kLocalRank,  e::kWorldSize,
+      e::kMasterAddr, e::kMasterPort, e::kThreads,    e::kForbiddenToken};
+  return names;
+}
+
+absl::StatusOr<LearnerLaunch> LearnerLaunchFromEnvironment(
+    const std::function<const char*(const char*)>& getenv) {
+  namespace e = learner_env;
+  auto text = [&](const char* name, const char* fallback = "") {
+    const char* v = getenv(name);
+    return std::string(v ? v : fallback);
+  };
+  auto required = [&](const char* name, std::string* out) -> absl::Status {
+    *out = text(name);
+    if (out->empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, " is not set: weft-learner is started by weftd"));
+    }
+    return absl::OkStatus();
+  };
+  auto number = [&](const char* name, auto fallback, auto* out) -> absl::Status {
+    const char* v = getenv(name);
+    if (v == nullptr || *v == '\0') {
+      *out = fallback;
+      return absl::OkStatus();
+    }
+    if (!absl::SimpleAtoi(v, out)) {
+      return absl::InvalidArgumentError(absl::StrCat(name, " must be an integer, got '", v, "'"));
+    }
+    return absl::OkStatus();
+  };
+  LearnerLaunch l;
+  for (auto [name, field] : {std::pair{e::kJobId, &l.job_id}, {e::kSpec, &l.spec_path},
+                             {e::kCoordinator, &l.coordinator_address},
+                             {e::kResultDir, &l.result_dir}}) {
+    if (absl::Status s = required(name, field); !s.ok()) return s;
+  }
+  for (auto [name, field, fallback] :
+       {std::tuple{e::kRank, &l.rank, 0}, {e::kWorldSize, &l.world_size, 1},
+        {e::kMasterPort, &l.rendezvous_port, 0}, {e::kThreads, &l.threads, 1}}) {
+    if (absl::Status s = number(name, fallback, field); !s.ok()) return s;
+  }
+  if (absl::Status s = number(e::kAttempt, int64_t{1}, &l.attempt); !s.ok()) return s;
+  if (l.world_size < 1 || l.rank < 0 || l.rank >= l.world_size) {
+    return absl::InvalidArgumentError(absl::StrCat(e::kRank, " ", l.rank, " is not in [0, ",
+                                                   e::kWorldSize, " ", l.world_size, ")"));
+  }
+  if (l.world_size > 1 && l.rendezvous_port <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(e::kMasterPort, " must be set when ", e::kWorldSize, " > 1"));
+  }
+  l.credential = text(e::kCredential);
+  l.node = text(e::kNode);
+  l.data_dir = text(e::kDataDir);
+  l.checkpoint_dir = text(e::kCheckpointDir);
+  l.log_dir = text(e::kLogDir);
+  l.rendezvous_host = text(e::kMasterAddr);
+  if (l.world_size > 1 && l.rendezvous_host.empty()) l.rendezvous_host = "127.0.0.1";
+  return l;
+}
+
+}  // namespace weft

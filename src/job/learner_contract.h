@@ -1,0 +1,84 @@
+// The learner's contract: what weftd (through an executor) hands a learner process and what the
+// process hands back. One home for what the two sides must agree on: the environment's names
+// (FfDL's DATA_DIR, RESULT_DIR, ... and torchrun's RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT;
+// ARCHITECTURE.md), and the exit codes. Where a job's files live is in job/layout.h.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace weft {
+
+// The environment variables of the contract.
+namespace learner_env {
+inline constexpr char kJobId[] = "WEFT_JOB_ID";
+inline constexpr char kAttempt[] = "WEFT_ATTEMPT";
+inline constexpr char kCredential[] = "WEFT_JOB_CREDENTIAL";
+inline constexpr char kSpec[] = "WEFT_JOB_SPEC";
+inline constexpr char kCoordinator[] = "WEFT_COORDINATOR";
+inline constexpr char kNode[] = "WEFT_NODE";
+inline constexpr char kDataDir[] = "DATA_DIR";
+inline constexpr char kResultDir[] = "RESULT_DIR";
+inline constexpr char kCheckpointDir[] = "CHECKPOINT_DIR";
+inline constexpr char kLogDir[] = "LOG_DIR";
+inline constexpr char kLearnerId[] = "LEARNER_ID";  // FfDL: 1-based
+inline constexpr char kNumLearners[] = "NUM_LEARNERS";
+inline constexpr char kRank[] = "RANK";
+inline constexpr char kLocalRank[] = "LOCAL_RANK";
+inline constexpr char kWorldSize[] = "WORLD_SIZE";
+inline constexpr char kMasterAddr[] = "MASTER_ADDR";
+inline constexpr char kMasterPort[] = "MASTER_PORT";
+inline constexpr char kThreads[] = "OMP_NUM_THREADS";
+// Never set for a learner, and removed from what it inherits: weftd's own bearer token.
+inline constexpr char kForbiddenToken[] = "WEFT_TOKEN";
+}  // namespace learner_env
+
+// How weft-learner exits; weftd maps the code to the job's outcome (docs/design.md).
+inline constexpr int kLearnerExitOk = 0;
+inline constexpr int kLearnerExitRetry = 1;      // a failure worth a restart from a checkpoint
+inline constexpr int kLearnerExitUserError = 2;  // bad spec, data or model: fail, do not retry
+inline constexpr int kLearnerExitStopped = 143;  // stopped by SIGTERM or by weftd
+
+// Everything one learner process needs to start: the executor turns it into the learner's
+// environment, the learner reads it back.
+struct LearnerLaunch {
+  std::string job_id;
+  int64_t attempt = 1;
+  int rank = 0;
+  int world_size = 1;
+  std::string node;
+  std::string spec_path;            // canonical job spec (JSON) the learner trains from
+  std::string data_dir;             // DATA_DIR
+  std::string result_dir;           // RESULT_DIR
+  std::string checkpoint_dir;       // CHECKPOINT_DIR
+  std::string log_dir;              // LOG_DIR; the executor sends output to LearnerLogPath()
+  std::string coordinator_address;  // host:port of weftd's Coordinator gRPC service
+  // Where rank 0 serves the job's c10d TCPStore for this attempt (MASTER_ADDR, MASTER_PORT);
+  // empty for a single learner.
+  std::string rendezvous_host;
+  int rendezvous_port = 0;
+  int threads = 1;           // intra-op threads (OMP_NUM_THREADS)
+  std::string credential;    // WEFT_JOB_CREDENTIAL: authenticates to the coordinator
+  std::vector<int> cpuset;   // CPUs to pin the learner to (its node's); not in the environment
+};
+
+// The contract's variables for `launch`, as (name, value) in a fixed order.
+std::vector<std::pair<std::string, std::string>> LearnerEnvironment(const LearnerLaunch& launch);
+
+// Every name the contract may set, and kForbiddenToken: what a learner must not inherit from
+// weftd's own environment.
+const std::vector<std::string>& LearnerEnvironmentNames();
+
+// Reads a launch back from an environment (`getenv`-like lookup, nullptr for unset). Defaults:
+// attempt 1, rank 0, world size 1, one thread, MASTER_ADDR 127.0.0.1 for a gang. InvalidArgument naming the variable
+// when WEFT_JOB_ID, WEFT_JOB_SPEC, WEFT_COORDINATOR or RESULT_DIR is missing, a number does not
+// parse, the rank is outside [0, WORLD_SIZE), or MASTER_PORT is missing for WORLD_SIZE > 1.
+absl::StatusOr<LearnerLaunch> LearnerLaunchFromEnvironment(
+    const std::function<const char*(const char*)>& getenv);
+
+}  // namespace weft
