@@ -189,7 +189,8 @@ int main(int argc, char** argv) {
   options.nodes = nodes;
   options.node_cpusets = cpusets;
   weft::Controller controller(**store, executor, policy, weft::SystemClock::Get(), options);
-  weft::CoordinatorService service(controller, static_cast<int>(options.heartbeat_interval_ms));
+  weft::CoordinatorService service(controller, controller.credentials(),
+                                   static_cast<int>(options.heartbeat_interval_ms));
   // Learners that outlive a weftd keep dialling the coordinator's address: reuse the address of
   // the previous weftd on this data directory when no fixed port was asked for.
   const std::string addr_file = data_dir + "/coordinator.addr";

@@ -22,6 +22,10 @@ nlohmann::json ProgressJson(const JobProgress& p) {
 
 }  // namespace
 
+nlohmann::json ResourcesJson(const scheduler::Resources& r) {
+  return {{"cpus", r.cpus}, {"memory_mb", r.memory_mb}, {"gpus", r.gpus}};
+}
+
 nlohmann::json MetricJson(const MetricRecord& m) {
   nlohmann::json j = {{"step", m.step},
                       {"epoch", m.epoch},
@@ -52,7 +56,8 @@ nlohmann::json LearnersJson(const std::vector<LearnerSlot>& learners) {
 
 }  // namespace
 
-nlohmann::json JobSummaryJson(const JobRecord& r) {
+nlohmann::json JobSummaryJson(const JobRecord& r,
+                              const std::optional<scheduler::Waiting>& waiting) {
   nlohmann::json j = {
       {"id", r.id},
       {"name", r.name},
@@ -68,15 +73,18 @@ nlohmann::json JobSummaryJson(const JobRecord& r) {
       {"best_test_accuracy", r.best_test_accuracy ? nlohmann::json(*r.best_test_accuracy)
                                                   : nlohmann::json(nullptr)},
   };
+  if (waiting) {
+    j["waiting_code"] = scheduler::WaitCodeName(waiting->code);
+    j["waiting_reason"] = waiting->reason;
+  }
   return j;
 }
 
-nlohmann::json JobDetailJson(const JobRecord& r, const std::vector<StateEvent>& history,
-                             const std::vector<MetricRecord>& recent,
-                             const std::vector<ArtifactRecord>& artifacts,
-                             const std::string& waiting_reason) {
-  nlohmann::json j = JobSummaryJson(r);
-  if (!waiting_reason.empty()) j["waiting_reason"] = waiting_reason;
+nlohmann::json JobDetailJson(const JobDetail& d) {
+  const JobRecord& r = d.job;
+  nlohmann::json j = JobSummaryJson(r, d.waiting);
+  const std::vector<StateEvent>& history = d.history;
+  const std::vector<MetricRecord>& recent = d.recent_metrics;
 
   nlohmann::json h = nlohmann::json::array();
   for (const StateEvent& e : history) {
@@ -107,26 +115,22 @@ nlohmann::json JobDetailJson(const JobRecord& r, const std::vector<StateEvent>& 
   if (r.best_test_accuracy) latest["best_test_accuracy"] = *r.best_test_accuracy;
   j["metrics"] = latest;
 
-  nlohmann::json spec = nlohmann::json::parse(r.spec_json, nullptr, false);
-  nlohmann::json targets = nlohmann::json::object();
-  if (spec.is_object() && spec.contains("targets")) {
-    const auto& t = spec["targets"];
-    targets["metric"] = t.value("metric", "test_accuracy");
-    if (t.contains("deliver")) {
-      targets["deliver"] = {{"value", t["deliver"]},
-                            {"met", r.deliver_met_ms.has_value()},
-                            {"met_at", TimeJson(r.deliver_met_ms)}};
-    }
-    if (t.contains("complete")) {
-      targets["complete"] = {{"value", t["complete"]},
-                             {"met", r.complete_met_ms.has_value()},
-                             {"met_at", TimeJson(r.complete_met_ms)}};
-    }
+  const TargetSpec& t = d.spec.targets;
+  nlohmann::json targets = {{"metric", t.metric}};
+  if (t.deliver) {
+    targets["deliver"] = {{"value", *t.deliver},
+                          {"met", r.deliver_met_ms.has_value()},
+                          {"met_at", TimeJson(r.deliver_met_ms)}};
+  }
+  if (t.complete) {
+    targets["complete"] = {{"value", *t.complete},
+                           {"met", r.complete_met_ms.has_value()},
+                           {"met_at", TimeJson(r.complete_met_ms)}};
   }
   j["targets"] = targets;
 
   nlohmann::json models = nlohmann::json::object();
-  for (const ArtifactRecord& a : artifacts) {
+  for (const ArtifactRecord& a : d.artifacts) {
     models[a.kind] = {{"path", a.path},
                       {"card_path", a.card_path},
                       {"test_accuracy", a.test_accuracy},
@@ -137,7 +141,7 @@ nlohmann::json JobDetailJson(const JobRecord& r, const std::vector<StateEvent>& 
                       {"download", absl::StrCat("/v1/jobs/", r.id, "/model?which=", a.kind)}};
   }
   j["models"] = models;
-  j["spec"] = spec;
+  j["spec"] = SpecToJson(d.spec);
   return j;
 }
 

@@ -1,24 +1,38 @@
 // JSON views of jobs for the REST API (field names are the API's contract, docs/openapi.yaml).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "job/job.h"
+#include "job/job_spec.h"
 #include "nlohmann/json.hpp"
-#include "store/store.h"
+#include "scheduler/cluster.h"
 
 namespace weft::api {
 
-// The job summary used by GET /v1/jobs: id, name, tenant, state, reason, times, progress,
-// latest test accuracy.
-nlohmann::json JobSummaryJson(const JobRecord& job);
+// The job summary used by GET /v1/jobs: id, name, tenant, state, reason, times, attempt,
+// learners, progress, best test accuracy, and `waiting_code` / `waiting_reason` while it waits.
+nlohmann::json JobSummaryJson(const JobRecord& job,
+                              const std::optional<scheduler::Waiting>& waiting);
+
+// Everything GET /v1/jobs/{id} shows. Borrowed for the call.
+struct JobDetail {
+  const JobRecord& job;
+  const JobSpec& spec;
+  const std::vector<StateEvent>& history;
+  const std::vector<MetricRecord>& recent_metrics;
+  const std::vector<ArtifactRecord>& artifacts;
+  std::optional<scheduler::Waiting> waiting;
+};
 
 // The full view of GET /v1/jobs/{id}: the summary plus history, latest metrics, targets and
-// whether/when each was met, models, the canonical spec, and `waiting_reason` when queued.
-nlohmann::json JobDetailJson(const JobRecord& job, const std::vector<StateEvent>& history,
-                             const std::vector<MetricRecord>& recent_metrics,
-                             const std::vector<ArtifactRecord>& artifacts,
-                             const std::string& waiting_reason);
+// whether/when each was met, models, and the canonical spec.
+nlohmann::json JobDetailJson(const JobDetail& detail);
+
+// {"cpus", "memory_mb", "gpus"}.
+nlohmann::json ResourcesJson(const scheduler::Resources& r);
 
 // One metric point: step, epoch, wall_time_ms (unix ms), train_loss, samples_per_s, and
 // test_accuracy / test_loss on evaluation points.

@@ -1,7 +1,7 @@
 // weftd's REST API (cpp-httplib + nlohmann::json). JSON in and out; manifests in YAML or JSON.
 // Every error is a JSON body {"error": {"code", "message"[, "details"]}} with a message a person
-// can act on: 400 bad input, 404 unknown job or route, 405 wrong method, 409 wrong state.
-// The routes are listed in docs/openapi.yaml.
+// can act on: 400 bad input, 401/403 tokens, 404 unknown job or route, 405 wrong method, 409
+// wrong state. The routes are in routes_*.cc and listed in docs/openapi.yaml.
 #pragma once
 
 #include <memory>
@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "absl/status/status.h"
+#include "common/clock.h"
 #include "control/controller.h"
 #include "store/store.h"
 
@@ -18,9 +19,11 @@ class Server;
 
 namespace weft::api {
 
+struct Services;
+
 class RestServer {
  public:
-  RestServer(Store& store, Controller& controller);
+  RestServer(Store& store, Controller& controller, const Clock& clock = SystemClock::Get());
   ~RestServer();
   RestServer(const RestServer&) = delete;
   RestServer& operator=(const RestServer&) = delete;
@@ -31,10 +34,10 @@ class RestServer {
   void Stop();
 
  private:
-  void Routes();
-
   Store& store_;
   Controller& controller_;
+  const Clock& clock_;
+  std::unique_ptr<Services> services_;  // what the routes' handlers hold on to
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
 };

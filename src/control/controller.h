@@ -1,28 +1,40 @@
-// The job controller: owns every job's lifecycle inside weftd. It validates and stores
-// submissions, runs scheduling rounds (snapshot from the store -> scheduler policy -> placements),
-// starts learners through the executor, and turns what learners report (registration, metrics,
-// models, exits) into state transitions. Every transition is written to the store before it is
-// acted on.
+// The job controller: the lifecycle of every job inside weftd. It validates and stores
+// submissions, runs scheduling rounds (the store's jobs -> the cluster view's snapshot -> the
+// policy -> checked decisions), starts and stops learners through the executor, and turns what
+// learners report and how they exit into state transitions. Every transition is written to the
+// store before it is acted on.
+//
+// Its parts have their own homes: the typed specs (spec_cache.h), the per-attempt state
+// (attempt_tracker.h), the cluster view with the queue, nodes and tenant shares
+// (cluster_view.h), the learners' credentials (learner_credentials.h) and the job's file layout
+// (job/layout.h). The controller's own files: controller.cc (submission, user actions, the
+// loop), controller_schedule.cc (rounds, starts, preemption), controller_exits.cc (exits,
+// liveness, restarts), controller_recovery.cc (after a weftd restart), controller_learners.cc
+// (what learners report).
 //
 // Thread-safety: all public methods may be called from any thread (REST handlers, gRPC handlers,
-// the scheduling loop); one mutex serialises the read-modify-write of job records.
+// the scheduling loop); one mutex serialises the read-modify-write of job records. Nothing
+// sleeps while holding it.
 #pragma once
 
-#include <atomic>
-#include <condition_variable>
 #include <map>
-#include <mutex>
-#include <set>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "common/clock.h"
+#include "control/attempt_tracker.h"
+#include "control/cluster_view.h"
+#include "control/learner_credentials.h"
+#include "control/learner_events.h"
+#include "control/spec_cache.h"
 #include "executor/executor.h"
+#include "job/job_spec.h"
 #include "job/layout.h"
 #include "scheduler/policy.h"
-#include "job/job_spec.h"
 #include "store/store.h"
 
 namespace weft {
@@ -42,25 +54,19 @@ struct ControllerOptions {
   std::map<std::string, std::vector<int>> node_cpusets;  // node -> CPUs its learners are pinned to
 };
 
-// Result of a learner registering.
-struct RegisterDecision {
-  bool accepted = false;
-  std::string reason;
-  std::vector<std::string> resume_from;  // committed checkpoints, newest first
-};
-
-class Controller {
+class Controller : public LearnerEvents {
  public:
   Controller(Store& store, Executor& executor, scheduler::Policy& policy, const Clock& clock,
              ControllerOptions options);
-  ~Controller();
+  ~Controller() override;
   Controller(const Controller&) = delete;
   Controller& operator=(const Controller&) = delete;
 
-  // Brings the store's jobs in line with reality after weftd (re)starts: a job whose learner
-  // outlived the previous weftd keeps it (the executor adopts it); a job whose learner is gone
-  // is requeued and resumes from its latest checkpoint (attempt fencing keeps stragglers out).
-  // Needs the coordinator at the same address as before for adopted learners to reconnect.
+  // Brings the store's jobs in line with reality after weftd (re)starts and parses every job's
+  // spec once: a job whose learners outlived the previous weftd keeps them (the executor adopts
+  // the whole gang or none); a job whose learners are gone is requeued and resumes from its
+  // latest checkpoint (attempt fencing keeps stragglers out). Needs the coordinator at the same
+  // address as before for adopted learners to reconnect. Errors from the store.
   absl::Status Recover();
 
   // The host:port learners are told to report to; set once the gRPC server is bound, before
@@ -76,147 +82,116 @@ class Controller {
   absl::StatusOr<JobRecord> Submit(const std::string& manifest, const std::string& tenant,
                                    std::vector<FieldError>* errors);
 
-  // Checkpoint-less halt for now: stops the learners and records HALTED.
-  // NotFound for an unknown job; FailedPrecondition if the job already ended or is halted.
+  // Stops the learners (SIGTERM with the stop grace: each writes a last checkpoint) and records
+  // HALTED. NotFound for an unknown job; FailedPrecondition if it is already settled, or
+  // preempted or resuming (halt it once it is QUEUED).
   absl::Status Halt(const std::string& id);
 
-  // Puts a HALTED job back in the queue (RESUMING -> QUEUED). It restarts from the beginning
-  // until checkpoints exist. NotFound; FailedPrecondition unless HALTED.
+  // Puts a HALTED job back in the queue (RESUMING -> QUEUED); it continues from its latest
+  // checkpoint. NotFound; FailedPrecondition unless HALTED.
   absl::Status Resume(const std::string& id);
 
-  // Stops the job's learners and removes the job, its history, metrics, models and files.
+  // Kills the job's learners and removes the job, its history, metrics, models and files.
+  // Waits (without the lock, at most 2 s) for the learners to die before removing their files.
   // NotFound for an unknown job.
   absl::Status Delete(const std::string& id);
 
   // One control round: reap learner exits, time out silent learners, schedule, start learners.
   void Tick();
 
-  // Why a queued job is still waiting ("waiting: ..."), empty if it is not waiting.
-  std::string WaitingReason(const std::string& id) const;
-
-  // The queue: QUEUED and PREEMPTED jobs of `tenant` (all when empty), higher priority first,
-  // then oldest, each with why it waits.
-  struct QueueEntry {
-    JobRecord job;
-    int priority = 0;
-    std::string reason;
-  };
-  absl::StatusOr<std::vector<QueueEntry>> Queue(const std::string& tenant) const;
-
-  // Each node's capacity and allocation, with the jobs holding it.
-  struct NodeUsage {
-    scheduler::Node node;
-    std::vector<JobRecord> jobs;
-  };
-  absl::StatusOr<std::vector<NodeUsage>> Nodes() const;
-
-  // Each tenant's resources in use, its weighted dominant share and its fair share (weight over
-  // the weights of the tenants with active or queued jobs; 0 for a tenant without).
-  struct TenantUsage {
-    TenantRecord tenant;
-    scheduler::Resources used;
-    int running_jobs = 0;
-    int queued_jobs = 0;
-    double dominant_share = 0;  // max over resources of used / cluster total
-    double fair_share = 0;
-  };
-  absl::StatusOr<std::vector<TenantUsage>> Usage() const;
-
-  // Where a job's files live (job/layout.h), and the job's directory and log directory.
+  // The typed spec of `job` (parsed once; SpecCache::Get).
+  absl::StatusOr<SpecCache::SpecPtr> Spec(const JobRecord& job) { return specs_.Get(job); }
+  // The queue, nodes, tenant shares and why jobs wait.
+  ClusterView& view() { return view_; }
+  // Where a job's files live.
   const JobLayout& layout() const { return layout_; }
-  std::string JobDir(const std::string& id) const;
-  std::string LogDir(const std::string& id) const;
+  // The credentials learners present to the coordination service.
+  const LearnerCredentials& credentials() const { return credentials_; }
 
-  // The credential a learner of job `id` presents to the coordination service:
-  // HMAC-SHA256(options.learner_key, id), so weftd can hand it out again after a restart without
-  // storing it. Works for that job only; learners never see tenant or admin tokens.
-  std::string LearnerCredential(const std::string& id) const;
-  // Whether `credential` is job `id`'s. Always true when no learner_key is configured (tests).
-  bool CheckLearnerCredential(const std::string& id, const std::string& credential) const;
-
-  // --- Coordination service (called by gRPC handlers) ---
-  // The job moves STARTING -> RUNNING once all of its learners have registered.
-  RegisterDecision OnRegister(const std::string& id, int rank, int64_t attempt, int64_t pid);
-  // Returns whether the learner should keep running. Every rank heartbeats (each is checked for
-  // silence); only rank 0's progress and metrics are the job's.
-  bool OnHeartbeat(const std::string& id, int rank, int64_t attempt, const JobProgress& progress);
+  // --- LearnerEvents (control/learner_events.h), called by the coordination service ---
+  RegisterDecision OnRegister(const std::string& id, int rank, int64_t attempt, int64_t pid,
+                              int world_size) override;
+  bool OnHeartbeat(const std::string& id, int rank, int64_t attempt,
+                   const JobProgress& progress) override;
   bool OnMetrics(const std::string& id, int rank, int64_t attempt,
-                 const std::vector<MetricRecord>& points, const JobProgress& progress);
-  // FailedPrecondition if the attempt is stale or the job is not running; InvalidArgument if the
-  // model file is missing or its size differs from `artifact.bytes`.
+                 const std::vector<MetricRecord>& points, const JobProgress& progress) override;
   absl::Status OnCommitArtifact(const std::string& id, int64_t attempt,
-                                const ArtifactRecord& artifact);
-  // A learner's own account of how it ended; rank 0's success is the job's.
-  void OnFinished(const std::string& id, int rank, int64_t attempt, bool succeeded,
-                  const std::string& reason);
-  // Records a durable checkpoint and deletes those beyond the spec's checkpoint.keep. Accepted
-  // from the current attempt while the job runs or was just halted (a halted learner writes one
-  // last checkpoint). FailedPrecondition for a stale attempt; InvalidArgument if the file is
-  // missing, outside the job's directory or not `checkpoint.bytes` long.
+                                const ArtifactRecord& artifact) override;
   absl::Status OnCommitCheckpoint(const std::string& id, int64_t attempt,
-                                  const CheckpointRecord& checkpoint);
+                                  const CheckpointRecord& checkpoint) override;
+  void OnFinished(const std::string& id, int rank, int64_t attempt, bool succeeded,
+                  const std::string& reason) override;
 
  private:
-  struct Finish {
-    bool succeeded = false;
-    std::string reason;
-  };
-  // Why a gang's learner failed, kept while the rest of the gang checkpoints and stops.
-  struct Failure {
-    std::string reason;
-    bool user_error = false;  // fail the job instead of restarting it
-  };
-
+  // --- controller.cc ---
   absl::Status TransitionLocked(JobRecord& record, JobState to, const std::string& reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Job is active and `attempt` is its current attempt.
-  absl::StatusOr<JobRecord> CurrentAttemptLocked(const std::string& id, int64_t attempt)
+  void FailLocked(JobRecord& record, const std::string& reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The job, if `attempt` is its current attempt and its state passes `accepts`.
+  // FailedPrecondition otherwise; NotFound for an unknown job.
+  absl::StatusOr<JobRecord> AttemptLocked(const std::string& id, int64_t attempt,
+                                          bool (*accepts)(JobState))
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The job's world size: its spec's resources.learners (1 if the spec cannot be read).
+  int WorldSize(const JobRecord& record);
+
+  // --- controller_schedule.cc ---
+  // One scheduling round over `jobs` (the store's jobs as of this round).
+  void ScheduleLocked(const std::vector<JobRecord>& jobs) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // RUNNING -> PREEMPTED and SIGTERM to its learners, which checkpoint and exit; the last exit
+  // moves the job back to QUEUED (controller_exits.cc). It keeps its nodes until then.
+  void PreemptLocked(JobRecord r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void StartJobLocked(JobRecord record, const scheduler::Placement& placement)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // What the executor needs to run (or adopt) learner `rank` of the current attempt of `record`;
+  // `rendezvous` is where rank 0 serves the gang's store (unused for one learner).
+  LearnerLaunch LaunchFor(const JobRecord& record, const JobSpec& spec, int rank,
+                          const std::pair<std::string, int>& rendezvous = {}) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // --- controller_exits.cc ---
   // One learner ended. Rank 0's clean exit after a success completes the job; another rank's
   // clean exit waits for rank 0; any failure stops the rest of the gang and restarts the job.
   // A preempted job goes back to the queue once its last learner is gone.
   void HandleExitLocked(const LearnerExit& exit) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Forgets the in-memory state of a job's current attempt (registrations, liveness, finish).
-  void ForgetAttemptLocked(const std::string& id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Fails active jobs whose learner has been silent too long; marks them FAILED in `jobs` too.
-  void CheckLivenessLocked(std::vector<JobRecord>& jobs) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // One scheduling round over `jobs` (the store's jobs as of this round).
-  void ScheduleLocked(const std::vector<JobRecord>& jobs) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // RUNNING -> PREEMPTED and SIGTERM to its learner, which checkpoints and exits; its exit moves
-  // the job back to QUEUED (HandleExitLocked). It keeps its node until then.
-  void PreemptLocked(JobRecord r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void StartJobLocked(JobRecord record, const scheduler::Placement& placement)
+  void HandlePreemptedExitLocked(JobRecord& r, const LearnerExit& e)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void FailLocked(JobRecord& record, const std::string& reason)
+  void HandleFailingGangExitLocked(JobRecord& r, const LearnerExit& e)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void CompleteLocked(JobRecord& r, const std::string& reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The learners of the current attempt are all gone: forget the attempt, then fail the job
+  // (`fail_job`) or restart it.
+  void EndAttemptLocked(JobRecord& r, const std::string& reason, bool fail_job)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // After a retryable failure: requeues the job (resuming from its latest checkpoint) with
   // exponential backoff while restarts < max_restarts, otherwise fails it with `reason`.
   void RestartOrFailLocked(JobRecord& record, const std::string& reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Stops the learners of jobs that have been silent too long and restarts those jobs; marks
+  // them in `jobs` too.
+  void CheckLivenessLocked(std::vector<JobRecord>& jobs) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string LastLogLine(const std::string& id, int rank) const;
-  // What the executor needs to run (or adopt) learner `rank` of the current attempt of `record`;
-  // `rendezvous` is where rank 0 serves the gang's store (unused for one learner).
-  LearnerLaunch LaunchFor(const JobRecord& record, const JobSpec& spec, int rank,
-                          const std::pair<std::string, int>& rendezvous = {}) const;
+
+  // --- controller_recovery.cc ---
+  // Adopts the whole gang of `r` or none; true if adopted.
+  bool AdoptGangLocked(const JobRecord& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   Store& store_;
   Executor& executor_;
   scheduler::Policy& policy_;
   const Clock& clock_;
-  ControllerOptions options_;  // coordinator_address is written once before the loop starts
+  const ControllerOptions options_;
   const JobLayout layout_;
+  const LearnerCredentials credentials_;
+  SpecCache specs_;
+  ClusterView view_;
 
-  mutable std::mutex mu_;
-  std::map<std::string, std::string> waiting_ ABSL_GUARDED_BY(mu_);
-  // Per job, per rank, of the current attempt.
-  std::map<std::string, std::map<int, Finish>> finished_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, std::map<int, TimeMs>> last_seen_ms_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, std::set<int>> registered_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, Failure> failing_ ABSL_GUARDED_BY(mu_);  // by job, current attempt
-  std::map<std::string, TimeMs> not_before_ms_ ABSL_GUARDED_BY(mu_);  // restart backoff
+  absl::Mutex mu_;
+  AttemptTracker attempts_ ABSL_GUARDED_BY(mu_);
+  std::string coordinator_address_ ABSL_GUARDED_BY(mu_);
+  std::string last_refusal_ ABSL_GUARDED_BY(mu_);  // the policy's latest refused round
 
-  std::mutex loop_mu_;
-  std::condition_variable loop_cv_;
+  absl::Mutex loop_mu_;
   bool loop_stop_ ABSL_GUARDED_BY(loop_mu_) = false;
   std::thread loop_;
 };

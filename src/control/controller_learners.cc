@@ -1,9 +1,9 @@
 // The controller's side of the coordination service: learners register, report progress and
 // metrics, commit checkpoints and models, and say how they finished. Every call names the
-// attempt it belongs to; a stale attempt is refused (FailedPrecondition).
-#include <algorithm>
+// attempt it belongs to; a stale attempt is refused (FailedPrecondition). What a learner reports
+// is tenant input: a file it commits must be at the path weftd derives for it.
+#include <cstdio>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -11,44 +11,50 @@
 #include "common/logging.h"
 #include "common/status_macros.h"
 #include "control/controller.h"
-#include "control/controller_internal.h"
 
 namespace weft {
+namespace {
 
-using control_internal::SpecOf;
-
-absl::StatusOr<JobRecord> Controller::CurrentAttemptLocked(const std::string& id,
-                                                           int64_t attempt) {
-  ASSIGN_OR_RETURN(JobRecord r, store_.GetJob(id));
-  if (r.attempt != attempt) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("attempt ", attempt, " is stale; the job is at attempt ", r.attempt));
+// A file a learner says it made durable: it must be the one weftd derives (`expected`) and be
+// `bytes` long. InvalidArgument otherwise.
+absl::Status CheckCommittedFile(const char* what, const std::string& reported,
+                                const std::string& expected, int64_t bytes) {
+  if (reported != expected) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " path '", reported, "' is not ", expected));
   }
-  if (!RunsLearners(r.state)) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("job is ", JobStateName(r.state), ", not running"));
+  absl::StatusOr<int64_t> size = FileSize(expected);
+  if (!size.ok() || *size != bytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " file ", expected, " is missing or not ", bytes, " bytes"));
   }
-  return r;
+  return absl::OkStatus();
 }
 
+}  // namespace
+
 RegisterDecision Controller::OnRegister(const std::string& id, int rank, int64_t attempt,
-                                        int64_t pid) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto rec = CurrentAttemptLocked(id, attempt);
+                                        int64_t pid, int world_size) {
+  absl::MutexLock lock(&mu_);
+  auto rec = AttemptLocked(id, attempt, RunsLearners);
   if (!rec.ok()) return {false, std::string(rec.status().message()), {}};
   JobRecord r = *rec;
-  const int world = std::max<int>(1, static_cast<int>(r.learners.size()));
+  const int world = WorldSize(r);
+  if (world_size != 0 && world_size != world) {
+    return {false, absl::StrCat("this learner was started for a gang of ", world_size,
+                                "; the job has ", world, " learner(s)"), {}};
+  }
   if (rank < 0 || rank >= world) {
     return {false, absl::StrCat("rank ", rank, " is not in this job's gang of ", world), {}};
   }
-  last_seen_ms_[id][rank] = clock_.NowMs();
-  registered_[id].insert(rank);
+  AttemptTracker::Attempt& a = attempts_.Of(id);
+  a.last_seen_ms[rank] = clock_.NowMs();
+  a.registered.insert(rank);
   RegisterDecision decision{true, "", {}};
-  auto checkpoints = store_.Checkpoints(id);
-  if (checkpoints.ok()) {
+  if (auto checkpoints = store_.Checkpoints(id); checkpoints.ok()) {
     for (const auto& c : *checkpoints) decision.resume_from.push_back(c.path);
   }
-  if (r.state == JobState::kStarting && static_cast<int>(registered_[id].size()) == world) {
+  if (r.state == JobState::kStarting && static_cast<int>(a.registered.size()) == world) {
     std::vector<int64_t> pids;
     for (const LearnerSlot& l : r.learners) pids.push_back(l.pid);
     absl::Status s = TransitionLocked(
@@ -68,11 +74,11 @@ bool Controller::OnHeartbeat(const std::string& id, int rank, int64_t attempt,
 
 bool Controller::OnMetrics(const std::string& id, int rank, int64_t attempt,
                            const std::vector<MetricRecord>& points, const JobProgress& progress) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto rec = CurrentAttemptLocked(id, attempt);
+  absl::MutexLock lock(&mu_);
+  auto rec = AttemptLocked(id, attempt, RunsLearners);
   if (!rec.ok()) return false;
   JobRecord r = *rec;
-  last_seen_ms_[id][rank] = clock_.NowMs();
+  attempts_.Of(id).last_seen_ms[rank] = clock_.NowMs();
   if (rank != 0) return true;  // the job's metrics and progress are rank 0's
   if (!points.empty()) {
     absl::Status s = store_.AppendMetrics(id, points);
@@ -91,23 +97,23 @@ bool Controller::OnMetrics(const std::string& id, int rank, int64_t attempt,
 
 absl::Status Controller::OnCommitArtifact(const std::string& id, int64_t attempt,
                                           const ArtifactRecord& artifact) {
-  std::lock_guard<std::mutex> lock(mu_);
-  ASSIGN_OR_RETURN(JobRecord r, CurrentAttemptLocked(id, attempt));
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(JobRecord r, AttemptLocked(id, attempt, RunsLearners));
   if (!IsModelKind(artifact.kind)) {
     return absl::InvalidArgumentError(absl::StrCat("unknown model kind '", artifact.kind, "'"));
   }
-  if (!absl::StartsWith(artifact.path, JobDir(id) + "/")) {
-    return absl::InvalidArgumentError("model path is outside the job's directory");
-  }
-  absl::StatusOr<int64_t> size = FileSize(artifact.path);
-  if (!size.ok() || *size != artifact.bytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("model file ", artifact.path, " is missing or not ", artifact.bytes, " bytes"));
+  const std::string results = layout_.ResultDir(id);
+  RETURN_IF_ERROR(CheckCommittedFile("model", artifact.path, ModelPath(results, artifact.kind),
+                                     artifact.bytes));
+  if (artifact.card_path != ModelCardPath(results, artifact.kind)) {
+    return absl::InvalidArgumentError(absl::StrCat("model card path '", artifact.card_path,
+                                                   "' is not ",
+                                                   ModelCardPath(results, artifact.kind)));
   }
   ArtifactRecord a = artifact;
   a.created_ms = clock_.NowMs();
   RETURN_IF_ERROR(store_.PutArtifact(id, a));
-  ASSIGN_OR_RETURN(JobSpec spec, SpecOf(r));
+  ASSIGN_OR_RETURN(SpecCache::SpecPtr spec, specs_.Get(r));
   if (artifact.kind == kDeliveredModel && !r.deliver_met_ms) {
     r.deliver_met_ms = a.created_ms;
     RETURN_IF_ERROR(store_.UpdateJob(r));
@@ -115,11 +121,11 @@ absl::Status Controller::OnCommitArtifact(const std::string& id, int64_t attempt
       RETURN_IF_ERROR(TransitionLocked(
           r, JobState::kDelivered,
           absl::StrFormat("deliver target met: test_accuracy %.4f >= %g; model delivered",
-                          artifact.test_accuracy, spec.targets.deliver.value_or(0))));
+                          artifact.test_accuracy, spec->targets.deliver.value_or(0))));
     }
   }
-  if (artifact.kind == kFinalModel && spec.targets.complete &&
-      artifact.test_accuracy >= *spec.targets.complete && !r.complete_met_ms) {
+  if (artifact.kind == kFinalModel && spec->targets.complete &&
+      artifact.test_accuracy >= *spec->targets.complete && !r.complete_met_ms) {
     r.complete_met_ms = a.created_ms;
     RETURN_IF_ERROR(store_.UpdateJob(r));
   }
@@ -128,32 +134,18 @@ absl::Status Controller::OnCommitArtifact(const std::string& id, int64_t attempt
 
 absl::Status Controller::OnCommitCheckpoint(const std::string& id, int64_t attempt,
                                             const CheckpointRecord& checkpoint) {
-  std::lock_guard<std::mutex> lock(mu_);
-  ASSIGN_OR_RETURN(JobRecord r, store_.GetJob(id));
-  if (r.attempt != attempt) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("attempt ", attempt, " is stale; the job is at attempt ", r.attempt));
-  }
-  if (!AcceptsCheckpoints(r.state)) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("job is ", JobStateName(r.state), ", not running"));
-  }
-  if (!absl::StartsWith(checkpoint.path, JobDir(id) + "/")) {
-    return absl::InvalidArgumentError("checkpoint path is outside the job's directory");
-  }
-  absl::StatusOr<int64_t> size = FileSize(checkpoint.path);
-  if (!size.ok() || *size != checkpoint.bytes) {
-    return absl::InvalidArgumentError(absl::StrCat("checkpoint ", checkpoint.path,
-                                                   " is missing or not ", checkpoint.bytes,
-                                                   " bytes"));
-  }
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(JobRecord r, AttemptLocked(id, attempt, AcceptsCheckpoints));
+  RETURN_IF_ERROR(CheckCommittedFile("checkpoint", checkpoint.path,
+                                     CheckpointPath(layout_.CheckpointDir(id), checkpoint.step),
+                                     checkpoint.bytes));
   CheckpointRecord c = checkpoint;
   c.created_ms = clock_.NowMs();
   RETURN_IF_ERROR(store_.PutCheckpoint(id, c));
-  last_seen_ms_[id][0] = c.created_ms;  // rank 0 writes the checkpoints
-  ASSIGN_OR_RETURN(JobSpec spec, SpecOf(r));
+  attempts_.Of(id).last_seen_ms[0] = c.created_ms;  // rank 0 writes the checkpoints
+  ASSIGN_OR_RETURN(SpecCache::SpecPtr spec, specs_.Get(r));
   ASSIGN_OR_RETURN(std::vector<CheckpointRecord> all, store_.Checkpoints(id));
-  for (size_t i = static_cast<size_t>(spec.checkpoint.keep); i < all.size(); ++i) {
+  for (size_t i = static_cast<size_t>(spec->checkpoint.keep); i < all.size(); ++i) {
     // Forget it first, then delete the file: a crash in between leaves a stray file, never a
     // registered checkpoint without its file.
     RETURN_IF_ERROR(store_.DeleteCheckpoint(id, all[i].step));
@@ -164,9 +156,9 @@ absl::Status Controller::OnCommitCheckpoint(const std::string& id, int64_t attem
 
 void Controller::OnFinished(const std::string& id, int rank, int64_t attempt, bool succeeded,
                             const std::string& reason) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (!CurrentAttemptLocked(id, attempt).ok()) return;
-  finished_[id][rank] = {succeeded, reason};
+  absl::MutexLock lock(&mu_);
+  if (!AttemptLocked(id, attempt, RunsLearners).ok()) return;
+  attempts_.Of(id).finished[rank] = {succeeded, reason};
 }
 
 }  // namespace weft

@@ -6,19 +6,13 @@ namespace weft {
 namespace {
 
 JobProgress FromProto(const weft::v1::Progress& p) {
-  JobProgress out;
-  out.epoch = p.epoch();
-  out.epochs_total = p.epochs_total();
-  out.step = p.step();
-  out.steps_total = p.steps_total();
-  out.samples = p.samples();
-  return out;
+  return {p.epoch(), p.epochs_total(), p.step(), p.steps_total(), p.samples()};
 }
 
 }  // namespace
 
 grpc::Status CoordinatorService::Authenticate(const weft::v1::LearnerIdentity& id) const {
-  if (controller_.CheckLearnerCredential(id.job_id(), id.credential())) return grpc::Status::OK;
+  if (credentials_.Check(id.job_id(), id.credential())) return grpc::Status::OK;
   return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
                       "the learner credential does not belong to job " + id.job_id());
 }
@@ -28,7 +22,8 @@ grpc::Status CoordinatorService::Register(grpc::ServerContext*,
                                           weft::v1::RegisterResponse* resp) {
   if (grpc::Status auth = Authenticate(req->learner()); !auth.ok()) return auth;
   const auto& id = req->learner();
-  RegisterDecision d = controller_.OnRegister(id.job_id(), id.rank(), id.attempt(), req->pid());
+  RegisterDecision d =
+      events_.OnRegister(id.job_id(), id.rank(), id.attempt(), req->pid(), req->world_size());
   resp->set_accepted(d.accepted);
   resp->set_reason(d.reason);
   resp->set_heartbeat_interval_ms(heartbeat_interval_ms_);
@@ -41,7 +36,7 @@ grpc::Status CoordinatorService::Heartbeat(grpc::ServerContext*,
                                            weft::v1::HeartbeatResponse* resp) {
   if (grpc::Status auth = Authenticate(req->learner()); !auth.ok()) return auth;
   const auto& id = req->learner();
-  bool keep = controller_.OnHeartbeat(id.job_id(), id.rank(), id.attempt(), FromProto(req->progress()));
+  bool keep = events_.OnHeartbeat(id.job_id(), id.rank(), id.attempt(), FromProto(req->progress()));
   resp->set_keep_running(keep);
   if (!keep) resp->set_reason("the job no longer runs this attempt");
   return grpc::Status::OK;
@@ -66,50 +61,41 @@ grpc::Status CoordinatorService::ReportMetrics(grpc::ServerContext*,
   }
   const auto& id = req->learner();
   resp->set_keep_running(
-      controller_.OnMetrics(id.job_id(), id.rank(), id.attempt(), points, FromProto(req->progress())));
+      events_.OnMetrics(id.job_id(), id.rank(), id.attempt(), points, FromProto(req->progress())));
+  return grpc::Status::OK;
+}
+
+template <typename Request, typename Response, typename Record>
+grpc::Status CoordinatorService::Commit(
+    const Request* req, Response* resp, const Record& record,
+    absl::Status (LearnerEvents::*commit)(const std::string&, int64_t, const Record&)) {
+  if (grpc::Status auth = Authenticate(req->learner()); !auth.ok()) return auth;
+  absl::Status s = (events_.*commit)(req->learner().job_id(), req->learner().attempt(), record);
+  resp->set_accepted(s.ok());
+  resp->set_reason(std::string(s.message()));
   return grpc::Status::OK;
 }
 
 grpc::Status CoordinatorService::CommitArtifact(grpc::ServerContext*,
                                                 const weft::v1::CommitArtifactRequest* req,
                                                 weft::v1::CommitArtifactResponse* resp) {
-  if (grpc::Status auth = Authenticate(req->learner()); !auth.ok()) return auth;
-  ArtifactRecord a;
-  a.kind = req->kind();
-  a.path = req->path();
-  a.card_path = req->card_path();
-  a.test_accuracy = req->test_accuracy();
-  a.epoch = req->epoch();
-  a.step = req->step();
-  a.bytes = req->bytes();
-  absl::Status s =
-      controller_.OnCommitArtifact(req->learner().job_id(), req->learner().attempt(), a);
-  resp->set_accepted(s.ok());
-  resp->set_reason(std::string(s.message()));
-  return grpc::Status::OK;
+  ArtifactRecord a{req->kind(), req->path(),  req->card_path(), req->test_accuracy(),
+                   req->epoch(), req->step(), req->bytes(),     0};
+  return Commit(req, resp, a, &LearnerEvents::OnCommitArtifact);
 }
 
 grpc::Status CoordinatorService::CommitCheckpoint(grpc::ServerContext*,
                                                   const weft::v1::CommitCheckpointRequest* req,
                                                   weft::v1::CommitCheckpointResponse* resp) {
-  if (grpc::Status auth = Authenticate(req->learner()); !auth.ok()) return auth;
-  CheckpointRecord c;
-  c.path = req->path();
-  c.epoch = req->epoch();
-  c.step = req->step();
-  c.bytes = req->bytes();
-  absl::Status s =
-      controller_.OnCommitCheckpoint(req->learner().job_id(), req->learner().attempt(), c);
-  resp->set_accepted(s.ok());
-  resp->set_reason(std::string(s.message()));
-  return grpc::Status::OK;
+  CheckpointRecord c{req->step(), req->epoch(), req->path(), req->bytes(), 0};
+  return Commit(req, resp, c, &LearnerEvents::OnCommitCheckpoint);
 }
 
 grpc::Status CoordinatorService::ReportFinished(grpc::ServerContext*,
                                                 const weft::v1::ReportFinishedRequest* req,
                                                 weft::v1::ReportFinishedResponse*) {
   if (grpc::Status auth = Authenticate(req->learner()); !auth.ok()) return auth;
-  controller_.OnFinished(req->learner().job_id(), req->learner().rank(), req->learner().attempt(),
+  events_.OnFinished(req->learner().job_id(), req->learner().rank(), req->learner().attempt(),
                          req->succeeded(),
                          req->reason());
   return grpc::Status::OK;

@@ -1,5 +1,6 @@
 // weftd's gRPC Coordinator service (proto/coordinator.proto): the learners' way in. Each call is
-// translated into a Controller method; the controller owns all state.
+// authenticated with the job's learner credential and translated into a LearnerEvents call
+// (control/learner_events.h); the controller behind it owns all state.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -8,15 +9,17 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "control/controller.h"
+#include "control/learner_credentials.h"
+#include "control/learner_events.h"
 #include "proto/coordinator.grpc.pb.h"
 
 namespace weft {
 
 class CoordinatorService final : public weft::v1::Coordinator::Service {
  public:
-  explicit CoordinatorService(Controller& controller, int heartbeat_interval_ms)
-      : controller_(controller), heartbeat_interval_ms_(heartbeat_interval_ms) {}
+  CoordinatorService(LearnerEvents& events, const LearnerCredentials& credentials,
+                     int heartbeat_interval_ms)
+      : events_(events), credentials_(credentials), heartbeat_interval_ms_(heartbeat_interval_ms) {}
 
   grpc::Status Register(grpc::ServerContext*, const weft::v1::RegisterRequest* req,
                         weft::v1::RegisterResponse* resp) override;
@@ -35,8 +38,15 @@ class CoordinatorService final : public weft::v1::Coordinator::Service {
  private:
   // OK if `id` carries its job's learner credential; UNAUTHENTICATED otherwise.
   grpc::Status Authenticate(const weft::v1::LearnerIdentity& id) const;
+  // The one path of every file a learner commits (models, checkpoints): authenticate, hand the
+  // record to `commit`, answer accepted or refused with the reason.
+  template <typename Request, typename Response, typename Record>
+  grpc::Status Commit(const Request* req, Response* resp, const Record& record,
+                      absl::Status (LearnerEvents::*commit)(const std::string&, int64_t,
+                                                            const Record&));
 
-  Controller& controller_;
+  LearnerEvents& events_;
+  const LearnerCredentials& credentials_;
   const int heartbeat_interval_ms_;
 };
 

@@ -27,6 +27,32 @@ Resources Resources::Times(int n) const {
   return Resources{cpus * n, memory_mb * n, gpus * n};
 }
 
+const char* WaitCodeName(WaitCode code) {
+  switch (code) {
+    case WaitCode::kNextRound:
+      return "next_round";
+    case WaitCode::kRestartBackoff:
+      return "restart_backoff";
+    case WaitCode::kCheckpointing:
+      return "checkpointing";
+    case WaitCode::kQuota:
+      return "quota";
+    case WaitCode::kPriority:
+      return "priority";
+    case WaitCode::kNoRoom:
+      return "no_room";
+    case WaitCode::kReservation:
+      return "reservation";
+    case WaitCode::kBehindHead:
+      return "behind_head";
+    case WaitCode::kOutranked:
+      return "outranked";
+    case WaitCode::kPreempting:
+      return "preempting";
+  }
+  return "unknown";
+}
+
 Resources Node::Free() const {
   Resources f = capacity;
   f -= allocated;

@@ -89,9 +89,28 @@ struct Placement {
   std::vector<std::string> learner_nodes;
 };
 
-// Why a queued job was not placed this round, for people: "waiting: ...".
+// Why a job waits, as a code a program can act on (the API shows its name).
+enum class WaitCode {
+  kNextRound,       // weftd: not considered yet (it arrived after the last round)
+  kRestartBackoff,  // weftd: after a failure, waiting out its backoff before the next attempt
+  kCheckpointing,   // weftd: preempted, writing its checkpoint before it goes back to the queue
+  kQuota,           // its tenant's quota would be exceeded
+  kPriority,        // higher-priority jobs of its tenant wait ahead of it
+  kNoRoom,          // no set of nodes has room for its learners now
+  kReservation,     // the room it fits in is reserved for an earlier gang that does not fit yet
+  kBehindHead,      // FIFO: behind the first job in line, which does not fit
+  kOutranked,       // the policy gave the room to jobs it ranks higher
+  kPreempting,      // running jobs are being preempted to make room for it
+};
+
+// "next_round", "restart_backoff", "checkpointing", "quota", "priority", "no_room",
+// "reservation", "behind_head", "outranked", "preempting".
+const char* WaitCodeName(WaitCode code);
+
+// Why a queued job was not placed this round: a code, and the reason for people ("waiting: ...").
 struct Waiting {
   std::string job_id;
+  WaitCode code = WaitCode::kNoRoom;
   std::string reason;
 };
 

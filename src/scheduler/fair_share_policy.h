@@ -1,6 +1,7 @@
 #pragma once
 
 #include "scheduler/policy.h"
+#include "scheduler/shares.h"
 
 namespace weft::scheduler {
 
@@ -31,8 +32,5 @@ class FairSharePolicy : public Policy {
   std::string Name() const override { return "fairshare"; }
   Decisions Schedule(const ClusterSnapshot& snapshot) override;
 };
-
-// A tenant's weighted dominant share of `total`: max over resources of used / total, / weight.
-double DominantShare(const Resources& used, const Resources& total, double weight);
 
 }  // namespace weft::scheduler

@@ -86,7 +86,7 @@ Decisions FifoPolicy::Schedule(const ClusterSnapshot& snapshot) {
     if (!job.Waiting()) continue;
     if (blocked) {
       if (!snapshot.explain) break;
-      d.waiting.push_back({job.job_id, absl::StrCat("waiting: behind ", head_id,
+      d.waiting.push_back({job.job_id, WaitCode::kBehindHead, absl::StrCat("waiting: behind ", head_id,
                                                     " (first in, first out)")});
       continue;
     }
@@ -98,7 +98,7 @@ Decisions FifoPolicy::Schedule(const ClusterSnapshot& snapshot) {
     blocked = true;
     head_id = job.job_id;
     if (snapshot.explain) d.waiting.push_back(
-        {job.job_id,
+        {job.job_id, WaitCode::kNoRoom,
          absl::StrCat("waiting: no free node has ", FormatCpus(job.per_learner.cpus), " cpus and ",
                       job.per_learner.memory_mb, " MiB for ", job.learners,
                       job.learners == 1 ? " learner" : " learners")});

@@ -1,9 +1,9 @@
 #include "scheduler/goodput_policy.h"
 
 #include <algorithm>
-#include <queue>
 
 #include "absl/strings/str_cat.h"
+#include "scheduler/greedy.h"
 #include "scheduler/job_model.h"
 #include "scheduler/placement.h"
 
@@ -64,28 +64,10 @@ Decisions GoodputPolicy::Schedule(const ClusterSnapshot& snapshot) {
     if (count[i] + step[i] <= static_cast<int>(j.allocation.size())) w *= 1.0 + options_.keep_bonus;
     return best / base[i] * w;
   };
-  using Entry = std::pair<double, size_t>;
-  auto worse = [&](const Entry& a, const Entry& b) {
-    return a.first != b.first ? a.first < b.first : a.second > b.second;
-  };
-  std::priority_queue<Entry, std::vector<Entry>, decltype(worse)> heap(worse);
-  for (size_t i = 0; i < n; ++i) {
-    double v = value(i);
-    if (v > 0) heap.emplace(v, i);
-  }
-  while (!heap.empty()) {
-    auto [v, i] = heap.top();
-    heap.pop();
-    if (slots_left(jobs[i].per_learner) < step[i]) {  // room shrank: re-evaluate
-      double again = value(i);
-      if (again > 0) heap.emplace(again, i);
-      continue;
-    }
+  GrowByMarginalValue(n, value, [&](size_t i) {
     for (int k = 0; k < step[i]; ++k) left -= jobs[i].per_learner;
     count[i] += step[i];
-    double next = value(i);
-    if (next > 0) heap.emplace(next, i);
-  }
+  });
 
   // 3. Placement.
   Decisions d;
@@ -101,7 +83,7 @@ Decisions GoodputPolicy::Schedule(const ClusterSnapshot& snapshot) {
       continue;
     }
     if (!j.Waiting()) d.preempted.push_back(j.job_id);
-    if (snapshot.explain) d.waiting.push_back({j.job_id, count[i] == 0
+    if (snapshot.explain) d.waiting.push_back({j.job_id, count[i] == 0 ? WaitCode::kOutranked : WaitCode::kNoRoom, count[i] == 0
                                        ? std::string("waiting: the cluster is full of jobs with less attained service")
                                        : absl::StrCat("waiting: no node set has room for ", count[i], " learners")});
   }

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <numeric>
-#include <queue>
 
 #include "absl/strings/str_cat.h"
+#include "scheduler/greedy.h"
 #include "scheduler/job_model.h"
 #include "scheduler/placement.h"
 
@@ -46,29 +46,10 @@ Decisions OptimusPolicy::Schedule(const ClusterSnapshot& snapshot) {
     double next = j.model->StepSeconds(PackedCounts(count[i] + 1, per_node[i]));
     return (now - next) * j.model->RemainingSteps();
   };
-  using Entry = std::pair<double, size_t>;
-  auto worse = [](const Entry& a, const Entry& b) {
-    return a.first != b.first ? a.first < b.first : a.second > b.second;
-  };
-  std::priority_queue<Entry, std::vector<Entry>, decltype(worse)> heap(worse);
-  for (size_t i = 0; i < n; ++i) {
-    double g = gain(i);
-    if (g > 0) heap.emplace(g, i);
-  }
-  while (!heap.empty()) {
-    auto [g, i] = heap.top();
-    heap.pop();
-    if (!left.Fits(jobs[i].per_learner)) continue;  // this job's learner no longer fits
-    double fresh = gain(i);  // room may have shrunk since the gain was computed
-    if (fresh != g) {
-      if (fresh > 0) heap.emplace(fresh, i);
-      continue;
-    }
+  GrowByMarginalValue(n, gain, [&](size_t i) {
     left -= jobs[i].per_learner;
     ++count[i];
-    double next = gain(i);
-    if (next > 0) heap.emplace(next, i);
-  }
+  });
 
   // 3. Placement.
   Decisions d;
@@ -79,7 +60,7 @@ Decisions OptimusPolicy::Schedule(const ClusterSnapshot& snapshot) {
     const JobRequest& j = jobs[i];
     if (count[i] == 0) {
       if (!j.Waiting()) d.preempted.push_back(j.job_id);
-      if (snapshot.explain) d.waiting.push_back({j.job_id, "waiting: every learner slot went to jobs submitted earlier"});
+      if (snapshot.explain) d.waiting.push_back({j.job_id, WaitCode::kOutranked, "waiting: every learner slot went to jobs submitted earlier"});
       continue;
     }
     Placement p;
@@ -88,7 +69,7 @@ Decisions OptimusPolicy::Schedule(const ClusterSnapshot& snapshot) {
       d.placements.push_back(std::move(p));
     } else {
       if (!j.Waiting()) d.preempted.push_back(j.job_id);
-      if (snapshot.explain) d.waiting.push_back({j.job_id, absl::StrCat("waiting: no node set has room for ", count[i],
+      if (snapshot.explain) d.waiting.push_back({j.job_id, WaitCode::kNoRoom, absl::StrCat("waiting: no node set has room for ", count[i],
                                                   " learners (fragmented)")});
     }
   }

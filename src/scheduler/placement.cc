@@ -88,6 +88,20 @@ std::vector<size_t> KeepUnchanged(const std::vector<JobRequest>& jobs, const std
   return changed;
 }
 
+int FreeMap::TakeMostFree(int need, const std::vector<int>& skip,
+                          std::vector<std::pair<int, int>>* taken) const {
+  for (int s = static_cast<int>(buckets_.size()) - 1; s > 0 && need > 0; --s) {
+    for (int i : buckets_[s]) {
+      if (need == 0) break;
+      if (std::find(skip.begin(), skip.end(), i) != skip.end()) continue;
+      int take = std::min(s, need);
+      taken->emplace_back(i, take);
+      need -= take;
+    }
+  }
+  return need;
+}
+
 void FreeMap::Take(const JobRequest& job) {
   for (const std::string& n : job.allocation) {
     int i = Index(n);
@@ -101,16 +115,7 @@ bool FreeMap::PlaceMostFree(int learners, const Resources& per, std::vector<std:
   // its slots drop below every untouched node of that bucket, so the next pick is the next node
   // of the same bucket or a lower bucket.
   std::vector<std::pair<int, int>> taken;  // (node, learners)
-  int need = learners;
-  for (int s = static_cast<int>(buckets_.size()) - 1; s > 0 && need > 0; --s) {
-    for (int i : buckets_[s]) {
-      if (need == 0) break;
-      int take = std::min(s, need);
-      taken.emplace_back(i, take);
-      need -= take;
-    }
-  }
-  if (need > 0) return false;
+  if (TakeMostFree(learners, {}, &taken) > 0) return false;
   Commit(taken, per, out);
   return true;
 }
@@ -144,16 +149,7 @@ bool FreeMap::PlacePacked(int learners, const Resources& per,
       if (take > 0) taken.emplace_back(i, take);
       need -= take;
     }
-    for (int s = static_cast<int>(buckets_.size()) - 1; s > 0 && need > 0; --s) {
-      for (int i : buckets_[s]) {
-        if (need == 0) break;
-        if (std::find(mine.begin(), mine.end(), i) != mine.end()) continue;
-        int take = std::min(s, need);
-        taken.emplace_back(i, take);
-        need -= take;
-      }
-    }
-    if (need > 0) return false;
+    if (TakeMostFree(need, mine, &taken) > 0) return false;
   }
   Commit(taken, per, out);
   return true;

@@ -59,6 +59,11 @@ class FreeMap {
   void Commit(const std::vector<std::pair<int, int>>& taken, const Resources& per,
               std::vector<std::string>* out);
   int SlotsAt(int node) const { return slots_[node]; }
+  // The most-free-node walk over the buckets (dry run): takes min(slots, still needed) learners
+  // from nodes in descending free-slot order, lowest index first within a bucket, skipping the
+  // nodes in `skip`; appends (node, learners) to `taken` and returns how many are still needed.
+  int TakeMostFree(int need, const std::vector<int>& skip,
+                   std::vector<std::pair<int, int>>* taken) const;
 
   const std::vector<Node>& nodes_;
   std::vector<Resources> free_;

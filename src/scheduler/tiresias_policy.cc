@@ -69,7 +69,7 @@ Decisions TiresiasPolicy::Schedule(const ClusterSnapshot& snapshot) {
       } else {
         st.running = false;
         if (!j.Waiting()) d.preempted.push_back(id);
-        if (snapshot.explain) d.waiting.push_back({id, absl::StrCat("waiting: ", j.learners, " learners do not fit in what "
+        if (snapshot.explain) d.waiting.push_back({id, WaitCode::kOutranked, absl::StrCat("waiting: ", j.learners, " learners do not fit in what "
                                               "queue ", st.queue, " jobs ahead of it leave")});
       }
     }
@@ -88,7 +88,7 @@ Decisions TiresiasPolicy::Schedule(const ClusterSnapshot& snapshot) {
       d.placements.push_back(std::move(p));
     } else {
       state_.at(j->job_id).running = false;
-      if (snapshot.explain) d.waiting.push_back({j->job_id, absl::StrCat("waiting: no node set has room for ", j->learners,
+      if (snapshot.explain) d.waiting.push_back({j->job_id, WaitCode::kNoRoom, absl::StrCat("waiting: no node set has room for ", j->learners,
                                                    " learners (fragmented)")});
     }
   }

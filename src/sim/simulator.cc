@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
+#include "scheduler/decision_check.h"
 #include "scheduler/job_model.h"
 #include "scheduler/placement.h"
 
@@ -353,21 +354,17 @@ absl::StatusOr<SimResult> Simulate(const Workload& workload, AppCatalog& apps,
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     ++result.rounds;
 
-    // New allocations, then check that no node is over-committed.
+    // A decision that over-commits a node or places a job it should not stops the run.
+    if (absl::Status ok = scheduler::CheckDecisions(snap, d); !ok.ok()) {
+      return absl::InternalError(absl::StrCat(policy.Name(), " at t=", t, ": ", ok.message()));
+    }
     changes.clear();
     for (const auto& id : d.preempted) changes[id] = {};
     for (const auto& p : d.placements) {
       std::vector<int> alloc;
-      for (const auto& name : p.learner_nodes) {
-        auto it = node_index.find(name);
-        if (it == node_index.end()) {
-          return absl::InternalError(absl::StrCat(policy.Name(), " placed ", p.job_id, " on unknown node ", name));
-        }
-        alloc.push_back(it->second);
-      }
+      for (const auto& name : p.learner_nodes) alloc.push_back(node_index.at(name));
       changes[p.job_id] = std::move(alloc);
     }
-    std::vector<int> used(options.nodes, 0);
     int allocated = 0;
     for (size_t k = 0; k < active.size(); ++k) {
       SimJob& j = *jobs[active[k]];
@@ -380,13 +377,7 @@ absl::StatusOr<SimResult> Simulate(const Workload& workload, AppCatalog& apps,
           for (int n : j.alloc()) names.push_back(nodes[n].name);
         }
       }
-      for (int n : j.alloc()) {
-        if (++used[n] > options.gpus_per_node) {
-          return absl::InternalError(absl::StrCat(policy.Name(), " over-committed node ", nodes[n].name,
-                                                  " at t=", t));
-        }
-        ++allocated;
-      }
+      allocated += static_cast<int>(j.alloc().size());
     }
     if (result.allocated_gpus.empty() || result.allocated_gpus.back().second != allocated) {
       result.allocated_gpus.emplace_back(t, allocated);

@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "common/files.h"
+#include "job/layout.h"
 #include "control/coordinator_service.h"
 #include "store/sqlite_store.h"
 
@@ -115,13 +116,18 @@ class ControllerTest : public ::testing::Test {
     return job.ok() ? job->id : "";
   }
   JobState State(const std::string& id) { return store_->GetJob(id)->state; }
+  std::string WaitingReason(const std::string& id) {
+    auto w = controller_->view().WaitingFor(id);
+    return w ? w->reason : "";
+  }
   std::string Reason(const std::string& id) { return store_->GetJob(id)->reason; }
   // Writes a model file of the job and returns its artifact record.
   ArtifactRecord Model(const std::string& id, const std::string& kind, double acc) {
-    std::string path = controller_->JobDir(id) + "/results/" + kind + "/model.pt";
-    EXPECT_TRUE(MakeDirs(controller_->JobDir(id) + "/results/" + kind).ok());
+    std::string path = controller_->layout().JobDir(id) + "/results/" + kind + "/model.pt";
+    EXPECT_TRUE(MakeDirs(controller_->layout().JobDir(id) + "/results/" + kind).ok());
     EXPECT_TRUE(WriteFileAtomic(path, "model-bytes").ok());
-    return ArtifactRecord{kind, path, path + ".json", acc, 1, 10, 11, 0};
+    return ArtifactRecord{kind, path, ModelCardPath(controller_->layout().ResultDir(id), kind), acc,
+                          1, 10, 11, 0};
   }
 
   std::string dir_;
@@ -135,7 +141,7 @@ class ControllerTest : public ::testing::Test {
 TEST_F(ControllerTest, HappyPathThroughDeliveredToCompleted) {
   std::string id = Submit();
   EXPECT_EQ(State(id), JobState::kQueued);
-  EXPECT_TRUE(std::filesystem::exists(controller_->JobDir(id) + "/spec.json"));
+  EXPECT_TRUE(std::filesystem::exists(controller_->layout().JobDir(id) + "/spec.json"));
   controller_->Tick();
   EXPECT_EQ(State(id), JobState::kStarting);
   ASSERT_EQ(executor_.launches.size(), 1u);
@@ -147,7 +153,7 @@ TEST_F(ControllerTest, HappyPathThroughDeliveredToCompleted) {
   EXPECT_EQ(store_->GetJob(id)->learners[0].pid, 4242);
   EXPECT_EQ(store_->GetJob(id)->learners[0].node, "local");
 
-  EXPECT_TRUE(controller_->OnRegister(id, 0, 1, 4242).accepted);
+  EXPECT_TRUE(controller_->OnRegister(id, 0, 1, 4242, 0).accepted);
   EXPECT_EQ(State(id), JobState::kRunning);
   JobProgress p{1, 2, 10, 20, 640};
   MetricRecord m;
@@ -180,18 +186,18 @@ TEST_F(ControllerTest, SecondJobWaitsWithAReasonUntilTheFirstEnds) {
   controller_->Tick();
   EXPECT_EQ(State(a), JobState::kStarting);
   EXPECT_EQ(State(b), JobState::kQueued);
-  EXPECT_THAT(controller_->WaitingReason(b), HasSubstr("waiting: no free node has 2 cpus"));
+  EXPECT_THAT(WaitingReason(b), HasSubstr("waiting: no free node has 2 cpus"));
   executor_.Exit(a, 1, 1);
   controller_->Tick();
   EXPECT_EQ(State(a), JobState::kQueued) << "restarting after backoff";
   EXPECT_EQ(State(b), JobState::kStarting);
-  EXPECT_EQ(controller_->WaitingReason(b), "");
+  EXPECT_EQ(WaitingReason(b), "");
 }
 
 TEST_F(ControllerTest, ExitWithoutSuccessFailsWithTheLearnersReason) {
   std::string id = Submit();
   controller_->Tick();
-  controller_->OnRegister(id, 0, 1, 1);
+  controller_->OnRegister(id, 0, 1, 1, 0);
   controller_->OnFinished(id, 0, 1, false, "data file not found: /nope/train-images-idx3-ubyte");
   executor_.Exit(id, 1, 2);
   controller_->Tick();
@@ -202,7 +208,7 @@ TEST_F(ControllerTest, ExitWithoutSuccessFailsWithTheLearnersReason) {
 TEST_F(ControllerTest, CleanExitWithoutFinalModelFails) {
   std::string id = Submit();
   controller_->Tick();
-  controller_->OnRegister(id, 0, 1, 1);
+  controller_->OnRegister(id, 0, 1, 1, 0);
   controller_->OnFinished(id, 0, 1, true, "done");
   executor_.Exit(id, 1, 0);
   controller_->Tick();
@@ -216,7 +222,7 @@ TEST_F(ControllerTest, KilledLearnerRestartsWithBackoffUntilMaxRestarts) {
     controller_->Tick();
     ASSERT_EQ(State(id), JobState::kStarting) << "attempt " << attempt;
     EXPECT_EQ(executor_.launches.back().attempt, attempt);
-    controller_->OnRegister(id, 0, attempt, 1);
+    controller_->OnRegister(id, 0, attempt, 1, 0);
     executor_.Exit(id, attempt, -1, 9);
     controller_->Tick();
     if (attempt == 3) break;
@@ -228,7 +234,7 @@ TEST_F(ControllerTest, KilledLearnerRestartsWithBackoffUntilMaxRestarts) {
     clock_.Advance(backoff - 100);
     controller_->Tick();
     EXPECT_EQ(State(id), JobState::kQueued);
-    EXPECT_THAT(controller_->WaitingReason(id), HasSubstr("restart backoff"));
+    EXPECT_THAT(WaitingReason(id), HasSubstr("restart backoff"));
     clock_.Advance(100);
   }
   EXPECT_EQ(State(id), JobState::kFailed);
@@ -239,12 +245,12 @@ TEST_F(ControllerTest, KilledLearnerRestartsWithBackoffUntilMaxRestarts) {
 TEST_F(ControllerTest, CheckpointsAreKeptPerSpecAndHandedToTheNextAttempt) {
   std::string id = Submit(std::string(kManifest) + "checkpoint: {keep: 2}\n");
   controller_->Tick();
-  EXPECT_TRUE(controller_->OnRegister(id, 0, 1, 1).resume_from.empty());
-  std::string dir = controller_->JobDir(id) + "/checkpoints";
+  EXPECT_TRUE(controller_->OnRegister(id, 0, 1, 1, 0).resume_from.empty());
+  std::string dir = controller_->layout().JobDir(id) + "/checkpoints";
   ASSERT_TRUE(MakeDirs(dir).ok());
   std::vector<std::string> paths;
   for (int step : {100, 200, 300}) {
-    std::string p = dir + "/ckpt-" + std::to_string(step) + ".pt";
+    std::string p = CheckpointPath(dir, step);
     ASSERT_TRUE(WriteFileAtomic(p, "0123456789").ok());
     paths.push_back(p);
     ASSERT_TRUE(controller_->OnCommitCheckpoint(id, 1, {step, 1, p, 10, 0}).ok());
@@ -252,17 +258,22 @@ TEST_F(ControllerTest, CheckpointsAreKeptPerSpecAndHandedToTheNextAttempt) {
   EXPECT_FALSE(std::filesystem::exists(paths[0])) << "only `keep` checkpoints stay";
   EXPECT_TRUE(std::filesystem::exists(paths[2]));
   EXPECT_EQ(store_->Checkpoints(id)->size(), 2u);
-  // Refused: wrong size, outside the job, stale attempt.
-  EXPECT_TRUE(absl::IsInvalidArgument(controller_->OnCommitCheckpoint(id, 1, {400, 1, paths[2], 5, 0})));
+  // Refused: wrong size, a path that is not the one weftd derives for that step (another step's
+  // file, a file outside the job, a way out of the job's directory), stale attempt.
+  EXPECT_TRUE(absl::IsInvalidArgument(controller_->OnCommitCheckpoint(id, 1, {300, 1, paths[2], 5, 0})));
+  EXPECT_TRUE(absl::IsInvalidArgument(controller_->OnCommitCheckpoint(id, 1, {400, 1, paths[2], 10, 0})));
   EXPECT_TRUE(absl::IsInvalidArgument(controller_->OnCommitCheckpoint(id, 1, {400, 1, "/etc/hosts", 10, 0})));
-  EXPECT_TRUE(absl::IsFailedPrecondition(controller_->OnCommitCheckpoint(id, 9, {400, 1, paths[2], 10, 0})));
+  EXPECT_TRUE(absl::IsInvalidArgument(controller_->OnCommitCheckpoint(
+      id, 1, {400, 1, dir + "/../../other/checkpoints/ckpt-0000000400.pt", 10, 0})));
+  EXPECT_TRUE(absl::IsFailedPrecondition(controller_->OnCommitCheckpoint(id, 9, {300, 1, paths[2], 10, 0})));
+  EXPECT_EQ(store_->Checkpoints(id)->size(), 2u);
 
   executor_.Exit(id, 1, 1);
   controller_->Tick();
   EXPECT_THAT(Reason(id), HasSubstr("from the checkpoint at step 300"));
   clock_.Advance(1000);
   controller_->Tick();
-  RegisterDecision d = controller_->OnRegister(id, 0, 2, 1);
+  RegisterDecision d = controller_->OnRegister(id, 0, 2, 1, 0);
   ASSERT_TRUE(d.accepted);
   EXPECT_EQ(d.resume_from, (std::vector<std::string>{paths[2], paths[1]}));
 }
@@ -270,33 +281,33 @@ TEST_F(ControllerTest, CheckpointsAreKeptPerSpecAndHandedToTheNextAttempt) {
 TEST_F(ControllerTest, HaltedLearnerMayCommitItsLastCheckpoint) {
   std::string id = Submit();
   controller_->Tick();
-  controller_->OnRegister(id, 0, 1, 1);
+  controller_->OnRegister(id, 0, 1, 1, 0);
   ASSERT_TRUE(controller_->Halt(id).ok());
-  std::string p = controller_->JobDir(id) + "/checkpoints/ckpt-1.pt";
-  ASSERT_TRUE(MakeDirs(controller_->JobDir(id) + "/checkpoints").ok());
+  std::string p = CheckpointPath(controller_->layout().CheckpointDir(id), 7);
+  ASSERT_TRUE(MakeDirs(controller_->layout().JobDir(id) + "/checkpoints").ok());
   ASSERT_TRUE(WriteFileAtomic(p, "abc").ok());
   EXPECT_TRUE(controller_->OnCommitCheckpoint(id, 1, {7, 0, p, 3, 0}).ok());
   ASSERT_TRUE(controller_->Resume(id).ok());
   controller_->Tick();
-  EXPECT_EQ(controller_->OnRegister(id, 0, 2, 1).resume_from, (std::vector<std::string>{p}));
+  EXPECT_EQ(controller_->OnRegister(id, 0, 2, 1, 0).resume_from, (std::vector<std::string>{p}));
 }
 
 TEST_F(ControllerTest, StaleAttemptsAreFencedOff) {
   std::string id = Submit();
   controller_->Tick();
-  EXPECT_FALSE(controller_->OnRegister(id, 0, /*attempt=*/7, 1).accepted);
+  EXPECT_FALSE(controller_->OnRegister(id, 0, /*attempt=*/7, 1, 0).accepted);
   EXPECT_EQ(State(id), JobState::kStarting);
   EXPECT_FALSE(controller_->OnMetrics(id, 0, 7, {}, {}));
   EXPECT_TRUE(absl::IsFailedPrecondition(
       controller_->OnCommitArtifact(id, 7, Model(id, "delivered", 0.99))));
   EXPECT_TRUE(store_->Artifacts(id)->empty());
-  EXPECT_FALSE(controller_->OnRegister("job-unknown", 0, 1, 1).accepted);
+  EXPECT_FALSE(controller_->OnRegister("job-unknown", 0, 1, 1, 0).accepted);
 }
 
 TEST_F(ControllerTest, ArtifactMustExistWithTheClaimedSizeInsideTheJob) {
   std::string id = Submit();
   controller_->Tick();
-  controller_->OnRegister(id, 0, 1, 1);
+  controller_->OnRegister(id, 0, 1, 1, 0);
   ArtifactRecord a = Model(id, "final", 0.5);
   a.bytes = 999;
   EXPECT_TRUE(absl::IsInvalidArgument(controller_->OnCommitArtifact(id, 1, a)));
@@ -311,7 +322,7 @@ TEST_F(ControllerTest, ArtifactMustExistWithTheClaimedSizeInsideTheJob) {
 TEST_F(ControllerTest, SilentLearnerIsStoppedAndFailed) {
   std::string id = Submit();
   controller_->Tick();
-  controller_->OnRegister(id, 0, 1, 1);
+  controller_->OnRegister(id, 0, 1, 1, 0);
   clock_.Advance(30'000);
   EXPECT_TRUE(controller_->OnHeartbeat(id, 0, 1, {}));
   clock_.Advance(59'000);
@@ -328,7 +339,7 @@ TEST_F(ControllerTest, SilentLearnerIsStoppedAndFailed) {
 TEST_F(ControllerTest, HaltResumeAndTheLearnerIsToldToStop) {
   std::string id = Submit();
   controller_->Tick();
-  controller_->OnRegister(id, 0, 1, 1);
+  controller_->OnRegister(id, 0, 1, 1, 0);
   ASSERT_TRUE(controller_->Halt(id).ok());
   EXPECT_EQ(State(id), JobState::kHalted);
   EXPECT_EQ(executor_.stopped, (std::vector<std::string>{id}));
@@ -349,7 +360,7 @@ TEST_F(ControllerTest, HaltResumeAndTheLearnerIsToldToStop) {
 TEST_F(ControllerTest, RecoverRequeuesJobsThatHeldResources) {
   std::string running = Submit();
   controller_->Tick();
-  controller_->OnRegister(running, 0, 1, 1);
+  controller_->OnRegister(running, 0, 1, 1, 0);
   clock_.Advance(1000);
   std::string queued = Submit();
   // weftd "restarts": a new controller over the same store.
@@ -365,13 +376,13 @@ TEST_F(ControllerTest, RecoverRequeuesJobsThatHeldResources) {
   EXPECT_EQ(State(queued), JobState::kQueued);
   EXPECT_EQ(store_->GetJob(running)->attempt, 2);
   // The learner of attempt 1 is fenced off.
-  EXPECT_FALSE(controller_->OnRegister(running, 0, 1, 1).accepted);
+  EXPECT_FALSE(controller_->OnRegister(running, 0, 1, 1, 0).accepted);
 }
 
 TEST_F(ControllerTest, RecoverAdoptsALiveLearnerOfTheCurrentAttempt) {
   std::string id = Submit();
   controller_->Tick();
-  controller_->OnRegister(id, 0, 1, 4242);
+  controller_->OnRegister(id, 0, 1, 4242, 0);
   executor_.adoptable.insert(4242);
   MakeController();
   ASSERT_TRUE(controller_->Recover().ok());
@@ -395,7 +406,7 @@ TEST_F(ControllerTest, RecoverAdoptsALiveLearnerOfTheCurrentAttempt) {
 TEST_F(ControllerTest, DeleteRemovesTheJobAndItsFiles) {
   std::string id = Submit();
   controller_->Tick();
-  std::string dir = controller_->JobDir(id);
+  std::string dir = controller_->layout().JobDir(id);
   ASSERT_TRUE(std::filesystem::exists(dir));
   ASSERT_TRUE(controller_->Delete(id).ok());
   EXPECT_TRUE(absl::IsNotFound(store_->GetJob(id).status()));
@@ -430,11 +441,11 @@ TEST_F(ControllerTest, CoordinatorRefusesLearnersWithoutTheirJobsCredential) {
   controller_->Tick();
   ASSERT_FALSE(executor_.launches.empty());
   const std::string cred_a = executor_.launches[0].credential;
-  EXPECT_EQ(cred_a, controller_->LearnerCredential(executor_.launches[0].job_id));
+  EXPECT_EQ(cred_a, controller_->credentials().For(executor_.launches[0].job_id));
   EXPECT_EQ(cred_a.size(), 64u);
-  EXPECT_NE(controller_->LearnerCredential(a), controller_->LearnerCredential(b));
+  EXPECT_NE(controller_->credentials().For(a), controller_->credentials().For(b));
 
-  CoordinatorService service(*controller_, 1000);
+  CoordinatorService service(*controller_, controller_->credentials(), 1000);
   weft::v1::RegisterRequest req;
   weft::v1::RegisterResponse resp;
   req.mutable_learner()->set_job_id(executor_.launches[0].job_id);
@@ -443,7 +454,7 @@ TEST_F(ControllerTest, CoordinatorRefusesLearnersWithoutTheirJobsCredential) {
   EXPECT_EQ(service.Register(nullptr, &req, &resp).error_code(), grpc::StatusCode::UNAUTHENTICATED);
   // Another job's credential does not work either.
   const std::string other = executor_.launches[0].job_id == a ? b : a;
-  req.mutable_learner()->set_credential(controller_->LearnerCredential(other));
+  req.mutable_learner()->set_credential(controller_->credentials().For(other));
   EXPECT_EQ(service.Register(nullptr, &req, &resp).error_code(), grpc::StatusCode::UNAUTHENTICATED);
   req.mutable_learner()->set_credential(cred_a);
   EXPECT_TRUE(service.Register(nullptr, &req, &resp).ok());
@@ -483,10 +494,13 @@ TEST_F(ControllerTest, GangStartsAllLearnersAndRunsOnceAllRegister) {
   EXPECT_EQ(r.learners[1].pid, 4243);
   EXPECT_THAT(store_->History(id)->at(1).reason, HasSubstr("placed 2 learners on node local"));
 
-  EXPECT_TRUE(controller_->OnRegister(id, 0, 1, 4242).accepted);
+  EXPECT_TRUE(controller_->OnRegister(id, 0, 1, 4242, 0).accepted);
   EXPECT_EQ(State(id), JobState::kStarting) << "rank 1 has not registered yet";
-  EXPECT_FALSE(controller_->OnRegister(id, 2, 1, 99).accepted) << "no rank 2 in a gang of 2";
-  EXPECT_TRUE(controller_->OnRegister(id, 1, 1, 4243).accepted);
+  EXPECT_FALSE(controller_->OnRegister(id, 2, 1, 99, 0).accepted) << "no rank 2 in a gang of 2";
+  RegisterDecision wrong_world = controller_->OnRegister(id, 1, 1, 4243, /*world_size=*/3);
+  EXPECT_FALSE(wrong_world.accepted);
+  EXPECT_THAT(wrong_world.reason, HasSubstr("started for a gang of 3; the job has 2"));
+  EXPECT_TRUE(controller_->OnRegister(id, 1, 1, 4243, 0).accepted);
   EXPECT_EQ(State(id), JobState::kRunning);
   EXPECT_THAT(Reason(id), HasSubstr("all 2 learners registered (pids 4242, 4243)"));
 
@@ -513,8 +527,8 @@ TEST_F(ControllerTest, GangStartsAllLearnersAndRunsOnceAllRegister) {
 TEST_F(ControllerTest, OneDeadLearnerStopsTheGangAndRestartsTheJob) {
   std::string id = Submit(kGang);
   controller_->Tick();
-  controller_->OnRegister(id, 0, 1, 4242);
-  controller_->OnRegister(id, 1, 1, 4243);
+  controller_->OnRegister(id, 0, 1, 4242, 0);
+  controller_->OnRegister(id, 1, 1, 4243, 0);
   executor_.stopped.clear();
   executor_.Exit(id, 1, -1, 9, /*rank=*/1);
   controller_->Tick();
@@ -523,10 +537,10 @@ TEST_F(ControllerTest, OneDeadLearnerStopsTheGangAndRestartsTheJob) {
   ASSERT_EQ(executor_.stopped.size(), 1u);
   EXPECT_EQ(executor_.stopped[0], id);
   EXPECT_EQ(State(id), JobState::kRunning);
-  std::string dir = controller_->JobDir(id) + "/checkpoints";
+  std::string dir = controller_->layout().JobDir(id) + "/checkpoints";
   ASSERT_TRUE(MakeDirs(dir).ok());
-  ASSERT_TRUE(WriteFileAtomic(dir + "/ckpt-77.pt", "0123456789").ok());
-  EXPECT_TRUE(controller_->OnCommitCheckpoint(id, 1, {77, 0, dir + "/ckpt-77.pt", 10, 0}).ok());
+  ASSERT_TRUE(WriteFileAtomic(CheckpointPath(dir, 77), "0123456789").ok());
+  EXPECT_TRUE(controller_->OnCommitCheckpoint(id, 1, {77, 0, CheckpointPath(dir, 77), 10, 0}).ok());
   // Rank 0 exits (its allreduce failed): the gang restarts from that checkpoint, with the reason
   // of the learner that died.
   executor_.Exit(id, 1, 1, 0, /*rank=*/0);
@@ -546,8 +560,8 @@ TEST_F(ControllerTest, OneDeadLearnerStopsTheGangAndRestartsTheJob) {
 TEST_F(ControllerTest, ASilentRankRestartsTheGang) {
   std::string id = Submit(kGang);
   controller_->Tick();
-  controller_->OnRegister(id, 0, 1, 4242);
-  controller_->OnRegister(id, 1, 1, 4243);
+  controller_->OnRegister(id, 0, 1, 4242, 0);
+  controller_->OnRegister(id, 1, 1, 4243, 0);
   // Rank 0 keeps heartbeating, rank 1 falls silent (hung or stopped).
   for (int i = 0; i < 61; ++i) {
     clock_.Advance(1000);
@@ -561,8 +575,8 @@ TEST_F(ControllerTest, ASilentRankRestartsTheGang) {
 TEST_F(ControllerTest, RecoverAdoptsAWholeGangOrRequeuesIt) {
   std::string whole = Submit(kGang);
   controller_->Tick();
-  controller_->OnRegister(whole, 0, 1, 4242);
-  controller_->OnRegister(whole, 1, 1, 4243);
+  controller_->OnRegister(whole, 0, 1, 4242, 0);
+  controller_->OnRegister(whole, 1, 1, 4243, 0);
   executor_.adoptable = {4242, 4243};
   MakeController();
   ASSERT_TRUE(controller_->Recover().ok());

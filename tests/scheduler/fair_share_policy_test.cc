@@ -5,7 +5,9 @@
 #include <map>
 #include <random>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "scheduler/decision_check.h"
 
 namespace weft::scheduler {
 namespace {
@@ -33,8 +35,12 @@ JobRequest Job(const std::string& id, const std::string& tenant, int learners, R
   return j;
 }
 
-// Applies decisions and recomputes node allocations, as weftd or weft-sim would.
+// Applies decisions and recomputes node allocations, as weftd or weft-sim would. Every round
+// must pass weftd's own check: preempted jobs keep their nodes until they exit, no resizes.
 void Apply(ClusterSnapshot& s, const Decisions& d) {
+  absl::Status ok = CheckDecisions(s, d, {/*preemption_frees_at_once=*/false,
+                                          /*allow_resize=*/false});
+  EXPECT_TRUE(ok.ok()) << ok;
   for (auto& j : s.jobs) {
     for (const auto& id : d.preempted) {
       if (id == j.job_id) j.allocation.clear();
@@ -55,7 +61,7 @@ void Apply(ClusterSnapshot& s, const Decisions& d) {
 
 std::string ReasonFor(const Decisions& d, const std::string& id) {
   for (const auto& w : d.waiting) {
-    if (w.job_id == id) return w.reason;
+    if (w.job_id == id) return absl::StrCat(WaitCodeName(w.code), ": ", w.reason);
   }
   return "";
 }
@@ -132,7 +138,7 @@ TEST(FairSharePolicyTest, QuotaIsNeverExceededAndTheReasonNamesTheResource) {
   for (const auto& j : s.jobs) cpus += j.per_learner.cpus * j.allocation.size();
   EXPECT_EQ(cpus, 4);
   EXPECT_TRUE(s.jobs[2].Waiting());
-  EXPECT_EQ(ReasonFor(d, "a3"), "waiting: tenant quota cpus 4/4");
+  EXPECT_EQ(ReasonFor(d, "a3"), "quota: waiting: tenant quota cpus 4/4");
 }
 
 TEST(FairSharePolicyTest, GangsAreAllOrNothingAndPackOrSpreadAsAsked) {
@@ -151,7 +157,7 @@ TEST(FairSharePolicyTest, GangsAreAllOrNothingAndPackOrSpreadAsAsked) {
   EXPECT_EQ(pack_nodes.size(), 1u);    // fewest nodes
   EXPECT_EQ(spread_nodes.size(), 3u);  // most nodes: the 3 with room
   EXPECT_TRUE(s.jobs[2].Waiting());    // none of its learners started
-  EXPECT_EQ(ReasonFor(d, "big").rfind("waiting: no node set fits 9 learners × 1 cpus (pack)", 0), 0u)
+  EXPECT_EQ(ReasonFor(d, "big").rfind("no_room: waiting: no node set fits 9 learners × 1 cpus (pack)", 0), 0u)
       << ReasonFor(d, "big");
 }
 
@@ -192,7 +198,7 @@ TEST(FairSharePolicyTest, HigherPriorityJobPreemptsTheLowestPriorityYoungestJobO
   s.jobs.push_back(Job("urgent", "t", 2, {1, 1024}, 100, 3));
   Decisions d = policy.Schedule(s);
   EXPECT_EQ(d.preempted, std::vector<std::string>{"low-young"});
-  EXPECT_EQ(ReasonFor(d, "urgent"), "waiting: preempting 1 job to make room");
+  EXPECT_EQ(ReasonFor(d, "urgent"), "preempting: waiting: preempting 1 job to make room");
   Apply(s, d);
   Decisions next = policy.Schedule(s);
   Apply(s, next);
@@ -224,7 +230,7 @@ TEST(FairSharePolicyTest, BehindHigherPriorityJobsIsTheReasonForLowerOnes) {
   s.jobs = {Job("big-high", "t", 4, {1, 512}, 100), Job("big-low", "t", 3, {1, 512}, 0)};
   FairSharePolicy policy;
   Decisions d = policy.Schedule(s);
-  EXPECT_EQ(ReasonFor(d, "big-low"), "waiting: behind 1 higher-priority job");
+  EXPECT_EQ(ReasonFor(d, "big-low"), "priority: waiting: behind 1 higher-priority job");
 }
 
 }  // namespace

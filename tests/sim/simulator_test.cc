@@ -100,7 +100,7 @@ TEST(SimulatorTest, CatchesAPolicyThatOverCommitsANode) {
   GreedyBadPolicy bad;
   auto r = Simulate(w, apps, bad, JobMode::kRigid, Small());
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInternal);
-  EXPECT_NE(r.status().message().find("over-committed"), std::string::npos);
+  EXPECT_NE(r.status().message().find("over-commits node"), std::string::npos);
 }
 
 TEST(PercentileTest, NumpyLinearInterpolation) {

@@ -1,0 +1,101 @@
+#include "api/http.h"
+
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace weft::api {
+
+void SendJson(httplib::Response& res, int status, const nlohmann::json& body) {
+  res.status = status;
+  res.set_content(body.dump(2) + "\n", "application/json");
+}
+
+void SendError(httplib::Response& res, int status, const std::string& message,
+               nlohmann::json details) {
+  static const std::map<int, std::string> kCodes = {
+      {400, "bad_request"}, {401, "unauthorized"},       {403, "forbidden"},
+      {404, "not_found"},   {405, "method_not_allowed"}, {409, "conflict"},
+      {500, "internal"},    {503, "unavailable"}};
+  nlohmann::json err = {{"code", kCodes.count(status) ? kCodes.at(status) : "error"},
+                        {"message", message}};
+  if (!details.is_null()) err["details"] = details;
+  SendJson(res, status, {{"error", err}});
+}
+
+void SendStatus(httplib::Response& res, const absl::Status& s) {
+  int code = 500;
+  if (absl::IsNotFound(s)) code = 404;
+  if (absl::IsInvalidArgument(s)) code = 400;
+  if (absl::IsFailedPrecondition(s) || absl::IsAlreadyExists(s)) code = 409;
+  if (absl::IsUnavailable(s)) code = 503;
+  if (absl::IsUnauthenticated(s)) code = 401;
+  if (absl::IsPermissionDenied(s)) code = 403;
+  SendError(res, code, std::string(s.message()));
+}
+
+std::optional<JobRecord> FindJob(Store& store, const std::string& id, const Caller& caller,
+                                 httplib::Response& res) {
+  auto job = store.GetJob(id);
+  if (job.ok() && (caller.admin || job->tenant == caller.tenant)) return *job;
+  if (job.ok() || absl::IsNotFound(job.status())) {
+    SendError(res, 404, absl::StrCat("no job '", id, "'; `weft list` shows your jobs"));
+  } else {
+    SendStatus(res, job.status());
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+using RawHandler = std::function<void(const httplib::Request&, httplib::Response&)>;
+
+RawHandler NotAllowed(const std::string& method, const std::string& allow) {
+  return [method, allow](const httplib::Request& req, httplib::Response& res) {
+    res.set_header("Allow", allow);
+    SendError(res, 405,
+              absl::StrCat(method, " is not allowed on ", req.path, "; allowed: ", allow));
+  };
+}
+
+RawHandler Authenticated(Handler h, Access access, Store* store) {
+  return [h, access, store](const httplib::Request& req, httplib::Response& res) {
+    Caller caller;
+    if (access != Access::kPublic) {
+      auto c = Authenticate(*store, req.get_header_value("Authorization"));
+      if (!c.ok()) {
+        if (absl::IsUnauthenticated(c.status())) {
+          res.set_header("WWW-Authenticate", "Bearer realm=\"weft\"");
+        }
+        return SendStatus(res, c.status());
+      }
+      if (access == Access::kAdmin && !c->admin) {
+        return SendError(res, 403, "this route needs the admin token");
+      }
+      caller = *c;
+    }
+    h(req, res, caller);
+  };
+}
+
+}  // namespace
+
+void Router::Route(const std::string& pattern, std::map<std::string, Handler> methods,
+                   Access access) {
+  std::set<std::string> allowed;
+  for (const auto& [m, h] : methods) allowed.insert(m);
+  const std::string allow = absl::StrJoin(allowed, ", ");
+  auto pick = [&](const std::string& method) -> RawHandler {
+    auto it = methods.find(method);
+    if (it == methods.end()) return NotAllowed(method, allow);
+    return Authenticated(it->second, access, &store_);
+  };
+  server_.Get(pattern, pick("GET"));
+  server_.Post(pattern, pick("POST"));
+  server_.Put(pattern, pick("PUT"));
+  server_.Patch(pattern, pick("PATCH"));
+  server_.Delete(pattern, pick("DELETE"));
+}
+
+}  // namespace weft::api

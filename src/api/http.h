@@ -1,0 +1,56 @@
+// The REST API's HTTP plumbing (cpp-httplib + nlohmann::json): JSON answers, the error body
+// {"error": {"code", "message"[, "details"]}}, Status -> HTTP code, and a router that puts every
+// route behind authentication and answers unlisted methods with 405.
+#pragma once
+
+#include <httplib.h>
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "api/auth.h"
+#include "nlohmann/json.hpp"
+#include "store/store.h"
+
+namespace weft::api {
+
+using Handler = std::function<void(const httplib::Request&, httplib::Response&, const Caller&)>;
+
+// Who may call a route.
+enum class Access {
+  kPublic,  // no token (health checks)
+  kAnyone,  // any valid token, admin or tenant
+  kAdmin,   // the admin token only
+};
+
+void SendJson(httplib::Response& res, int status, const nlohmann::json& body);
+// 400 bad input, 401, 403, 404, 405, 409 wrong state, 500, 503; `details` lists problems.
+void SendError(httplib::Response& res, int status, const std::string& message,
+               nlohmann::json details = nullptr);
+// Maps a Status from the controller or store to its HTTP error: NotFound 404, InvalidArgument
+// 400, FailedPrecondition and AlreadyExists 409, Unavailable 503, Unauthenticated 401,
+// PermissionDenied 403, anything else 500.
+void SendStatus(httplib::Response& res, const absl::Status& s);
+
+// The job if it exists and the caller may see it (its tenant, or the admin); otherwise answers
+// 404 exactly as for a missing job, so no tenant learns that another's job exists.
+std::optional<JobRecord> FindJob(Store& store, const std::string& id, const Caller& caller,
+                                 httplib::Response& res);
+
+class Router {
+ public:
+  Router(httplib::Server& server, Store& store) : server_(server), store_(store) {}
+  // Registers `pattern` for the given methods behind `access`, and answers every other method
+  // with 405. A missing, invalid or revoked token gets 401; a tenant on an admin route 403.
+  void Route(const std::string& pattern, std::map<std::string, Handler> methods,
+             Access access = Access::kAnyone);
+
+ private:
+  httplib::Server& server_;
+  Store& store_;
+};
+
+}  // namespace weft::api

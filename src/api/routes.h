@@ -1,0 +1,31 @@
+// The REST API's routes, one file per resource: jobs (routes_jobs.cc), tenants and their tokens
+// (routes_tenants.cc), the queue and nodes (routes_cluster.cc). docs/openapi.yaml lists them.
+#pragma once
+
+#include "api/http.h"
+#include "common/clock.h"
+#include "control/controller.h"
+#include "store/store.h"
+
+namespace weft::api {
+
+// What the handlers work with. Borrowed; they outlive the server.
+struct Services {
+  Store& store;
+  Controller& controller;
+  const Clock& clock;  // stamps what the API creates (tenants, tokens)
+};
+
+// A route's handler over the services; Bind makes it a Handler. `services` must outlive it.
+using RouteFn = void (*)(const Services&, const httplib::Request&, httplib::Response&,
+                         const Caller&);
+inline Handler Bind(const Services& services, RouteFn fn) {
+  return [&services, fn](const httplib::Request& req, httplib::Response& res,
+                         const Caller& caller) { fn(services, req, res, caller); };
+}
+
+void AddJobRoutes(Router& router, const Services& services);
+void AddTenantRoutes(Router& router, const Services& services);
+void AddClusterRoutes(Router& router, const Services& services);
+
+}  // namespace weft::api

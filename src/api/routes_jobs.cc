@@ -1,0 +1,190 @@
+// /v1/jobs and everything under one job: submit, list, show, halt, resume, delete, metrics,
+// models and logs. A tenant sees only its own jobs; another tenant's answers 404.
+#include <fstream>
+#include <memory>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "api/job_json.h"
+#include "api/routes.h"
+#include "common/files.h"
+#include "job/layout.h"
+
+namespace weft::api {
+namespace {
+
+using Request = httplib::Request;
+using Response = httplib::Response;
+
+void ListJobs(const Services& s, const Request&, Response& res, const Caller& caller) {
+  auto jobs = s.store.ListJobs(caller.admin ? "" : caller.tenant);
+  if (!jobs.ok()) return SendStatus(res, jobs.status());
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& j : *jobs) {
+    list.push_back(JobSummaryJson(j, s.controller.view().WaitingFor(j.id)));
+  }
+  SendJson(res, 200, {{"jobs", list}});
+}
+
+void SubmitJob(const Services& s, const Request& req, Response& res, const Caller& caller) {
+  if (req.body.empty()) {
+    return SendError(res, 400, "the request body must be a job manifest (YAML or JSON)",
+                     nlohmann::json::array({{{"field", "(document)"}, {"problem", "is empty"}}}));
+  }
+  if (caller.admin) {
+    return SendError(res, 403,
+                     "the admin token manages tenants and cannot own jobs; submit with a tenant "
+                     "token (`weft token create TENANT`)");
+  }
+  std::vector<FieldError> errors;
+  auto job = s.controller.Submit(req.body, caller.tenant, &errors);
+  if (!job.ok()) {
+    if (errors.empty()) return SendStatus(res, job.status());
+    nlohmann::json details = nlohmann::json::array();
+    for (const auto& e : errors) details.push_back({{"field", e.field}, {"problem", e.problem}});
+    return SendError(res, 400, std::string(job.status().message()), details);
+  }
+  res.set_header("Location", absl::StrCat("/v1/jobs/", job->id));
+  SendJson(res, 201, JobSummaryJson(*job, std::nullopt));
+}
+
+void ShowJob(const Services& s, const Request& req, Response& res, const Caller& caller) {
+  std::string id = req.matches[1];
+  auto job = FindJob(s.store, id, caller, res);
+  if (!job) return;
+  auto spec = s.controller.Spec(*job);
+  auto history = s.store.History(id);
+  auto metrics = s.store.Metrics(id, 200);
+  auto artifacts = s.store.Artifacts(id);
+  for (const absl::Status& st :
+       {spec.status(), history.status(), metrics.status(), artifacts.status()}) {
+    if (!st.ok()) return SendStatus(res, st);
+  }
+  SendJson(res, 200,
+           JobDetailJson({*job, **spec, *history, *metrics, *artifacts,
+                          s.controller.view().WaitingFor(id)}));
+}
+
+void DeleteJob(const Services& s, const Request& req, Response& res, const Caller& caller) {
+  std::string id = req.matches[1];
+  if (!FindJob(s.store, id, caller, res)) return;
+  if (absl::Status st = s.controller.Delete(id); !st.ok()) return SendStatus(res, st);
+  SendJson(res, 200, {{"id", id}, {"deleted", true}});
+}
+
+Handler Action(const Services& s, absl::Status (Controller::*act)(const std::string&)) {
+  return [&s, act](const Request& req, Response& res, const Caller& caller) {
+    std::string id = req.matches[1];
+    if (!FindJob(s.store, id, caller, res)) return;
+    if (absl::Status st = (s.controller.*act)(id); !st.ok()) return SendStatus(res, st);
+    auto job = s.store.GetJob(id);
+    if (!job.ok()) return SendStatus(res, job.status());
+    SendJson(res, 200, JobSummaryJson(*job, s.controller.view().WaitingFor(id)));
+  };
+}
+
+void Metrics(const Services& s, const Request& req, Response& res, const Caller& caller) {
+  std::string id = req.matches[1];
+  if (!FindJob(s.store, id, caller, res)) return;
+  int64_t limit = 0;
+  if (req.has_param("limit") && !absl::SimpleAtoi(req.get_param_value("limit"), &limit)) {
+    return SendError(res, 400, "limit must be an integer");
+  }
+  auto metrics = s.store.Metrics(id, limit);
+  if (!metrics.ok()) return SendStatus(res, metrics.status());
+  nlohmann::json points = nlohmann::json::array();
+  for (const auto& m : *metrics) points.push_back(MetricJson(m));
+  SendJson(res, 200, {{"job_id", id}, {"points", points}});
+}
+
+void Model(const Services& s, const Request& req, Response& res, const Caller& caller) {
+  std::string id = req.matches[1];
+  auto job = FindJob(s.store, id, caller, res);
+  if (!job) return;
+  std::string which = req.has_param("which") ? req.get_param_value("which") : kFinalModel;
+  if (!IsModelKind(which)) {
+    return SendError(res, 400,
+                     absl::StrCat("which must be 'delivered' or 'final', got '", which, "'"));
+  }
+  auto artifacts = s.store.Artifacts(id);
+  if (!artifacts.ok()) return SendStatus(res, artifacts.status());
+  for (const auto& a : *artifacts) {
+    if (a.kind != which) continue;
+    auto bytes = ReadFile(ModelPath(s.controller.layout().ResultDir(id), a.kind));
+    if (!bytes.ok()) return SendStatus(res, bytes.status());
+    res.set_header("Content-Disposition",
+                   absl::StrCat("attachment; filename=\"", id, "-", which, ".pt\""));
+    res.set_header("X-Weft-Test-Accuracy", absl::StrCat(a.test_accuracy));
+    res.set_content(*bytes, "application/octet-stream");
+    return;
+  }
+  SendError(res, 404,
+            absl::StrCat("job ", id, " has no ", which, " model yet (state ",
+                         JobStateName(job->state), ")",
+                         which == kDeliveredModel ? "; it appears when targets.deliver is met"
+                                                  : "; it appears when the job completes"));
+}
+
+// Streams the log from the start until the job settles, polling the file every 300 ms.
+void FollowLog(const Services& s, const std::string& id, const std::string& path, Response& res) {
+  auto offset = std::make_shared<std::streamoff>(0);
+  Store* store = &s.store;
+  res.set_chunked_content_provider(
+      "text/plain", [store, id, path, offset](size_t, httplib::DataSink& sink) {
+        std::ifstream in(path, std::ios::binary);
+        std::string chunk;
+        if (in) {
+          in.seekg(*offset);
+          chunk.assign(std::istreambuf_iterator<char>(in), {});
+        }
+        if (!chunk.empty()) {
+          *offset += static_cast<std::streamoff>(chunk.size());
+          return sink.write(chunk.data(), chunk.size());
+        }
+        auto job = store->GetJob(id);
+        if (!job.ok() || IsSettled(job->state)) {
+          sink.done();
+          return true;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        return sink.is_writable();
+      });
+}
+
+void Logs(const Services& s, const Request& req, Response& res, const Caller& caller) {
+  std::string id = req.matches[1];
+  auto job = FindJob(s.store, id, caller, res);
+  if (!job) return;
+  // One log per learner: ?rank=N (default 0) of the job's world size.
+  int rank = 0;
+  if (req.has_param("rank")) {
+    auto spec = s.controller.Spec(*job);
+    const int world = spec.ok() ? (*spec)->resources.learners : 1;
+    if (!absl::SimpleAtoi(req.get_param_value("rank"), &rank) || rank < 0 || rank >= world) {
+      return SendError(res, 400,
+                       absl::StrCat("rank must be an integer in [0, ", world, "): the job has ",
+                                    world, " learner(s)"));
+    }
+  }
+  std::string path = s.controller.layout().LogPath(id, rank);
+  if (req.has_param("follow") && req.get_param_value("follow") == "true") {
+    return FollowLog(s, id, path, res);
+  }
+  auto text = ReadFile(path);
+  res.status = 200;
+  res.set_content(text.ok() ? *text : std::string(), "text/plain");
+}
+
+}  // namespace
+
+void AddJobRoutes(Router& r, const Services& s) {
+  r.Route("/v1/jobs", {{"GET", Bind(s, ListJobs)}, {"POST", Bind(s, SubmitJob)}});
+  r.Route(R"(/v1/jobs/([^/]+))", {{"GET", Bind(s, ShowJob)}, {"DELETE", Bind(s, DeleteJob)}});
+  r.Route(R"(/v1/jobs/([^/]+)/halt)", {{"POST", Action(s, &Controller::Halt)}});
+  r.Route(R"(/v1/jobs/([^/]+)/resume)", {{"POST", Action(s, &Controller::Resume)}});
+  r.Route(R"(/v1/jobs/([^/]+)/metrics)", {{"GET", Bind(s, Metrics)}});
+  r.Route(R"(/v1/jobs/([^/]+)/model)", {{"GET", Bind(s, Model)}});
+  r.Route(R"(/v1/jobs/([^/]+)/logs)", {{"GET", Bind(s, Logs)}});
+}
+
+}  // namespace weft::api

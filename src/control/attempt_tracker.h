@@ -1,0 +1,58 @@
+// What weftd knows about each job's current attempt that the store does not keep: which ranks
+// have registered, when each was last heard from, how each said it finished, and why the gang is
+// failing while its survivors checkpoint and stop; and, between attempts, the restart backoff.
+// All of it is lost on a weftd restart by design: Recover() rebuilds what matters (adopted
+// learners count as registered and just seen).
+//
+// Thread-safety: none; the controller owns it under its lock.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "common/clock.h"
+
+namespace weft {
+
+class AttemptTracker {
+ public:
+  // A learner's own account of how it ended (ReportFinished).
+  struct Finish {
+    bool succeeded = false;
+    std::string reason;
+  };
+  // Why a gang's learner failed, kept while the rest of the gang checkpoints and stops.
+  struct Failure {
+    std::string reason;
+    bool fail_job = false;  // fail the job instead of restarting it
+  };
+  struct Attempt {
+    std::set<int> registered;               // ranks
+    std::map<int, TimeMs> last_seen_ms;     // by rank; a rank that exited cleanly is dropped
+    std::map<int, Finish> finished;         // by rank
+    std::optional<Failure> failure;
+  };
+
+  // The current attempt of `id`, created empty on first use.
+  Attempt& Of(const std::string& id) { return attempts_[id]; }
+  // The current attempt of `id`, or nullptr if nothing is known about it.
+  const Attempt* Find(const std::string& id) const;
+  // Forgets the current attempt (its learners are gone or being replaced).
+  void EndAttempt(const std::string& id) { attempts_.erase(id); }
+
+  // The job may not start again before `when` (unix ms).
+  void SetNotBefore(const std::string& id, TimeMs when) { not_before_ms_[id] = when; }
+  // When the job may start again, if it is in a restart backoff.
+  std::optional<TimeMs> NotBefore(const std::string& id) const;
+
+  // Forgets everything about `id` (it was deleted).
+  void Erase(const std::string& id);
+
+ private:
+  std::map<std::string, Attempt> attempts_;
+  std::map<std::string, TimeMs> not_before_ms_;
+};
+
+}  // namespace weft

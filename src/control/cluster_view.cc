@@ -1,0 +1,172 @@
+#include "control/cluster_view.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_format.h"
+#include "common/logging.h"
+#include "common/status_macros.h"
+
+namespace weft {
+namespace {
+
+scheduler::Resources PerLearner(const JobSpec& spec) {
+  return {spec.resources.cpus, spec.resources.memory_mb, spec.resources.gpus};
+}
+
+// A job holds its learners' nodes while it runs, and while preempted until they have exited.
+bool HoldsNodes(JobState s) { return HoldsResources(s) || s == JobState::kPreempted; }
+
+}  // namespace
+
+ClusterView::ClusterView(Store& store, SpecCache& specs, std::vector<scheduler::Node> nodes)
+    : store_(store), specs_(specs), nodes_(std::move(nodes)) {}
+
+scheduler::JobRequest ClusterView::Request(const JobRecord& r, const JobSpec& spec) const {
+  scheduler::JobRequest req;
+  req.job_id = r.id;
+  req.tenant = r.tenant;
+  req.submitted_ms = r.created_ms;
+  req.learners = req.min_learners = req.max_learners = spec.resources.learners;
+  req.per_learner = PerLearner(spec);
+  req.restarts = r.restarts;
+  req.priority = spec.priority;
+  req.spread = spec.resources.placement == "spread";
+  if (HoldsResources(r.state)) {
+    for (const LearnerSlot& l : r.learners) req.allocation.push_back(l.node);
+  }
+  return req;
+}
+
+std::vector<scheduler::Node> ClusterView::Allocated(const std::vector<JobRecord>& jobs) {
+  std::vector<scheduler::Node> nodes = nodes_;
+  for (const JobRecord& r : jobs) {
+    if (!HoldsNodes(r.state)) continue;
+    auto spec = specs_.Get(r);
+    if (!spec.ok()) continue;
+    for (const LearnerSlot& l : r.learners) {
+      for (auto& n : nodes) {
+        if (n.name == l.node) n.allocated += PerLearner(**spec);
+      }
+    }
+  }
+  return nodes;
+}
+
+std::map<std::string, scheduler::TenantShare> ClusterView::Tenants() {
+  std::map<std::string, scheduler::TenantShare> out;
+  auto tenants = store_.ListTenants();
+  if (!tenants.ok()) {
+    spdlog::error("cannot read tenants: {}", tenants.status().message());
+    return out;
+  }
+  for (const TenantRecord& t : *tenants) {
+    scheduler::TenantShare& share = out[t.name];
+    share.has_quota = t.has_quota;
+    share.quota = {t.quota_cpus, t.quota_memory_mb, t.quota_gpus};
+    share.weight = t.weight;
+  }
+  return out;
+}
+
+ClusterView::Round ClusterView::ForRound(
+    const std::vector<JobRecord>& jobs,
+    const std::function<std::optional<TimeMs>(const std::string&)>& not_before, TimeMs now) {
+  Round round;
+  scheduler::ClusterSnapshot& snap = round.snapshot;
+  snap.now_ms = now;
+  snap.tenants = Tenants();
+  snap.nodes = Allocated(jobs);
+  for (const JobRecord& r : jobs) {
+    if (r.state != JobState::kQueued && !HoldsResources(r.state)) continue;
+    auto spec = specs_.Get(r);
+    if (!spec.ok()) {
+      spdlog::error("job {} left out of scheduling: {}", r.id, spec.status().message());
+      continue;
+    }
+    std::optional<TimeMs> wait_until = not_before(r.id);
+    if (r.state == JobState::kQueued && wait_until && *wait_until > now) {
+      round.held[r.id] = {r.id, scheduler::WaitCode::kRestartBackoff,
+                          absl::StrFormat("waiting: restart backoff, %.1f s left",
+                                          (*wait_until - now) / 1000.0)};
+      continue;
+    }
+    snap.jobs.push_back(Request(r, **spec));
+    round.jobs.emplace(r.id, r);
+  }
+  return round;
+}
+
+void ClusterView::SetWaiting(std::map<std::string, scheduler::Waiting> waiting) {
+  absl::MutexLock lock(&mu_);
+  waiting_ = std::move(waiting);
+}
+
+std::optional<scheduler::Waiting> ClusterView::WaitingFor(const std::string& id) const {
+  absl::MutexLock lock(&mu_);
+  auto it = waiting_.find(id);
+  if (it == waiting_.end()) return std::nullopt;
+  return it->second;
+}
+
+void ClusterView::Forget(const std::string& id) {
+  absl::MutexLock lock(&mu_);
+  waiting_.erase(id);
+}
+
+absl::StatusOr<std::vector<ClusterView::QueueEntry>> ClusterView::Queue(const std::string& tenant) {
+  ASSIGN_OR_RETURN(std::vector<JobRecord> jobs, store_.ListJobs(tenant));
+  std::vector<QueueEntry> out;
+  for (const JobRecord& r : jobs) {
+    if (!InQueue(r.state)) continue;
+    QueueEntry e;
+    e.job = r;
+    auto spec = specs_.Get(r);
+    e.priority = spec.ok() ? (*spec)->priority : 0;
+    if (r.state == JobState::kPreempted) {
+      e.waiting = {r.id, scheduler::WaitCode::kCheckpointing,
+                   "preempted: checkpointing before it requeues"};
+    } else {
+      e.waiting = WaitingFor(r.id).value_or(scheduler::Waiting{
+          r.id, scheduler::WaitCode::kNextRound, "waiting: next scheduling round"});
+    }
+    out.push_back(std::move(e));
+  }
+  std::stable_sort(out.begin(), out.end(), [](const QueueEntry& a, const QueueEntry& b) {
+    return a.priority > b.priority;
+  });
+  return out;
+}
+
+absl::StatusOr<std::vector<ClusterView::NodeUsage>> ClusterView::Nodes() {
+  ASSIGN_OR_RETURN(std::vector<JobRecord> jobs, store_.ListJobs(""));
+  std::vector<NodeUsage> out;
+  for (const scheduler::Node& n : Allocated(jobs)) out.push_back({n, {}});
+  for (const JobRecord& r : jobs) {
+    if (!HoldsNodes(r.state)) continue;
+    for (NodeUsage& u : out) {
+      bool here = std::any_of(r.learners.begin(), r.learners.end(),
+                              [&](const LearnerSlot& l) { return l.node == u.node.name; });
+      if (here) u.jobs.push_back(r);
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<ClusterView::TenantUsage>> ClusterView::Usage() {
+  ASSIGN_OR_RETURN(std::vector<TenantRecord> tenants, store_.ListTenants());
+  ASSIGN_OR_RETURN(std::vector<JobRecord> jobs, store_.ListJobs(""));
+  scheduler::ClusterSnapshot snap;
+  snap.nodes = nodes_;
+  snap.tenants = Tenants();
+  for (const JobRecord& r : jobs) {
+    if (!InQueue(r.state) && !HoldsResources(r.state)) continue;
+    auto spec = specs_.Get(r);
+    if (spec.ok()) snap.jobs.push_back(Request(r, **spec));
+  }
+  std::map<std::string, scheduler::TenantShares> shares = scheduler::ComputeTenantShares(snap);
+  std::vector<TenantUsage> out;
+  for (const TenantRecord& t : tenants) out.push_back({t, shares[t.name]});
+  return out;
+}
+
+}  // namespace weft

@@ -1,0 +1,92 @@
+// weftd's picture of the cluster, for the scheduler and for people. It turns the store's jobs
+// into the scheduler's snapshot (nodes with what each job holds, tenants' quotas and weights, the
+// jobs a round decides about), keeps why each queued job waits after the latest round, and
+// answers the queue, node and tenant-share views (the shares come from scheduler/shares.h).
+//
+// Thread-safety: safe to call from any thread. The waiting reasons have their own lock, so REST
+// reads never wait for a scheduling round.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "control/spec_cache.h"
+#include "job/job.h"
+#include "scheduler/cluster.h"
+#include "scheduler/shares.h"
+#include "store/store.h"
+
+namespace weft {
+
+class ClusterView {
+ public:
+  ClusterView(Store& store, SpecCache& specs, std::vector<scheduler::Node> nodes);
+
+  const std::vector<scheduler::Node>& nodes() const { return nodes_; }
+
+  // One scheduling round's input, from the store's `jobs`: queued jobs and jobs that hold
+  // learners, in submission order. A queued job whose `not_before(id)` (unix ms) is after `now`
+  // sits the round out (restart backoff) and is listed in `held` with its reason. A preempted
+  // job still holds its nodes until its learners exit, but is not the policy's to decide about.
+  struct Round {
+    scheduler::ClusterSnapshot snapshot;
+    std::map<std::string, JobRecord> jobs;            // the snapshot's jobs, by id
+    std::map<std::string, scheduler::Waiting> held;   // sitting this round out
+  };
+  Round ForRound(const std::vector<JobRecord>& jobs,
+                 const std::function<std::optional<TimeMs>(const std::string&)>& not_before,
+                 TimeMs now);
+
+  // Why each queued job waits, as of the latest round.
+  void SetWaiting(std::map<std::string, scheduler::Waiting> waiting);
+  // Why `id` waits; nullopt if it did not wait in the latest round.
+  std::optional<scheduler::Waiting> WaitingFor(const std::string& id) const;
+  void Forget(const std::string& id);
+
+  // The queue: QUEUED and PREEMPTED jobs of `tenant` (all when empty), higher priority first,
+  // then oldest, each with why it waits. Errors from the store.
+  struct QueueEntry {
+    JobRecord job;
+    int priority = 0;
+    scheduler::Waiting waiting;
+  };
+  absl::StatusOr<std::vector<QueueEntry>> Queue(const std::string& tenant);
+
+  // Each node's capacity and allocation, with the jobs holding it (a preempted job holds its
+  // nodes until its learners exit). Errors from the store.
+  struct NodeUsage {
+    scheduler::Node node;
+    std::vector<JobRecord> jobs;
+  };
+  absl::StatusOr<std::vector<NodeUsage>> Nodes();
+
+  // Every tenant in the store with its shares: resources in use, running and queued jobs
+  // (preempted ones count as queued), dominant share and fair share. Errors from the store.
+  struct TenantUsage {
+    TenantRecord tenant;
+    scheduler::TenantShares shares;
+  };
+  absl::StatusOr<std::vector<TenantUsage>> Usage();
+
+ private:
+  // What the scheduler sees of one job, placed on `allocation`.
+  scheduler::JobRequest Request(const JobRecord& job, const JobSpec& spec) const;
+  // The nodes with what `jobs` hold (their learners' nodes × per-learner resources).
+  std::vector<scheduler::Node> Allocated(const std::vector<JobRecord>& jobs);
+  std::map<std::string, scheduler::TenantShare> Tenants();
+
+  Store& store_;
+  SpecCache& specs_;
+  const std::vector<scheduler::Node> nodes_;
+
+  mutable absl::Mutex mu_;
+  std::map<std::string, scheduler::Waiting> waiting_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace weft

@@ -1,0 +1,179 @@
+// How the controller turns learner exits and silences into outcomes: completion, a restart
+// from the latest checkpoint (with backoff, up to max_restarts), or failure; and, for gangs,
+// stopping the survivors of a lost learner so rank 0 can checkpoint the last complete step.
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/logging.h"
+#include "control/controller.h"
+
+namespace weft {
+
+void Controller::HandleExitLocked(const LearnerExit& e) {
+  auto rec = store_.GetJob(e.job_id);
+  if (!rec.ok()) return;  // deleted
+  JobRecord r = *rec;
+  if (e.attempt == r.attempt && r.state == JobState::kPreempted) {
+    return HandlePreemptedExitLocked(r, e);
+  }
+  if (e.attempt != r.attempt || (!RunsLearners(r.state) && r.state != JobState::kPlaced)) {
+    spdlog::info("job {}: learner of attempt {} ended ({}) after the job moved on", e.job_id,
+                 e.attempt, e.Describe());
+    return;
+  }
+  AttemptTracker::Attempt& attempt = attempts_.Of(e.job_id);
+  if (attempt.failure) return HandleFailingGangExitLocked(r, e);
+  AttemptTracker::Finish finish;
+  if (auto f = attempt.finished.find(e.rank); f != attempt.finished.end()) finish = f->second;
+  const bool exited_ok = e.status_unknown || (e.signal == 0 && e.exit_code == 0);
+  if (e.rank != 0 && exited_ok) {
+    // A rank that finished its part; rank 0 exports the model and decides how the job ends.
+    attempt.last_seen_ms.erase(e.rank);
+    spdlog::info("job {}: learner rank {} {}", e.job_id, e.rank, e.Describe());
+    return;
+  }
+  if (exited_ok && finish.succeeded) return CompleteLocked(r, finish.reason);
+  // The learner's own reason, else (for an exit, not a kill) its last log line.
+  std::string why = !finish.reason.empty() ? finish.reason
+                    : e.signal == 0        ? LastLogLine(e.job_id, e.rank)
+                                           : std::string();
+  std::string reason =
+      absl::StrCat("learner ", e.rank > 0 ? absl::StrCat("rank ", e.rank, " ") : "",
+                   e.Describe(), why.empty() ? "" : ": ", why);
+  // A user error (bad spec, missing data, a model that does not build) fails at once, and so
+  // does a learner that exits 0 without having reported success.
+  const bool user_error =
+      !e.status_unknown && e.signal == 0 && e.exit_code == kLearnerExitUserError;
+  const bool clean_exit = !e.status_unknown && e.signal == 0 && e.exit_code == 0;
+  if (executor_.Running(e.job_id) > 0) {
+    // The rest of the gang cannot go on without this learner: their next allreduce fails. Rank 0,
+    // if it survives, checkpoints the last step all ranks completed before it exits (its replica
+    // is the gang's state), so the restart loses (almost) nothing. SIGKILL after the grace.
+    spdlog::warn("job {}: {}; stopping the rest of the gang ({} ms to checkpoint)", e.job_id,
+                 reason, options_.stop_grace_ms);
+    attempt.failure = AttemptTracker::Failure{reason, user_error || clean_exit};
+    executor_.Stop(e.job_id, options_.stop_grace_ms).IgnoreError();
+    return;
+  }
+  EndAttemptLocked(r, reason, user_error || clean_exit);
+}
+
+void Controller::HandlePreemptedExitLocked(JobRecord& r, const LearnerExit& e) {
+  if (int left = executor_.Running(e.job_id); left > 0) {
+    spdlog::info("job {}: preempted learner rank {} {}; waiting for {} more", e.job_id, e.rank,
+                 e.Describe(), left);
+    return;
+  }
+  attempts_.EndAttempt(e.job_id);
+  r.learners.clear();
+  absl::Status s = TransitionLocked(
+      r, JobState::kQueued,
+      absl::StrCat("requeued after preemption (learner rank ", e.rank, " ", e.Describe(),
+                   "); it resumes from its latest checkpoint"));
+  if (!s.ok()) spdlog::error("job {}: {}", r.id, s.message());
+}
+
+void Controller::HandleFailingGangExitLocked(JobRecord& r, const LearnerExit& e) {
+  // A gang whose learner failed: the survivors are checkpointing and stopping.
+  if (int left = executor_.Running(e.job_id); left > 0) {
+    spdlog::info("job {}: learner rank {} {}; waiting for {} more of the failed gang", e.job_id,
+                 e.rank, e.Describe(), left);
+    return;
+  }
+  AttemptTracker::Failure failure = *attempts_.Of(e.job_id).failure;
+  EndAttemptLocked(r, failure.reason, failure.fail_job);
+}
+
+void Controller::CompleteLocked(JobRecord& r, const std::string& reason) {
+  attempts_.EndAttempt(r.id);
+  r.learners.clear();
+  // The other ranks are done training too; make sure none lingers.
+  executor_.Stop(r.id, options_.stop_grace_ms).IgnoreError();
+  auto artifacts = store_.Artifacts(r.id);
+  bool has_final = false;
+  if (artifacts.ok()) {
+    for (const auto& a : *artifacts) has_final = has_final || a.kind == kFinalModel;
+  }
+  if (!has_final) return FailLocked(r, "learner exited without committing a final model");
+  absl::Status s = TransitionLocked(r, JobState::kCompleted, reason);
+  if (!s.ok()) spdlog::error("job {}: {}", r.id, s.message());
+}
+
+void Controller::EndAttemptLocked(JobRecord& r, const std::string& reason, bool fail_job) {
+  attempts_.EndAttempt(r.id);
+  r.learners.clear();
+  if (fail_job) return FailLocked(r, reason);
+  RestartOrFailLocked(r, reason);
+}
+
+void Controller::RestartOrFailLocked(JobRecord& r, const std::string& reason) {
+  auto spec = specs_.Get(r);
+  const int max_restarts = spec.ok() ? (*spec)->max_restarts : 0;
+  if (r.restarts >= max_restarts) {
+    return FailLocked(r, max_restarts == 0 ? reason
+                                           : absl::StrCat(reason, " (gave up after ", r.restarts,
+                                                          " restarts)"));
+  }
+  r.restarts += 1;
+  int64_t backoff = options_.restart_backoff_ms << std::min(r.restarts - 1, 16);
+  backoff = std::min(backoff, options_.restart_backoff_max_ms);
+  auto checkpoints = store_.Checkpoints(r.id);
+  std::string from = checkpoints.ok() && !checkpoints->empty()
+                         ? absl::StrCat("from the checkpoint at step ", checkpoints->front().step)
+                         : std::string("from the beginning (no checkpoint yet)");
+  absl::Status s = TransitionLocked(
+      r, JobState::kQueued,
+      absl::StrFormat("%s; restart %d of %d %s in %.1f s", reason, r.restarts, max_restarts, from,
+                      backoff / 1000.0));
+  if (!s.ok()) return spdlog::error("job {}: cannot requeue: {}", r.id, s.message());
+  attempts_.SetNotBefore(r.id, clock_.NowMs() + backoff);
+}
+
+void Controller::CheckLivenessLocked(std::vector<JobRecord>& jobs) {
+  const TimeMs now = clock_.NowMs();
+  for (JobRecord& r : jobs) {
+    if (!RunsLearners(r.state)) continue;
+    const AttemptTracker::Attempt* attempt = attempts_.Find(r.id);
+    if (attempt && attempt->failure) continue;  // already stopping
+    const int64_t limit = r.state == JobState::kStarting ? options_.start_timeout_ms
+                                                         : options_.heartbeat_timeout_ms;
+    // The longest-silent learner of the gang; one that has exited cleanly is no longer watched.
+    const int world = WorldSize(r);
+    int silent_rank = -1;
+    TimeMs oldest = now;
+    for (int rank = 0; rank < world; ++rank) {
+      std::optional<TimeMs> seen;
+      if (attempt) {
+        if (auto it = attempt->last_seen_ms.find(rank); it != attempt->last_seen_ms.end()) {
+          seen = it->second;
+        }
+      }
+      if (!seen && r.state != JobState::kStarting) continue;
+      if (seen.value_or(r.updated_ms) < oldest) {
+        oldest = seen.value_or(r.updated_ms);
+        silent_rank = rank;
+      }
+    }
+    if (silent_rank < 0 || now - oldest <= limit) continue;
+    spdlog::warn("job {}: learner rank {} silent for {} ms, stopping the job's learners", r.id,
+                 silent_rank, now - oldest);
+    executor_.Stop(r.id, 0).IgnoreError();
+    EndAttemptLocked(r,
+                     absl::StrFormat("learner%s stopped heartbeating (silent %.0f s)",
+                                     world > 1 ? absl::StrCat(" rank ", silent_rank) : std::string(),
+                                     (now - oldest) / 1000.0),
+                     /*fail_job=*/false);
+  }
+}
+
+std::string Controller::LastLogLine(const std::string& id, int rank) const {
+  std::ifstream in(layout_.LogPath(id, rank));
+  std::string line, last;
+  while (std::getline(in, line)) {
+    if (!line.empty()) last = line;
+  }
+  return last;
+}
+
+}  // namespace weft

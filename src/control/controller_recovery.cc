@@ -1,0 +1,72 @@
+// After a weftd restart: the store is the truth, and learners may have outlived the previous
+// weftd. Gangs are adopted whole or not at all; jobs whose learners are gone are requeued.
+#include "absl/strings/str_cat.h"
+#include "common/logging.h"
+#include "common/status_macros.h"
+#include "control/controller.h"
+
+namespace weft {
+
+bool Controller::AdoptGangLocked(const JobRecord& r) {
+  auto spec = specs_.Get(r);
+  if (!spec.ok() || r.learners.empty()) return false;
+  for (const LearnerSlot& l : r.learners) {
+    if (l.pid <= 0) return false;  // never started
+  }
+  size_t taken = 0;
+  for (; taken < r.learners.size(); ++taken) {
+    const int rank = static_cast<int>(taken);
+    if (!executor_.Adopt(LaunchFor(r, **spec, rank), r.learners[taken].pid).ok()) break;
+  }
+  if (taken == r.learners.size()) return true;
+  // Part of the gang is gone: the rest cannot train alone.
+  if (taken > 0) executor_.Stop(r.id, 0).IgnoreError();
+  return false;
+}
+
+absl::Status Controller::Recover() {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(std::vector<JobRecord> jobs, store_.ListJobs(""));
+  int requeued = 0, adopted = 0;
+  for (JobRecord& r : jobs) {
+    if (auto spec = specs_.Get(r); !spec.ok()) spdlog::error("{}", spec.status().message());
+    const bool preempted = r.state == JobState::kPreempted;
+    if (!HoldsResources(r.state) && !preempted) continue;
+    // Learners of the current attempt that outlived the previous weftd keep training (or, if
+    // their job was being preempted, are told again to checkpoint and stop).
+    if (AdoptGangLocked(r)) {
+      if (preempted) {
+        executor_.Stop(r.id, options_.stop_grace_ms).IgnoreError();
+        continue;
+      }
+      AttemptTracker::Attempt& attempt = attempts_.Of(r.id);
+      for (size_t rank = 0; rank < r.learners.size(); ++rank) {
+        attempt.last_seen_ms[static_cast<int>(rank)] = clock_.NowMs();
+        attempt.registered.insert(static_cast<int>(rank));
+      }
+      spdlog::info("job {}: adopted learner pid {} of attempt {} ({} learner(s) in all)", r.id,
+                   r.learners[0].pid, r.attempt, r.learners.size());
+      adopted += static_cast<int>(r.learners.size());
+      continue;
+    }
+    // Its learners are gone (or never started): requeue. A straggler of this attempt is fenced
+    // off by the attempt number and stops at its next heartbeat.
+    r.learners.clear();
+    RETURN_IF_ERROR(TransitionLocked(
+        r, JobState::kQueued,
+        absl::StrCat("requeued: the learners of attempt ", r.attempt,
+                     " are gone after a weftd restart; it resumes from its latest checkpoint")));
+    ++requeued;
+  }
+  // A job halted mid-resume is put back in the queue.
+  for (JobRecord& r : jobs) {
+    if (r.state == JobState::kResuming) {
+      RETURN_IF_ERROR(TransitionLocked(r, JobState::kQueued, "resumed"));
+    }
+  }
+  spdlog::info("recovered {} jobs from the store ({} learners adopted, {} jobs requeued)",
+               jobs.size(), adopted, requeued);
+  return absl::OkStatus();
+}
+
+}  // namespace weft

@@ -1,0 +1,158 @@
+// The controller's scheduling rounds: the cluster view's snapshot goes to the policy, its
+// decisions are checked (scheduler/decision_check.h) and applied: preemptions, then starts.
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/logging.h"
+#include "control/controller.h"
+#include "scheduler/decision_check.h"
+
+namespace weft {
+
+void Controller::ScheduleLocked(const std::vector<JobRecord>& jobs) {
+  ClusterView::Round round = view_.ForRound(
+      jobs, [this](const std::string& id) { return attempts_.NotBefore(id); }, clock_.NowMs());
+  std::map<std::string, scheduler::Waiting> waiting = round.held;
+  const auto& queued = round.snapshot.jobs;
+  if (std::none_of(queued.begin(), queued.end(), [](const auto& j) { return j.Waiting(); })) {
+    view_.SetWaiting(std::move(waiting));
+    return;
+  }
+  scheduler::Decisions d = policy_.Schedule(round.snapshot);
+  // weftd keeps a preempted job's nodes until its learners have checkpointed and exited, and
+  // does not resize running jobs: a round that assumes otherwise is refused whole.
+  absl::Status ok = scheduler::CheckDecisions(
+      round.snapshot, d, {/*preemption_frees_at_once=*/false, /*allow_resize=*/false});
+  if (!ok.ok()) {
+    std::string refusal = absl::StrCat("policy ", policy_.Name(), " ", ok.message());
+    if (refusal != last_refusal_) {
+      spdlog::error("scheduling round refused, nothing of it applied: {}", refusal);
+    }
+    last_refusal_ = refusal;
+    for (const auto& j : queued) {
+      if (j.Waiting()) {
+        waiting[j.job_id] = {j.job_id, scheduler::WaitCode::kNextRound,
+                             absl::StrCat("waiting: weftd refused the scheduler's decision (",
+                                          refusal, ")")};
+      }
+    }
+    view_.SetWaiting(std::move(waiting));
+    return;
+  }
+  last_refusal_.clear();
+  for (const scheduler::Waiting& w : d.waiting) waiting[w.job_id] = w;
+  view_.SetWaiting(std::move(waiting));
+  for (const std::string& id : d.preempted) PreemptLocked(round.jobs.at(id));
+  for (const scheduler::Placement& p : d.placements) StartJobLocked(round.jobs.at(p.job_id), p);
+}
+
+void Controller::PreemptLocked(JobRecord r) {
+  if (!RunsLearners(r.state)) return;  // PLACED: its learners are being started this round
+  absl::Status s = TransitionLocked(
+      r, JobState::kPreempted,
+      "preempted by the scheduler for a higher-priority job or a tenant below its fair share; "
+      "checkpointing before it goes back to the queue");
+  if (!s.ok()) {
+    spdlog::error("job {}: {}", r.id, s.message());
+    return;
+  }
+  spdlog::info("job {}: preempted, stopping its learners with {} ms to checkpoint", r.id,
+               options_.stop_grace_ms);
+  executor_.Stop(r.id, options_.stop_grace_ms).IgnoreError();
+}
+
+LearnerLaunch Controller::LaunchFor(const JobRecord& r, const JobSpec& spec, int rank,
+                                    const std::pair<std::string, int>& rendezvous) const {
+  LearnerLaunch l;
+  l.job_id = r.id;
+  l.attempt = r.attempt;
+  l.rank = rank;
+  l.world_size = spec.resources.learners;
+  l.node = rank < static_cast<int>(r.learners.size()) ? r.learners[rank].node : "";
+  if (l.world_size > 1) {
+    l.rendezvous_host = rendezvous.first;
+    l.rendezvous_port = rendezvous.second;
+  }
+  l.spec_path = layout_.SpecPath(r.id);
+  l.data_dir = spec.data.path;
+  l.result_dir = layout_.ResultDir(r.id);
+  l.checkpoint_dir = layout_.CheckpointDir(r.id);
+  l.log_dir = layout_.LogDir(r.id);
+  l.coordinator_address = coordinator_address_;
+  l.threads = spec.EffectiveThreads();
+  l.credential = credentials_.For(r.id);
+  if (auto it = options_.node_cpusets.find(l.node); it != options_.node_cpusets.end()) {
+    l.cpuset = it->second;
+  }
+  return l;
+}
+
+namespace {
+
+// "placed on node a" / "placed 2 learners on node a" / "placed 3 learners on nodes a, b, b".
+std::string PlacedReason(const std::vector<std::string>& learner_nodes) {
+  if (learner_nodes.size() == 1) return absl::StrCat("placed on node ", learner_nodes[0]);
+  std::vector<std::string> distinct;
+  for (const std::string& node : learner_nodes) {
+    if (std::find(distinct.begin(), distinct.end(), node) == distinct.end()) {
+      distinct.push_back(node);
+    }
+  }
+  return absl::StrCat("placed ", learner_nodes.size(), " learners on ",
+                      distinct.size() == 1 ? "node " : "nodes ",
+                      absl::StrJoin(distinct.size() == 1 ? distinct : learner_nodes, ", "));
+}
+
+}  // namespace
+
+void Controller::StartJobLocked(JobRecord r, const scheduler::Placement& p) {
+  if (r.state != JobState::kQueued) return;
+  auto spec = specs_.Get(r);
+  if (!spec.ok()) return FailLocked(r, std::string(spec.status().message()));
+  const int world = (*spec)->resources.learners;
+  r.attempt += 1;
+  r.learners.clear();
+  for (const std::string& node : p.learner_nodes) r.learners.push_back({node, 0});
+  if (absl::Status s = TransitionLocked(r, JobState::kPlaced, PlacedReason(p.learner_nodes));
+      !s.ok()) {
+    return spdlog::error("job {}: {}", r.id, s.message());
+  }
+  std::pair<std::string, int> rendezvous;
+  if (world > 1) {
+    auto address = executor_.RendezvousAddress(r.learners[0].node);
+    if (!address.ok()) {
+      r.learners.clear();
+      return RestartOrFailLocked(
+          r, absl::StrCat("cannot start the gang: ", address.status().message()));
+    }
+    rendezvous = *address;
+  }
+  if (absl::Status s = TransitionLocked(
+          r, JobState::kStarting,
+          world == 1 ? absl::StrCat("starting learner, attempt ", r.attempt)
+                     : absl::StrCat("starting ", world, " learners, attempt ", r.attempt,
+                                    ", rendezvous at ", rendezvous.first, ":", rendezvous.second));
+      !s.ok()) {
+    return spdlog::error("job {}: {}", r.id, s.message());
+  }
+  attempts_.EndAttempt(r.id);
+  AttemptTracker::Attempt& attempt = attempts_.Of(r.id);
+  for (int rank = 0; rank < world; ++rank) {
+    absl::StatusOr<int64_t> pid = executor_.Start(LaunchFor(r, **spec, rank, rendezvous));
+    if (!pid.ok()) {
+      // All or nothing: a gang missing a learner cannot train.
+      executor_.Stop(r.id, 0).IgnoreError();
+      r.learners.clear();
+      attempts_.EndAttempt(r.id);
+      return FailLocked(r, absl::StrCat("cannot start learner rank ", rank, ": ",
+                                        pid.status().message()));
+    }
+    r.learners[rank].pid = *pid;
+    attempt.last_seen_ms[rank] = clock_.NowMs();
+  }
+  absl::Status s = store_.UpdateJob(r);
+  if (!s.ok()) spdlog::error("job {}: cannot record learner pids: {}", r.id, s.message());
+}
+
+}  // namespace weft

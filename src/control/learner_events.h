@@ -1,0 +1,56 @@
+// What learners report to weftd, as the controller receives it from the coordination service
+// (control/coordinator_service.h). Every call names the job, the learner's rank and the attempt
+// it was started for; a call from an attempt that is not the job's current one is refused, so
+// two copies of one learner never both count.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "job/job.h"
+
+namespace weft {
+
+// Result of a learner registering.
+struct RegisterDecision {
+  bool accepted = false;
+  std::string reason;                    // why not, when refused
+  std::vector<std::string> resume_from;  // committed checkpoints, newest first
+};
+
+class LearnerEvents {
+ public:
+  virtual ~LearnerEvents() = default;
+
+  // A learner of `world_size` (0: not given) starts. Refused for a stale attempt, a job that is
+  // not running, a rank outside the job's world size or a world size that is not the job's. The
+  // job moves STARTING -> RUNNING once all of its learners have registered.
+  virtual RegisterDecision OnRegister(const std::string& id, int rank, int64_t attempt,
+                                      int64_t pid, int world_size) = 0;
+  // Returns whether the learner should keep running. Every rank heartbeats (each is watched for
+  // silence); only rank 0's progress and metrics are the job's.
+  virtual bool OnHeartbeat(const std::string& id, int rank, int64_t attempt,
+                           const JobProgress& progress) = 0;
+  virtual bool OnMetrics(const std::string& id, int rank, int64_t attempt,
+                         const std::vector<MetricRecord>& points,
+                         const JobProgress& progress) = 0;
+  // A model made durable. FailedPrecondition if the attempt is stale or the job is not running;
+  // InvalidArgument for an unknown kind, a path that is not the one weftd derives for it
+  // (job/layout.h), or a file that is missing or not `artifact.bytes` long.
+  virtual absl::Status OnCommitArtifact(const std::string& id, int64_t attempt,
+                                        const ArtifactRecord& artifact) = 0;
+  // A checkpoint made durable; those beyond the spec's checkpoint.keep are deleted. Accepted
+  // from the current attempt while the job runs or was just halted or preempted (its learner
+  // writes one last checkpoint). FailedPrecondition for a stale attempt or another state;
+  // InvalidArgument for a path that is not the one weftd derives for `checkpoint.step`, or a
+  // file that is missing or not `checkpoint.bytes` long.
+  virtual absl::Status OnCommitCheckpoint(const std::string& id, int64_t attempt,
+                                          const CheckpointRecord& checkpoint) = 0;
+  // A learner's own account of how it ended; rank 0's success is the job's.
+  virtual void OnFinished(const std::string& id, int rank, int64_t attempt, bool succeeded,
+                          const std::string& reason) = 0;
+};
+
+}  // namespace weft
