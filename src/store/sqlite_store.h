@@ -3,10 +3,10 @@
 #pragma once
 
 #include <memory>
-#include <mutex>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "store/store.h"
 
 struct sqlite3;
@@ -51,6 +51,7 @@ class SqliteStore : public Store {
  private:
   explicit SqliteStore(sqlite3* db) : db_(db) {}
   absl::Status Migrate();
+  // Runs SQL text (no bound values).
   absl::Status Exec(const std::string& sql) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<JobRecord> GetJobLocked(const std::string& id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status AppendEventLocked(const std::string& id, TimeMs t, std::optional<JobState> from,
@@ -58,8 +59,8 @@ class SqliteStore : public Store {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status WriteJobLocked(const JobRecord& r, bool insert) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  std::mutex mu_;
-  sqlite3* db_ ABSL_GUARDED_BY(mu_);
+  absl::Mutex mu_;
+  sqlite3* const db_ ABSL_GUARDED_BY(mu_);  // each public call is one critical section
 };
 
 }  // namespace weft

@@ -1,0 +1,113 @@
+// The SQLite store's schema (internal to store/): version 1's tables and each migration after
+// it. A store is migrated forward in one transaction on open; PRAGMA user_version records the
+// version, and a newer version than this weftd knows is refused.
+#pragma once
+
+namespace weft::sqlite {
+
+inline constexpr int kSchemaVersion = 4;
+
+inline constexpr char kSchema[] = R"sql(
+CREATE TABLE IF NOT EXISTS jobs (
+  id TEXT PRIMARY KEY,
+  tenant TEXT NOT NULL,
+  name TEXT NOT NULL,
+  state TEXT NOT NULL,
+  reason TEXT NOT NULL,
+  manifest TEXT NOT NULL,
+  spec_json TEXT NOT NULL,
+  created_ms INTEGER NOT NULL,
+  updated_ms INTEGER NOT NULL,
+  attempt INTEGER NOT NULL,
+  node TEXT NOT NULL,
+  learner_pid INTEGER NOT NULL,
+  epoch INTEGER NOT NULL,
+  epochs_total INTEGER NOT NULL,
+  step INTEGER NOT NULL,
+  steps_total INTEGER NOT NULL,
+  samples INTEGER NOT NULL,
+  best_test_accuracy REAL,
+  deliver_met_ms INTEGER,
+  complete_met_ms INTEGER
+);
+CREATE INDEX IF NOT EXISTS jobs_by_tenant ON jobs(tenant, created_ms);
+CREATE TABLE IF NOT EXISTS job_events (
+  job_id TEXT NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+  seq INTEGER NOT NULL,
+  time_ms INTEGER NOT NULL,
+  from_state TEXT,
+  to_state TEXT NOT NULL,
+  reason TEXT NOT NULL,
+  PRIMARY KEY (job_id, seq)
+);
+CREATE TABLE IF NOT EXISTS metrics (
+  job_id TEXT NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  step INTEGER NOT NULL,
+  epoch INTEGER NOT NULL,
+  wall_time_ms INTEGER NOT NULL,
+  train_loss REAL NOT NULL,
+  samples_per_s REAL NOT NULL,
+  test_accuracy REAL,
+  test_loss REAL
+);
+CREATE INDEX IF NOT EXISTS metrics_by_job ON metrics(job_id, seq);
+CREATE TABLE IF NOT EXISTS artifacts (
+  job_id TEXT NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+  kind TEXT NOT NULL,
+  path TEXT NOT NULL,
+  card_path TEXT NOT NULL,
+  test_accuracy REAL NOT NULL,
+  epoch INTEGER NOT NULL,
+  step INTEGER NOT NULL,
+  bytes INTEGER NOT NULL,
+  created_ms INTEGER NOT NULL,
+  PRIMARY KEY (job_id, kind)
+);
+)sql";
+
+// Version 2: restart counts and checkpoints (fault tolerance).
+inline constexpr char kSchemaV2[] = R"sql(
+ALTER TABLE jobs ADD COLUMN restarts INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE IF NOT EXISTS checkpoints (
+  job_id TEXT NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+  step INTEGER NOT NULL,
+  epoch INTEGER NOT NULL,
+  path TEXT NOT NULL,
+  bytes INTEGER NOT NULL,
+  created_ms INTEGER NOT NULL,
+  PRIMARY KEY (job_id, step)
+);
+)sql";
+
+// Version 4: a job's learners (node and pid per rank) as JSON; `node` and `learner_pid` keep
+// rank 0's for readers of version 3.
+inline constexpr char kSchemaV4[] = R"sql(
+ALTER TABLE jobs ADD COLUMN learners TEXT NOT NULL DEFAULT '[]';
+)sql";
+
+// Version 3: tenants and their bearer tokens (digests only).
+inline constexpr char kSchemaV3[] = R"sql(
+CREATE TABLE IF NOT EXISTS tenants (
+  name TEXT PRIMARY KEY,
+  has_quota INTEGER NOT NULL,
+  quota_cpus REAL NOT NULL,
+  quota_memory_mb INTEGER NOT NULL,
+  quota_gpus INTEGER NOT NULL,
+  weight REAL NOT NULL,
+  created_ms INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS tokens (
+  id TEXT PRIMARY KEY,
+  tenant TEXT NOT NULL,
+  sha256 TEXT NOT NULL UNIQUE,
+  created_ms INTEGER NOT NULL,
+  revoked_ms INTEGER
+);
+)sql";
+
+// Migration i (0-based) takes a store from version i to version i + 1.
+inline constexpr const char* kMigrations[] = {kSchema, kSchemaV2, kSchemaV3, kSchemaV4};
+static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kSchemaVersion);
+
+}  // namespace weft::sqlite
