@@ -1,4 +1,4 @@
-// The SQLite store: opening and migrating, jobs and their history. Metrics, artifacts and
+// The SQLite store: opening and migrating, and the jobs. Their history, metrics, artifacts and
 // checkpoints are in sqlite_store_records.cc, tenants and tokens in sqlite_store_tenants.cc.
 #include "store/sqlite_store.h"
 
@@ -10,12 +10,6 @@
 #include "store/sqlite_schema.h"
 
 namespace weft {
-
-using sqlite::Execute;
-using sqlite::Query;
-using sqlite::QueryOne;
-using sqlite::Stmt;
-using sqlite::Transaction;
 
 namespace {
 
@@ -45,7 +39,7 @@ std::vector<LearnerSlot> ParseLearners(const std::string& text, const std::strin
   return out;
 }
 
-JobRecord ReadJob(Stmt& s) {
+JobRecord ReadJob(sqlite::Stmt& s) {
   JobRecord r;
   r.id = s.Text(0);
   r.tenant = s.Text(1);
@@ -65,16 +59,6 @@ JobRecord ReadJob(Stmt& s) {
   r.restarts = static_cast<int>(s.Int(20));
   r.learners = ParseLearners(s.Text(21), s.Text(10), s.Int(11));
   return r;
-}
-
-StateEvent ReadEvent(Stmt& s) {
-  StateEvent e;
-  e.seq = s.Int(0);
-  e.time_ms = s.Int(1);
-  if (!s.IsNull(2)) e.from = ParseJobState(s.Text(2));
-  e.to = ParseJobState(s.Text(3)).value_or(JobState::kFailed);
-  e.reason = s.Text(4);
-  return e;
 }
 
 }  // namespace
@@ -117,8 +101,8 @@ absl::Status SqliteStore::Migrate() {
   RETURN_IF_ERROR(Exec("PRAGMA synchronous=FULL"));
   RETURN_IF_ERROR(Exec("PRAGMA foreign_keys=ON"));
   ASSIGN_OR_RETURN(std::vector<int64_t> v,
-                   Query<int64_t>(db_, "read schema version", "PRAGMA user_version",
-                                  [](Stmt& s) { return s.Int(0); }));
+                   sqlite::Query<int64_t>(db_, "read schema version", "PRAGMA user_version",
+                                  [](sqlite::Stmt& s) { return s.Int(0); }));
   const int64_t version = v.empty() ? 0 : v[0];
   if (version > sqlite::kSchemaVersion) {
     return absl::FailedPreconditionError(
@@ -126,7 +110,7 @@ absl::Status SqliteStore::Migrate() {
                      sqlite::kSchemaVersion, "); upgrade weftd"));
   }
   if (version == sqlite::kSchemaVersion) return absl::OkStatus();
-  Transaction tx(db_);
+  sqlite::Transaction tx(db_);
   RETURN_IF_ERROR(tx.Begun());
   for (int64_t i = version; i < sqlite::kSchemaVersion; ++i) {
     RETURN_IF_ERROR(Exec(sqlite::kMigrations[i]));
@@ -148,7 +132,7 @@ absl::Status SqliteStore::WriteJobLocked(const JobRecord& r, bool insert) {
                "samples=?17, best_test_accuracy=?18, deliver_met_ms=?19, complete_met_ms=?20, "
                "restarts=?21, learners=?22 WHERE id=?1";
   const bool placed = !r.learners.empty();
-  absl::StatusOr<int> n = Execute(
+  absl::StatusOr<int> n = sqlite::Execute(
       db_, "write job", sql, r.id, r.tenant, r.name, std::string(JobStateName(r.state)), r.reason,
       r.manifest, r.spec_json, r.created_ms, r.updated_ms, r.attempt,
       placed ? r.learners[0].node : std::string(), placed ? r.learners[0].pid : int64_t{0},
@@ -166,7 +150,7 @@ absl::Status SqliteStore::AppendEventLocked(const std::string& id, TimeMs t,
                                             const std::string& reason) {
   std::optional<std::string> from_name;
   if (from) from_name = JobStateName(*from);
-  return Execute(db_, "append history",
+  return sqlite::Execute(db_, "append history",
                  "INSERT INTO job_events (job_id, seq, time_ms, from_state, to_state, reason) "
                  "SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3, ?4, ?5 FROM job_events "
                  "WHERE job_id=?1",
@@ -176,7 +160,7 @@ absl::Status SqliteStore::AppendEventLocked(const std::string& id, TimeMs t,
 
 absl::Status SqliteStore::CreateJob(const JobRecord& record, const std::string& reason) {
   absl::MutexLock lock(&mu_);
-  Transaction tx(db_);
+  sqlite::Transaction tx(db_);
   RETURN_IF_ERROR(tx.Begun());
   RETURN_IF_ERROR(WriteJobLocked(record, /*insert=*/true));
   RETURN_IF_ERROR(
@@ -185,7 +169,7 @@ absl::Status SqliteStore::CreateJob(const JobRecord& record, const std::string& 
 }
 
 absl::StatusOr<JobRecord> SqliteStore::GetJobLocked(const std::string& id) {
-  return QueryOne<JobRecord>(db_, "read job", absl::StrCat("no job ", id),
+  return sqlite::QueryOne<JobRecord>(db_, "read job", absl::StrCat("no job ", id),
                              absl::StrCat("SELECT ", kJobColumns, " FROM jobs WHERE id=?1"),
                              ReadJob, id);
 }
@@ -199,15 +183,15 @@ absl::StatusOr<std::vector<JobRecord>> SqliteStore::ListJobs(const std::string& 
   absl::MutexLock lock(&mu_);
   const std::string select = absl::StrCat("SELECT ", kJobColumns, " FROM jobs ");
   if (tenant.empty()) {
-    return Query<JobRecord>(db_, "list jobs", select + "ORDER BY created_ms, id", ReadJob);
+    return sqlite::Query<JobRecord>(db_, "list jobs", select + "ORDER BY created_ms, id", ReadJob);
   }
-  return Query<JobRecord>(db_, "list jobs", select + "WHERE tenant=?1 ORDER BY created_ms, id",
+  return sqlite::Query<JobRecord>(db_, "list jobs", select + "WHERE tenant=?1 ORDER BY created_ms, id",
                           ReadJob, tenant);
 }
 
 absl::Status SqliteStore::TransitionJob(const JobRecord& record, JobState expected_from) {
   absl::MutexLock lock(&mu_);
-  Transaction tx(db_);
+  sqlite::Transaction tx(db_);
   RETURN_IF_ERROR(tx.Begun());
   ASSIGN_OR_RETURN(JobRecord current, GetJobLocked(record.id));
   if (current.state != expected_from) {
@@ -228,7 +212,7 @@ absl::Status SqliteStore::TransitionJob(const JobRecord& record, JobState expect
 
 absl::Status SqliteStore::UpdateJob(const JobRecord& record) {
   absl::MutexLock lock(&mu_);
-  Transaction tx(db_);
+  sqlite::Transaction tx(db_);
   RETURN_IF_ERROR(tx.Begun());
   ASSIGN_OR_RETURN(JobRecord current, GetJobLocked(record.id));
   JobRecord merged = record;
@@ -241,18 +225,9 @@ absl::Status SqliteStore::UpdateJob(const JobRecord& record) {
 
 absl::Status SqliteStore::DeleteJob(const std::string& id) {
   absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(int n, Execute(db_, "delete job", "DELETE FROM jobs WHERE id=?1", id));
+  ASSIGN_OR_RETURN(int n, sqlite::Execute(db_, "delete job", "DELETE FROM jobs WHERE id=?1", id));
   if (n == 0) return absl::NotFoundError(absl::StrCat("no job ", id));
   return absl::OkStatus();
-}
-
-absl::StatusOr<std::vector<StateEvent>> SqliteStore::History(const std::string& id) {
-  absl::MutexLock lock(&mu_);
-  RETURN_IF_ERROR(GetJobLocked(id).status());
-  return Query<StateEvent>(db_, "read history",
-                           "SELECT seq, time_ms, from_state, to_state, reason FROM job_events "
-                           "WHERE job_id=?1 ORDER BY seq",
-                           ReadEvent, id);
 }
 
 }  // namespace weft

@@ -58,6 +58,12 @@ class SqliteStore : public Store {
                                  JobState to, const std::string& reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status WriteJobLocked(const JobRecord& r, bool insert) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Rows about job `id` (sqlite_store_records.cc); NotFound for an unknown job.
+  template <typename T, typename Read, typename... Args>
+  absl::StatusOr<std::vector<T>> JobRowsLocked(const std::string& id, const std::string& what,
+                                               const std::string& sql, Read read,
+                                               const Args&... args)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   absl::Mutex mu_;
   sqlite3* const db_ ABSL_GUARDED_BY(mu_);  // each public call is one critical section

@@ -1,5 +1,5 @@
-// The SQLite store: what belongs to a job besides its record (metric points, model artifacts,
-// checkpoints). Every call checks the job exists first (NotFound otherwise).
+// The SQLite store: what belongs to a job besides its record (state history, metric points,
+// model artifacts, checkpoints). Every call checks the job exists first (NotFound otherwise).
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "store/sqlite_query.h"
@@ -7,37 +7,61 @@
 
 namespace weft {
 
-using sqlite::Execute;
-using sqlite::Query;
-using sqlite::Stmt;
-using sqlite::Transaction;
-
 namespace {
 
-MetricRecord ReadMetric(Stmt& s) {
+StateEvent ReadEvent(sqlite::Stmt& s) {
+  StateEvent e;
+  e.seq = s.Int(0);
+  e.time_ms = s.Int(1);
+  if (!s.IsNull(2)) e.from = ParseJobState(s.Text(2));
+  e.to = ParseJobState(s.Text(3)).value_or(JobState::kFailed);
+  e.reason = s.Text(4);
+  return e;
+}
+
+MetricRecord ReadMetric(sqlite::Stmt& s) {
   return {s.Int(0),  static_cast<int>(s.Int(1)), s.Int(2),     s.Real(3),
           s.Real(4), s.OptReal(5),               s.OptReal(6)};
 }
 
-ArtifactRecord ReadArtifact(Stmt& s) {
+ArtifactRecord ReadArtifact(sqlite::Stmt& s) {
   return {s.Text(0), s.Text(1), s.Text(2), s.Real(3), static_cast<int>(s.Int(4)),
           s.Int(5),  s.Int(6),  s.Int(7)};
 }
 
-CheckpointRecord ReadCheckpoint(Stmt& s) {
+CheckpointRecord ReadCheckpoint(sqlite::Stmt& s) {
   return {s.Int(0), static_cast<int>(s.Int(1)), s.Text(2), s.Int(3), s.Int(4)};
 }
 
 }  // namespace
 
+// The rows `sql` selects for job `id` (bound to ?1, then `args`), read with `read`. NotFound
+// for an unknown job.
+template <typename T, typename Read, typename... Args>
+absl::StatusOr<std::vector<T>> SqliteStore::JobRowsLocked(const std::string& id,
+                                                          const std::string& what,
+                                                          const std::string& sql, Read read,
+                                                          const Args&... args) {
+  RETURN_IF_ERROR(GetJobLocked(id).status());
+  return sqlite::Query<T>(db_, what, sql, read, id, args...);
+}
+
+absl::StatusOr<std::vector<StateEvent>> SqliteStore::History(const std::string& id) {
+  absl::MutexLock lock(&mu_);
+  return JobRowsLocked<StateEvent>(id, "read history",
+                                   "SELECT seq, time_ms, from_state, to_state, reason "
+                                   "FROM job_events WHERE job_id=?1 ORDER BY seq",
+                                   ReadEvent);
+}
+
 absl::Status SqliteStore::AppendMetrics(const std::string& id,
                                         const std::vector<MetricRecord>& points) {
   absl::MutexLock lock(&mu_);
-  Transaction tx(db_);
+  sqlite::Transaction tx(db_);
   RETURN_IF_ERROR(tx.Begun());
   RETURN_IF_ERROR(GetJobLocked(id).status());
   for (const MetricRecord& p : points) {
-    RETURN_IF_ERROR(Execute(db_, "append metrics",
+    RETURN_IF_ERROR(sqlite::Execute(db_, "append metrics",
                             "INSERT INTO metrics (job_id, step, epoch, wall_time_ms, train_loss, "
                             "samples_per_s, test_accuracy, test_loss) "
                             "VALUES (?1,?2,?3,?4,?5,?6,?7,?8)",
@@ -51,20 +75,19 @@ absl::Status SqliteStore::AppendMetrics(const std::string& id,
 absl::StatusOr<std::vector<MetricRecord>> SqliteStore::Metrics(const std::string& id,
                                                                int64_t limit) {
   absl::MutexLock lock(&mu_);
-  RETURN_IF_ERROR(GetJobLocked(id).status());
-  return Query<MetricRecord>(
-      db_, "read metrics",
+  return JobRowsLocked<MetricRecord>(
+      id, "read metrics",
       "SELECT step, epoch, wall_time_ms, train_loss, samples_per_s, test_accuracy, test_loss "
       "FROM (SELECT * FROM metrics WHERE job_id=?1 ORDER BY seq DESC LIMIT ?2) ORDER BY seq",
-      ReadMetric, id, limit > 0 ? limit : int64_t{-1});
+      ReadMetric, limit > 0 ? limit : int64_t{-1});
 }
 
 absl::Status SqliteStore::PutArtifact(const std::string& id, const ArtifactRecord& a) {
   absl::MutexLock lock(&mu_);
-  Transaction tx(db_);
+  sqlite::Transaction tx(db_);
   RETURN_IF_ERROR(tx.Begun());
   RETURN_IF_ERROR(GetJobLocked(id).status());
-  RETURN_IF_ERROR(Execute(db_, "put artifact",
+  RETURN_IF_ERROR(sqlite::Execute(db_, "put artifact",
                           "INSERT OR REPLACE INTO artifacts (job_id, kind, path, card_path, "
                           "test_accuracy, epoch, step, bytes, created_ms) "
                           "VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9)",
@@ -76,19 +99,19 @@ absl::Status SqliteStore::PutArtifact(const std::string& id, const ArtifactRecor
 
 absl::StatusOr<std::vector<ArtifactRecord>> SqliteStore::Artifacts(const std::string& id) {
   absl::MutexLock lock(&mu_);
-  RETURN_IF_ERROR(GetJobLocked(id).status());
-  return Query<ArtifactRecord>(db_, "read artifacts",
-                               "SELECT kind, path, card_path, test_accuracy, epoch, step, bytes, "
-                               "created_ms FROM artifacts WHERE job_id=?1 ORDER BY created_ms, kind",
-                               ReadArtifact, id);
+  return JobRowsLocked<ArtifactRecord>(
+      id, "read artifacts",
+      "SELECT kind, path, card_path, test_accuracy, epoch, step, bytes, created_ms "
+      "FROM artifacts WHERE job_id=?1 ORDER BY created_ms, kind",
+      ReadArtifact);
 }
 
 absl::Status SqliteStore::PutCheckpoint(const std::string& id, const CheckpointRecord& c) {
   absl::MutexLock lock(&mu_);
-  Transaction tx(db_);
+  sqlite::Transaction tx(db_);
   RETURN_IF_ERROR(tx.Begun());
   RETURN_IF_ERROR(GetJobLocked(id).status());
-  RETURN_IF_ERROR(Execute(db_, "put checkpoint",
+  RETURN_IF_ERROR(sqlite::Execute(db_, "put checkpoint",
                           "INSERT OR REPLACE INTO checkpoints (job_id, step, epoch, path, bytes, "
                           "created_ms) VALUES (?1,?2,?3,?4,?5,?6)",
                           id, c.step, c.epoch, c.path, c.bytes, c.created_ms)
@@ -98,16 +121,16 @@ absl::Status SqliteStore::PutCheckpoint(const std::string& id, const CheckpointR
 
 absl::StatusOr<std::vector<CheckpointRecord>> SqliteStore::Checkpoints(const std::string& id) {
   absl::MutexLock lock(&mu_);
-  RETURN_IF_ERROR(GetJobLocked(id).status());
-  return Query<CheckpointRecord>(db_, "read checkpoints",
-                                 "SELECT step, epoch, path, bytes, created_ms FROM checkpoints "
-                                 "WHERE job_id=?1 ORDER BY step DESC",
-                                 ReadCheckpoint, id);
+  return JobRowsLocked<CheckpointRecord>(
+      id, "read checkpoints",
+      "SELECT step, epoch, path, bytes, created_ms FROM checkpoints WHERE job_id=?1 "
+      "ORDER BY step DESC",
+      ReadCheckpoint);
 }
 
 absl::Status SqliteStore::DeleteCheckpoint(const std::string& id, int64_t step) {
   absl::MutexLock lock(&mu_);
-  return Execute(db_, "delete checkpoint", "DELETE FROM checkpoints WHERE job_id=?1 AND step=?2",
+  return sqlite::Execute(db_, "delete checkpoint", "DELETE FROM checkpoints WHERE job_id=?1 AND step=?2",
                  id, step)
       .status();
 }

@@ -6,12 +6,6 @@
 
 namespace weft {
 
-using sqlite::Execute;
-using sqlite::Query;
-using sqlite::QueryOne;
-using sqlite::Stmt;
-using sqlite::Transaction;
-
 namespace {
 
 constexpr char kSelectTenants[] =
@@ -19,12 +13,12 @@ constexpr char kSelectTenants[] =
     "FROM tenants";
 constexpr char kSelectTokens[] = "SELECT id, tenant, sha256, created_ms, revoked_ms FROM tokens";
 
-TenantRecord ReadTenant(Stmt& s) {
+TenantRecord ReadTenant(sqlite::Stmt& s) {
   return {s.Text(0), s.Int(1) != 0, s.Real(2), s.Int(3), static_cast<int>(s.Int(4)),
           s.Real(5), s.Int(6)};
 }
 
-TokenRecord ReadToken(Stmt& s) { return {s.Text(0), s.Text(1), s.Text(2), s.Int(3), s.OptInt(4)}; }
+TokenRecord ReadToken(sqlite::Stmt& s) { return {s.Text(0), s.Text(1), s.Text(2), s.Int(3), s.OptInt(4)}; }
 
 std::string NoTenant(const std::string& name) { return absl::StrCat("no tenant '", name, "'"); }
 
@@ -33,7 +27,7 @@ std::string NoTenant(const std::string& name) { return absl::StrCat("no tenant '
 absl::Status SqliteStore::CreateTenant(const TenantRecord& t) {
   absl::MutexLock lock(&mu_);
   absl::StatusOr<int> n =
-      Execute(db_, "create tenant",
+      sqlite::Execute(db_, "create tenant",
               "INSERT INTO tenants (name, has_quota, quota_cpus, quota_memory_mb, quota_gpus, "
               "weight, created_ms) VALUES (?1,?2,?3,?4,?5,?6,?7)",
               t.name, t.has_quota, t.quota_cpus, t.quota_memory_mb, t.quota_gpus, t.weight,
@@ -46,19 +40,19 @@ absl::Status SqliteStore::CreateTenant(const TenantRecord& t) {
 
 absl::StatusOr<TenantRecord> SqliteStore::GetTenant(const std::string& name) {
   absl::MutexLock lock(&mu_);
-  return QueryOne<TenantRecord>(db_, "get tenant", NoTenant(name),
+  return sqlite::QueryOne<TenantRecord>(db_, "get tenant", NoTenant(name),
                                 absl::StrCat(kSelectTenants, " WHERE name=?1"), ReadTenant, name);
 }
 
 absl::StatusOr<std::vector<TenantRecord>> SqliteStore::ListTenants() {
   absl::MutexLock lock(&mu_);
-  return Query<TenantRecord>(db_, "list tenants", absl::StrCat(kSelectTenants, " ORDER BY name"),
+  return sqlite::Query<TenantRecord>(db_, "list tenants", absl::StrCat(kSelectTenants, " ORDER BY name"),
                              ReadTenant);
 }
 
 absl::Status SqliteStore::UpdateTenant(const TenantRecord& t) {
   absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(int n, Execute(db_, "update tenant",
+  ASSIGN_OR_RETURN(int n, sqlite::Execute(db_, "update tenant",
                                   "UPDATE tenants SET has_quota=?2, quota_cpus=?3, "
                                   "quota_memory_mb=?4, quota_gpus=?5, weight=?6 WHERE name=?1",
                                   t.name, t.has_quota, t.quota_cpus, t.quota_memory_mb,
@@ -69,25 +63,25 @@ absl::Status SqliteStore::UpdateTenant(const TenantRecord& t) {
 
 absl::Status SqliteStore::DeleteTenant(const std::string& name) {
   absl::MutexLock lock(&mu_);
-  Transaction tx(db_);
+  sqlite::Transaction tx(db_);
   RETURN_IF_ERROR(tx.Begun());
   ASSIGN_OR_RETURN(std::vector<int64_t> jobs,
-                   Query<int64_t>(db_, "count jobs", "SELECT COUNT(*) FROM jobs WHERE tenant=?1",
-                                  [](Stmt& s) { return s.Int(0); }, name));
+                   sqlite::Query<int64_t>(db_, "count jobs", "SELECT COUNT(*) FROM jobs WHERE tenant=?1",
+                                  [](sqlite::Stmt& s) { return s.Int(0); }, name));
   if (int64_t n = jobs.empty() ? 0 : jobs[0]; n > 0) {
     return absl::FailedPreconditionError(absl::StrCat(
         "tenant '", name, "' still owns ", n, n == 1 ? " job" : " jobs", "; delete them first"));
   }
-  ASSIGN_OR_RETURN(int n, Execute(db_, "delete tenant", "DELETE FROM tenants WHERE name=?1", name));
+  ASSIGN_OR_RETURN(int n, sqlite::Execute(db_, "delete tenant", "DELETE FROM tenants WHERE name=?1", name));
   if (n == 0) return absl::NotFoundError(NoTenant(name));
   RETURN_IF_ERROR(
-      Execute(db_, "delete tokens", "DELETE FROM tokens WHERE tenant=?1", name).status());
+      sqlite::Execute(db_, "delete tokens", "DELETE FROM tokens WHERE tenant=?1", name).status());
   return tx.Commit();
 }
 
 absl::Status SqliteStore::CreateToken(const TokenRecord& t) {
   absl::MutexLock lock(&mu_);
-  absl::StatusOr<int> n = Execute(
+  absl::StatusOr<int> n = sqlite::Execute(
       db_, "create token",
       "INSERT INTO tokens (id, tenant, sha256, created_ms, revoked_ms) VALUES (?1,?2,?3,?4,?5)",
       t.id, t.tenant, t.sha256, t.created_ms, t.revoked_ms);
@@ -99,13 +93,13 @@ absl::Status SqliteStore::CreateToken(const TokenRecord& t) {
 
 absl::StatusOr<TokenRecord> SqliteStore::FindToken(const std::string& sha256) {
   absl::MutexLock lock(&mu_);
-  return QueryOne<TokenRecord>(db_, "find token", "no such token",
+  return sqlite::QueryOne<TokenRecord>(db_, "find token", "no such token",
                                absl::StrCat(kSelectTokens, " WHERE sha256=?1"), ReadToken, sha256);
 }
 
 absl::StatusOr<std::vector<TokenRecord>> SqliteStore::ListTokens(const std::string& tenant) {
   absl::MutexLock lock(&mu_);
-  return Query<TokenRecord>(db_, "list tokens",
+  return sqlite::Query<TokenRecord>(db_, "list tokens",
                             absl::StrCat(kSelectTokens, " WHERE tenant=?1 ORDER BY created_ms, id"),
                             ReadToken, tenant);
 }
@@ -113,7 +107,7 @@ absl::StatusOr<std::vector<TokenRecord>> SqliteStore::ListTokens(const std::stri
 absl::Status SqliteStore::RevokeToken(const std::string& tenant, const std::string& id,
                                       TimeMs when) {
   absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(int n, Execute(db_, "revoke token",
+  ASSIGN_OR_RETURN(int n, sqlite::Execute(db_, "revoke token",
                                   "UPDATE tokens SET revoked_ms=COALESCE(revoked_ms, ?3) "
                                   "WHERE id=?1 AND tenant=?2",
                                   id, tenant, when));
