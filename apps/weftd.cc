@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "api/auth.h"
 #include "api/rest_server.h"
+#include "common/env.h"
 #include "common/files.h"
 #include "common/ids.h"
 #include "control/controller.h"
@@ -136,7 +137,9 @@ int main(int argc, char** argv) {
     nodes = *n;
   }
 
-  if (auto s = weft::MakeDirs(data_dir + "/jobs"); !s.ok()) {
+  // Every file weftd writes that matters goes through one Env (common/env.h).
+  weft::Env& env = weft::Env::Default();
+  if (auto s = env.MakeDirs(data_dir + "/jobs"); !s.ok()) {
     std::cerr << "error: " << s.message() << "\n";
     return 1;
   }
@@ -160,7 +163,7 @@ int main(int argc, char** argv) {
     std::cerr << "error: " << s.message() << "\n";
     return 1;
   }
-  auto admin = weft::api::EnsureAdminToken(**store, data_dir, now);
+  auto admin = weft::api::EnsureAdminToken(**store, data_dir, now, env);
   if (!admin.ok()) {
     std::cerr << "error: " << admin.status().message() << "\n";
     return 1;
@@ -174,10 +177,10 @@ int main(int argc, char** argv) {
   // The secret behind learners' per-job credentials (HMAC of the job id), kept across restarts so
   // adopted learners keep authenticating.
   const std::string key_file = data_dir + "/learner.key";
-  auto learner_key = weft::ReadFile(key_file);
+  auto learner_key = env.ReadFile(key_file);
   if (!learner_key.ok()) {
     std::string fresh = weft::NewSecretToken();
-    if (auto s = weft::WriteFileAtomic(key_file, fresh, 0600); !s.ok()) {
+    if (auto s = weft::WriteFileAtomic(env, key_file, fresh, 0600); !s.ok()) {
       std::cerr << "error: " << s.message() << "\n";
       return 1;
     }
@@ -188,7 +191,7 @@ int main(int argc, char** argv) {
   options.learner_key = *learner_key;
   options.nodes = nodes;
   options.node_cpusets = cpusets;
-  weft::Controller controller(**store, executor, policy, weft::SystemClock::Get(), options);
+  weft::Controller controller(**store, executor, policy, weft::SystemClock::Get(), options, env);
   weft::CoordinatorService service(controller, controller.credentials(),
                                    static_cast<int>(options.heartbeat_interval_ms));
   // Learners that outlive a weftd keep dialling the coordinator's address: reuse the address of
@@ -196,7 +199,7 @@ int main(int argc, char** argv) {
   const std::string addr_file = data_dir + "/coordinator.addr";
   absl::StatusOr<std::unique_ptr<weft::GrpcServer>> grpc_server =
       absl::UnavailableError("not started");
-  auto previous = weft::ReadFile(addr_file);
+  auto previous = env.ReadFile(addr_file);
   if (previous.ok() && absl::EndsWith(coordinator_listen, ":0") && !previous->empty()) {
     grpc_server = weft::GrpcServer::Start(std::string(absl::StripAsciiWhitespace(*previous)),
                                           &service);
@@ -208,7 +211,7 @@ int main(int argc, char** argv) {
   }
   if (!grpc_server.ok()) grpc_server = weft::GrpcServer::Start(coordinator_listen, &service);
   if (grpc_server.ok()) {
-    if (auto s = weft::WriteFileAtomic(addr_file, (*grpc_server)->address()); !s.ok()) {
+    if (auto s = weft::WriteFileAtomic(env, addr_file, (*grpc_server)->address()); !s.ok()) {
       std::cerr << "error: " << s.message() << "\n";
       return 1;
     }

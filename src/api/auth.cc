@@ -46,7 +46,7 @@ absl::StatusOr<std::pair<TokenRecord, std::string>> IssueToken(Store& store, con
 }
 
 absl::StatusOr<std::optional<std::string>> EnsureAdminToken(Store& store, const std::string& data_dir,
-                                                            TimeMs now) {
+                                                            TimeMs now, Env& env) {
   auto existing = store.ListTokens("");
   if (!existing.ok()) return existing.status();
   for (const auto& t : *existing) {
@@ -54,7 +54,7 @@ absl::StatusOr<std::optional<std::string>> EnsureAdminToken(Store& store, const 
   }
   std::string secret = NewSecretToken();
   // Durable (fsync of file and directory) before the digest is stored.
-  if (absl::Status s = WriteFileAtomic(data_dir + "/admin.token", secret + "\n", 0600); !s.ok()) return s;
+  if (absl::Status s = WriteFileAtomic(env, data_dir + "/admin.token", secret + "\n", 0600); !s.ok()) return s;
   TokenRecord rec;
   rec.id = NewTokenId();
   rec.sha256 = Sha256Hex(secret);

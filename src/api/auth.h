@@ -7,6 +7,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/clock.h"
+#include "common/env.h"
 #include "store/store.h"
 
 namespace weft::api {
@@ -25,7 +26,7 @@ absl::StatusOr<Caller> Authenticate(Store& store, const std::string& authorizati
 // 0600, fsynced, before its digest is stored, so a crash cannot leave a stored token nobody has)
 // and returns it to print once. nullopt when an admin token already exists.
 absl::StatusOr<std::optional<std::string>> EnsureAdminToken(Store& store, const std::string& data_dir,
-                                                            TimeMs now);
+                                                            TimeMs now, Env& env = Env::Default());
 
 // Makes sure tenant `default` exists (no quota, weight 1): jobs stored before tenancy are its.
 absl::Status EnsureDefaultTenant(Store& store, TimeMs now);

@@ -1,5 +1,5 @@
-// Small filesystem helpers with the durability weft promises: a file written with
-// WriteFileAtomic is either the old content or the new one after a crash, never a mix.
+// Filesystem shorthands on the real filesystem (Env::Default(), common/env.h), for code with no
+// reason to inject faults; code whose writes matter takes an Env. And hashing helpers.
 #pragma once
 
 #include <string>
@@ -9,24 +9,12 @@
 
 namespace weft {
 
-// Reads a whole file. NotFound if it does not exist; Internal on other I/O errors.
+// Env::Default().ReadFile / MakeDirs / RemoveAll / FileSize, and WriteFileAtomic on it; errors
+// as documented in common/env.h.
 absl::StatusOr<std::string> ReadFile(const std::string& path);
-
-// Writes `data` to `path` atomically and durably: temporary file in the same directory,
-// fsync, rename over `path`, fsync of the directory. Internal on any I/O error.
-// `mode` is the new file's permission bits (0600 for secrets).
 absl::Status WriteFileAtomic(const std::string& path, const std::string& data, int mode = 0644);
-
-// fsyncs a file (or directory) by path. Internal on error.
-absl::Status FsyncPath(const std::string& path);
-
-// Creates `path` and missing parents (mode 0755). Internal on error.
 absl::Status MakeDirs(const std::string& path);
-
-// Removes `path` recursively; OK if it does not exist.
 absl::Status RemoveAll(const std::string& path);
-
-// Size in bytes, or NotFound.
 absl::StatusOr<int64_t> FileSize(const std::string& path);
 
 // SHA-256 of `data` as 64 lower-case hex characters.

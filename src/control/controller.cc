@@ -7,7 +7,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "common/failpoint.h"
-#include "common/files.h"
 #include "common/ids.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
@@ -15,11 +14,12 @@
 namespace weft {
 
 Controller::Controller(Store& store, Executor& executor, scheduler::Policy& policy,
-                       const Clock& clock, ControllerOptions options)
+                       const Clock& clock, ControllerOptions options, Env& env)
     : store_(store),
       executor_(executor),
       policy_(policy),
       clock_(clock),
+      env_(env),
       options_(std::move(options)),
       layout_(options_.data_dir),
       credentials_(options_.learner_key),
@@ -91,14 +91,21 @@ absl::StatusOr<JobRecord> Controller::Submit(const std::string& manifest,
   r.updated_ms = now;
   r.progress.epochs_total = spec.training.epochs;
   // Files first: a job in the store always has its directory and spec.
-  RETURN_IF_ERROR(MakeDirs(layout_.LogDir(r.id)));
-  RETURN_IF_ERROR(WriteFileAtomic(layout_.SpecPath(r.id), r.spec_json + "\n"));
+  if (absl::Status s = env_.MakeDirs(layout_.LogDir(r.id)); !s.ok()) {
+    env_.RemoveAll(layout_.JobDir(r.id)).IgnoreError();
+    return s;
+  }
+  if (absl::Status s = WriteFileAtomic(env_, layout_.SpecPath(r.id), r.spec_json + "\n");
+      !s.ok()) {
+    env_.RemoveAll(layout_.JobDir(r.id)).IgnoreError();
+    return s;
+  }
   specs_.Put(r.id, std::move(spec));
   absl::MutexLock lock(&mu_);
   absl::Status s = store_.CreateJob(r, "submitted");
   if (!s.ok()) {
     specs_.Erase(r.id);
-    RemoveAll(layout_.JobDir(r.id)).IgnoreError();
+    env_.RemoveAll(layout_.JobDir(r.id)).IgnoreError();
     return s;
   }
   spdlog::info("job {} ({}) submitted by tenant {}", r.id, r.name, tenant);
@@ -151,7 +158,7 @@ absl::Status Controller::Delete(const std::string& id) {
   for (int i = 0; i < 100 && executor_.Running(id) > 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  RETURN_IF_ERROR(RemoveAll(layout_.JobDir(id)));
+  RETURN_IF_ERROR(env_.RemoveAll(layout_.JobDir(id)));
   spdlog::info("job {} deleted", id);
   return absl::OkStatus();
 }

@@ -26,6 +26,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "common/clock.h"
+#include "common/env.h"
 #include "control/attempt_tracker.h"
 #include "control/cluster_view.h"
 #include "control/learner_credentials.h"
@@ -56,8 +57,9 @@ struct ControllerOptions {
 
 class Controller : public LearnerEvents {
  public:
+  // `env` is where job files are written and removed (specs, checkpoint pruning, deletion).
   Controller(Store& store, Executor& executor, scheduler::Policy& policy, const Clock& clock,
-             ControllerOptions options);
+             ControllerOptions options, Env& env = Env::Default());
   ~Controller() override;
   Controller(const Controller&) = delete;
   Controller& operator=(const Controller&) = delete;
@@ -180,6 +182,7 @@ class Controller : public LearnerEvents {
   Executor& executor_;
   scheduler::Policy& policy_;
   const Clock& clock_;
+  Env& env_;
   const ControllerOptions options_;
   const JobLayout layout_;
   const LearnerCredentials credentials_;

@@ -2,12 +2,9 @@
 // metrics, commit checkpoints and models, and say how they finished. Every call names the
 // attempt it belongs to; a stale attempt is refused (FailedPrecondition). What a learner reports
 // is tenant input: a file it commits must be at the path weftd derives for it.
-#include <cstdio>
-
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "common/files.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
 #include "control/controller.h"
@@ -17,13 +14,13 @@ namespace {
 
 // A file a learner says it made durable: it must be the one weftd derives (`expected`) and be
 // `bytes` long. InvalidArgument otherwise.
-absl::Status CheckCommittedFile(const char* what, const std::string& reported,
+absl::Status CheckCommittedFile(Env& env, const char* what, const std::string& reported,
                                 const std::string& expected, int64_t bytes) {
   if (reported != expected) {
     return absl::InvalidArgumentError(
         absl::StrCat(what, " path '", reported, "' is not ", expected));
   }
-  absl::StatusOr<int64_t> size = FileSize(expected);
+  absl::StatusOr<int64_t> size = env.FileSize(expected);
   if (!size.ok() || *size != bytes) {
     return absl::InvalidArgumentError(
         absl::StrCat(what, " file ", expected, " is missing or not ", bytes, " bytes"));
@@ -103,7 +100,7 @@ absl::Status Controller::OnCommitArtifact(const std::string& id, int64_t attempt
     return absl::InvalidArgumentError(absl::StrCat("unknown model kind '", artifact.kind, "'"));
   }
   const std::string results = layout_.ResultDir(id);
-  RETURN_IF_ERROR(CheckCommittedFile("model", artifact.path, ModelPath(results, artifact.kind),
+  RETURN_IF_ERROR(CheckCommittedFile(env_, "model", artifact.path, ModelPath(results, artifact.kind),
                                      artifact.bytes));
   if (artifact.card_path != ModelCardPath(results, artifact.kind)) {
     return absl::InvalidArgumentError(absl::StrCat("model card path '", artifact.card_path,
@@ -136,7 +133,7 @@ absl::Status Controller::OnCommitCheckpoint(const std::string& id, int64_t attem
                                             const CheckpointRecord& checkpoint) {
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(JobRecord r, AttemptLocked(id, attempt, AcceptsCheckpoints));
-  RETURN_IF_ERROR(CheckCommittedFile("checkpoint", checkpoint.path,
+  RETURN_IF_ERROR(CheckCommittedFile(env_, "checkpoint", checkpoint.path,
                                      CheckpointPath(layout_.CheckpointDir(id), checkpoint.step),
                                      checkpoint.bytes));
   CheckpointRecord c = checkpoint;
@@ -149,7 +146,9 @@ absl::Status Controller::OnCommitCheckpoint(const std::string& id, int64_t attem
     // Forget it first, then delete the file: a crash in between leaves a stray file, never a
     // registered checkpoint without its file.
     RETURN_IF_ERROR(store_.DeleteCheckpoint(id, all[i].step));
-    std::remove(all[i].path.c_str());
+    if (absl::Status s = env_.RemoveFile(all[i].path); !s.ok()) {
+      spdlog::warn("job {}: {}", id, s.message());
+    }
   }
   return absl::OkStatus();
 }

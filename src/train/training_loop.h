@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "common/env.h"
 #include "job/job_spec.h"
 #include "train/reporter.h"
 
@@ -25,6 +26,9 @@ struct LoopOptions {
   int rendezvous_port = 0;
   int64_t rendezvous_timeout_ms = 120000;  // wait for all ranks, and for any one collective
   const std::atomic<bool>* stop_requested = nullptr;  // e.g. set by a SIGTERM handler
+  // Where checkpoints and models are written; nullptr: the real filesystem (Env::Default()).
+  // Tests pass one that injects disk errors.
+  Env* env = nullptr;
 };
 
 struct LoopResult {
@@ -42,7 +46,9 @@ struct LoopResult {
 // permutation, gradients are averaged every step, evaluation is split over the ranks, and only
 // rank 0 reports metrics, writes checkpoints and exports models. Resumes from the newest of reporter.ResumeFrom() that loads (a truncated or corrupt
 // checkpoint is logged and skipped for the previous one); writes checkpoints as the spec's
-// `checkpoint` section says, and one more when asked to stop. InvalidArgument / NotFound for user errors (bad data path, unreadable data,
+// `checkpoint` section says, and one more when asked to stop. A periodic checkpoint the disk
+// refuses (full: ResourceExhausted, I/O error) is logged and skipped; a model it refuses fails
+// the run with that error. InvalidArgument / NotFound for user errors (bad data path, unreadable data,
 // model that does not build): the job should fail without retries. Internal for libtorch
 // failures; Unavailable / FailedPrecondition from the reporter when a model cannot be committed.
 absl::StatusOr<LoopResult> RunTraining(const LoopOptions& options, Reporter& reporter);

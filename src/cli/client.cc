@@ -1,0 +1,107 @@
+#include "cli/client.h"
+
+#include <httplib.h>
+
+#include <iostream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace weft::cli {
+
+Client::Client(std::string server, std::string token)
+    : server_(std::move(server)), token_(std::move(token)) {
+  if (server_.find("://") == std::string::npos) server_ = "http://" + server_;
+}
+
+Reply Client::Call(const std::string& method, const std::string& path, const std::string& body,
+                   const std::string& content_type) const {
+  httplib::Client c(server_);
+  c.set_connection_timeout(5, 0);
+  c.set_read_timeout(120, 0);
+  if (!token_.empty()) c.set_bearer_token_auth(token_);
+  httplib::Result r{nullptr, httplib::Error::Unknown};
+  if (method == "GET") r = c.Get(path);
+  if (method == "POST") r = c.Post(path, body, content_type);
+  if (method == "PATCH") r = c.Patch(path, body, content_type);
+  if (method == "DELETE") r = c.Delete(path);
+  Reply out;
+  if (!r) {
+    out.error = absl::StrCat("cannot reach weftd at ", server_, ": ", httplib::to_string(r.error()),
+                             " (is weftd running? set --server or WEFT_SERVER)");
+    return out;
+  }
+  out.status = r->status;
+  out.body = r->body;
+  return out;
+}
+
+bool Client::Stream(const std::string& path, std::ostream& out, std::string* error) const {
+  httplib::Client c(server_);
+  c.set_read_timeout(24 * 3600, 0);
+  if (!token_.empty()) c.set_bearer_token_auth(token_);
+  int status = 0;
+  std::string err_body;
+  auto on_response = [&](const httplib::Response& resp) {
+    status = resp.status;
+    return true;
+  };
+  auto on_data = [&](const char* data, size_t n) {
+    if (status == 200) {
+      out.write(data, static_cast<std::streamsize>(n));
+      out.flush();
+    } else {
+      err_body.append(data, n);
+    }
+    return true;
+  };
+  auto r = c.Get(path, on_response, on_data);
+  if (!r) {
+    *error = absl::StrCat("cannot reach weftd at ", server_, ": ", httplib::to_string(r.error()));
+    return false;
+  }
+  if (status != 200) {
+    json j = json::parse(err_body, nullptr, false);
+    *error =
+        j.is_object() && j.contains("error") ? j["error"].value("message", err_body) : err_body;
+    return false;
+  }
+  return true;
+}
+
+int Fail(const Reply& r) {
+  if (r.status == 0) {
+    std::cerr << "error: " << r.error << "\n";
+    return 2;
+  }
+  json j = r.Json();
+  if (j.is_object() && j.contains("error")) {
+    std::cerr << "error: " << j["error"].value("message", "") << "\n";
+    if (j["error"].contains("details")) {
+      for (const auto& d : j["error"]["details"]) {
+        std::cerr << "  " << d.value("field", "") << ": " << d.value("problem", "") << "\n";
+      }
+    }
+  } else {
+    std::cerr << "error: HTTP " << r.status << ": " << r.body << "\n";
+  }
+  return 1;
+}
+
+int Act(const Client& client, const std::string& method, const std::string& path,
+        const std::string& done) {
+  Reply r = client.Call(method, path);
+  if (r.status != 200) return Fail(r);
+  json j = r.Json();
+  std::cout << done;
+  if (j.contains("state")) std::cout << " (" << j.value("state", "") << ")";
+  std::cout << "\n";
+  return 0;
+}
+
+std::string Num(const json& j, const char* key, int decimals) {
+  if (!j.is_object() || !j.contains(key) || !j[key].is_number()) return "-";
+  return absl::StrFormat("%.*f", decimals, j[key].get<double>());
+}
+
+}  // namespace weft::cli

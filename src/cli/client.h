@@ -1,0 +1,55 @@
+// The `weft` command's client of weftd's REST API (cpp-httplib): one call, a streamed GET, how
+// an error reply is shown to a person, and the formatting the commands share.
+#pragma once
+
+#include <ostream>
+#include <string>
+
+#include "nlohmann/json.hpp"
+
+namespace weft::cli {
+
+using nlohmann::json;
+
+inline constexpr char kDefaultServer[] = "http://127.0.0.1:8470";
+
+struct Reply {
+  int status = 0;     // HTTP status; 0: no answer
+  std::string body;
+  std::string error;  // transport error
+  json Json() const { return json::parse(body, nullptr, false); }
+};
+
+class Client {
+ public:
+  // `server`: host:port or a URL; `token`: the bearer token (empty: none).
+  Client(std::string server, std::string token);
+  const std::string& server() const { return server_; }
+
+  // One request (GET, POST, PATCH or DELETE); status 0 with `error` set when weftd cannot be
+  // reached within 5 s (120 s for the answer).
+  Reply Call(const std::string& method, const std::string& path, const std::string& body = "",
+             const std::string& content_type = "application/yaml") const;
+
+  // Streams a GET body to `out` as it arrives. False with `error` set on a transport error or an
+  // error reply.
+  bool Stream(const std::string& path, std::ostream& out, std::string* error) const;
+
+ private:
+  std::string server_;
+  std::string token_;
+};
+
+// Prints an error reply (the message and each field's problem); returns the exit code: 1 when
+// weftd refused, 2 when it could not be reached.
+int Fail(const Reply& r);
+
+// Sends a request that changes something and prints `done` (with the job's new state, if the
+// answer has one); returns the exit code.
+int Act(const Client& client, const std::string& method, const std::string& path,
+        const std::string& done);
+
+// j[key] with `decimals` decimals, or "-" when absent.
+std::string Num(const json& j, const char* key, int decimals);
+
+}  // namespace weft::cli

@@ -1,0 +1,242 @@
+// weft tenant, token, queue and nodes: the admin's commands for tenants and their tokens, and
+// everyone's view of the queue and the nodes.
+#include <iostream>
+#include <memory>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "cli/commands.h"
+
+namespace weft::cli {
+namespace {
+
+// "cpus=4,memory=8GiB,gpus=0" (memory in MiB unless suffixed MiB/M or GiB/G) -> quota JSON;
+// "none" -> null. Empty string and false on a bad spec, with `error` set.
+bool ParseQuota(const std::string& text, json* out, std::string* error) {
+  if (text == "none") {
+    *out = nullptr;
+    return true;
+  }
+  json q = json::object();
+  for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipEmpty())) {
+    std::pair<std::string, std::string> kv = absl::StrSplit(part, absl::MaxSplits('=', 1));
+    std::string key = kv.first, val = kv.second;
+    if (key == "cpus") {
+      double v;
+      if (!absl::SimpleAtod(val, &v) || v < 0) return *error = "cpus must be a non-negative number", false;
+      q["cpus"] = v;
+    } else if (key == "memory" || key == "memory_mb") {
+      int64_t mult = 1;
+      std::string num = val;
+      for (auto [suffix, m] : std::vector<std::pair<std::string, int64_t>>{
+               {"GiB", 1024}, {"G", 1024}, {"GB", 1024}, {"MiB", 1}, {"M", 1}, {"MB", 1}}) {
+        if (absl::EndsWith(num, suffix)) {
+          num.resize(num.size() - suffix.size());
+          mult = m;
+          break;
+        }
+      }
+      double v;
+      if (!absl::SimpleAtod(num, &v) || v < 0) {
+        return *error = "memory must be like 512MiB or 8GiB", false;
+      }
+      q["memory_mb"] = static_cast<int64_t>(v * mult);
+    } else if (key == "gpus") {
+      int v;
+      if (!absl::SimpleAtoi(val, &v) || v < 0) return *error = "gpus must be a non-negative integer", false;
+      q["gpus"] = v;
+    } else {
+      *error = absl::StrCat("unknown quota resource '", key, "'; use cpus=, memory=, gpus=");
+      return false;
+    }
+  }
+  *out = q;
+  return true;
+}
+
+std::string QuotaText(const json& t) {
+  if (!t.contains("quota") || t["quota"].is_null()) return "none";
+  const json& q = t["quota"];
+  return absl::StrFormat("cpus=%g,memory=%dMiB,gpus=%d", q.value("cpus", 0.0), q.value("memory_mb", int64_t{0}),
+                         q.value("gpus", 0));
+}
+
+int Tenants(const Client& api, bool usage) {
+  Reply r = api.Call("GET", "/v1/tenants");
+  if (r.status != 200) return Fail(r);
+  json j = r.Json();
+  if (usage) {
+    std::cout << absl::StrFormat("%-16s %6s %8s %8s %10s %10s %10s\n", "TENANT", "WEIGHT", "RUNNING",
+                                 "QUEUED", "USED CPUS", "SHARE", "FAIR SHARE");
+  } else {
+    std::cout << absl::StrFormat("%-16s %6s %-36s %s\n", "TENANT", "WEIGHT", "QUOTA", "CREATED");
+  }
+  for (const auto& t : j["tenants"]) {
+    if (usage) {
+      const json& u = t["usage"];
+      std::cout << absl::StrFormat("%-16s %6g %8d %8d %10g %9.1f%% %9.1f%%\n", t.value("name", ""),
+                                   t.value("weight", 1.0), u.value("running_jobs", 0), u.value("queued_jobs", 0),
+                                   u["used"].value("cpus", 0.0), 100 * u.value("dominant_share", 0.0),
+                                   100 * u.value("fair_share", 0.0));
+    } else {
+      std::cout << absl::StrFormat("%-16s %6g %-36s %s\n", t.value("name", ""), t.value("weight", 1.0),
+                                   QuotaText(t), t.value("created", ""));
+    }
+  }
+  return 0;
+}
+
+int Queue(const Client& api) {
+  Reply r = api.Call("GET", "/v1/queue");
+  if (r.status != 200) return Fail(r);
+  json j = r.Json();
+  if (j["queue"].empty()) {
+    std::cout << "the queue is empty\n";
+    return 0;
+  }
+  std::cout << absl::StrFormat("%-4s %-22s %-12s %-10s %8s  %s\n", "#", "JOB", "TENANT", "STATE", "PRIORITY",
+                               "REASON");
+  for (const auto& e : j["queue"]) {
+    std::cout << absl::StrFormat("%-4d %-22s %-12s %-10s %8d  %s\n", e.value("position", 0), e.value("id", ""),
+                                 e.value("tenant", ""), e.value("state", ""), e.value("priority", 0),
+                                 e.value("reason", ""));
+  }
+  return 0;
+}
+
+int Nodes(const Client& api) {
+  Reply r = api.Call("GET", "/v1/nodes");
+  if (r.status != 200) return Fail(r);
+  json j = r.Json();
+  std::cout << absl::StrFormat("%-12s %13s %17s %9s  %s\n", "NODE", "CPUS", "MEMORY MiB", "GPUS", "JOBS");
+  for (const auto& n : j["nodes"]) {
+    const json &cap = n["capacity"], &al = n["allocated"];
+    std::vector<std::string> jobs;
+    for (const auto& job : n["jobs"]) jobs.push_back(job.value("id", ""));
+    if (n.value("other_tenants_jobs", 0) > 0) {
+      jobs.push_back(absl::StrCat("+", n.value("other_tenants_jobs", 0), " of other tenants"));
+    }
+    std::cout << absl::StrFormat("%-12s %6g/%-6g %8d/%-8d %4d/%-4d  %s\n", n.value("name", ""),
+                                 al.value("cpus", 0.0), cap.value("cpus", 0.0), al.value("memory_mb", int64_t{0}),
+                                 cap.value("memory_mb", int64_t{0}), al.value("gpus", 0), cap.value("gpus", 0),
+                                 absl::StrJoin(jobs, ", "));
+  }
+  return 0;
+}
+
+// The values the tenant and token subcommands parse into.
+struct Args {
+  std::string name, quota, token_id;
+  double weight = 0;
+};
+
+// weft tenant create / update: POST or PATCH a tenant body.
+int PutTenant(const Client& api, const Args& a, bool creating) {
+  json body = json::object();
+  if (creating) body["name"] = a.name;
+  if (!a.quota.empty()) {
+    std::string error;
+    json q;
+    if (!ParseQuota(a.quota, &q, &error)) {
+      std::cerr << "error: --quota: " << error << "\n";
+      return 2;
+    }
+    body["quota"] = q;
+  }
+  if (a.weight != 0) body["weight"] = a.weight;
+  Reply r = creating ? api.Call("POST", "/v1/tenants", body.dump(), "application/json")
+                     : api.Call("PATCH", "/v1/tenants/" + a.name, body.dump(), "application/json");
+  if (r.status != 200 && r.status != 201) return Fail(r);
+  json t = r.Json();
+  std::cout << (creating ? "created" : "updated") << " tenant " << t.value("name", "")
+            << " (quota " << QuotaText(t) << ", weight " << t.value("weight", 1.0) << ")\n";
+  return 0;
+}
+
+int CreateToken(const Client& api, const std::string& tenant) {
+  Reply r = api.Call("POST", "/v1/tenants/" + tenant + "/tokens", "", "application/json");
+  if (r.status != 201) return Fail(r);
+  json t = r.Json();
+  std::cerr << "token " << t.value("id", "") << " for tenant " << tenant
+            << " (shown only now; weft keeps only its SHA-256):\n";
+  std::cout << t.value("token", "") << "\n";
+  return 0;
+}
+
+int ListTokens(const Client& api, const std::string& tenant) {
+  Reply r = api.Call("GET", "/v1/tenants/" + tenant + "/tokens");
+  if (r.status != 200) return Fail(r);
+  const json j = r.Json();
+  for (const auto& t : j["tokens"]) {
+    std::cout << absl::StrFormat(
+        "%-16s created %s%s\n", t.value("id", ""), t.value("created", ""),
+        t["revoked"].is_null() ? "" : "  REVOKED " + t["revoked"].get<std::string>());
+  }
+  return 0;
+}
+
+void AddTenantCommands(CLI::App& app, Context& ctx, std::shared_ptr<Args> a) {
+  auto run = [&ctx, a](CLI::App* cmd, auto fn) {
+    cmd->callback([&ctx, a, fn] { ctx.exit_code = fn(ctx.client(), *a); });
+  };
+  auto* tenant = app.add_subcommand("tenant", "manage tenants (admin token)");
+  tenant->require_subcommand(1);
+  auto* create = tenant->add_subcommand("create", "create a tenant");
+  create->add_option("NAME", a->name, "tenant name")->required();
+  create->add_option("--quota", a->quota, "e.g. cpus=4,memory=8GiB,gpus=0 (default: no quota)");
+  create->add_option("--weight", a->weight, "fair-share weight (default 1)");
+  run(create, [](const Client& c, const Args& x) { return PutTenant(c, x, true); });
+  run(tenant->add_subcommand("list", "list tenants with their quota and weight"),
+      [](const Client& c, const Args&) { return Tenants(c, false); });
+  run(tenant->add_subcommand("usage", "each tenant's share of the cluster vs its fair share"),
+      [](const Client& c, const Args&) { return Tenants(c, true); });
+  auto* update = tenant->add_subcommand("update", "change a tenant's quota or weight");
+  update->add_option("NAME", a->name, "tenant name")->required();
+  update->add_option("--quota", a->quota, "e.g. cpus=8,memory=16GiB,gpus=0, or none");
+  update->add_option("--weight", a->weight, "fair-share weight");
+  run(update, [](const Client& c, const Args& x) { return PutTenant(c, x, false); });
+  auto* remove = tenant->add_subcommand("delete", "delete a tenant (refused while it owns jobs)");
+  remove->add_option("NAME", a->name, "tenant name")->required();
+  run(remove, [](const Client& c, const Args& x) {
+    return Act(c, "DELETE", "/v1/tenants/" + x.name, "deleted tenant " + x.name);
+  });
+}
+
+void AddTokenCommands(CLI::App& app, Context& ctx, std::shared_ptr<Args> a) {
+  auto run = [&ctx, a](CLI::App* cmd, auto fn) {
+    cmd->callback([&ctx, a, fn] { ctx.exit_code = fn(ctx.client(), *a); });
+  };
+  auto* tok = app.add_subcommand("token", "manage a tenant's bearer tokens (admin token)");
+  tok->require_subcommand(1);
+  auto* create = tok->add_subcommand("create", "create a token for a tenant (shown once)");
+  create->add_option("TENANT", a->name, "tenant name")->required();
+  run(create, [](const Client& c, const Args& x) { return CreateToken(c, x.name); });
+  auto* list = tok->add_subcommand("list", "list a tenant's token ids");
+  list->add_option("TENANT", a->name, "tenant name")->required();
+  run(list, [](const Client& c, const Args& x) { return ListTokens(c, x.name); });
+  auto* revoke = tok->add_subcommand("revoke", "revoke a token");
+  revoke->add_option("TENANT", a->name, "tenant name")->required();
+  revoke->add_option("ID", a->token_id, "token id (tok-...)")->required();
+  run(revoke, [](const Client& c, const Args& x) {
+    return Act(c, "DELETE", "/v1/tenants/" + x.name + "/tokens/" + x.token_id,
+               "revoked " + x.token_id);
+  });
+}
+
+}  // namespace
+
+void AddClusterCommands(CLI::App& app, Context& ctx) {
+  auto a = std::make_shared<Args>();
+  AddTenantCommands(app, ctx, a);
+  AddTokenCommands(app, ctx, a);
+  app.add_subcommand("queue", "the queue in order, with why each job waits")
+      ->callback([&ctx] { ctx.exit_code = Queue(ctx.client()); });
+  app.add_subcommand("nodes", "each node's capacity, allocation and jobs")
+      ->callback([&ctx] { ctx.exit_code = Nodes(ctx.client()); });
+}
+
+}  // namespace weft::cli

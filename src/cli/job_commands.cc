@@ -1,0 +1,324 @@
+// weft submit, list, show, follow, logs, metrics, download, halt, resume, delete.
+#include <unistd.h>
+
+#include <chrono>
+#include <deque>
+#include <iostream>
+#include <memory>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "cli/commands.h"
+#include "common/clock.h"
+#include "common/files.h"
+#include "job/job_state.h"
+#include "job/layout.h"
+
+namespace weft::cli {
+namespace {
+
+std::string Duration(double s) {
+  if (s < 0) return "-";
+  int t = static_cast<int>(s + 0.5);
+  if (t >= 3600) return absl::StrFormat("%dh%02dm", t / 3600, (t % 3600) / 60);
+  if (t >= 60) return absl::StrFormat("%dm%02ds", t / 60, t % 60);
+  return absl::StrFormat("%ds", t);
+}
+
+// Whether a state (as the API names it) is one where nothing more happens until a person acts.
+bool IsEnded(const std::string& state) {
+  std::optional<JobState> s = ParseJobState(state);
+  return s && IsSettled(*s);
+}
+
+// Prints where the models are and how good they are.
+void PrintModels(const json& job) {
+  if (!job.contains("models")) return;
+  for (const char* kind : {kDeliveredModel, kFinalModel}) {
+    if (!job["models"].contains(kind)) continue;
+    const json& m = job["models"][kind];
+    std::cout << absl::StrFormat("  %-9s model: test_accuracy %.4f (epoch %d, step %d)\n", kind,
+                                 m.value("test_accuracy", 0.0), m.value("epoch", 0),
+                                 m.value("step", 0))
+              << "                   " << m.value("path", "") << "\n"
+              << "                   weft download " << job.value("id", "") << " --" << kind
+              << "\n";
+  }
+}
+
+// The live line of `weft follow`, with an ETA from the step rate over the last minute.
+class ProgressLine {
+ public:
+  std::string Of(const json& job) {
+    const json& p = job["progress"];
+    const json& m = job["metrics"];
+    const std::string state = job.value("state", "?");
+    if (state == "QUEUED" && job.contains("waiting_reason")) {
+      return absl::StrCat("QUEUED  ", job.value("waiting_reason", ""));
+    }
+    const double now =
+        std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    const int64_t step = p.value("step", int64_t{0});
+    const int64_t total = p.value("steps_total", int64_t{0});
+    rate_.emplace_back(now, step);
+    while (rate_.size() > 2 && now - rate_.front().first > 60) rate_.pop_front();
+    double eta = -1;
+    if (rate_.size() >= 2 && step > rate_.front().second && total > 0) {
+      eta = (total - step) * (now - rate_.front().first) / (step - rate_.front().second);
+    }
+    return absl::StrFormat(
+        "%s  epoch %d/%d  step %d/%d  loss %s  acc %s (best %s)  %s samples/s  ETA %s", state,
+        p.value("epoch", 0), p.value("epochs_total", 0), step, total, Num(m, "train_loss", 4),
+        Num(m, "test_accuracy", 4), Num(m, "best_test_accuracy", 4), Num(m, "samples_per_s", 0),
+        Duration(eta));
+  }
+
+ private:
+  std::deque<std::pair<double, int64_t>> rate_;  // (seconds, step) over the last ~60 s
+};
+
+// Follows a job until it settles: each state change with its reason, and a live progress line
+// (redrawn on a terminal, every 10 s otherwise). Returns 0 if it COMPLETED.
+int Follow(const Client& api, const std::string& id) {
+  const bool tty = ::isatty(STDOUT_FILENO);
+  size_t seen_history = 0;
+  ProgressLine progress;
+  auto last_plain = std::chrono::steady_clock::now() - std::chrono::hours(1);
+  for (int failures = 0;; std::this_thread::sleep_for(std::chrono::seconds(1))) {
+    Reply r = api.Call("GET", "/v1/jobs/" + id);
+    if (r.status == 0 && ++failures < 30) continue;  // weftd restarting: keep trying
+    if (r.status != 200) {
+      if (tty) std::cout << "\n";
+      return Fail(r);
+    }
+    failures = 0;
+    json j = r.Json();
+    const json& hist = j["history"];
+    for (; seen_history < hist.size(); ++seen_history) {
+      const json& e = hist[seen_history];
+      if (tty) std::cout << "\r\033[K";
+      std::cout << e.value("time", "") << "  " << e.value("to", "") << "  "
+                << e.value("reason", "") << "\n";
+    }
+    const std::string state = j.value("state", "?");
+    if (IsEnded(state)) {
+      if (tty) std::cout << "\r\033[K";
+      std::cout << "job " << id << " " << state << ": " << j.value("reason", "") << "\n";
+      PrintModels(j);
+      return state == "COMPLETED" ? 0 : 1;
+    }
+    const std::string line = progress.Of(j);
+    auto wall = std::chrono::steady_clock::now();
+    if (tty) {
+      std::cout << "\r\033[K" << line << std::flush;
+    } else if (wall - last_plain > std::chrono::seconds(10)) {
+      std::cout << line << "\n" << std::flush;
+      last_plain = wall;
+    }
+  }
+}
+
+int Submit(const Client& api, const std::string& file, bool follow) {
+  auto text = ReadFile(file);
+  if (!text.ok()) {
+    std::cerr << "error: cannot read manifest " << file << ": " << text.status().message() << "\n";
+    return 2;
+  }
+  Reply r = api.Call("POST", "/v1/jobs", *text);
+  if (r.status != 201) {
+    if (r.status == 400) std::cerr << "manifest " << file << " rejected\n";
+    return Fail(r);
+  }
+  json j = r.Json();
+  std::string id = j.value("id", "");
+  std::cout << "job " << id << " submitted (" << j.value("state", "") << ")\n";
+  return follow ? Follow(api, id) : 0;
+}
+
+int List(const Client& api) {
+  Reply r = api.Call("GET", "/v1/jobs");
+  if (r.status != 200) return Fail(r);
+  std::cout << absl::StrFormat("%-19s %-24s %-10s %-8s %-7s %-8s %s\n", "ID", "NAME", "STATE",
+                               "EPOCH", "DONE", "BEST", "REASON");
+  const json j = r.Json();
+  for (const auto& job : j["jobs"]) {
+    const json& p = job["progress"];
+    std::cout << absl::StrFormat(
+        "%-19s %-24s %-10s %-8s %-7s %-8s %s\n", job.value("id", ""), job.value("name", ""),
+        job.value("state", ""), absl::StrCat(p.value("epoch", 0), "/", p.value("epochs_total", 0)),
+        absl::StrFormat("%.0f%%", 100 * p.value("fraction", 0.0)),
+        Num(job, "best_test_accuracy", 4),
+        job.contains("waiting_reason") ? job.value("waiting_reason", "") : job.value("reason", ""));
+  }
+  return 0;
+}
+
+void PrintLearners(const json& j) {
+  if (!j.contains("learners") || j["learners"].empty()) return;
+  std::cout << "learners: ";
+  for (const auto& l : j["learners"]) {
+    std::cout << " rank " << l.value("rank", 0) << " on " << l.value("node", "")
+              << (l["pid"].is_number() ? " (pid " + std::to_string(l["pid"].get<int64_t>()) + ")"
+                                       : std::string())
+              << ";";
+  }
+  std::cout << "\n";
+}
+
+void PrintTargets(const json& j) {
+  for (const char* t : {"deliver", "complete"}) {
+    if (!j["targets"].contains(t)) continue;
+    const json& tj = j["targets"][t];
+    std::cout << absl::StrFormat("target:    %-8s %s >= %.4g  %s\n", t,
+                                 j["targets"].value("metric", ""), tj.value("value", 0.0),
+                                 tj.value("met", false) ? "met at " + tj.value("met_at", "")
+                                                        : std::string("not met"));
+  }
+}
+
+int Show(const Client& api, const std::string& id, bool as_json) {
+  Reply r = api.Call("GET", "/v1/jobs/" + id);
+  if (r.status != 200) return Fail(r);
+  json j = r.Json();
+  if (as_json) {
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  const json& p = j["progress"];
+  std::cout << "id:        " << j.value("id", "") << "\n"
+            << "name:      " << j.value("name", "") << "\n"
+            << "tenant:    " << j.value("tenant", "") << "\n"
+            << "state:     " << j.value("state", "") << " (" << j.value("reason", "") << ")\n";
+  if (j.contains("waiting_reason")) {
+    std::cout << "waiting:   " << j.value("waiting_reason", "") << " ["
+              << j.value("waiting_code", "") << "]\n";
+  }
+  PrintLearners(j);
+  std::cout << "progress:  epoch " << p.value("epoch", 0) << "/" << p.value("epochs_total", 0)
+            << ", step " << p.value("step", 0) << "/" << p.value("steps_total", 0) << ", "
+            << p.value("samples", 0) << " samples\n"
+            << "metrics:   train_loss " << Num(j["metrics"], "train_loss", 4)
+            << ", test_accuracy " << Num(j["metrics"], "test_accuracy", 4) << " (best "
+            << Num(j["metrics"], "best_test_accuracy", 4) << "), "
+            << Num(j["metrics"], "samples_per_s", 0) << " samples/s\n";
+  PrintTargets(j);
+  PrintModels(j);
+  std::cout << "history:\n";
+  for (const auto& e : j["history"]) {
+    std::cout << "  " << e.value("time", "") << "  " << absl::StrFormat("%-10s", e.value("to", ""))
+              << e.value("reason", "") << "\n";
+  }
+  return 0;
+}
+
+int Metrics(const Client& api, const std::string& id, bool as_json) {
+  Reply r = api.Call("GET", "/v1/jobs/" + id + "/metrics");
+  if (r.status != 200) return Fail(r);
+  json j = r.Json();
+  if (as_json) {
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << absl::StrFormat("%-8s %-6s %-24s %-11s %-10s %s\n", "STEP", "EPOCH", "TIME",
+                               "TRAIN_LOSS", "SAMPLES/S", "TEST_ACCURACY");
+  for (const auto& m : j["points"]) {
+    std::cout << absl::StrFormat("%-8d %-6d %-24s %-11s %-10s %s\n", m.value("step", 0),
+                                 m.value("epoch", 0), FormatTimeMs(m.value("wall_time_ms", TimeMs{0})),
+                                 Num(m, "train_loss", 4), Num(m, "samples_per_s", 0),
+                                 Num(m, "test_accuracy", 4));
+  }
+  return 0;
+}
+
+int Download(const Client& api, const std::string& id, bool delivered, std::string out) {
+  const std::string which = delivered ? kDeliveredModel : kFinalModel;
+  Reply r = api.Call("GET", absl::StrCat("/v1/jobs/", id, "/model?which=", which));
+  if (r.status != 200) return Fail(r);
+  if (out.empty()) out = absl::StrCat(id, "-", which, ".pt");
+  if (absl::Status s = WriteFileAtomic(out, r.body); !s.ok()) {
+    std::cerr << "error: " << s.message() << "\n";
+    return 1;
+  }
+  std::cout << which << " model of " << id << " written to " << out << " (" << r.body.size()
+            << " bytes)\n";
+  return 0;
+}
+
+int Logs(const Client& api, const std::string& id, int rank, bool follow) {
+  const std::string query = rank > 0 ? "rank=" + std::to_string(rank) : "";
+  if (!follow) {
+    Reply r = api.Call("GET", "/v1/jobs/" + id + "/logs" + (query.empty() ? "" : "?" + query));
+    if (r.status != 200) return Fail(r);
+    std::cout << r.body;
+    return 0;
+  }
+  std::string error;
+  if (!api.Stream("/v1/jobs/" + id + "/logs?follow=true" + (query.empty() ? "" : "&" + query),
+                  std::cout, &error)) {
+    std::cerr << "error: " << error << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+// The values the job subcommands parse into; they live as long as the app's callbacks.
+struct Args {
+  std::string file, id, out;
+  bool follow = false, as_json = false, delivered = false, final_model = false;
+  int rank = 0;
+};
+
+CLI::App* WithId(CLI::App& app, const char* name, const char* about, Args& a) {
+  CLI::App* cmd = app.add_subcommand(name, about);
+  cmd->add_option("ID", a.id, "job id")->required();
+  return cmd;
+}
+
+}  // namespace
+
+void AddJobCommands(CLI::App& app, Context& ctx) {
+  auto a = std::make_shared<Args>();
+  auto run = [&ctx, a](CLI::App* cmd, auto fn) {
+    cmd->callback([&ctx, a, fn] { ctx.exit_code = fn(ctx.client(), *a); });
+  };
+  auto* submit = app.add_subcommand("submit", "submit a job manifest (YAML or JSON)");
+  submit->add_option("FILE", a->file, "manifest file")->required();
+  submit->add_flag("--follow,-f", a->follow,
+                   "follow the job with a live progress line until it ends");
+  run(submit, [](const Client& c, const Args& x) { return Submit(c, x.file, x.follow); });
+  run(app.add_subcommand("list", "list jobs"), [](const Client& c, const Args&) { return List(c); });
+  auto* show = WithId(app, "show", "show a job: state, progress, targets, models, history", *a);
+  show->add_flag("--json", a->as_json, "print the API's JSON");
+  run(show, [](const Client& c, const Args& x) { return Show(c, x.id, x.as_json); });
+  run(WithId(app, "follow", "follow a job with a live progress line until it ends", *a),
+      [](const Client& c, const Args& x) { return Follow(c, x.id); });
+  auto* logs = WithId(app, "logs", "print a job's learner log", *a);
+  logs->add_flag("--follow,-f", a->follow, "keep streaming until the job ends");
+  logs->add_option("--rank", a->rank, "which learner of a multi-learner job (default 0)")
+      ->check(CLI::NonNegativeNumber);
+  run(logs, [](const Client& c, const Args& x) { return Logs(c, x.id, x.rank, x.follow); });
+  auto* metrics = WithId(app, "metrics", "print a job's metric time series", *a);
+  metrics->add_flag("--json", a->as_json, "print the API's JSON");
+  run(metrics, [](const Client& c, const Args& x) { return Metrics(c, x.id, x.as_json); });
+  auto* download = WithId(app, "download", "download a job's model", *a);
+  auto* g = download->add_option_group("which");
+  g->add_flag("--delivered", a->delivered, "the model delivered when targets.deliver was met");
+  g->add_flag("--final", a->final_model, "the final model (default)");
+  g->require_option(0, 1);
+  download->add_option("-o,--output", a->out, "output path (default ID-KIND.pt)");
+  run(download, [](const Client& c, const Args& x) { return Download(c, x.id, x.delivered, x.out); });
+  run(WithId(app, "halt", "stop a job (it can be resumed)", *a), [](const Client& c, const Args& x) {
+    return Act(c, "POST", "/v1/jobs/" + x.id + "/halt", "halted " + x.id);
+  });
+  run(WithId(app, "resume", "put a halted job back in the queue", *a),
+      [](const Client& c, const Args& x) {
+        return Act(c, "POST", "/v1/jobs/" + x.id + "/resume", "resumed " + x.id);
+      });
+  run(WithId(app, "delete", "stop a job and remove it with all its files", *a),
+      [](const Client& c, const Args& x) {
+        return Act(c, "DELETE", "/v1/jobs/" + x.id, "deleted " + x.id);
+      });
+}
+
+}  // namespace weft::cli

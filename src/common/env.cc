@@ -1,0 +1,146 @@
+#include "common/env.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "common/failpoint.h"
+
+namespace weft {
+namespace {
+
+namespace fs = std::filesystem;
+
+absl::Status ErrnoStatus(int e, const std::string& what, const std::string& path) {
+  std::string msg = absl::StrCat(what, " ", path, ": ", std::strerror(e));
+  if (e == ENOENT) return absl::NotFoundError(msg);
+  if (e == ENOSPC || e == EDQUOT) return absl::ResourceExhaustedError(msg);
+  return absl::InternalError(msg);
+}
+
+class PosixWritableFile : public WritableFile {
+ public:
+  PosixWritableFile(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
+  ~PosixWritableFile() override {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+  absl::Status Append(std::string_view data) override {
+    while (!data.empty()) {
+      ssize_t n = ::write(fd_, data.data(), data.size());
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return ErrnoStatus(errno, "cannot write", path_);
+      }
+      data.remove_prefix(static_cast<size_t>(n));
+    }
+    return absl::OkStatus();
+  }
+  absl::Status Sync() override {
+    if (::fsync(fd_) != 0) return ErrnoStatus(errno, "fsync failed for", path_);
+    return absl::OkStatus();
+  }
+  absl::Status Close() override {
+    int fd = fd_;
+    fd_ = -1;
+    if (::close(fd) != 0) return ErrnoStatus(errno, "cannot close", path_);
+    return absl::OkStatus();
+  }
+
+ private:
+  const std::string path_;
+  int fd_;
+};
+
+class PosixEnv : public Env {
+ public:
+  absl::StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path,
+                                                                int mode) override {
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+    if (fd < 0) return ErrnoStatus(errno, "cannot create", path);
+    ::fchmod(fd, mode);  // not widened by a umask, not narrowed below `mode`
+    return std::make_unique<PosixWritableFile>(path, fd);
+  }
+  absl::Status RenameFile(const std::string& from, const std::string& to) override {
+    if (::rename(from.c_str(), to.c_str()) != 0) return ErrnoStatus(errno, "cannot rename onto", to);
+    return absl::OkStatus();
+  }
+  absl::Status RemoveFile(const std::string& path) override {
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+      return ErrnoStatus(errno, "cannot remove", path);
+    }
+    return absl::OkStatus();
+  }
+  absl::Status SyncDir(const std::string& path) override {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return ErrnoStatus(errno, "cannot open for fsync", path);
+    int rc = ::fsync(fd);
+    int e = errno;
+    ::close(fd);
+    if (rc != 0) return ErrnoStatus(e, "fsync failed for", path);
+    return absl::OkStatus();
+  }
+  absl::StatusOr<std::string> ReadFile(const std::string& path) override {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return ErrnoStatus(errno, "cannot open", path);
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    if (in.bad()) return ErrnoStatus(errno, "cannot read", path);
+    return ss.str();
+  }
+  absl::StatusOr<int64_t> FileSize(const std::string& path) override {
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0) return ErrnoStatus(errno, "cannot stat", path);
+    return static_cast<int64_t>(st.st_size);
+  }
+  absl::Status MakeDirs(const std::string& path) override {
+    std::error_code ec;
+    fs::create_directories(path, ec);
+    if (ec) return ErrnoStatus(ec.value(), "cannot create directory", path);
+    return absl::OkStatus();
+  }
+  absl::Status RemoveAll(const std::string& path) override {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+    if (ec) return ErrnoStatus(ec.value(), "cannot remove", path);
+    return absl::OkStatus();
+  }
+};
+
+}  // namespace
+
+Env& Env::Default() {
+  static PosixEnv* env = new PosixEnv();
+  return *env;
+}
+
+absl::Status WriteFileAtomic(Env& env, const std::string& path, const std::string& data,
+                             int mode) {
+  fs::path target(path);
+  const std::string dir = target.parent_path().empty() ? "." : target.parent_path().string();
+  const std::string tmp = absl::StrCat(path, ".tmp.", ::getpid());
+  absl::StatusOr<std::unique_ptr<WritableFile>> file = env.NewWritableFile(tmp, mode);
+  if (!file.ok()) return file.status();
+  absl::Status s = (*file)->Append(data);
+  if (s.ok()) s = (*file)->Sync();
+  absl::Status closed = (*file)->Close();
+  if (s.ok()) s = closed;
+  if (s.ok()) {
+    Failpoint("atomic-write-before-rename");
+    s = env.RenameFile(tmp, path);
+  }
+  if (!s.ok()) {
+    env.RemoveFile(tmp).IgnoreError();
+    return s;
+  }
+  return env.SyncDir(dir);
+}
+
+}  // namespace weft

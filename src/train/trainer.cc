@@ -1,0 +1,296 @@
+// The training loop: epochs of this rank's share of the data, one optimizer step at a time with
+// the gang, evaluation at epoch ends (and every eval_every_steps), two-tier targets (TRADL:
+// deliver a model early, complete at the second target), metrics and progress to weftd.
+#include <chrono>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/clock.h"
+#include "common/logging.h"
+#include "common/status_macros.h"
+#include "job/layout.h"
+#include "train/trainer.h"
+
+namespace weft::train {
+namespace {
+
+constexpr double kReportIntervalS = 1.0;
+
+double NowS() { return SystemClock::Get().NowMs() / 1000.0; }
+
+}  // namespace
+
+Trainer::Trainer(const LoopOptions& o, Reporter& r, Model model, Dataset train, Dataset test,
+                 std::unique_ptr<DataParallel> dp)
+    : o_(o),
+      spec_(o.spec),
+      env_(o.env ? *o.env : Env::Default()),
+      reporter_(r),
+      model_(std::move(model)),
+      train_(std::move(train)),
+      test_(std::move(test)),
+      dp_(std::move(dp)) {}
+
+bool Trainer::StopRequested() const {
+  return (o_.stop_requested && o_.stop_requested->load()) || !reporter_.KeepRunning();
+}
+
+std::unique_ptr<torch::optim::Optimizer> Trainer::MakeOptimizer() {
+  double lr = spec_.ScaledLearningRate(o_.world_size);
+  if (spec_.training.optimizer == "sgd") {
+    return std::make_unique<torch::optim::SGD>(model_->parameters(),
+                                               torch::optim::SGDOptions(lr)
+                                                   .momentum(spec_.training.momentum)
+                                                   .weight_decay(spec_.training.weight_decay));
+  }
+  return std::make_unique<torch::optim::Adam>(
+      model_->parameters(),
+      torch::optim::AdamOptions(lr).weight_decay(spec_.training.weight_decay));
+}
+
+absl::Status Trainer::SyncGang() {
+  if (o_.world_size <= 1) return absl::OkStatus();
+  if (!dp_->AllEqual(progress_.step)) {
+    return absl::InternalError(
+        absl::StrCat("the job's learners resumed from different steps (this rank: ",
+                     progress_.step, "); restarting from the checkpoints again"));
+  }
+  std::vector<torch::Tensor> state = model_->parameters();
+  for (const torch::Tensor& b : model_->buffers()) state.push_back(b);
+  dp_->BroadcastFromRank0(state);
+  return absl::OkStatus();
+}
+
+void Trainer::Plan() {
+  // This learner's share of every epoch: indices rank, rank + world, ... of the permutation, the
+  // same number for every rank (up to world_size - 1 samples of each epoch are left out) so all
+  // ranks take the same number of steps.
+  const int64_t bs = spec_.training.batch_size;
+  per_rank_ = train_.size() / o_.world_size;
+  steps_per_epoch_ = (per_rank_ + bs - 1) / bs;
+  progress_.epochs_total = spec_.training.epochs;
+  progress_.steps_total = steps_per_epoch_ * spec_.training.epochs;
+  spdlog::info(
+      "training {} on {} samples ({} per learner), {} test samples, batch {} per learner "
+      "({} in all), {} steps per epoch, {} epochs, {} threads, learning rate {:g}",
+      spec_.model.architecture, train_.size(), per_rank_, test_.size(), bs, bs * o_.world_size,
+      steps_per_epoch_, spec_.training.epochs, torch::get_num_threads(),
+      spec_.ScaledLearningRate(o_.world_size));
+}
+
+void Trainer::ReportTraining(bool force) {
+  if (o_.rank != 0) return;  // metrics are the job's, reported once
+  double now = NowS();
+  if (!force && now - last_report_s_ < kReportIntervalS) return;
+  if (loss_steps_ == 0) return;
+  MetricSample m;
+  m.step = progress_.step;
+  m.epoch = epoch_in_progress_;
+  m.wall_time_ms = SystemClock::Get().NowMs();
+  m.train_loss = loss_sum_ / loss_steps_;
+  m.samples_per_s = train_seconds_since_report_ > 0
+                        ? samples_since_report_ * o_.world_size / train_seconds_since_report_
+                        : 0;
+  reporter_.Report(m, progress_);
+  loss_sum_ = 0;
+  loss_steps_ = 0;
+  samples_since_report_ = 0;
+  train_seconds_since_report_ = 0;
+  last_report_s_ = now;
+}
+
+absl::Status Trainer::EvaluateAndCheckTargets(bool* complete) {
+  ReportTraining(/*force=*/true);
+  Evaluation ev = Evaluate(model_, test_, dp_.get());
+  last_accuracy_ = ev.accuracy;
+  best_ = std::max(best_, ev.accuracy);
+  spdlog::info("evaluation: epoch {} step {} test_accuracy {:.4f} test_loss {:.4f}",
+               epoch_in_progress_, progress_.step, ev.accuracy, ev.loss);
+  if (o_.rank == 0) {
+    MetricSample m;
+    m.step = progress_.step;
+    m.epoch = epoch_in_progress_;
+    m.wall_time_ms = SystemClock::Get().NowMs();
+    m.test_accuracy = ev.accuracy;
+    m.test_loss = ev.loss;
+    reporter_.Report(m, progress_);
+  }
+  // Every rank evaluated the same figures (Evaluate sums over ranks), so all take the same
+  // decisions here; only rank 0 writes the model.
+  const TargetSpec& t = spec_.targets;
+  if (t.deliver && !delivered_ && ev.accuracy >= *t.deliver) {
+    spdlog::info("deliver target met: test_accuracy {:.4f} >= {}", ev.accuracy, *t.deliver);
+    if (o_.rank == 0) RETURN_IF_ERROR(Export(kDeliveredModel, ev.accuracy));
+    delivered_ = true;
+  }
+  if (t.complete && ev.accuracy >= *t.complete) {
+    complete_met_ = ev.accuracy;
+    *complete = true;
+  }
+  return absl::OkStatus();
+}
+
+bool Trainer::Step(const torch::Tensor& idx) {
+  auto t0 = std::chrono::steady_clock::now();
+  torch::Tensor x = train_.images.index_select(0, idx);
+  torch::Tensor y = train_.labels.index_select(0, idx);
+  optimizer_->zero_grad();
+  // Every rank learns whether any was asked to stop from the step's last collective, so all
+  // stop after this same step.
+  dp_->BeginStep(StopRequested());
+  torch::Tensor loss = torch::nll_loss(model_->forward(x), y);
+  loss.backward();
+  const bool stop = dp_->FinishStep();
+  optimizer_->step();
+  loss_sum_ += loss.item<double>();
+  ++loss_steps_;
+  ++progress_.step;
+  progress_.samples += idx.size(0) * o_.world_size;
+  samples_since_report_ += idx.size(0);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  train_seconds_since_report_ += seconds;
+  epoch_train_seconds_ += seconds;
+  return stop;
+}
+
+absl::StatusOr<Trainer::EpochEnd> Trainer::TrainEpoch(int epoch) {
+  epoch_in_progress_ = epoch + 1;
+  // Every rank draws the same permutation: seed + epoch.
+  auto gen = at::detail::createCPUGenerator(spec_.training.seed * 1000003 + epoch);
+  torch::Tensor perm =
+      torch::randperm(train_.size(), gen, torch::TensorOptions().dtype(torch::kInt64));
+  torch::Tensor mine = perm.slice(0, o_.rank, per_rank_ * o_.world_size, o_.world_size);
+  const int64_t bs = spec_.training.batch_size;
+  step_in_epoch_at_start_ = step_in_epoch_;
+  for (int64_t s = step_in_epoch_; s < steps_per_epoch_; ++s) {
+    const bool stop = Step(mine.slice(0, s * bs, std::min(per_rank_, (s + 1) * bs)));
+    step_in_epoch_ = s + 1;
+    if (stop) {
+      // Keep what was trained: halt and preemption resume from here.
+      ReportTraining(/*force=*/true);
+      absl::Status saved = Checkpoint();
+      if (!saved.ok()) spdlog::warn("no checkpoint on stop: {}", saved.message());
+      return EpochEnd::kStopped;
+    }
+    ReportTraining(/*force=*/false);
+    if (CheckpointDue()) RETURN_IF_ERROR(Checkpoint(/*tolerate_disk_errors=*/true));
+    const int64_t every = spec_.training.eval_every_steps;
+    if (every > 0 && progress_.step % every == 0 && s + 1 < steps_per_epoch_) {
+      bool complete = false;
+      eval_pending_ = true;
+      RETURN_IF_ERROR(EvaluateAndCheckTargets(&complete));
+      eval_pending_ = false;
+      if (complete) return EpochEnd::kComplete;
+    }
+  }
+  progress_.epoch = epoch + 1;
+  LogEpochTimes(epoch);
+  step_in_epoch_ = 0;
+  bool complete = false;
+  eval_pending_ = true;
+  RETURN_IF_ERROR(EvaluateAndCheckTargets(&complete));
+  eval_pending_ = false;
+  return complete ? EpochEnd::kComplete : EpochEnd::kDone;
+}
+
+void Trainer::LogEpochTimes(int epoch) {
+  if (o_.world_size > 1) {
+    const int64_t steps = std::max<int64_t>(1, steps_per_epoch_ - step_in_epoch_at_start_);
+    const double wait_ms = dp_->TakeWaitMs();
+    spdlog::info(
+        "epoch {}: {:.1f} ms per step, of which {:.1f} ms waiting for the gradient allreduce "
+        "after the backward pass ({:.1f}%)",
+        epoch + 1, 1000 * epoch_train_seconds_ / steps, wait_ms,
+        100 * wait_ms * steps / std::max(1e-9, 1000 * epoch_train_seconds_));
+  }
+  epoch_train_seconds_ = 0;
+}
+
+absl::Status Trainer::OnPeerLost(const PeerLostError& e) {
+  spdlog::warn("lost a peer learner at step {}: {}", progress_.step, e.what());
+  if (o_.rank == 0) {
+    absl::Status saved = Checkpoint();
+    if (saved.ok()) {
+      spdlog::info(
+          "checkpointed step {}, the last step all learners completed, for the gang's restart",
+          progress_.step);
+    } else {
+      spdlog::warn("no checkpoint after losing a peer: {}", saved.message());
+    }
+  }
+  return absl::UnavailableError(
+      absl::StrCat("a peer learner of the gang is gone (", e.what(), ")"));
+}
+
+absl::StatusOr<LoopResult> Trainer::Finish(bool complete) {
+  {
+    // Replicas must agree bit for bit; the sum of all parameters shows it in each rank's log.
+    torch::NoGradGuard no_grad;
+    double checksum = 0;
+    for (const torch::Tensor& p : model_->parameters()) {
+      checksum += p.to(torch::kFloat64).sum().item<double>();
+    }
+    spdlog::info("parameters checksum {:.10e} at step {}", checksum, progress_.step);
+  }
+  LoopResult result;
+  if (o_.rank != 0) {
+    result.reason = absl::StrFormat("rank %d of %d done at step %d; rank 0 writes the final model",
+                                    o_.rank, o_.world_size, progress_.step);
+  } else if (complete) {
+    result.reason = absl::StrFormat("target met: test_accuracy %.4f >= %g", complete_met_,
+                                    *spec_.targets.complete);
+  } else if (spec_.targets.complete) {
+    result.reason = absl::StrFormat("budget exhausted, best %.4f (target %g)", best_,
+                                    *spec_.targets.complete);
+  } else {
+    result.reason = absl::StrFormat("budget exhausted: %d epochs, test_accuracy %.4f",
+                                    spec_.training.epochs, last_accuracy_);
+  }
+  if (o_.rank == 0) RETURN_IF_ERROR(Export(kFinalModel, last_accuracy_));
+  result.succeeded = true;
+  result.best_test_accuracy = best_;
+  result.final_test_accuracy = last_accuracy_;
+  return result;
+}
+
+absl::StatusOr<LoopResult> Trainer::Run() {
+  optimizer_ = MakeOptimizer();
+  ASSIGN_OR_RETURN(const int64_t resumed_from, ResumeFromCheckpoints());
+  RETURN_IF_ERROR(SyncGang());
+  Plan();
+  dp_->AttachGradientHooks(model_->parameters());
+  model_->train();
+  last_report_s_ = NowS();
+  last_checkpoint_s_ = NowS();
+  bool complete = false;
+  try {
+    if (eval_pending_) {
+      // The gang lost a learner during this evaluation last time: do it now, before training on.
+      epoch_in_progress_ = step_in_epoch_ == 0 ? progress_.epoch : progress_.epoch + 1;
+      spdlog::info("evaluating step {} first: its evaluation was interrupted", progress_.step);
+      RETURN_IF_ERROR(EvaluateAndCheckTargets(&complete));
+      eval_pending_ = false;
+    }
+    for (int epoch = progress_.epoch; epoch < spec_.training.epochs && !complete; ++epoch) {
+      ASSIGN_OR_RETURN(EpochEnd end, TrainEpoch(epoch));
+      if (end == EpochEnd::kStopped) {
+        LoopResult result;
+        result.stopped = true;
+        result.reason = "stopped on request";
+        result.best_test_accuracy = best_;
+        result.resumed_from_step = resumed_from;
+        return result;
+      }
+      complete = end == EpochEnd::kComplete;
+    }
+  } catch (const PeerLostError& e) {
+    return OnPeerLost(e);
+  }
+  ASSIGN_OR_RETURN(LoopResult result, Finish(complete));
+  result.resumed_from_step = resumed_from;
+  return result;
+}
+
+}  // namespace weft::train

@@ -1,0 +1,195 @@
+// What outlives a learner process: checkpoints (model, optimizer, epoch, position in the epoch's
+// permutation, RNG state, best accuracy, delivered flag, a pending evaluation), resuming from
+// them, and the delivered and final models with their model cards. Every file is written
+// atomically through the trainer's Env before weftd is asked to commit it.
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <chrono>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "common/clock.h"
+#include "common/env.h"
+#include "common/failpoint.h"
+#include "common/logging.h"
+#include "common/status_macros.h"
+#include "job/layout.h"
+#include "train/trainer.h"
+
+namespace weft::train {
+namespace {
+
+constexpr char kCheckpointFormat[] = "weft-checkpoint-v1";
+
+double NowS() { return SystemClock::Get().NowMs() / 1000.0; }
+
+}  // namespace
+
+absl::StatusOr<int64_t> Trainer::ResumeFromCheckpoints() {
+  const std::vector<std::string> paths = reporter_.ResumeFrom();
+  for (const std::string& path : paths) {
+    absl::Status s = Restore(path);
+    if (s.ok()) {
+      spdlog::info("resumed from {}: epoch {}, step {} ({} into the epoch)", path,
+                   progress_.epoch, progress_.step, step_in_epoch_);
+      return progress_.step;
+    }
+    spdlog::warn("skipping checkpoint: {}", s.message());
+  }
+  if (!paths.empty()) {
+    // Nothing loaded and the model may be half-written: start clean.
+    ASSIGN_OR_RETURN(model_, BuildModel(spec_.model));
+    optimizer_ = MakeOptimizer();
+    progress_ = {};
+    step_in_epoch_ = 0;
+    best_ = last_accuracy_ = 0;
+    delivered_ = false;
+    eval_pending_ = false;
+  }
+  return -1;
+}
+
+absl::Status Trainer::Checkpoint(bool tolerate_disk_errors) {
+  if (o_.rank != 0 || o_.checkpoint_dir.empty() ||
+      (progress_.step == last_checkpoint_step_ && eval_pending_ == last_checkpoint_eval_pending_)) {
+    return absl::OkStatus();  // this state is on disk already
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  std::ostringstream bytes;
+  try {
+    torch::serialize::OutputArchive ar;
+    torch::serialize::OutputArchive model_ar, opt_ar;
+    model_->save(model_ar);
+    optimizer_->save(opt_ar);
+    ar.write("model", model_ar);
+    ar.write("optimizer", opt_ar);
+    auto i64 = [](int64_t v) { return torch::tensor(v, torch::kInt64); };
+    ar.write("format", i64(1));
+    ar.write("epoch", i64(progress_.epoch));
+    ar.write("step", i64(progress_.step));
+    ar.write("samples", i64(progress_.samples));
+    ar.write("step_in_epoch", i64(step_in_epoch_));
+    ar.write("delivered", i64(delivered_ ? 1 : 0));
+    ar.write("eval_pending", i64(eval_pending_ ? 1 : 0));
+    ar.write("best", torch::tensor(best_, torch::kFloat64));
+    ar.write("last_accuracy", torch::tensor(last_accuracy_, torch::kFloat64));
+    ar.write("rng", at::detail::getDefaultCPUGenerator().get_state());
+    ar.save_to(bytes);
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat("cannot serialise a checkpoint: ", TorchMessage(e)));
+  }
+  const std::string path = CheckpointPath(o_.checkpoint_dir, progress_.step);
+  absl::Status written = env_.MakeDirs(o_.checkpoint_dir);
+  if (written.ok()) written = WriteFileAtomic(env_, path, bytes.str());
+  if (!written.ok()) {
+    if (!tolerate_disk_errors) return written;
+    // The latest committed checkpoint stands; try again when the next one is due.
+    last_checkpoint_s_ = NowS();
+    spdlog::warn("checkpoint at step {} not written ({}); training goes on and tries again at the "
+                 "next checkpoint",
+                 progress_.step, written.message());
+    return absl::OkStatus();
+  }
+  double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  spdlog::info("checkpoint written: {} (step {}, {} bytes, {:.0f} ms)", path, progress_.step,
+               bytes.str().size(), ms);
+  Failpoint("checkpoint-before-commit");
+  RETURN_IF_ERROR(reporter_.CommitCheckpoint(path, progress_.epoch, progress_.step,
+                                             static_cast<int64_t>(bytes.str().size())));
+  last_checkpoint_step_ = progress_.step;
+  last_checkpoint_eval_pending_ = eval_pending_;
+  last_checkpoint_s_ = NowS();
+  return absl::OkStatus();
+}
+
+bool Trainer::CheckpointDue() const {
+  const CheckpointSpec& c = spec_.checkpoint;
+  if (c.every_steps > 0 && progress_.step % c.every_steps == 0) return true;
+  return c.every_seconds > 0 && NowS() - last_checkpoint_s_ >= c.every_seconds;
+}
+
+absl::Status Trainer::Restore(const std::string& path) {
+  torch::serialize::InputArchive ar;
+  try {
+    ar.load_from(path);
+  } catch (const std::exception& e) {
+    return absl::DataLossError(
+        absl::StrCat("checkpoint ", path, " does not load: ", TorchMessage(e)));
+  }
+  try {
+    torch::Tensor format;
+    ar.read("format", format);
+    torch::serialize::InputArchive model_ar, opt_ar;
+    ar.read("model", model_ar);
+    ar.read("optimizer", opt_ar);
+    model_->load(model_ar);
+    optimizer_->load(opt_ar);
+    // A fresh tensor per key: reading into a defined tensor would set_() its storage.
+    auto i64 = [&ar](const char* key) {
+      torch::Tensor v;
+      ar.read(key, v);
+      return v.item<int64_t>();
+    };
+    auto f64 = [&ar](const char* key) {
+      torch::Tensor v;
+      ar.read(key, v);
+      return v.item<double>();
+    };
+    progress_.epoch = static_cast<int>(i64("epoch"));
+    progress_.step = i64("step");
+    progress_.samples = i64("samples");
+    step_in_epoch_ = i64("step_in_epoch");
+    delivered_ = i64("delivered") != 0;
+    best_ = f64("best");
+    last_accuracy_ = f64("last_accuracy");
+    torch::Tensor pending;  // absent from checkpoints written before it existed
+    eval_pending_ = ar.try_read("eval_pending", pending) && pending.item<int64_t>() != 0;
+    torch::Tensor rng;
+    ar.read("rng", rng);
+    at::Generator gen = at::detail::getDefaultCPUGenerator();
+    gen.set_state(rng);
+  } catch (const std::exception& e) {
+    return absl::DataLossError(absl::StrCat("checkpoint ", path, " is not a ", kCheckpointFormat,
+                                            " checkpoint of this model: ", TorchMessage(e)));
+  }
+  last_checkpoint_step_ = progress_.step;
+  last_checkpoint_eval_pending_ = eval_pending_;
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::Export(const std::string& kind, double accuracy) {
+  RETURN_IF_ERROR(env_.MakeDirs(ModelDir(o_.result_dir, kind)));
+  std::ostringstream bytes;
+  try {
+    torch::save(std::static_pointer_cast<torch::nn::Module>(model_), bytes);
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat("cannot serialise the model: ", TorchMessage(e)));
+  }
+  const std::string model_path = ModelPath(o_.result_dir, kind);
+  const std::string card_path = ModelCardPath(o_.result_dir, kind);
+  RETURN_IF_ERROR(WriteFileAtomic(env_, model_path, bytes.str()));
+  nlohmann::json card = {
+      {"job_id", o_.job_id},
+      {"kind", kind},
+      {"architecture", spec_.model.architecture},
+      {"format", "torch::save of the module's parameters and buffers (libtorch C++)"},
+      {"input", "[N, 1, 28, 28] float32, (pixel/255 - 0.2860) / 0.3530"},
+      {"output", "[N, 10] log-probabilities"},
+      {"epoch", progress_.epoch},
+      {"step", progress_.step},
+      {"metrics", {{"test_accuracy", accuracy}, {"best_test_accuracy", best_}}},
+      {"manifest_digest", SpecDigest(spec_)},
+      {"spec", SpecToJson(spec_)},
+      {"created_at", FormatTimeMs(SystemClock::Get().NowMs())},
+      {"bytes", bytes.str().size()},
+  };
+  RETURN_IF_ERROR(WriteFileAtomic(env_, card_path, card.dump(2) + "\n"));
+  spdlog::info("{} model written: {} ({} bytes, test_accuracy {:.4f})", kind, model_path,
+               bytes.str().size(), accuracy);
+  ModelArtifact a{kind,       model_path, card_path, accuracy, progress_.epoch, progress_.step,
+                  static_cast<int64_t>(bytes.str().size())};
+  return reporter_.CommitArtifact(a);
+}
+
+}  // namespace weft::train
