@@ -2,6 +2,7 @@
 // src/scheduler/ that weftd runs) and reports job completion times. See docs/simulation.md.
 #include <cmath>
 #include <iostream>
+#include <optional>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
@@ -28,102 +29,122 @@ int NodesForTrace(const weft::sim::Workload& w, int gpus_per_node) {
   return static_cast<int>(std::ceil(gpus / gpus_per_node));
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{"weft-sim: trace-driven simulation of weft's scheduling policies"};
+// The command line, parsed.
+struct Flags {
   std::string policy_name, workloads, app_traces, out_dir;
   weft::sim::SimOptions opts;
   bool plot = false, quiet = false;
-  app.add_option("--policy", policy_name, "fifo | tiresias | optimus | goodput | fairshare")->required();
-  app.add_option("--workloads", workloads,
+};
+
+void AddFlags(CLI::App& app, Flags& f) {
+  app.add_option("--policy", f.policy_name, "fifo | tiresias | optimus | goodput | fairshare")
+      ->required();
+  app.add_option("--workloads", f.workloads,
                  "a workload CSV (Pollux format or a Philly log) or a directory of them")
       ->required();
-  app.add_option("--app-traces", app_traces, "directory of application traces (Pollux format)");
-  app.add_option("--nodes", opts.nodes,
+  app.add_option("--app-traces", f.app_traces, "directory of application traces (Pollux format)");
+  app.add_option("--nodes", f.opts.nodes,
                  "nodes in the cluster; 0 sizes it from a Philly log's demand")
       ->capture_default_str();
-  app.add_option("--gpus-per-node", opts.gpus_per_node)->capture_default_str();
-  app.add_option("--interval", opts.interval_s, "seconds between scheduling rounds")
+  app.add_option("--gpus-per-node", f.opts.gpus_per_node)->capture_default_str();
+  app.add_option("--interval", f.opts.interval_s, "seconds between scheduling rounds")
       ->capture_default_str();
-  app.add_option("--restart-delay", opts.restart_delay_s,
+  app.add_option("--restart-delay", f.opts.restart_delay_s,
                  "seconds without progress after each reallocation")
       ->capture_default_str();
-  app.add_option("--out", out_dir, "write per-job CSVs, summary.json (and plots) here");
-  app.add_flag("--plot", plot, "with --out: JCT CDF and allocation PNGs (needs gnuplot)");
-  app.add_flag("-q,--quiet", quiet, "only the final JSON line");
-  CLI11_PARSE(app, argc, argv);
+  app.add_option("--out", f.out_dir, "write per-job CSVs, summary.json (and plots) here");
+  app.add_flag("--plot", f.plot, "with --out: JCT CDF and allocation PNGs (needs gnuplot)");
+  app.add_flag("-q,--quiet", f.quiet, "only the final JSON line");
+}
 
-  auto policy = weft::scheduler::MakePolicy(policy_name);
+// Simulates one workload file; its result, or the message and exit code of why not.
+struct Outcome {
+  std::optional<weft::sim::SimResult> result;
+  std::string error;
+  int exit_code = 0;
+};
+
+Outcome RunOne(const Flags& f, const std::string& file, weft::sim::AppCatalog& apps) {
+  int skipped = 0;
+  auto w = weft::sim::ReadWorkload(file, &skipped);
+  if (!w.ok()) return {std::nullopt, std::string(w.status().message()), 2};
+  if (!w->duration_jobs && f.app_traces.empty()) {
+    return {std::nullopt, file + " is a Pollux workload: --app-traces DIR is required", 2};
+  }
+  weft::sim::SimOptions run = f.opts;
+  if (f.opts.nodes == 0) run.nodes = NodesForTrace(*w, f.opts.gpus_per_node);
+  if (!f.quiet) {
+    std::cerr << absl::StrFormat(
+        "weft-sim: %s: %d jobs%s on %d nodes × %d GPUs, policy %s\n", w->name, w->jobs.size(),
+        skipped ? absl::StrCat(" (", skipped, " without GPUs or duration skipped)") : "",
+        run.nodes, run.gpus_per_node, f.policy_name);
+  }
+  // Policies keep state across rounds (Tiresias's queues): a fresh one per workload.
+  auto policy = weft::scheduler::MakePolicy(f.policy_name);
+  auto r = weft::sim::Simulate(*w, apps, **policy, weft::sim::JobModeFor(f.policy_name), run);
+  if (!r.ok()) return {std::nullopt, absl::StrCat(w->name, ": ", r.status().message()), 1};
+  if (!f.out_dir.empty()) {
+    auto s = weft::sim::WriteJobsCsv(
+        *r, absl::StrCat(f.out_dir, "/", f.policy_name, "-", w->name, ".csv"));
+    if (!s.ok()) return {std::nullopt, std::string(s.message()), 1};
+  }
+  return {std::move(*r), "", 0};
+}
+
+// Checks the flags; the exit code for bad ones (2) or trouble with --out (1), 0 if all is well.
+int Validate(const Flags& f) {
+  auto policy = weft::scheduler::MakePolicy(f.policy_name);
   if (!policy.ok()) {
     std::cerr << "weft-sim: --policy: " << policy.status().message() << "\n";
     return 2;
   }
-  if (plot && out_dir.empty()) {
+  if (f.plot && f.out_dir.empty()) {
     std::cerr << "weft-sim: --plot needs --out DIR\n";
     return 2;
   }
-  auto files = weft::sim::WorkloadFiles(workloads);
-  if (!files.ok()) {
-    std::cerr << "weft-sim: --workloads: " << files.status().message() << "\n";
-    return 2;
-  }
-  if (!out_dir.empty()) {
-    if (auto s = weft::MakeDirs(out_dir); !s.ok()) {
+  if (!f.out_dir.empty()) {
+    if (auto s = weft::MakeDirs(f.out_dir); !s.ok()) {
       std::cerr << "weft-sim: --out: " << s.message() << "\n";
       return 1;
     }
   }
-  weft::sim::AppCatalog apps(app_traces);
-  std::vector<weft::sim::SimResult> results;
-  const bool auto_nodes = opts.nodes == 0;
-  for (const std::string& f : *files) {
-    int skipped = 0;
-    auto w = weft::sim::ReadWorkload(f, &skipped);
-    if (!w.ok()) {
-      std::cerr << "weft-sim: " << w.status().message() << "\n";
-      return 2;
-    }
-    if (!w->duration_jobs && app_traces.empty()) {
-      std::cerr << "weft-sim: " << f << " is a Pollux workload: --app-traces DIR is required\n";
-      return 2;
-    }
-    weft::sim::SimOptions run = opts;
-    if (auto_nodes) run.nodes = NodesForTrace(*w, opts.gpus_per_node);
-    if (!quiet) {
-      std::cerr << absl::StrFormat("weft-sim: %s: %d jobs%s on %d nodes × %d GPUs, policy %s\n", w->name,
-                                   w->jobs.size(),
-                                   skipped ? absl::StrCat(" (", skipped, " without GPUs or duration skipped)") : "",
-                                   run.nodes, run.gpus_per_node, policy_name);
-    }
-    // Policies keep state across rounds (Tiresias's queues): a fresh one per workload.
-    auto fresh = weft::scheduler::MakePolicy(policy_name);
-    auto r = weft::sim::Simulate(*w, apps, **fresh, weft::sim::JobModeFor(policy_name), run);
-    if (!r.ok()) {
-      std::cerr << "weft-sim: " << w->name << ": " << r.status().message() << "\n";
-      return 1;
-    }
-    if (!out_dir.empty()) {
-      auto s = weft::sim::WriteJobsCsv(*r, absl::StrCat(out_dir, "/", policy_name, "-", w->name, ".csv"));
-      if (!s.ok()) {
-        std::cerr << "weft-sim: " << s.message() << "\n";
-        return 1;
-      }
-    }
-    results.push_back(std::move(*r));
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"weft-sim: trace-driven simulation of weft's scheduling policies"};
+  Flags f;
+  AddFlags(app, f);
+  CLI11_PARSE(app, argc, argv);
+  if (int rc = Validate(f); rc != 0) return rc;
+  auto files = weft::sim::WorkloadFiles(f.workloads);
+  if (!files.ok()) {
+    std::cerr << "weft-sim: --workloads: " << files.status().message() << "\n";
+    return 2;
   }
-  nlohmann::json summary = weft::sim::RunJson(policy_name, results);
-  if (!out_dir.empty()) {
-    auto s = weft::WriteFileAtomic(absl::StrCat(out_dir, "/", policy_name, "-summary.json"), summary.dump(2) + "\n");
-    if (s.ok() && plot) {
-      s = weft::sim::Plot(policy_name, results, out_dir);
+  weft::sim::AppCatalog apps(f.app_traces);
+  std::vector<weft::sim::SimResult> results;
+  for (const std::string& file : *files) {
+    Outcome one = RunOne(f, file, apps);
+    if (!one.result) {
+      std::cerr << "weft-sim: " << one.error << "\n";
+      return one.exit_code;
     }
+    results.push_back(std::move(*one.result));
+  }
+  nlohmann::json summary = weft::sim::RunJson(f.policy_name, results);
+  if (!f.out_dir.empty()) {
+    auto s = weft::WriteFileAtomic(absl::StrCat(f.out_dir, "/", f.policy_name, "-summary.json"),
+                                   summary.dump(2) + "\n");
+    if (s.ok() && f.plot) s = weft::sim::Plot(f.policy_name, results, f.out_dir);
     if (!s.ok()) {
       std::cerr << "weft-sim: " << s.message() << "\n";
       return 1;
     }
   }
-  if (!quiet) std::cout << weft::sim::Table(results);
+  if (!f.quiet) std::cout << weft::sim::Table(results);
   nlohmann::json last = summary;
   last.erase("workloads");
   std::cout << last.dump() << std::endl;

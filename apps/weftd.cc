@@ -94,142 +94,153 @@ std::string SelfDir() {
   return std::filesystem::path(buf).parent_path().string();
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{"weftd: the weft training service daemon"};
+// The command line, parsed and checked.
+struct Flags {
   std::string data_dir = "./weft-data";
   std::string listen = "127.0.0.1:8470";
   std::string coordinator_listen = "127.0.0.1:0";
   std::string config;
   std::string learner = SelfDir() + "/weft-learner";
-  app.add_option("--data-dir", data_dir, "directory for the store, jobs, logs and models")
+  std::string host;  // of --listen
+  int port = 0;
+};
+
+void AddFlags(CLI::App& app, Flags& f) {
+  app.add_option("--data-dir", f.data_dir, "directory for the store, jobs, logs and models")
       ->capture_default_str();
-  app.add_option("--listen", listen, "REST API address host:port")->capture_default_str();
-  app.add_option("--coordinator-listen", coordinator_listen,
+  app.add_option("--listen", f.listen, "REST API address host:port")->capture_default_str();
+  app.add_option("--coordinator-listen", f.coordinator_listen,
                  "gRPC address for learners (port 0 picks a free one)")
       ->capture_default_str();
-  app.add_option("--config", config, "YAML file listing the cluster's nodes (default: this host)");
-  app.add_option("--learner", learner, "path of the weft-learner binary")->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
-  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ weftd: %v");
+  app.add_option("--config", f.config, "YAML file listing the cluster's nodes (default: this host)");
+  app.add_option("--learner", f.learner, "path of the weft-learner binary")->capture_default_str();
+}
 
-  auto colon = listen.rfind(':');
-  int port = 0;
-  if (colon == std::string::npos || !absl::SimpleAtoi(listen.substr(colon + 1), &port)) {
-    std::cerr << "error: --listen must be host:port, got '" << listen << "'\n";
-    return 2;
+// InvalidArgument for a --listen that is not host:port or a learner that cannot run.
+absl::Status CheckFlags(Flags& f) {
+  auto colon = f.listen.rfind(':');
+  if (colon == std::string::npos || !absl::SimpleAtoi(f.listen.substr(colon + 1), &f.port)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--listen must be host:port, got '", f.listen, "'"));
   }
-  std::string host = listen.substr(0, colon);
-  if (access(learner.c_str(), X_OK) != 0) {
-    std::cerr << "error: learner binary " << learner << " is not executable (use --learner)\n";
-    return 2;
+  f.host = f.listen.substr(0, colon);
+  if (access(f.learner.c_str(), X_OK) != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("learner binary ", f.learner, " is not executable (use --learner)"));
   }
+  return absl::OkStatus();
+}
 
-  std::vector<weft::scheduler::Node> nodes = {ThisHost()};
-  std::map<std::string, std::vector<int>> cpusets;
-  if (!config.empty()) {
-    auto n = ReadNodes(config, &cpusets);
-    if (!n.ok()) {
-      std::cerr << "error: " << n.status().message() << "\n";
-      return 2;
-    }
-    nodes = *n;
-  }
-
-  // Every file weftd writes that matters goes through one Env (common/env.h).
-  weft::Env& env = weft::Env::Default();
-  if (auto s = env.MakeDirs(data_dir + "/jobs"); !s.ok()) {
-    std::cerr << "error: " << s.message() << "\n";
-    return 1;
-  }
-  data_dir = std::filesystem::canonical(data_dir).string();
-  // One weftd per data directory.
+// The data directory made, canonical and locked for this weftd (one weftd per directory; the
+// lock is held until the process exits).
+absl::StatusOr<std::string> LockDataDir(weft::Env& env, const std::string& dir) {
+  if (auto s = env.MakeDirs(dir + "/jobs"); !s.ok()) return s;
+  std::string data_dir = std::filesystem::canonical(dir).string();
   int lock_fd = open((data_dir + "/weftd.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (lock_fd < 0 || flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
-    std::cerr << "error: another weftd is using " << data_dir << "\n";
-    return 1;
+    return absl::FailedPreconditionError(absl::StrCat("another weftd is using ", data_dir));
   }
+  return data_dir;
+}
 
-  auto store = weft::SqliteStore::Open(data_dir + "/weft.db");
-  if (!store.ok()) {
-    std::cerr << "error: " << store.status().message() << "\n";
-    return 1;
-  }
-  weft::LocalExecutor executor(learner);
-  // Tenancy: the `default` tenant, and the admin token on first start (printed once).
+// The secret behind learners' per-job credentials (HMAC of the job id), kept in
+// <data-dir>/learner.key (0600) across restarts so adopted learners keep authenticating.
+absl::StatusOr<std::string> LearnerKey(weft::Env& env, const std::string& data_dir) {
+  const std::string key_file = data_dir + "/learner.key";
+  auto key = env.ReadFile(key_file);
+  if (key.ok()) return key;
+  std::string fresh = weft::NewSecretToken();
+  if (auto s = weft::WriteFileAtomic(env, key_file, fresh, 0600); !s.ok()) return s;
+  return fresh;
+}
+
+// Tenancy: the `default` tenant, and the admin token on the first start (printed once).
+absl::Status SetUpTenancy(weft::Env& env, weft::Store& store, const std::string& data_dir) {
   const weft::TimeMs now = weft::SystemClock::Get().NowMs();
-  if (auto s = weft::api::EnsureDefaultTenant(**store, now); !s.ok()) {
-    std::cerr << "error: " << s.message() << "\n";
-    return 1;
-  }
-  auto admin = weft::api::EnsureAdminToken(**store, data_dir, now, env);
-  if (!admin.ok()) {
-    std::cerr << "error: " << admin.status().message() << "\n";
-    return 1;
-  }
+  if (auto s = weft::api::EnsureDefaultTenant(store, now); !s.ok()) return s;
+  auto admin = weft::api::EnsureAdminToken(store, data_dir, now, env);
+  if (!admin.ok()) return admin.status();
   if (admin->has_value()) {
     std::cout << "weftd: admin token (shown once; also in " << data_dir
               << "/admin.token, mode 0600):\n  " << **admin << "\n"
               << std::flush;
   }
-  weft::scheduler::FairSharePolicy policy;
-  // The secret behind learners' per-job credentials (HMAC of the job id), kept across restarts so
-  // adopted learners keep authenticating.
-  const std::string key_file = data_dir + "/learner.key";
-  auto learner_key = env.ReadFile(key_file);
-  if (!learner_key.ok()) {
-    std::string fresh = weft::NewSecretToken();
-    if (auto s = weft::WriteFileAtomic(env, key_file, fresh, 0600); !s.ok()) {
-      std::cerr << "error: " << s.message() << "\n";
-      return 1;
+  return absl::OkStatus();
+}
+
+// The coordinator's gRPC server. Learners that outlive a weftd keep dialling its address, so
+// with port 0 asked for, the address of the previous weftd on this data directory is reused.
+absl::StatusOr<std::unique_ptr<weft::GrpcServer>> StartCoordinator(weft::Env& env,
+                                                                   const std::string& data_dir,
+                                                                   const std::string& listen,
+                                                                   grpc::Service* service) {
+  const std::string addr_file = data_dir + "/coordinator.addr";
+  absl::StatusOr<std::unique_ptr<weft::GrpcServer>> server = absl::UnavailableError("not started");
+  auto previous = env.ReadFile(addr_file);
+  if (previous.ok() && absl::EndsWith(listen, ":0") && !previous->empty()) {
+    server = weft::GrpcServer::Start(std::string(absl::StripAsciiWhitespace(*previous)), service);
+    if (!server.ok()) {
+      spdlog::warn("previous coordinator address {} is taken; learners still running from the "
+                   "previous weftd cannot reconnect and their jobs will be requeued",
+                   *previous);
     }
-    learner_key = fresh;
   }
+  if (!server.ok()) server = weft::GrpcServer::Start(listen, service);
+  if (!server.ok()) return server.status();
+  if (auto s = weft::WriteFileAtomic(env, addr_file, (*server)->address()); !s.ok()) return s;
+  return server;
+}
+
+// Prints `s` and returns weftd's exit code for it: 2 for a bad flag or config, 1 otherwise.
+int Fail(const absl::Status& s) {
+  std::cerr << "error: " << s.message() << "\n";
+  return absl::IsInvalidArgument(s) ? 2 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"weftd: the weft training service daemon"};
+  Flags flags;
+  AddFlags(app, flags);
+  CLI11_PARSE(app, argc, argv);
+  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ weftd: %v");
+  if (auto s = CheckFlags(flags); !s.ok()) return Fail(s);
+  std::vector<weft::scheduler::Node> nodes = {ThisHost()};
+  std::map<std::string, std::vector<int>> cpusets;
+  if (!flags.config.empty()) {
+    auto n = ReadNodes(flags.config, &cpusets);
+    if (!n.ok()) return Fail(n.status());
+    nodes = *n;
+  }
+  // Every file weftd writes that matters goes through one Env (common/env.h).
+  weft::Env& env = weft::Env::Default();
+  auto data_dir = LockDataDir(env, flags.data_dir);
+  if (!data_dir.ok()) return Fail(data_dir.status());
+  auto store = weft::SqliteStore::Open(*data_dir + "/weft.db");
+  if (!store.ok()) return Fail(store.status());
+  if (auto s = SetUpTenancy(env, **store, *data_dir); !s.ok()) return Fail(s);
+  auto learner_key = LearnerKey(env, *data_dir);
+  if (!learner_key.ok()) return Fail(learner_key.status());
+
+  weft::LocalExecutor executor(flags.learner);
+  weft::scheduler::FairSharePolicy policy;
   weft::ControllerOptions options;
-  options.data_dir = data_dir;
+  options.data_dir = *data_dir;
   options.learner_key = *learner_key;
   options.nodes = nodes;
   options.node_cpusets = cpusets;
   weft::Controller controller(**store, executor, policy, weft::SystemClock::Get(), options, env);
   weft::CoordinatorService service(controller, controller.credentials(),
                                    static_cast<int>(options.heartbeat_interval_ms));
-  // Learners that outlive a weftd keep dialling the coordinator's address: reuse the address of
-  // the previous weftd on this data directory when no fixed port was asked for.
-  const std::string addr_file = data_dir + "/coordinator.addr";
-  absl::StatusOr<std::unique_ptr<weft::GrpcServer>> grpc_server =
-      absl::UnavailableError("not started");
-  auto previous = env.ReadFile(addr_file);
-  if (previous.ok() && absl::EndsWith(coordinator_listen, ":0") && !previous->empty()) {
-    grpc_server = weft::GrpcServer::Start(std::string(absl::StripAsciiWhitespace(*previous)),
-                                          &service);
-    if (!grpc_server.ok()) {
-      spdlog::warn("previous coordinator address {} is taken; learners still running from the "
-                   "previous weftd cannot reconnect and their jobs will be requeued",
-                   *previous);
-    }
-  }
-  if (!grpc_server.ok()) grpc_server = weft::GrpcServer::Start(coordinator_listen, &service);
-  if (grpc_server.ok()) {
-    if (auto s = weft::WriteFileAtomic(env, addr_file, (*grpc_server)->address()); !s.ok()) {
-      std::cerr << "error: " << s.message() << "\n";
-      return 1;
-    }
-  }
-  if (!grpc_server.ok()) {
-    std::cerr << "error: " << grpc_server.status().message() << "\n";
-    return 1;
-  }
+  auto grpc_server = StartCoordinator(env, *data_dir, flags.coordinator_listen, &service);
+  if (!grpc_server.ok()) return Fail(grpc_server.status());
   controller.SetCoordinatorAddress((*grpc_server)->address());
   if (auto s = controller.Recover(); !s.ok()) {
-    std::cerr << "error: recovery failed: " << s.message() << "\n";
-    return 1;
+    return Fail(absl::InternalError(absl::StrCat("recovery failed: ", s.message())));
   }
   weft::api::RestServer rest(**store, controller);
-  if (auto s = rest.Start(host, port); !s.ok()) {
-    std::cerr << "error: " << s.message() << "\n";
-    return 1;
-  }
+  if (auto s = rest.Start(flags.host, flags.port); !s.ok()) return Fail(s);
   controller.StartLoop();
 
   struct sigaction sa {};
@@ -240,7 +251,7 @@ int main(int argc, char** argv) {
   double cpus = 0;
   for (const auto& n : nodes) cpus += n.capacity.cpus;
   spdlog::info("listening on http://{}:{} (data dir {}, {} node(s), {} cpus, learners report to {})",
-               host, port, data_dir, nodes.size(), cpus, (*grpc_server)->address());
+               flags.host, flags.port, *data_dir, nodes.size(), cpus, (*grpc_server)->address());
   while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(200));
   spdlog::info("shutting down");
   rest.Stop();

@@ -11,8 +11,10 @@
 namespace weft {
 
 void Controller::ScheduleLocked(const std::vector<JobRecord>& jobs) {
+  const AttemptTracker& attempts = attempts_;  // read under mu_, which this round holds
   ClusterView::Round round = view_.ForRound(
-      jobs, [this](const std::string& id) { return attempts_.NotBefore(id); }, clock_.NowMs());
+      jobs, [&attempts](const std::string& id) { return attempts.NotBefore(id); },
+      clock_.NowMs());
   std::map<std::string, scheduler::Waiting> waiting = round.held;
   const auto& queued = round.snapshot.jobs;
   if (std::none_of(queued.begin(), queued.end(), [](const auto& j) { return j.Waiting(); })) {

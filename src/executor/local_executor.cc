@@ -39,7 +39,7 @@ LocalExecutor::LocalExecutor(std::string learner_binary, const Clock& clock)
     : learner_binary_(std::move(learner_binary)), clock_(clock) {}
 
 LocalExecutor::~LocalExecutor() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (const Child& c : children_) {
     ::kill(-c.pid, SIGKILL);
     int status;
@@ -100,7 +100,7 @@ absl::StatusOr<int64_t> LocalExecutor::Start(const LearnerLaunch& launch) {
         absl::StrCat("cannot start learner ", learner_binary_, ": ", strerror(rc)));
   }
   if (!launch.cpuset.empty()) Pin(pid, launch.cpuset);
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   children_.push_back({launch, pid, 0});
   return static_cast<int64_t>(pid);
 }
@@ -131,7 +131,7 @@ void LocalExecutor::Pin(int64_t pid, const std::vector<int>& cpus) {
 }
 
 absl::Status LocalExecutor::Stop(const std::string& job_id, int64_t grace_ms) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (Child& c : children_) {
     if (c.launch.job_id != job_id) continue;
     ::kill(-c.pid, grace_ms <= 0 ? SIGKILL : SIGTERM);
@@ -188,13 +188,13 @@ absl::Status LocalExecutor::Adopt(const LearnerLaunch& launch, int64_t pid) {
     return absl::NotFoundError(absl::StrCat("no live learner of ", launch.job_id, " attempt ",
                                             launch.attempt, " at pid ", pid));
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   children_.push_back({launch, static_cast<pid_t>(pid), 0, /*adopted=*/true});
   return absl::OkStatus();
 }
 
 std::vector<LearnerExit> LocalExecutor::Reap() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::vector<LearnerExit> exits;
   TimeMs now = clock_.NowMs();
   for (auto it = children_.begin(); it != children_.end();) {
@@ -231,7 +231,7 @@ absl::StatusOr<std::pair<std::string, int>> LocalExecutor::RendezvousAddress(
 }
 
 int LocalExecutor::Running(const std::string& job_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   int n = 0;
   for (const Child& c : children_) {
     if (c.launch.job_id != job_id) continue;

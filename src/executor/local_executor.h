@@ -4,11 +4,11 @@
 
 #include <sys/types.h>
 
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "common/clock.h"
 #include "executor/executor.h"
 
@@ -51,7 +51,7 @@ class LocalExecutor : public Executor {
 
   std::string learner_binary_;
   const Clock& clock_;
-  std::mutex mu_;
+  absl::Mutex mu_;
   std::vector<Child> children_ ABSL_GUARDED_BY(mu_);
 };
 

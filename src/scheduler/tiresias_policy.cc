@@ -7,7 +7,7 @@
 
 namespace weft::scheduler {
 
-Decisions TiresiasPolicy::Schedule(const ClusterSnapshot& snapshot) {
+void TiresiasPolicy::UpdateQueues(const ClusterSnapshot& snapshot) {
   // Attach this round's requests; new jobs join the end of queue 0.
   for (auto& [id, st] : state_) st.job = nullptr;
   for (const JobRequest& j : snapshot.jobs) {
@@ -26,14 +26,11 @@ Decisions TiresiasPolicy::Schedule(const ClusterSnapshot& snapshot) {
   for (auto it = state_.begin(); it != state_.end();) {
     it = it->second.job == nullptr ? state_.erase(it) : std::next(it);
   }
-
   // Account executed time; demote jobs past the threshold, keeping queue 0's order.
   std::vector<State*> still0;
   still0.reserve(queue0_.size());
   for (State* st : queue0_) {
-    if (st->running) {
-      st->executed_s += (snapshot.now_ms - st->last_check_ms) / 1000.0;
-    }
+    if (st->running) st->executed_s += (snapshot.now_ms - st->last_check_ms) / 1000.0;
     st->last_check_ms = snapshot.now_ms;
     if (st->running && st->executed_s * st->job->learners >= threshold_s_) {
       st->queue = 1;
@@ -49,32 +46,41 @@ Decisions TiresiasPolicy::Schedule(const ClusterSnapshot& snapshot) {
       st->last_check_ms = snapshot.now_ms;
     }
   }
+}
 
-  // Which jobs run: whole gangs against the cluster's total, in queue order.
+std::vector<const JobRequest*> TiresiasPolicy::PickRunning(const ClusterSnapshot& snapshot,
+                                                          Decisions* d) {
+  // Whole gangs against the cluster's total, in queue order.
   Resources left;
   for (const Node& n : snapshot.nodes) left += n.capacity;
-  Decisions d;
   std::vector<const JobRequest*> run_order;
   for (const auto* q : {&queue0_, &queue1_}) {
-    for (State* sp : *q) {
-      const JobRequest& j = *sp->job;
-      State& st = *sp;
-      const std::string& id = j.job_id;
-      Resources gang;
-      for (int k = 0; k < j.learners; ++k) gang += j.per_learner;
+    for (State* st : *q) {
+      const JobRequest& j = *st->job;
+      const Resources gang = j.per_learner.Times(j.learners);
       if (left.Fits(gang)) {
         left -= gang;
-        st.running = true;
+        st->running = true;
         run_order.push_back(&j);
-      } else {
-        st.running = false;
-        if (!j.Waiting()) d.preempted.push_back(id);
-        if (snapshot.explain) d.waiting.push_back({id, WaitCode::kOutranked, absl::StrCat("waiting: ", j.learners, " learners do not fit in what "
-                                              "queue ", st.queue, " jobs ahead of it leave")});
+        continue;
+      }
+      st->running = false;
+      if (!j.Waiting()) d->preempted.push_back(j.job_id);
+      if (snapshot.explain) {
+        d->waiting.push_back({j.job_id, WaitCode::kOutranked,
+                              absl::StrCat("waiting: ", j.learners,
+                                           " learners do not fit in what queue ", st->queue,
+                                           " jobs ahead of it leave")});
       }
     }
   }
+  return run_order;
+}
 
+Decisions TiresiasPolicy::Schedule(const ClusterSnapshot& snapshot) {
+  UpdateQueues(snapshot);
+  Decisions d;
+  std::vector<const JobRequest*> run_order = PickRunning(snapshot, &d);
   // Running jobs keep their nodes; new ones take the most free nodes.
   FreeMap free(snapshot.nodes);
   for (const JobRequest* j : run_order) {
@@ -86,10 +92,13 @@ Decisions TiresiasPolicy::Schedule(const ClusterSnapshot& snapshot) {
     p.job_id = j->job_id;
     if (free.PlaceMostFree(j->learners, j->per_learner, &p.learner_nodes)) {
       d.placements.push_back(std::move(p));
-    } else {
-      state_.at(j->job_id).running = false;
-      if (snapshot.explain) d.waiting.push_back({j->job_id, WaitCode::kNoRoom, absl::StrCat("waiting: no node set has room for ", j->learners,
-                                                   " learners (fragmented)")});
+      continue;
+    }
+    state_.at(j->job_id).running = false;
+    if (snapshot.explain) {
+      d.waiting.push_back({j->job_id, WaitCode::kNoRoom,
+                           absl::StrCat("waiting: no node set has room for ", j->learners,
+                                        " learners (fragmented)")});
     }
   }
   return d;

@@ -35,6 +35,11 @@ class TiresiasPolicy : public Policy {
     int queue = 0;
     const JobRequest* job = nullptr;  // this round's request; null once the job is gone
   };
+  // Attaches this round's jobs, forgets finished ones, accounts executed time and demotes.
+  void UpdateQueues(const ClusterSnapshot& snapshot);
+  // The jobs that run this round, in queue order; the others are preempted or wait.
+  std::vector<const JobRequest*> PickRunning(const ClusterSnapshot& snapshot, Decisions* d);
+
   double threshold_s_;
   // Queues hold pointers into state_ (node-based map: pointers stay valid).
   std::vector<State*> queue0_, queue1_;

@@ -68,13 +68,8 @@ int64_t CanonicalPlacementId(const NodeCounts& placement) {
   return id;
 }
 
-absl::StatusOr<std::unique_ptr<AppTrace>> AppTrace::Load(const std::string& dir) {
-  auto app = std::make_unique<AppTrace>();
-  std::string d = dir;
-  while (d.size() > 1 && d.back() == '/') d.pop_back();
-  app->name_ = d.substr(d.find_last_of('/') + 1);
-
-  // placements.csv
+absl::Status AppTrace::LoadPlacements(const std::string& d, std::vector<Delaunay3::Point>* points,
+                                      std::vector<double>* values) {
   const std::string ppath = d + "/placements.csv";
   auto pt = ReadCsv(ppath);
   if (!pt.ok()) return pt.status();
@@ -89,65 +84,64 @@ absl::StatusOr<std::unique_ptr<AppTrace>> AppTrace::Load(const std::string& dir)
   if (pt->rows.empty()) return absl::InvalidArgumentError(ppath + ": no rows");
   // Grouped (nodes, replicas, local_bsz) means, the first part of the 3-D point set.
   std::map<std::array<double, 3>, std::array<double, 3>> grouped;  // key -> sum step, sum sync, n
-  app->bmin_ = INT32_MAX;
-  app->bmax_ = 0;
+  bmin_ = INT32_MAX;
+  bmax_ = 0;
   for (size_t i = 0; i < pt->rows.size(); ++i) {
     const std::string& ptxt = pt->rows[i][pc];
     NodeCounts counts;
     for (char ch : ptxt) {
       if (ch < '0' || ch > '9') {
-        return absl::InvalidArgumentError(absl::StrCat(ppath, " row ", i + 2, ": bad placement '", ptxt, "'"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(ppath, " row ", i + 2, ": bad placement '", ptxt, "'"));
       }
       counts.push_back(ch - '0');
     }
-    int64_t id = CanonicalPlacementId(counts);
-    app->placements_[id].push_back({(*lb)[i], (*st)[i], (*sy)[i]});
+    placements_[CanonicalPlacementId(counts)].push_back({(*lb)[i], (*st)[i], (*sy)[i]});
     int replicas = 0;
     for (int c : counts) replicas += c;
     auto& g = grouped[{static_cast<double>(ptxt.size()), static_cast<double>(replicas), (*lb)[i]}];
     g[0] += (*st)[i];
     g[1] += (*sy)[i];
     g[2] += 1;
-    app->bmin_ = std::min(app->bmin_, static_cast<int>((*lb)[i]));
-    app->bmax_ = std::max(app->bmax_, static_cast<int>((*lb)[i]));
+    bmin_ = std::min(bmin_, static_cast<int>((*lb)[i]));
+    bmax_ = std::max(bmax_, static_cast<int>((*lb)[i]));
   }
-  for (auto& [id, rows] : app->placements_) {
+  for (auto& [id, rows] : placements_) {
     std::stable_sort(rows.begin(), rows.end(),
                      [](const Row& a, const Row& b) { return a.local_bsz < b.local_bsz; });
   }
-  std::vector<Delaunay3::Point> points;
-  std::vector<double> values;
   for (const auto& [key, g] : grouped) {
-    points.push_back(key);
-    values.push_back(g[0] / g[2]);
-    values.push_back(g[1] / g[2]);
+    points->push_back(key);
+    values->push_back(g[0] / g[2]);
+    values->push_back(g[1] / g[2]);
   }
+  return absl::OkStatus();
+}
+
+absl::Status AppTrace::LoadScalability(const std::string& d,
+                                       std::vector<Delaunay3::Point>* points,
+                                       std::vector<double>* values) {
   const std::string spath = d + "/scalability.csv";
   auto sc = ReadCsv(spath);
-  if (sc.ok()) {
-    auto nn = Column(*sc, "num_nodes", spath);
-    auto nr = Column(*sc, "num_replicas", spath);
-    auto sl = Column(*sc, "local_bsz", spath);
-    auto ss = Column(*sc, "step_time", spath);
-    auto sx = Column(*sc, "sync_time", spath);
-    for (const auto* c : {&nn, &nr, &sl, &ss, &sx}) {
-      if (!c->ok()) return c->status();
-    }
-    for (size_t i = 0; i < sc->rows.size(); ++i) {
-      points.push_back({(*nn)[i], (*nr)[i], (*sl)[i]});
-      values.push_back((*ss)[i]);
-      values.push_back((*sx)[i]);
-    }
-  } else if (!absl::IsNotFound(sc.status())) {
-    return sc.status();
+  if (absl::IsNotFound(sc.status())) return absl::OkStatus();  // optional
+  if (!sc.ok()) return sc.status();
+  auto nn = Column(*sc, "num_nodes", spath);
+  auto nr = Column(*sc, "num_replicas", spath);
+  auto sl = Column(*sc, "local_bsz", spath);
+  auto ss = Column(*sc, "step_time", spath);
+  auto sx = Column(*sc, "sync_time", spath);
+  for (const auto* c : {&nn, &nr, &sl, &ss, &sx}) {
+    if (!c->ok()) return c->status();
   }
-  if (points.size() >= 4) {
-    auto del = Delaunay3::Build(std::move(points), std::move(values), 2);
-    if (!del.ok()) return del.status();
-    app->scatter_ = std::move(*del);
+  for (size_t i = 0; i < sc->rows.size(); ++i) {
+    points->push_back({(*nn)[i], (*nr)[i], (*sl)[i]});
+    values->push_back((*ss)[i]);
+    values->push_back((*sx)[i]);
   }
+  return absl::OkStatus();
+}
 
-  // validation-<B>.csv
+absl::Status AppTrace::LoadValidations(const std::string& d) {
   DIR* dh = opendir(d.c_str());
   if (dh == nullptr) return absl::NotFoundError(absl::StrCat(d, ": cannot open directory"));
   std::vector<std::string> vfiles;
@@ -160,7 +154,8 @@ absl::StatusOr<std::unique_ptr<AppTrace>> AppTrace::Load(const std::string& dir)
     Validation v;
     std::string b = f.substr(11, f.size() - 15);
     if (!absl::SimpleAtoi(b, &v.batch_size) || v.batch_size <= 0) {
-      return absl::InvalidArgumentError(absl::StrCat(d, "/", f, ": batch size not a positive integer"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(d, "/", f, ": batch size not a positive integer"));
     }
     const std::string vpath = d + "/" + f;
     auto vt = ReadCsv(vpath);
@@ -177,29 +172,50 @@ absl::StatusOr<std::unique_ptr<AppTrace>> AppTrace::Load(const std::string& dir)
     v.grad_sqr = *gs;
     v.grad_var = *gv;
     if (v.progress.empty()) return absl::InvalidArgumentError(vpath + ": no rows");
-    app->validations_.push_back(std::move(v));
+    validations_.push_back(std::move(v));
   }
-  if (app->validations_.empty()) return absl::InvalidArgumentError(d + ": no validation-<B>.csv");
-  std::sort(app->validations_.begin(), app->validations_.end(),
+  if (validations_.empty()) return absl::InvalidArgumentError(d + ": no validation-<B>.csv");
+  std::sort(validations_.begin(), validations_.end(),
             [](const Validation& a, const Validation& b) { return a.batch_size < b.batch_size; });
-  app->b0_ = app->validations_.front().batch_size;
-  app->bmax_total_ = app->validations_.back().batch_size;
+  return absl::OkStatus();
+}
 
+void AppTrace::IndexEpochs() {
+  b0_ = validations_.front().batch_size;
+  bmax_total_ = validations_.back().batch_size;
   size_t rows = SIZE_MAX;
-  for (const Validation& v : app->validations_) rows = std::min(rows, v.progress.size());
-  app->max_epochs_ = static_cast<int>(rows);
+  for (const Validation& v : validations_) rows = std::min(rows, v.progress.size());
+  max_epochs_ = static_cast<int>(rows);
   for (const Override& o : kOverrides) {
-    if (app->name_ == o.name) {
-      app->max_epochs_ = std::min<int>(o.max_epochs, static_cast<int>(rows));
-      if (o.max_local_bsz > 0) app->bmax_ = o.max_local_bsz;
+    if (name_ == o.name) {
+      max_epochs_ = std::min<int>(o.max_epochs, static_cast<int>(rows));
+      if (o.max_local_bsz > 0) bmax_ = o.max_local_bsz;
     }
   }
-  app->epoch_start_.assign(app->max_epochs_ + 1, 0.0);
-  for (int e = 1; e <= app->max_epochs_; ++e) {
+  epoch_start_.assign(max_epochs_ + 1, 0.0);
+  for (int e = 1; e <= max_epochs_; ++e) {
     double p = INFINITY;
-    for (const Validation& v : app->validations_) p = std::min(p, v.progress[e - 1]);
-    app->epoch_start_[e] = p;
+    for (const Validation& v : validations_) p = std::min(p, v.progress[e - 1]);
+    epoch_start_[e] = p;
   }
+}
+
+absl::StatusOr<std::unique_ptr<AppTrace>> AppTrace::Load(const std::string& dir) {
+  auto app = std::make_unique<AppTrace>();
+  std::string d = dir;
+  while (d.size() > 1 && d.back() == '/') d.pop_back();
+  app->name_ = d.substr(d.find_last_of('/') + 1);
+  std::vector<Delaunay3::Point> points;
+  std::vector<double> values;
+  if (absl::Status s = app->LoadPlacements(d, &points, &values); !s.ok()) return s;
+  if (absl::Status s = app->LoadScalability(d, &points, &values); !s.ok()) return s;
+  if (points.size() >= 4) {
+    auto del = Delaunay3::Build(std::move(points), std::move(values), 2);
+    if (!del.ok()) return del.status();
+    app->scatter_ = std::move(*del);
+  }
+  if (absl::Status s = app->LoadValidations(d); !s.ok()) return s;
+  app->IndexEpochs();
   return app;
 }
 

@@ -91,6 +91,15 @@ class AppTrace {
     int batch_size;
     std::vector<double> progress, iteration, grad_sqr, grad_var;
   };
+  // Load's parts: placements.csv (step times by placement) and the optional scalability.csv
+  // add to the 3-D point set of the step-time scatter; validation-<B>.csv files, ascending.
+  absl::Status LoadPlacements(const std::string& dir, std::vector<Delaunay3::Point>* points,
+                              std::vector<double>* values);
+  absl::Status LoadScalability(const std::string& dir, std::vector<Delaunay3::Point>* points,
+                               std::vector<double>* values);
+  absl::Status LoadValidations(const std::string& dir);
+  // B0, the largest batch, the epoch budget and P(e) from the validations.
+  void IndexEpochs();
   // Bracketing validated curves for a total batch; *x = the batch to interpolate at.
   void Bracket(double batch_size, const Validation** lo, const Validation** hi, double* x) const;
 

@@ -225,183 +225,226 @@ class SimJob : public scheduler::JobModel {
   mutable std::unordered_map<uint64_t, double> goodput_cache_;
 };
 
+// One run of the simulator: the jobs, the persistent snapshot the policy sees, and the result.
+// The snapshot persists across rounds: jobs enter when submitted, leave when complete, and only
+// what changed is updated, so long queues cost little per round.
+class Simulation {
+ public:
+  Simulation(const Workload& workload, scheduler::Policy& policy, const SimOptions& options)
+      : workload_(workload), policy_(policy), options_(options),
+        total_gpus_(options.nodes * options.gpus_per_node) {}
+
+  absl::Status AddJobs(AppCatalog& apps, JobMode mode);
+  absl::StatusOr<SimResult> Run();
+
+ private:
+  scheduler::JobRequest RequestFor(size_t i) const;
+  // Completed jobs leave (their GPUs are free from this round); jobs submitted by `t` arrive.
+  void LeaveAndArrive(double t);
+  // One scheduling round at time `t`: refresh the snapshot, schedule, check, apply.
+  absl::Status Round(double t);
+  void Summarize();
+
+  const Workload& workload_;
+  scheduler::Policy& policy_;
+  const SimOptions& options_;
+  const int total_gpus_;
+  std::vector<std::unique_ptr<SimJob>> jobs_;
+  std::vector<size_t> by_submit_;  // submission order for admission; ties keep workload order
+  std::vector<scheduler::Node> nodes_;
+  std::unordered_map<std::string, int> node_index_;
+  std::vector<size_t> active_;  // indices into jobs_, workload order; parallel to snap_.jobs
+  scheduler::ClusterSnapshot snap_;
+  size_t next_ = 0, done_ = 0;
+  SimResult result_;
+};
+
+absl::Status Simulation::AddJobs(AppCatalog& apps, JobMode mode) {
+  jobs_.reserve(workload_.jobs.size());
+  for (const WorkloadJob& wj : workload_.jobs) {
+    const AppTrace* app = nullptr;
+    if (!workload_.duration_jobs) {
+      auto a = apps.Get(wj.app);
+      if (!a.ok()) return a.status();
+      app = *a;
+    }
+    if (mode == JobMode::kRigid && wj.replicas > total_gpus_) {
+      return absl::InvalidArgumentError(absl::StrCat(workload_.name, ": job ", wj.name,
+                                                     " asks for ", wj.replicas,
+                                                     " GPUs, the cluster has ", total_gpus_));
+    }
+    jobs_.push_back(std::make_unique<SimJob>(wj, app, mode, total_gpus_));
+  }
+  by_submit_.resize(jobs_.size());
+  for (size_t i = 0; i < by_submit_.size(); ++i) by_submit_[i] = i;
+  std::stable_sort(by_submit_.begin(), by_submit_.end(), [&](size_t a, size_t b) {
+    return workload_.jobs[a].submit_s < workload_.jobs[b].submit_s;
+  });
+  nodes_.resize(options_.nodes);
+  for (int n = 0; n < options_.nodes; ++n) {
+    nodes_[n].name = absl::StrCat("n", n);
+    nodes_[n].capacity.gpus = options_.gpus_per_node;
+    node_index_[nodes_[n].name] = n;
+  }
+  snap_.explain = false;
+  snap_.nodes = nodes_;
+  result_.workload = workload_.name;
+  result_.policy = policy_.Name();
+  result_.total_gpus = total_gpus_;
+  return absl::OkStatus();
+}
+
+scheduler::JobRequest Simulation::RequestFor(size_t i) const {
+  const SimJob& j = *jobs_[i];
+  scheduler::JobRequest req;
+  req.job_id = j.spec().name;
+  req.tenant = j.spec().tenant;
+  req.submitted_ms = static_cast<TimeMs>(j.spec().submit_s * 1000);
+  req.learners = j.spec().replicas;
+  req.min_learners = j.min_learners();
+  req.max_learners = j.max_learners();
+  req.per_learner.gpus = 1;
+  req.model = &j;
+  return req;
+}
+
+void Simulation::LeaveAndArrive(double t) {
+  size_t kept = 0;
+  for (size_t k = 0; k < active_.size(); ++k) {
+    if (jobs_[active_[k]]->complete()) continue;
+    if (kept != k) {
+      active_[kept] = active_[k];
+      snap_.jobs[kept] = std::move(snap_.jobs[k]);
+    }
+    ++kept;
+  }
+  done_ += active_.size() - kept;
+  active_.resize(kept);
+  snap_.jobs.resize(kept);
+  bool arrived = false;
+  while (next_ < by_submit_.size() && workload_.jobs[by_submit_[next_]].submit_s <= t) {
+    size_t i = by_submit_[next_++];
+    arrived = arrived || (!active_.empty() && i < active_.back());
+    active_.push_back(i);
+    snap_.jobs.push_back(RequestFor(i));
+  }
+  if (!arrived) return;
+  // A workload not sorted by time: restore workload order.
+  std::vector<size_t> order(active_.size());
+  for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return active_[a] < active_[b]; });
+  std::vector<size_t> a2;
+  std::vector<scheduler::JobRequest> j2;
+  for (size_t k : order) {
+    a2.push_back(active_[k]);
+    j2.push_back(std::move(snap_.jobs[k]));
+  }
+  active_ = std::move(a2);
+  snap_.jobs = std::move(j2);
+}
+
+absl::Status Simulation::Round(double t) {
+  snap_.now_ms = static_cast<TimeMs>(t * 1000);
+  for (auto& n : snap_.nodes) n.allocated = {};
+  for (size_t k = 0; k < active_.size(); ++k) {
+    const SimJob& j = *jobs_[active_[k]];
+    if (j.alloc().empty()) continue;
+    for (int n : j.alloc()) snap_.nodes[n].allocated.gpus += 1;
+    snap_.jobs[k].attained_service = j.attained();
+    snap_.jobs[k].restarts = j.restarts();
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  scheduler::Decisions d = policy_.Schedule(snap_);
+  result_.policy_seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ++result_.rounds;
+  // A decision that over-commits a node or places a job it should not stops the run.
+  if (absl::Status ok = scheduler::CheckDecisions(snap_, d); !ok.ok()) {
+    return absl::InternalError(absl::StrCat(policy_.Name(), " at t=", t, ": ", ok.message()));
+  }
+  std::unordered_map<std::string, std::vector<int>> changes;
+  for (const auto& id : d.preempted) changes[id] = {};
+  for (const auto& p : d.placements) {
+    std::vector<int> alloc;
+    for (const auto& name : p.learner_nodes) alloc.push_back(node_index_.at(name));
+    changes[p.job_id] = std::move(alloc);
+  }
+  int allocated = 0;
+  for (size_t k = 0; k < active_.size(); ++k) {
+    SimJob& j = *jobs_[active_[k]];
+    auto it = changes.find(j.spec().name);
+    if (it != changes.end() && it->second != j.alloc()) {
+      j.Reallocate(it->second, t, options_.restart_delay_s);
+      auto& names = snap_.jobs[k].allocation;
+      names.clear();
+      for (int n : j.alloc()) names.push_back(nodes_[n].name);
+    }
+    allocated += static_cast<int>(j.alloc().size());
+  }
+  if (result_.allocated_gpus.empty() || result_.allocated_gpus.back().second != allocated) {
+    result_.allocated_gpus.emplace_back(t, allocated);
+  }
+  return absl::OkStatus();
+}
+
+void Simulation::Summarize() {
+  double held = 0, sum = 0;
+  std::vector<double> jcts;
+  for (const auto& j : jobs_) {
+    JobResult r = j->Result();
+    result_.makespan_s = std::max(result_.makespan_s, r.completion_s);
+    result_.restarts += r.restarts;
+    held += r.gpu_seconds;
+    jcts.push_back(r.jct_s);
+    sum += r.jct_s;
+    result_.jobs.push_back(std::move(r));
+  }
+  if (!jcts.empty()) {
+    result_.avg_jct_s = sum / jcts.size();
+    result_.p50_jct_s = Percentile(jcts, 50);
+    result_.p99_jct_s = Percentile(jcts, 99);
+  }
+  if (result_.makespan_s > 0) {
+    result_.gpu_utilisation = held / (total_gpus_ * result_.makespan_s);
+  }
+}
+
+absl::StatusOr<SimResult> Simulation::Run() {
+  const double dt = options_.interval_s;
+  double t = 0;
+  while (done_ < jobs_.size()) {
+    if (active_.empty() && next_ < by_submit_.size()) {
+      // Nothing runs: jump to the round before the next submission.
+      double boundary = std::ceil(workload_.jobs[by_submit_[next_]].submit_s / dt) * dt - dt;
+      if (boundary > t) t = boundary;
+    }
+    for (size_t i : active_) {
+      if (jobs_[i]->alloc().empty()) continue;
+      jobs_[i]->Advance(dt, t);
+      if (!jobs_[i]->error().ok()) return jobs_[i]->error();
+    }
+    t += dt;
+    LeaveAndArrive(t);
+    if (active_.empty()) continue;
+    if (absl::Status s = Round(t); !s.ok()) return s;
+  }
+  Summarize();
+  return std::move(result_);
+}
+
 }  // namespace
 
 absl::StatusOr<SimResult> Simulate(const Workload& workload, AppCatalog& apps,
                                    scheduler::Policy& policy, JobMode mode,
                                    const SimOptions& options) {
-  const int total_gpus = options.nodes * options.gpus_per_node;
   if (options.nodes < 1 || options.gpus_per_node < 1 || options.interval_s < 1 ||
       options.restart_delay_s < 0) {
     return absl::InvalidArgumentError("nodes, gpus per node and interval must be positive");
   }
-  std::vector<std::unique_ptr<SimJob>> jobs;
-  jobs.reserve(workload.jobs.size());
-  for (const WorkloadJob& wj : workload.jobs) {
-    const AppTrace* app = nullptr;
-    if (!workload.duration_jobs) {
-      auto a = apps.Get(wj.app);
-      if (!a.ok()) return a.status();
-      app = *a;
-    }
-    if (mode == JobMode::kRigid && wj.replicas > total_gpus) {
-      return absl::InvalidArgumentError(absl::StrCat(workload.name, ": job ", wj.name, " asks for ",
-                                                     wj.replicas, " GPUs, the cluster has ", total_gpus));
-    }
-    jobs.push_back(std::make_unique<SimJob>(wj, app, mode, total_gpus));
-  }
-  // Submission order for admission; ties keep workload order.
-  std::vector<size_t> by_submit(jobs.size());
-  for (size_t i = 0; i < by_submit.size(); ++i) by_submit[i] = i;
-  std::stable_sort(by_submit.begin(), by_submit.end(), [&](size_t a, size_t b) {
-    return workload.jobs[a].submit_s < workload.jobs[b].submit_s;
-  });
-
-  std::vector<scheduler::Node> nodes(options.nodes);
-  for (int n = 0; n < options.nodes; ++n) {
-    nodes[n].name = absl::StrCat("n", n);
-    nodes[n].capacity.gpus = options.gpus_per_node;
-  }
-  std::unordered_map<std::string, int> node_index;
-  for (int n = 0; n < options.nodes; ++n) node_index[nodes[n].name] = n;
-
-  SimResult result;
-  result.workload = workload.name;
-  result.policy = policy.Name();
-  result.total_gpus = total_gpus;
-  // The snapshot persists across rounds: jobs enter when submitted, leave when complete, and
-  // only what changed is updated, so long queues cost little per round.
-  std::vector<size_t> active;  // indices into jobs, workload order; parallel to snap.jobs
-  scheduler::ClusterSnapshot snap;
-  snap.explain = false;
-  snap.nodes = nodes;
-  auto request_for = [&](size_t i) {
-    const SimJob& j = *jobs[i];
-    scheduler::JobRequest req;
-    req.job_id = j.spec().name;
-    req.tenant = j.spec().tenant;
-    req.submitted_ms = static_cast<TimeMs>(j.spec().submit_s * 1000);
-    req.learners = j.spec().replicas;
-    req.min_learners = j.min_learners();
-    req.max_learners = j.max_learners();
-    req.per_learner.gpus = 1;
-    req.model = &j;
-    return req;
-  };
-  size_t next = 0, done = 0;
-  const double dt = options.interval_s;
-  double t = 0;
-  std::unordered_map<std::string, std::vector<int>> changes;
-  while (done < jobs.size()) {
-    if (active.empty() && next < by_submit.size()) {
-      // Nothing runs: jump to the round before the next submission.
-      double boundary = std::ceil(workload.jobs[by_submit[next]].submit_s / dt) * dt - dt;
-      if (boundary > t) t = boundary;
-    }
-    for (size_t i : active) {
-      if (jobs[i]->alloc().empty()) continue;
-      jobs[i]->Advance(dt, t);
-      if (!jobs[i]->error().ok()) return jobs[i]->error();
-    }
-    t += dt;
-    // Completed jobs leave (their GPUs are free from this round); new ones arrive.
-    size_t kept = 0;
-    for (size_t k = 0; k < active.size(); ++k) {
-      if (jobs[active[k]]->complete()) continue;
-      if (kept != k) {
-        active[kept] = active[k];
-        snap.jobs[kept] = std::move(snap.jobs[k]);
-      }
-      ++kept;
-    }
-    done += active.size() - kept;
-    active.resize(kept);
-    snap.jobs.resize(kept);
-    bool arrived = false;
-    while (next < by_submit.size() && workload.jobs[by_submit[next]].submit_s <= t) {
-      size_t i = by_submit[next++];
-      arrived = arrived || (!active.empty() && i < active.back());
-      active.push_back(i);
-      snap.jobs.push_back(request_for(i));
-    }
-    if (arrived) {  // a workload not sorted by time: restore workload order
-      std::vector<size_t> order(active.size());
-      for (size_t k = 0; k < order.size(); ++k) order[k] = k;
-      std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return active[a] < active[b]; });
-      std::vector<size_t> a2;
-      std::vector<scheduler::JobRequest> j2;
-      for (size_t k : order) {
-        a2.push_back(active[k]);
-        j2.push_back(std::move(snap.jobs[k]));
-      }
-      active = std::move(a2);
-      snap.jobs = std::move(j2);
-    }
-    if (active.empty()) continue;
-
-    snap.now_ms = static_cast<TimeMs>(t * 1000);
-    for (auto& n : snap.nodes) n.allocated = {};
-    for (size_t k = 0; k < active.size(); ++k) {
-      const SimJob& j = *jobs[active[k]];
-      if (j.alloc().empty()) continue;
-      for (int n : j.alloc()) snap.nodes[n].allocated.gpus += 1;
-      snap.jobs[k].attained_service = j.attained();
-      snap.jobs[k].restarts = j.restarts();
-    }
-    auto t0 = std::chrono::steady_clock::now();
-    scheduler::Decisions d = policy.Schedule(snap);
-    result.policy_seconds +=
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    ++result.rounds;
-
-    // A decision that over-commits a node or places a job it should not stops the run.
-    if (absl::Status ok = scheduler::CheckDecisions(snap, d); !ok.ok()) {
-      return absl::InternalError(absl::StrCat(policy.Name(), " at t=", t, ": ", ok.message()));
-    }
-    changes.clear();
-    for (const auto& id : d.preempted) changes[id] = {};
-    for (const auto& p : d.placements) {
-      std::vector<int> alloc;
-      for (const auto& name : p.learner_nodes) alloc.push_back(node_index.at(name));
-      changes[p.job_id] = std::move(alloc);
-    }
-    int allocated = 0;
-    for (size_t k = 0; k < active.size(); ++k) {
-      SimJob& j = *jobs[active[k]];
-      if (!changes.empty()) {
-        auto it = changes.find(j.spec().name);
-        if (it != changes.end() && it->second != j.alloc()) {
-          j.Reallocate(it->second, t, options.restart_delay_s);
-          auto& names = snap.jobs[k].allocation;
-          names.clear();
-          for (int n : j.alloc()) names.push_back(nodes[n].name);
-        }
-      }
-      allocated += static_cast<int>(j.alloc().size());
-    }
-    if (result.allocated_gpus.empty() || result.allocated_gpus.back().second != allocated) {
-      result.allocated_gpus.emplace_back(t, allocated);
-    }
-  }
-
-  double held = 0, sum = 0;
-  std::vector<double> jcts;
-  for (const auto& j : jobs) {
-    JobResult r = j->Result();
-    result.makespan_s = std::max(result.makespan_s, r.completion_s);
-    result.restarts += r.restarts;
-    held += r.gpu_seconds;
-    jcts.push_back(r.jct_s);
-    sum += r.jct_s;
-    result.jobs.push_back(std::move(r));
-  }
-  if (!jcts.empty()) {
-    result.avg_jct_s = sum / jcts.size();
-    result.p50_jct_s = Percentile(jcts, 50);
-    result.p99_jct_s = Percentile(jcts, 99);
-  }
-  if (result.makespan_s > 0) result.gpu_utilisation = held / (total_gpus * result.makespan_s);
-  return result;
+  Simulation sim(workload, policy, options);
+  if (absl::Status s = sim.AddJobs(apps, mode); !s.ok()) return s;
+  return sim.Run();
 }
 
 }  // namespace weft::sim

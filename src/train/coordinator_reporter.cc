@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "common/logging.h"
 
 namespace weft::train {
@@ -59,10 +60,9 @@ CoordinatorReporter::CoordinatorReporter(const std::string& address, std::string
 
 CoordinatorReporter::~CoordinatorReporter() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     stopping_ = true;
   }
-  cv_.notify_all();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -97,17 +97,17 @@ absl::Status CoordinatorReporter::Register(int world_size) {
 }
 
 void CoordinatorReporter::Report(const MetricSample& sample, const ProgressReport& progress) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   queued_.push_back(sample);
   progress_ = progress;
 }
 
 bool CoordinatorReporter::Flush() {
-  std::lock_guard<std::mutex> send_lock(send_mu_);
+  absl::MutexLock send_lock(&send_mu_);
   std::vector<MetricSample> batch;
   ProgressReport progress;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     batch.swap(queued_);
     progress = progress_;
   }
@@ -139,7 +139,7 @@ bool CoordinatorReporter::Flush() {
     keep = resp.keep_running();
     if (!s.ok()) {
       // Put the batch back in front of anything queued since, so nothing is lost or reordered.
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       batch.insert(batch.end(), queued_.begin(), queued_.end());
       queued_.swap(batch);
     }
@@ -156,15 +156,15 @@ bool CoordinatorReporter::Flush() {
 
 void CoordinatorReporter::Loop() {
   int backoff_ms = 0;
-  std::unique_lock<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   while (!stopping_) {
     int wait_ms = backoff_ms > 0 ? backoff_ms : heartbeat_ms_.load();
-    cv_.wait_for(lock, std::chrono::milliseconds(wait_ms), [this] { return stopping_; });
+    mu_.AwaitWithTimeout(absl::Condition(&stopping_), absl::Milliseconds(wait_ms));
     if (stopping_) break;
-    lock.unlock();
+    mu_.Unlock();
     bool ok = Flush();
     backoff_ms = ok ? 0 : std::min(std::max(backoff_ms * 2, 250), 5000);
-    lock.lock();
+    mu_.Lock();
   }
 }
 

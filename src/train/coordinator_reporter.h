@@ -4,13 +4,12 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "proto/coordinator.grpc.pb.h"
 #include "train/reporter.h"
 
@@ -49,12 +48,11 @@ class CoordinatorReporter : public Reporter {
   std::atomic<int> heartbeat_ms_{1000};
   std::vector<std::string> resume_from_;  // written once by Register
 
-  std::mutex mu_;
-  std::condition_variable cv_;
+  absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<MetricSample> queued_ ABSL_GUARDED_BY(mu_);
   ProgressReport progress_ ABSL_GUARDED_BY(mu_);
-  std::mutex send_mu_;  // one RPC that carries samples at a time, so they arrive in order
+  absl::Mutex send_mu_;  // one RPC that carries samples at a time, so they arrive in order
   std::thread thread_;
 };
 

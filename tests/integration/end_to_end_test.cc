@@ -293,7 +293,9 @@ TEST_F(EndToEndTest, LearnerOutlivesAKilledWeftdAndIsAdopted) {
   ASSERT_EQ(done["state"], "COMPLETED") << done.dump(2) << weftd_->log();
   EXPECT_EQ(done["attempt"], 1) << "adopted, never restarted";
   for (const auto& e : done["history"]) {
-    if (e["seq"].get<int>() > 1) EXPECT_NE(e["to"], "QUEUED") << done["history"].dump(2);
+    if (e["seq"].get<int>() > 1) {
+      EXPECT_NE(e["to"], "QUEUED") << done["history"].dump(2);
+    }
   }
   EXPECT_THAT(weftd_->log(), HasSubstr("adopted learner"));
   EXPECT_EQ(done["progress"]["epoch"], 20);

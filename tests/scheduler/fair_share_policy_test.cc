@@ -167,7 +167,9 @@ TEST(FairSharePolicyTest, ALargeGangIsNotStarvedByAStreamOfSmallJobs) {
   ClusterSnapshot s = Cluster(2, 4, 8192);
   FairSharePolicy policy;
   int next = 0;
-  for (int k = 0; k < 8; ++k) s.jobs.push_back(Job("s" + std::to_string(next++), "t", 1, {1, 512}, 0, next));
+  for (int k = 0; k < 8; ++k, ++next) {
+    s.jobs.push_back(Job("s" + std::to_string(next), "t", 1, {1, 512}, 0, next + 1));
+  }
   Apply(s, policy.Schedule(s));
   s.jobs.push_back(Job("gang", "t", 4, {1, 512}, 0, 1000));
   std::mt19937 rng(3);

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# The habits the tools check (docs/design.md, "Habits the tools check"); scripts/test.sh runs it
+# before the tests, so CI fails on any of them:
+#  1. format: clang-format (.clang-format: Google style, 100 columns) leaves every C++ file of
+#     src/, apps/, tests/ and bench/ as it is (fix with: scripts/check.sh --fix-format);
+#  2. locks: clang's -Wthread-safety analysis over every translation unit of ours, so
+#     ABSL_GUARDED_BY and friends on absl::Mutex are checked, not decoration;
+#  3. sizes: no function in src/ or apps/ over 80 lines (clang-tidy readability-function-size),
+#     no source file over 600 lines, none in src/control/ over 400.
+# Needs a configured build for compile_commands.json (scripts/build.sh). Usage:
+#   scripts/check.sh [--fix-format] [BUILD_DIR]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+FIX=0
+if [[ "${1:-}" == "--fix-format" ]]; then FIX=1; shift; fi
+BUILD_DIR="${1:-${WEFT_BUILD_DIR:-build}}"
+CLANG_FORMAT=$(command -v clang-format-14 || command -v clang-format)
+CLANG_TIDY=$(command -v clang-tidy-14 || command -v clang-tidy)
+failed=0
+
+mapfile -t sources < <(git ls-files -- 'src/*.cc' 'src/*.h' 'apps/*.cc' 'tests/*.cc' 'tests/*.h' \
+                                       'bench/*.cc')
+
+echo "check: format (${#sources[@]} files)"
+if [[ $FIX == 1 ]]; then
+  "$CLANG_FORMAT" -i "${sources[@]}"
+elif ! "$CLANG_FORMAT" --dry-run --Werror "${sources[@]}" 2>/tmp/weft-format.$$; then
+  head -40 /tmp/weft-format.$$
+  echo "check: FAILED: files not formatted; run scripts/check.sh --fix-format"
+  failed=1
+fi
+rm -f /tmp/weft-format.$$
+
+echo "check: file sizes"
+for f in "${sources[@]}"; do
+  lines=$(wc -l < "$f")
+  limit=600
+  [[ $f == src/control/* ]] && limit=400
+  if (( lines > limit )); then
+    echo "check: FAILED: $f has $lines lines (limit $limit): split it along a boundary you can name"
+    failed=1
+  fi
+done
+
+# clang cannot read gcc's precompiled headers: a copy of the compile database without them (each
+# file includes what it uses, so nothing is lost but time).
+DB=$(mktemp -d)
+trap 'rm -rf "$DB"' EXIT
+python3 - "$BUILD_DIR/compile_commands.json" "$DB/compile_commands.json" <<'PY'
+import json, re, sys
+entries = json.load(open(sys.argv[1]))
+for e in entries:
+    e["command"] = re.sub(r"-include \S*cmake_pch\.hxx|-Winvalid-pch", "", e["command"])
+json.dump(entries, open(sys.argv[2], "w"))
+PY
+mapfile -t units < <(git ls-files -- 'src/*.cc' 'apps/*.cc' 'tests/*.cc' 'bench/*.cc')
+echo "check: thread-safety analysis and function sizes (${#units[@]} translation units)"
+config='{CheckOptions: [{key: readability-function-size.LineThreshold, value: 80}]}'
+out=$(mktemp)
+# Function sizes are held to src/ and apps/; a test's body may read as one long story.
+printf '%s\n' "${units[@]}" | xargs -P "${WEFT_JOBS:-2}" -I{} sh -c '
+  checks="-*,clang-diagnostic-thread-safety*"
+  case "$1" in src/*|apps/*) checks="$checks,readability-function-size" ;; esac
+  "$0" -p "$2" --quiet --config="$3" --checks="$checks" --warnings-as-errors="*" \
+    --extra-arg=-Wthread-safety --extra-arg=-Wno-unknown-warning-option "$1" 2>&1 |
+    grep -v "warnings generated\|errors generated\|Error while processing" || true
+' "$CLANG_TIDY" {} "$DB" "$config" > "$out"
+if grep -q "warning:\|error:" "$out"; then
+  grep -A3 "warning:\|error:" "$out" | head -80
+  echo "check: FAILED: $(grep -c 'warning:\|error:' "$out") findings of clang's thread-safety analysis or function sizes"
+  failed=1
+fi
+rm -f "$out"
+
+if [[ $failed != 0 ]]; then exit 1; fi
+echo "check: all passed"
