@@ -76,8 +76,8 @@ Outcome RunOne(const Flags& f, const std::string& file, weft::sim::AppCatalog& a
   if (!f.quiet) {
     std::cerr << absl::StrFormat(
         "weft-sim: %s: %d jobs%s on %d nodes × %d GPUs, policy %s\n", w->name, w->jobs.size(),
-        skipped ? absl::StrCat(" (", skipped, " without GPUs or duration skipped)") : "",
-        run.nodes, run.gpus_per_node, f.policy_name);
+        skipped ? absl::StrCat(" (", skipped, " without GPUs or duration skipped)") : "", run.nodes,
+        run.gpus_per_node, f.policy_name);
   }
   // Policies keep state across rounds (Tiresias's queues): a fresh one per workload.
   auto policy = weft::scheduler::MakePolicy(f.policy_name);

@@ -22,11 +22,11 @@
 #include "common/env.h"
 #include "common/files.h"
 #include "common/ids.h"
+#include "common/logging.h"
 #include "control/controller.h"
 #include "control/coordinator_service.h"
 #include "executor/local_executor.h"
 #include "scheduler/fair_share_policy.h"
-#include "common/logging.h"
 #include "store/sqlite_store.h"
 #include "yaml-cpp/yaml.h"
 
@@ -40,8 +40,8 @@ weft::scheduler::Node ThisHost() {
   weft::scheduler::Node n;
   n.name = "local";
   n.capacity.cpus = std::max(1u, std::thread::hardware_concurrency());
-  n.capacity.memory_mb = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE) /
-                         (1024 * 1024);
+  n.capacity.memory_mb =
+      static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE) / (1024 * 1024);
   n.capacity.gpus = 0;
   return n;
 }
@@ -71,8 +71,8 @@ absl::StatusOr<std::vector<weft::scheduler::Node>> ReadNodes(
         std::vector<int> cpus = y["cpuset"].as<std::vector<int>>();
         for (int c : cpus) {
           if (c < 0 || c >= CPU_SETSIZE) {
-            return absl::InvalidArgumentError(
-                absl::StrCat(path, ": nodes[", i, "].cpuset: CPU ids must be in [0, ", CPU_SETSIZE, ")"));
+            return absl::InvalidArgumentError(absl::StrCat(
+                path, ": nodes[", i, "].cpuset: CPU ids must be in [0, ", CPU_SETSIZE, ")"));
           }
         }
         (*cpusets)[n.name] = cpus;
@@ -80,8 +80,8 @@ absl::StatusOr<std::vector<weft::scheduler::Node>> ReadNodes(
       nodes.push_back(n);
     }
   } catch (const YAML::Exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": ", e.what(),
-                                                   " (expected nodes: [{name, cpus, memory_mb, gpus}])"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": ", e.what(), " (expected nodes: [{name, cpus, memory_mb, gpus}])"));
   }
   return nodes;
 }
@@ -112,7 +112,8 @@ void AddFlags(CLI::App& app, Flags& f) {
   app.add_option("--coordinator-listen", f.coordinator_listen,
                  "gRPC address for learners (port 0 picks a free one)")
       ->capture_default_str();
-  app.add_option("--config", f.config, "YAML file listing the cluster's nodes (default: this host)");
+  app.add_option("--config", f.config,
+                 "YAML file listing the cluster's nodes (default: this host)");
   app.add_option("--learner", f.learner, "path of the weft-learner binary")->capture_default_str();
 }
 
@@ -180,9 +181,10 @@ absl::StatusOr<std::unique_ptr<weft::GrpcServer>> StartCoordinator(weft::Env& en
   if (previous.ok() && absl::EndsWith(listen, ":0") && !previous->empty()) {
     server = weft::GrpcServer::Start(std::string(absl::StripAsciiWhitespace(*previous)), service);
     if (!server.ok()) {
-      spdlog::warn("previous coordinator address {} is taken; learners still running from the "
-                   "previous weftd cannot reconnect and their jobs will be requeued",
-                   *previous);
+      spdlog::warn(
+          "previous coordinator address {} is taken; learners still running from the "
+          "previous weftd cannot reconnect and their jobs will be requeued",
+          *previous);
     }
   }
   if (!server.ok()) server = weft::GrpcServer::Start(listen, service);
@@ -250,8 +252,9 @@ int main(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
   double cpus = 0;
   for (const auto& n : nodes) cpus += n.capacity.cpus;
-  spdlog::info("listening on http://{}:{} (data dir {}, {} node(s), {} cpus, learners report to {})",
-               flags.host, flags.port, *data_dir, nodes.size(), cpus, (*grpc_server)->address());
+  spdlog::info(
+      "listening on http://{}:{} (data dir {}, {} node(s), {} cpus, learners report to {})",
+      flags.host, flags.port, *data_dir, nodes.size(), cpus, (*grpc_server)->address());
   while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(200));
   spdlog::info("shutting down");
   rest.Stop();

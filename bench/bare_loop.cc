@@ -3,9 +3,8 @@
 // reporting). Prints one JSON line: {"bench": "bare_loop", "samples_per_s": ..., ...}.
 //
 // Usage: bench_bare_loop ARCH THREADS BATCH STEPS [DATA_DIR]
-#include <torch/torch.h>
-
 #include <ATen/CPUGeneratorImpl.h>
+#include <torch/torch.h>
 
 #include <chrono>
 #include <cstdio>
@@ -49,16 +48,16 @@ int main(int argc, char** argv) {
   for (int64_t s = 0; s < steps; ++s) {
     torch::Tensor idx = perm.slice(0, s * batch, std::min(n, (s + 1) * batch));
     opt.zero_grad();
-    torch::Tensor loss =
-        torch::nll_loss((*model)->forward(train->images.index_select(0, idx)),
-                        train->labels.index_select(0, idx));
+    torch::Tensor loss = torch::nll_loss((*model)->forward(train->images.index_select(0, idx)),
+                                         train->labels.index_select(0, idx));
     loss.backward();
     opt.step();
     loss.item<double>();
   }
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("{\"bench\": \"bare_loop\", \"arch\": \"%s\", \"threads\": %d, \"batch\": %ld, "
-              "\"steps\": %ld, \"seconds\": %.3f, \"samples_per_s\": %.1f}\n",
-              arch.c_str(), threads, batch, steps, secs, steps * batch / secs);
+  std::printf(
+      "{\"bench\": \"bare_loop\", \"arch\": \"%s\", \"threads\": %d, \"batch\": %ld, "
+      "\"steps\": %ld, \"seconds\": %.3f, \"samples_per_s\": %.1f}\n",
+      arch.c_str(), threads, batch, steps, secs, steps * batch / secs);
   return 0;
 }

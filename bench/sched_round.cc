@@ -1,8 +1,9 @@
 // One scheduling round of each policy on a large synthetic cluster (Google Benchmark):
 // 1k active jobs × 512 nodes and 10k jobs × 2k nodes, 4 GPUs per node, about half the jobs
-// running, 8 tenants (half with quotas, weights 1–3) and three priorities. Goals: ≤ 10 ms and ≤ 100 ms per round. Policies are reused across iterations, so
-// stateful ones (Tiresias) are measured in their steady state. Baseline in the same run: the
-// cost of copying the snapshot (what any round costs before deciding anything).
+// running, 8 tenants (half with quotas, weights 1–3) and three priorities. Goals: ≤ 10 ms and ≤ 100
+// ms per round. Policies are reused across iterations, so stateful ones (Tiresias) are measured in
+// their steady state. Baseline in the same run: the cost of copying the snapshot (what any round
+// costs before deciding anything).
 #include <benchmark/benchmark.h>
 
 #include <cmath>
@@ -22,7 +23,8 @@ using namespace weft::scheduler;
 // goodput = learners' throughput discounted by a statistical efficiency that falls with scale.
 class SyntheticModel : public JobModel {
  public:
-  SyntheticModel(double compute_s, double sync_s, double steps) : compute_(compute_s), sync_(sync_s), steps_(steps) {}
+  SyntheticModel(double compute_s, double sync_s, double steps)
+      : compute_(compute_s), sync_(sync_s), steps_(steps) {}
   double StepSeconds(const NodeCounts& p) const override {
     int r = 0;
     for (int c : p) r += c;
@@ -72,7 +74,8 @@ World MakeWorld(int jobs, int nodes) {
     j.max_learners = 64;
     j.per_learner.gpus = 1;
     j.attained_service = unit(rng) * 3600 * j.learners;
-    w.models.push_back(std::make_unique<SyntheticModel>(0.5 + unit(rng), 0.05 * unit(rng), 1000 + 1e5 * unit(rng)));
+    w.models.push_back(std::make_unique<SyntheticModel>(0.5 + unit(rng), 0.05 * unit(rng),
+                                                        1000 + 1e5 * unit(rng)));
     j.model = w.models.back().get();
     // About half the jobs (and at most ~90 % of the GPUs) run.
     if (i % 2 == 0 && running_gpus + j.learners <= gpus * 9 / 10 &&

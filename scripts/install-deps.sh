@@ -12,7 +12,9 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libqhull-dev gnuplot-nox
   dataset-fashion-mnist
-  curl
+  curl python3
+  # scripts/check.sh: the formatter, clang's thread-safety analysis and function sizes
+  clang-format clang-tidy
 )
 # Optional: the PyTorch reference for bench/ (not needed to build or test).
 if [[ "${WEFT_WITH_BENCH_DEPS:-0}" == "1" ]]; then

@@ -33,7 +33,8 @@ absl::StatusOr<Caller> Authenticate(Store& store, const std::string& authorizati
   return c;
 }
 
-absl::StatusOr<std::pair<TokenRecord, std::string>> IssueToken(Store& store, const std::string& tenant,
+absl::StatusOr<std::pair<TokenRecord, std::string>> IssueToken(Store& store,
+                                                               const std::string& tenant,
                                                                TimeMs now) {
   std::string secret = NewSecretToken();
   TokenRecord rec;
@@ -45,8 +46,9 @@ absl::StatusOr<std::pair<TokenRecord, std::string>> IssueToken(Store& store, con
   return std::make_pair(rec, secret);
 }
 
-absl::StatusOr<std::optional<std::string>> EnsureAdminToken(Store& store, const std::string& data_dir,
-                                                            TimeMs now, Env& env) {
+absl::StatusOr<std::optional<std::string>> EnsureAdminToken(Store& store,
+                                                            const std::string& data_dir, TimeMs now,
+                                                            Env& env) {
   auto existing = store.ListTokens("");
   if (!existing.ok()) return existing.status();
   for (const auto& t : *existing) {
@@ -54,7 +56,9 @@ absl::StatusOr<std::optional<std::string>> EnsureAdminToken(Store& store, const 
   }
   std::string secret = NewSecretToken();
   // Durable (fsync of file and directory) before the digest is stored.
-  if (absl::Status s = WriteFileAtomic(env, data_dir + "/admin.token", secret + "\n", 0600); !s.ok()) return s;
+  if (absl::Status s = WriteFileAtomic(env, data_dir + "/admin.token", secret + "\n", 0600);
+      !s.ok())
+    return s;
   TokenRecord rec;
   rec.id = NewTokenId();
   rec.sha256 = Sha256Hex(secret);

@@ -25,14 +25,16 @@ absl::StatusOr<Caller> Authenticate(Store& store, const std::string& authorizati
 // On weftd's first start: creates the admin token, writes it to `<data_dir>/admin.token` (mode
 // 0600, fsynced, before its digest is stored, so a crash cannot leave a stored token nobody has)
 // and returns it to print once. nullopt when an admin token already exists.
-absl::StatusOr<std::optional<std::string>> EnsureAdminToken(Store& store, const std::string& data_dir,
-                                                            TimeMs now, Env& env = Env::Default());
+absl::StatusOr<std::optional<std::string>> EnsureAdminToken(Store& store,
+                                                            const std::string& data_dir, TimeMs now,
+                                                            Env& env = Env::Default());
 
 // Makes sure tenant `default` exists (no quota, weight 1): jobs stored before tenancy are its.
 absl::Status EnsureDefaultTenant(Store& store, TimeMs now);
 
 // A new token for `tenant` (empty = admin): stores its digest and returns (record, token).
-absl::StatusOr<std::pair<TokenRecord, std::string>> IssueToken(Store& store, const std::string& tenant,
+absl::StatusOr<std::pair<TokenRecord, std::string>> IssueToken(Store& store,
+                                                               const std::string& tenant,
                                                                TimeMs now);
 
 }  // namespace weft::api

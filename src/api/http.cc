@@ -15,9 +15,8 @@ void SendJson(httplib::Response& res, int status, const nlohmann::json& body) {
 void SendError(httplib::Response& res, int status, const std::string& message,
                nlohmann::json details) {
   static const std::map<int, std::string> kCodes = {
-      {400, "bad_request"}, {401, "unauthorized"},       {403, "forbidden"},
-      {404, "not_found"},   {405, "method_not_allowed"}, {409, "conflict"},
-      {500, "internal"},    {503, "unavailable"}};
+      {400, "bad_request"},        {401, "unauthorized"}, {403, "forbidden"}, {404, "not_found"},
+      {405, "method_not_allowed"}, {409, "conflict"},     {500, "internal"},  {503, "unavailable"}};
   nlohmann::json err = {{"code", kCodes.count(status) ? kCodes.at(status) : "error"},
                         {"message", message}};
   if (!details.is_null()) err["details"] = details;

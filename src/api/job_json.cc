@@ -27,9 +27,7 @@ nlohmann::json ResourcesJson(const scheduler::Resources& r) {
 }
 
 nlohmann::json MetricJson(const MetricRecord& m) {
-  nlohmann::json j = {{"step", m.step},
-                      {"epoch", m.epoch},
-                      {"wall_time_ms", m.wall_time_ms}};
+  nlohmann::json j = {{"step", m.step}, {"epoch", m.epoch}, {"wall_time_ms", m.wall_time_ms}};
   if (m.test_accuracy) {
     j["test_accuracy"] = *m.test_accuracy;
     if (m.test_loss) j["test_loss"] = *m.test_loss;
@@ -70,8 +68,8 @@ nlohmann::json JobSummaryJson(const JobRecord& r,
       {"node", r.learners.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.learners[0].node)},
       {"learners", LearnersJson(r.learners)},
       {"progress", ProgressJson(r.progress)},
-      {"best_test_accuracy", r.best_test_accuracy ? nlohmann::json(*r.best_test_accuracy)
-                                                  : nlohmann::json(nullptr)},
+      {"best_test_accuracy",
+       r.best_test_accuracy ? nlohmann::json(*r.best_test_accuracy) : nlohmann::json(nullptr)},
   };
   if (waiting) {
     j["waiting_code"] = scheduler::WaitCodeName(waiting->code);

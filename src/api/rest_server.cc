@@ -45,7 +45,8 @@ RestServer::RestServer(Store& store, Controller& controller, const Clock& clock)
   AddFallbacks(*server_);
   Router router(*server_, store_);
   router.Route("/healthz",
-               {{"GET", [](const httplib::Request&, httplib::Response& res, const Caller&) {
+               {{"GET",
+                 [](const httplib::Request&, httplib::Response& res, const Caller&) {
                    SendJson(res, 200, {{"status", "ok"}});
                  }}},
                Access::kPublic);

@@ -61,8 +61,8 @@ void ShowJob(const Services& s, const Request& req, Response& res, const Caller&
     if (!st.ok()) return SendStatus(res, st);
   }
   SendJson(res, 200,
-           JobDetailJson({*job, **spec, *history, *metrics, *artifacts,
-                          s.controller.view().WaitingFor(id)}));
+           JobDetailJson(
+               {*job, **spec, *history, *metrics, *artifacts, s.controller.view().WaitingFor(id)}));
 }
 
 void DeleteJob(const Services& s, const Request& req, Response& res, const Caller& caller) {
@@ -129,26 +129,26 @@ void Model(const Services& s, const Request& req, Response& res, const Caller& c
 void FollowLog(const Services& s, const std::string& id, const std::string& path, Response& res) {
   auto offset = std::make_shared<std::streamoff>(0);
   Store* store = &s.store;
-  res.set_chunked_content_provider(
-      "text/plain", [store, id, path, offset](size_t, httplib::DataSink& sink) {
-        std::ifstream in(path, std::ios::binary);
-        std::string chunk;
-        if (in) {
-          in.seekg(*offset);
-          chunk.assign(std::istreambuf_iterator<char>(in), {});
-        }
-        if (!chunk.empty()) {
-          *offset += static_cast<std::streamoff>(chunk.size());
-          return sink.write(chunk.data(), chunk.size());
-        }
-        auto job = store->GetJob(id);
-        if (!job.ok() || IsSettled(job->state)) {
-          sink.done();
-          return true;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(300));
-        return sink.is_writable();
-      });
+  res.set_chunked_content_provider("text/plain",
+                                   [store, id, path, offset](size_t, httplib::DataSink& sink) {
+                                     std::ifstream in(path, std::ios::binary);
+                                     std::string chunk;
+                                     if (in) {
+                                       in.seekg(*offset);
+                                       chunk.assign(std::istreambuf_iterator<char>(in), {});
+                                     }
+                                     if (!chunk.empty()) {
+                                       *offset += static_cast<std::streamoff>(chunk.size());
+                                       return sink.write(chunk.data(), chunk.size());
+                                     }
+                                     auto job = store->GetJob(id);
+                                     if (!job.ok() || IsSettled(job->state)) {
+                                       sink.done();
+                                       return true;
+                                     }
+                                     std::this_thread::sleep_for(std::chrono::milliseconds(300));
+                                     return sink.is_writable();
+                                   });
 }
 
 void Logs(const Services& s, const Request& req, Response& res, const Caller& caller) {

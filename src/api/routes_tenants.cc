@@ -34,7 +34,8 @@ void ReadQuota(const nlohmann::json& q, TenantRecord* t, Problems* problems) {
     t->has_quota = false;
     return;
   }
-  if (!q.is_object()) return Problem(problems, "quota", "must be an object {cpus, memory_mb, gpus} or null");
+  if (!q.is_object())
+    return Problem(problems, "quota", "must be an object {cpus, memory_mb, gpus} or null");
   t->has_quota = true;
   for (const auto& [k, v] : q.items()) {
     if (k == "cpus" && v.is_number() && v.get<double>() >= 0) {

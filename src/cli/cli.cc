@@ -14,9 +14,9 @@ int Run(int argc, char** argv) {
   Context ctx;
   if (const char* env = std::getenv("WEFT_SERVER"); env && *env) ctx.server = env;
   if (const char* env = std::getenv("WEFT_TOKEN")) ctx.token = env;
-  app.add_option("--server", ctx.server,
-                 "weftd's REST address (default $WEFT_SERVER or " + std::string(kDefaultServer) +
-                     ")");
+  app.add_option(
+      "--server", ctx.server,
+      "weftd's REST address (default $WEFT_SERVER or " + std::string(kDefaultServer) + ")");
   app.add_option("--token", ctx.token,
                  "bearer token (default $WEFT_TOKEN): a tenant token, or the admin token from "
                  "<data-dir>/admin.token for tenant and token commands");

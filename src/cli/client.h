@@ -14,7 +14,7 @@ using nlohmann::json;
 inline constexpr char kDefaultServer[] = "http://127.0.0.1:8470";
 
 struct Reply {
-  int status = 0;     // HTTP status; 0: no answer
+  int status = 0;  // HTTP status; 0: no answer
   std::string body;
   std::string error;  // transport error
   json Json() const { return json::parse(body, nullptr, false); }

@@ -27,7 +27,8 @@ bool ParseQuota(const std::string& text, json* out, std::string* error) {
     std::string key = kv.first, val = kv.second;
     if (key == "cpus") {
       double v;
-      if (!absl::SimpleAtod(val, &v) || v < 0) return *error = "cpus must be a non-negative number", false;
+      if (!absl::SimpleAtod(val, &v) || v < 0)
+        return *error = "cpus must be a non-negative number", false;
       q["cpus"] = v;
     } else if (key == "memory" || key == "memory_mb") {
       int64_t mult = 1;
@@ -47,7 +48,8 @@ bool ParseQuota(const std::string& text, json* out, std::string* error) {
       q["memory_mb"] = static_cast<int64_t>(v * mult);
     } else if (key == "gpus") {
       int v;
-      if (!absl::SimpleAtoi(val, &v) || v < 0) return *error = "gpus must be a non-negative integer", false;
+      if (!absl::SimpleAtoi(val, &v) || v < 0)
+        return *error = "gpus must be a non-negative integer", false;
       q["gpus"] = v;
     } else {
       *error = absl::StrCat("unknown quota resource '", key, "'; use cpus=, memory=, gpus=");
@@ -61,8 +63,8 @@ bool ParseQuota(const std::string& text, json* out, std::string* error) {
 std::string QuotaText(const json& t) {
   if (!t.contains("quota") || t["quota"].is_null()) return "none";
   const json& q = t["quota"];
-  return absl::StrFormat("cpus=%g,memory=%dMiB,gpus=%d", q.value("cpus", 0.0), q.value("memory_mb", int64_t{0}),
-                         q.value("gpus", 0));
+  return absl::StrFormat("cpus=%g,memory=%dMiB,gpus=%d", q.value("cpus", 0.0),
+                         q.value("memory_mb", int64_t{0}), q.value("gpus", 0));
 }
 
 int Tenants(const Client& api, bool usage) {
@@ -70,21 +72,21 @@ int Tenants(const Client& api, bool usage) {
   if (r.status != 200) return Fail(r);
   json j = r.Json();
   if (usage) {
-    std::cout << absl::StrFormat("%-16s %6s %8s %8s %10s %10s %10s\n", "TENANT", "WEIGHT", "RUNNING",
-                                 "QUEUED", "USED CPUS", "SHARE", "FAIR SHARE");
+    std::cout << absl::StrFormat("%-16s %6s %8s %8s %10s %10s %10s\n", "TENANT", "WEIGHT",
+                                 "RUNNING", "QUEUED", "USED CPUS", "SHARE", "FAIR SHARE");
   } else {
     std::cout << absl::StrFormat("%-16s %6s %-36s %s\n", "TENANT", "WEIGHT", "QUOTA", "CREATED");
   }
   for (const auto& t : j["tenants"]) {
     if (usage) {
       const json& u = t["usage"];
-      std::cout << absl::StrFormat("%-16s %6g %8d %8d %10g %9.1f%% %9.1f%%\n", t.value("name", ""),
-                                   t.value("weight", 1.0), u.value("running_jobs", 0), u.value("queued_jobs", 0),
-                                   u["used"].value("cpus", 0.0), 100 * u.value("dominant_share", 0.0),
-                                   100 * u.value("fair_share", 0.0));
+      std::cout << absl::StrFormat(
+          "%-16s %6g %8d %8d %10g %9.1f%% %9.1f%%\n", t.value("name", ""), t.value("weight", 1.0),
+          u.value("running_jobs", 0), u.value("queued_jobs", 0), u["used"].value("cpus", 0.0),
+          100 * u.value("dominant_share", 0.0), 100 * u.value("fair_share", 0.0));
     } else {
-      std::cout << absl::StrFormat("%-16s %6g %-36s %s\n", t.value("name", ""), t.value("weight", 1.0),
-                                   QuotaText(t), t.value("created", ""));
+      std::cout << absl::StrFormat("%-16s %6g %-36s %s\n", t.value("name", ""),
+                                   t.value("weight", 1.0), QuotaText(t), t.value("created", ""));
     }
   }
   return 0;
@@ -98,12 +100,12 @@ int Queue(const Client& api) {
     std::cout << "the queue is empty\n";
     return 0;
   }
-  std::cout << absl::StrFormat("%-4s %-22s %-12s %-10s %8s  %s\n", "#", "JOB", "TENANT", "STATE", "PRIORITY",
-                               "REASON");
+  std::cout << absl::StrFormat("%-4s %-22s %-12s %-10s %8s  %s\n", "#", "JOB", "TENANT", "STATE",
+                               "PRIORITY", "REASON");
   for (const auto& e : j["queue"]) {
-    std::cout << absl::StrFormat("%-4d %-22s %-12s %-10s %8d  %s\n", e.value("position", 0), e.value("id", ""),
-                                 e.value("tenant", ""), e.value("state", ""), e.value("priority", 0),
-                                 e.value("reason", ""));
+    std::cout << absl::StrFormat("%-4d %-22s %-12s %-10s %8d  %s\n", e.value("position", 0),
+                                 e.value("id", ""), e.value("tenant", ""), e.value("state", ""),
+                                 e.value("priority", 0), e.value("reason", ""));
   }
   return 0;
 }
@@ -112,7 +114,8 @@ int Nodes(const Client& api) {
   Reply r = api.Call("GET", "/v1/nodes");
   if (r.status != 200) return Fail(r);
   json j = r.Json();
-  std::cout << absl::StrFormat("%-12s %13s %17s %9s  %s\n", "NODE", "CPUS", "MEMORY MiB", "GPUS", "JOBS");
+  std::cout << absl::StrFormat("%-12s %13s %17s %9s  %s\n", "NODE", "CPUS", "MEMORY MiB", "GPUS",
+                               "JOBS");
   for (const auto& n : j["nodes"]) {
     const json &cap = n["capacity"], &al = n["allocated"];
     std::vector<std::string> jobs;
@@ -121,9 +124,10 @@ int Nodes(const Client& api) {
       jobs.push_back(absl::StrCat("+", n.value("other_tenants_jobs", 0), " of other tenants"));
     }
     std::cout << absl::StrFormat("%-12s %6g/%-6g %8d/%-8d %4d/%-4d  %s\n", n.value("name", ""),
-                                 al.value("cpus", 0.0), cap.value("cpus", 0.0), al.value("memory_mb", int64_t{0}),
-                                 cap.value("memory_mb", int64_t{0}), al.value("gpus", 0), cap.value("gpus", 0),
-                                 absl::StrJoin(jobs, ", "));
+                                 al.value("cpus", 0.0), cap.value("cpus", 0.0),
+                                 al.value("memory_mb", int64_t{0}),
+                                 cap.value("memory_mb", int64_t{0}), al.value("gpus", 0),
+                                 cap.value("gpus", 0), absl::StrJoin(jobs, ", "));
   }
   return 0;
 }
@@ -152,8 +156,8 @@ int PutTenant(const Client& api, const Args& a, bool creating) {
                      : api.Call("PATCH", "/v1/tenants/" + a.name, body.dump(), "application/json");
   if (r.status != 200 && r.status != 201) return Fail(r);
   json t = r.Json();
-  std::cout << (creating ? "created" : "updated") << " tenant " << t.value("name", "")
-            << " (quota " << QuotaText(t) << ", weight " << t.value("weight", 1.0) << ")\n";
+  std::cout << (creating ? "created" : "updated") << " tenant " << t.value("name", "") << " (quota "
+            << QuotaText(t) << ", weight " << t.value("weight", 1.0) << ")\n";
   return 0;
 }
 
@@ -233,10 +237,12 @@ void AddClusterCommands(CLI::App& app, Context& ctx) {
   auto a = std::make_shared<Args>();
   AddTenantCommands(app, ctx, a);
   AddTokenCommands(app, ctx, a);
-  app.add_subcommand("queue", "the queue in order, with why each job waits")
-      ->callback([&ctx] { ctx.exit_code = Queue(ctx.client()); });
-  app.add_subcommand("nodes", "each node's capacity, allocation and jobs")
-      ->callback([&ctx] { ctx.exit_code = Nodes(ctx.client()); });
+  app.add_subcommand("queue", "the queue in order, with why each job waits")->callback([&ctx] {
+    ctx.exit_code = Queue(ctx.client());
+  });
+  app.add_subcommand("nodes", "each node's capacity, allocation and jobs")->callback([&ctx] {
+    ctx.exit_code = Nodes(ctx.client());
+  });
 }
 
 }  // namespace weft::cli

@@ -98,8 +98,8 @@ int Follow(const Client& api, const std::string& id) {
     for (; seen_history < hist.size(); ++seen_history) {
       const json& e = hist[seen_history];
       if (tty) std::cout << "\r\033[K";
-      std::cout << e.value("time", "") << "  " << e.value("to", "") << "  "
-                << e.value("reason", "") << "\n";
+      std::cout << e.value("time", "") << "  " << e.value("to", "") << "  " << e.value("reason", "")
+                << "\n";
     }
     const std::string state = j.value("state", "?");
     if (IsEnded(state)) {
@@ -170,10 +170,10 @@ void PrintTargets(const json& j) {
   for (const char* t : {"deliver", "complete"}) {
     if (!j["targets"].contains(t)) continue;
     const json& tj = j["targets"][t];
-    std::cout << absl::StrFormat("target:    %-8s %s >= %.4g  %s\n", t,
-                                 j["targets"].value("metric", ""), tj.value("value", 0.0),
-                                 tj.value("met", false) ? "met at " + tj.value("met_at", "")
-                                                        : std::string("not met"));
+    std::cout << absl::StrFormat(
+        "target:    %-8s %s >= %.4g  %s\n", t, j["targets"].value("metric", ""),
+        tj.value("value", 0.0),
+        tj.value("met", false) ? "met at " + tj.value("met_at", "") : std::string("not met"));
   }
 }
 
@@ -198,8 +198,8 @@ int Show(const Client& api, const std::string& id, bool as_json) {
   std::cout << "progress:  epoch " << p.value("epoch", 0) << "/" << p.value("epochs_total", 0)
             << ", step " << p.value("step", 0) << "/" << p.value("steps_total", 0) << ", "
             << p.value("samples", 0) << " samples\n"
-            << "metrics:   train_loss " << Num(j["metrics"], "train_loss", 4)
-            << ", test_accuracy " << Num(j["metrics"], "test_accuracy", 4) << " (best "
+            << "metrics:   train_loss " << Num(j["metrics"], "train_loss", 4) << ", test_accuracy "
+            << Num(j["metrics"], "test_accuracy", 4) << " (best "
             << Num(j["metrics"], "best_test_accuracy", 4) << "), "
             << Num(j["metrics"], "samples_per_s", 0) << " samples/s\n";
   PrintTargets(j);
@@ -223,10 +223,10 @@ int Metrics(const Client& api, const std::string& id, bool as_json) {
   std::cout << absl::StrFormat("%-8s %-6s %-24s %-11s %-10s %s\n", "STEP", "EPOCH", "TIME",
                                "TRAIN_LOSS", "SAMPLES/S", "TEST_ACCURACY");
   for (const auto& m : j["points"]) {
-    std::cout << absl::StrFormat("%-8d %-6d %-24s %-11s %-10s %s\n", m.value("step", 0),
-                                 m.value("epoch", 0), FormatTimeMs(m.value("wall_time_ms", TimeMs{0})),
-                                 Num(m, "train_loss", 4), Num(m, "samples_per_s", 0),
-                                 Num(m, "test_accuracy", 4));
+    std::cout << absl::StrFormat(
+        "%-8d %-6d %-24s %-11s %-10s %s\n", m.value("step", 0), m.value("epoch", 0),
+        FormatTimeMs(m.value("wall_time_ms", TimeMs{0})), Num(m, "train_loss", 4),
+        Num(m, "samples_per_s", 0), Num(m, "test_accuracy", 4));
   }
   return 0;
 }
@@ -287,7 +287,8 @@ void AddJobCommands(CLI::App& app, Context& ctx) {
   submit->add_flag("--follow,-f", a->follow,
                    "follow the job with a live progress line until it ends");
   run(submit, [](const Client& c, const Args& x) { return Submit(c, x.file, x.follow); });
-  run(app.add_subcommand("list", "list jobs"), [](const Client& c, const Args&) { return List(c); });
+  run(app.add_subcommand("list", "list jobs"),
+      [](const Client& c, const Args&) { return List(c); });
   auto* show = WithId(app, "show", "show a job: state, progress, targets, models, history", *a);
   show->add_flag("--json", a->as_json, "print the API's JSON");
   run(show, [](const Client& c, const Args& x) { return Show(c, x.id, x.as_json); });
@@ -307,10 +308,12 @@ void AddJobCommands(CLI::App& app, Context& ctx) {
   g->add_flag("--final", a->final_model, "the final model (default)");
   g->require_option(0, 1);
   download->add_option("-o,--output", a->out, "output path (default ID-KIND.pt)");
-  run(download, [](const Client& c, const Args& x) { return Download(c, x.id, x.delivered, x.out); });
-  run(WithId(app, "halt", "stop a job (it can be resumed)", *a), [](const Client& c, const Args& x) {
-    return Act(c, "POST", "/v1/jobs/" + x.id + "/halt", "halted " + x.id);
-  });
+  run(download,
+      [](const Client& c, const Args& x) { return Download(c, x.id, x.delivered, x.out); });
+  run(WithId(app, "halt", "stop a job (it can be resumed)", *a),
+      [](const Client& c, const Args& x) {
+        return Act(c, "POST", "/v1/jobs/" + x.id + "/halt", "halted " + x.id);
+      });
   run(WithId(app, "resume", "put a halted job back in the queue", *a),
       [](const Client& c, const Args& x) {
         return Act(c, "POST", "/v1/jobs/" + x.id + "/resume", "resumed " + x.id);

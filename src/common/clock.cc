@@ -22,9 +22,8 @@ std::string FormatTimeMs(TimeMs t) {
   std::time_t secs = static_cast<std::time_t>(t / 1000);
   std::tm tm{};
   gmtime_r(&secs, &tm);
-  return absl::StrFormat("%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-                         tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                         static_cast<int>(t % 1000));
+  return absl::StrFormat("%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+                         tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(t % 1000));
 }
 
 }  // namespace weft

@@ -69,7 +69,8 @@ class PosixEnv : public Env {
     return std::make_unique<PosixWritableFile>(path, fd);
   }
   absl::Status RenameFile(const std::string& from, const std::string& to) override {
-    if (::rename(from.c_str(), to.c_str()) != 0) return ErrnoStatus(errno, "cannot rename onto", to);
+    if (::rename(from.c_str(), to.c_str()) != 0)
+      return ErrnoStatus(errno, "cannot rename onto", to);
     return absl::OkStatus();
   }
   absl::Status RemoveFile(const std::string& path) override {
@@ -121,8 +122,7 @@ Env& Env::Default() {
   return *env;
 }
 
-absl::Status WriteFileAtomic(Env& env, const std::string& path, const std::string& data,
-                             int mode) {
+absl::Status WriteFileAtomic(Env& env, const std::string& path, const std::string& data, int mode) {
   fs::path target(path);
   const std::string dir = target.parent_path().empty() ? "." : target.parent_path().string();
   const std::string tmp = absl::StrCat(path, ".tmp.", ::getpid());

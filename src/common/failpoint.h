@@ -7,8 +7,8 @@
 // points weft has:
 //   atomic-write-before-rename   WriteFileAtomic: temporary file written and fsynced, not renamed
 //   checkpoint-before-commit     learner: checkpoint durable on disk, not yet committed to weftd
-//   evaluation-before-allreduce  learner: its part of an evaluation done, not yet summed over the gang
-//   after-transition             weftd: a job state change stored, nothing acted on it yet
+//   evaluation-before-allreduce  learner: its part of an evaluation done, not yet summed over the
+//   gang after-transition             weftd: a job state change stored, nothing acted on it yet
 #pragma once
 
 namespace weft {

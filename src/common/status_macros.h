@@ -9,9 +9,9 @@
 #define WEFT_CONCAT_(a, b) WEFT_CONCAT_INNER_(a, b)
 
 // Returns the Status from the enclosing function if `expr` is not OK.
-#define RETURN_IF_ERROR(expr)                 \
-  do {                                        \
-    ::absl::Status weft_status_ = (expr);     \
+#define RETURN_IF_ERROR(expr)                    \
+  do {                                           \
+    ::absl::Status weft_status_ = (expr);        \
     if (!weft_status_.ok()) return weft_status_; \
   } while (0)
 

@@ -29,9 +29,9 @@ class AttemptTracker {
     bool fail_job = false;  // fail the job instead of restarting it
   };
   struct Attempt {
-    std::set<int> registered;               // ranks
-    std::map<int, TimeMs> last_seen_ms;     // by rank; a rank that exited cleanly is dropped
-    std::map<int, Finish> finished;         // by rank
+    std::set<int> registered;            // ranks
+    std::map<int, TimeMs> last_seen_ms;  // by rank; a rank that exited cleanly is dropped
+    std::map<int, Finish> finished;      // by rank
     std::optional<Failure> failure;
   };
 
@@ -46,6 +46,8 @@ class AttemptTracker {
   void SetNotBefore(const std::string& id, TimeMs when) { not_before_ms_[id] = when; }
   // When the job may start again, if it is in a restart backoff.
   std::optional<TimeMs> NotBefore(const std::string& id) const;
+  // Every job in a restart backoff, with when it may start again (unix ms).
+  const std::map<std::string, TimeMs>& not_before() const { return not_before_ms_; }
 
   // Forgets everything about `id` (it was deleted).
   void Erase(const std::string& id);

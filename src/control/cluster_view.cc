@@ -68,9 +68,9 @@ std::map<std::string, scheduler::TenantShare> ClusterView::Tenants() {
   return out;
 }
 
-ClusterView::Round ClusterView::ForRound(
-    const std::vector<JobRecord>& jobs,
-    const std::function<std::optional<TimeMs>(const std::string&)>& not_before, TimeMs now) {
+ClusterView::Round ClusterView::ForRound(const std::vector<JobRecord>& jobs,
+                                         const std::map<std::string, TimeMs>& not_before,
+                                         TimeMs now) {
   Round round;
   scheduler::ClusterSnapshot& snap = round.snapshot;
   snap.now_ms = now;
@@ -83,11 +83,12 @@ ClusterView::Round ClusterView::ForRound(
       spdlog::error("job {} left out of scheduling: {}", r.id, spec.status().message());
       continue;
     }
-    std::optional<TimeMs> wait_until = not_before(r.id);
-    if (r.state == JobState::kQueued && wait_until && *wait_until > now) {
+    auto wait_until = not_before.find(r.id);
+    if (r.state == JobState::kQueued && wait_until != not_before.end() &&
+        wait_until->second > now) {
       round.held[r.id] = {r.id, scheduler::WaitCode::kRestartBackoff,
                           absl::StrFormat("waiting: restart backoff, %.1f s left",
-                                          (*wait_until - now) / 1000.0)};
+                                          (wait_until->second - now) / 1000.0)};
       continue;
     }
     snap.jobs.push_back(Request(r, **spec));

@@ -7,7 +7,6 @@
 // reads never wait for a scheduling round.
 #pragma once
 
-#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -31,17 +30,16 @@ class ClusterView {
   const std::vector<scheduler::Node>& nodes() const { return nodes_; }
 
   // One scheduling round's input, from the store's `jobs`: queued jobs and jobs that hold
-  // learners, in submission order. A queued job whose `not_before(id)` (unix ms) is after `now`
+  // learners, in submission order. A queued job whose `not_before[id]` (unix ms) is after `now`
   // sits the round out (restart backoff) and is listed in `held` with its reason. A preempted
   // job still holds its nodes until its learners exit, but is not the policy's to decide about.
   struct Round {
     scheduler::ClusterSnapshot snapshot;
-    std::map<std::string, JobRecord> jobs;            // the snapshot's jobs, by id
-    std::map<std::string, scheduler::Waiting> held;   // sitting this round out
+    std::map<std::string, JobRecord> jobs;           // the snapshot's jobs, by id
+    std::map<std::string, scheduler::Waiting> held;  // sitting this round out
   };
   Round ForRound(const std::vector<JobRecord>& jobs,
-                 const std::function<std::optional<TimeMs>(const std::string&)>& not_before,
-                 TimeMs now);
+                 const std::map<std::string, TimeMs>& not_before, TimeMs now);
 
   // Why each queued job waits, as of the latest round.
   void SetWaiting(std::map<std::string, scheduler::Waiting> waiting);

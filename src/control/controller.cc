@@ -66,8 +66,7 @@ int Controller::WorldSize(const JobRecord& record) {
   return spec.ok() ? (*spec)->resources.learners : 1;
 }
 
-absl::StatusOr<JobRecord> Controller::Submit(const std::string& manifest,
-                                             const std::string& tenant,
+absl::StatusOr<JobRecord> Controller::Submit(const std::string& manifest, const std::string& tenant,
                                              std::vector<FieldError>* errors) {
   ASSIGN_OR_RETURN(JobSpec spec, ParseManifest(manifest, errors));
   scheduler::JobRequest request;
@@ -95,8 +94,7 @@ absl::StatusOr<JobRecord> Controller::Submit(const std::string& manifest,
     env_.RemoveAll(layout_.JobDir(r.id)).IgnoreError();
     return s;
   }
-  if (absl::Status s = WriteFileAtomic(env_, layout_.SpecPath(r.id), r.spec_json + "\n");
-      !s.ok()) {
+  if (absl::Status s = WriteFileAtomic(env_, layout_.SpecPath(r.id), r.spec_json + "\n"); !s.ok()) {
     env_.RemoveAll(layout_.JobDir(r.id)).IgnoreError();
     return s;
   }

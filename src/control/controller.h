@@ -41,17 +41,17 @@
 namespace weft {
 
 struct ControllerOptions {
-  std::string data_dir;                      // jobs live in <data_dir>/jobs/<id>/
-  std::vector<scheduler::Node> nodes;        // the cluster's inventory
-  std::string coordinator_address;           // host:port learners report to
-  int64_t schedule_interval_ms = 200;        // scheduling round period
-  int64_t heartbeat_interval_ms = 1000;      // what learners are told to use
-  int64_t heartbeat_timeout_ms = 60000;      // a RUNNING learner silent this long is failed
-  int64_t start_timeout_ms = 120000;         // STARTING without registering this long is failed
-  int64_t stop_grace_ms = 10000;             // SIGTERM -> SIGKILL delay
-  int64_t restart_backoff_ms = 1000;         // first restart delay, doubled each restart
+  std::string data_dir;                  // jobs live in <data_dir>/jobs/<id>/
+  std::vector<scheduler::Node> nodes;    // the cluster's inventory
+  std::string coordinator_address;       // host:port learners report to
+  int64_t schedule_interval_ms = 200;    // scheduling round period
+  int64_t heartbeat_interval_ms = 1000;  // what learners are told to use
+  int64_t heartbeat_timeout_ms = 60000;  // a RUNNING learner silent this long is failed
+  int64_t start_timeout_ms = 120000;     // STARTING without registering this long is failed
+  int64_t stop_grace_ms = 10000;         // SIGTERM -> SIGKILL delay
+  int64_t restart_backoff_ms = 1000;     // first restart delay, doubled each restart
   int64_t restart_backoff_max_ms = 60000;
-  std::string learner_key;                   // secret behind learner credentials; empty = none
+  std::string learner_key;  // secret behind learner credentials; empty = none
   std::map<std::string, std::vector<int>> node_cpusets;  // node -> CPUs its learners are pinned to
 };
 

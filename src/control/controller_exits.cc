@@ -39,8 +39,8 @@ void Controller::HandleExitLocked(const LearnerExit& e) {
                     : e.signal == 0        ? LastLogLine(e.job_id, e.rank)
                                            : std::string();
   std::string reason =
-      absl::StrCat("learner ", e.rank > 0 ? absl::StrCat("rank ", e.rank, " ") : "",
-                   e.Describe(), why.empty() ? "" : ": ", why);
+      absl::StrCat("learner ", e.rank > 0 ? absl::StrCat("rank ", e.rank, " ") : "", e.Describe(),
+                   why.empty() ? "" : ": ", why);
   // A user error (bad spec, missing data, a model that does not build) fails at once, and so
   // does a learner that exits 0 without having reported success.
   const bool user_error =
@@ -67,10 +67,10 @@ void Controller::HandlePreemptedExitLocked(JobRecord& r, const LearnerExit& e) {
   }
   attempts_.EndAttempt(e.job_id);
   r.learners.clear();
-  absl::Status s = TransitionLocked(
-      r, JobState::kQueued,
-      absl::StrCat("requeued after preemption (learner rank ", e.rank, " ", e.Describe(),
-                   "); it resumes from its latest checkpoint"));
+  absl::Status s =
+      TransitionLocked(r, JobState::kQueued,
+                       absl::StrCat("requeued after preemption (learner rank ", e.rank, " ",
+                                    e.Describe(), "); it resumes from its latest checkpoint"));
   if (!s.ok()) spdlog::error("job {}: {}", r.id, s.message());
 }
 
@@ -111,9 +111,9 @@ void Controller::RestartOrFailLocked(JobRecord& r, const std::string& reason) {
   auto spec = specs_.Get(r);
   const int max_restarts = spec.ok() ? (*spec)->max_restarts : 0;
   if (r.restarts >= max_restarts) {
-    return FailLocked(r, max_restarts == 0 ? reason
-                                           : absl::StrCat(reason, " (gave up after ", r.restarts,
-                                                          " restarts)"));
+    return FailLocked(r, max_restarts == 0
+                             ? reason
+                             : absl::StrCat(reason, " (gave up after ", r.restarts, " restarts)"));
   }
   r.restarts += 1;
   int64_t backoff = options_.restart_backoff_ms << std::min(r.restarts - 1, 16);
@@ -122,10 +122,10 @@ void Controller::RestartOrFailLocked(JobRecord& r, const std::string& reason) {
   std::string from = checkpoints.ok() && !checkpoints->empty()
                          ? absl::StrCat("from the checkpoint at step ", checkpoints->front().step)
                          : std::string("from the beginning (no checkpoint yet)");
-  absl::Status s = TransitionLocked(
-      r, JobState::kQueued,
-      absl::StrFormat("%s; restart %d of %d %s in %.1f s", reason, r.restarts, max_restarts, from,
-                      backoff / 1000.0));
+  absl::Status s =
+      TransitionLocked(r, JobState::kQueued,
+                       absl::StrFormat("%s; restart %d of %d %s in %.1f s", reason, r.restarts,
+                                       max_restarts, from, backoff / 1000.0));
   if (!s.ok()) return spdlog::error("job {}: cannot requeue: {}", r.id, s.message());
   attempts_.SetNotBefore(r.id, clock_.NowMs() + backoff);
 }
@@ -136,8 +136,8 @@ void Controller::CheckLivenessLocked(std::vector<JobRecord>& jobs) {
     if (!RunsLearners(r.state)) continue;
     const AttemptTracker::Attempt* attempt = attempts_.Find(r.id);
     if (attempt && attempt->failure) continue;  // already stopping
-    const int64_t limit = r.state == JobState::kStarting ? options_.start_timeout_ms
-                                                         : options_.heartbeat_timeout_ms;
+    const int64_t limit =
+        r.state == JobState::kStarting ? options_.start_timeout_ms : options_.heartbeat_timeout_ms;
     // The longest-silent learner of the gang; one that has exited cleanly is no longer watched.
     const int world = WorldSize(r);
     int silent_rank = -1;
@@ -159,11 +159,12 @@ void Controller::CheckLivenessLocked(std::vector<JobRecord>& jobs) {
     spdlog::warn("job {}: learner rank {} silent for {} ms, stopping the job's learners", r.id,
                  silent_rank, now - oldest);
     executor_.Stop(r.id, 0).IgnoreError();
-    EndAttemptLocked(r,
-                     absl::StrFormat("learner%s stopped heartbeating (silent %.0f s)",
-                                     world > 1 ? absl::StrCat(" rank ", silent_rank) : std::string(),
-                                     (now - oldest) / 1000.0),
-                     /*fail_job=*/false);
+    EndAttemptLocked(
+        r,
+        absl::StrFormat("learner%s stopped heartbeating (silent %.0f s)",
+                        world > 1 ? absl::StrCat(" rank ", silent_rank) : std::string(),
+                        (now - oldest) / 1000.0),
+        /*fail_job=*/false);
   }
 }
 

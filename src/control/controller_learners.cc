@@ -38,8 +38,10 @@ RegisterDecision Controller::OnRegister(const std::string& id, int rank, int64_t
   JobRecord r = *rec;
   const int world = WorldSize(r);
   if (world_size != 0 && world_size != world) {
-    return {false, absl::StrCat("this learner was started for a gang of ", world_size,
-                                "; the job has ", world, " learner(s)"), {}};
+    return {false,
+            absl::StrCat("this learner was started for a gang of ", world_size, "; the job has ",
+                         world, " learner(s)"),
+            {}};
   }
   if (rank < 0 || rank >= world) {
     return {false, absl::StrCat("rank ", rank, " is not in this job's gang of ", world), {}};
@@ -100,8 +102,8 @@ absl::Status Controller::OnCommitArtifact(const std::string& id, int64_t attempt
     return absl::InvalidArgumentError(absl::StrCat("unknown model kind '", artifact.kind, "'"));
   }
   const std::string results = layout_.ResultDir(id);
-  RETURN_IF_ERROR(CheckCommittedFile(env_, "model", artifact.path, ModelPath(results, artifact.kind),
-                                     artifact.bytes));
+  RETURN_IF_ERROR(CheckCommittedFile(env_, "model", artifact.path,
+                                     ModelPath(results, artifact.kind), artifact.bytes));
   if (artifact.card_path != ModelCardPath(results, artifact.kind)) {
     return absl::InvalidArgumentError(absl::StrCat("model card path '", artifact.card_path,
                                                    "' is not ",

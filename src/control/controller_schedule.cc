@@ -11,10 +11,7 @@
 namespace weft {
 
 void Controller::ScheduleLocked(const std::vector<JobRecord>& jobs) {
-  const AttemptTracker& attempts = attempts_;  // read under mu_, which this round holds
-  ClusterView::Round round = view_.ForRound(
-      jobs, [&attempts](const std::string& id) { return attempts.NotBefore(id); },
-      clock_.NowMs());
+  ClusterView::Round round = view_.ForRound(jobs, attempts_.not_before(), clock_.NowMs());
   std::map<std::string, scheduler::Waiting> waiting = round.held;
   const auto& queued = round.snapshot.jobs;
   if (std::none_of(queued.begin(), queued.end(), [](const auto& j) { return j.Waiting(); })) {
@@ -34,9 +31,9 @@ void Controller::ScheduleLocked(const std::vector<JobRecord>& jobs) {
     last_refusal_ = refusal;
     for (const auto& j : queued) {
       if (j.Waiting()) {
-        waiting[j.job_id] = {j.job_id, scheduler::WaitCode::kNextRound,
-                             absl::StrCat("waiting: weftd refused the scheduler's decision (",
-                                          refusal, ")")};
+        waiting[j.job_id] = {
+            j.job_id, scheduler::WaitCode::kNextRound,
+            absl::StrCat("waiting: weftd refused the scheduler's decision (", refusal, ")")};
       }
     }
     view_.SetWaiting(std::move(waiting));
@@ -147,8 +144,8 @@ void Controller::StartJobLocked(JobRecord r, const scheduler::Placement& p) {
       executor_.Stop(r.id, 0).IgnoreError();
       r.learners.clear();
       attempts_.EndAttempt(r.id);
-      return FailLocked(r, absl::StrCat("cannot start learner rank ", rank, ": ",
-                                        pid.status().message()));
+      return FailLocked(
+          r, absl::StrCat("cannot start learner rank ", rank, ": ", pid.status().message()));
     }
     r.learners[rank].pid = *pid;
     attempt.last_seen_ms[rank] = clock_.NowMs();

@@ -66,9 +66,10 @@ grpc::Status CoordinatorService::ReportMetrics(grpc::ServerContext*,
 }
 
 template <typename Request, typename Response, typename Record>
-grpc::Status CoordinatorService::Commit(
-    const Request* req, Response* resp, const Record& record,
-    absl::Status (LearnerEvents::*commit)(const std::string&, int64_t, const Record&)) {
+grpc::Status CoordinatorService::Commit(const Request* req, Response* resp, const Record& record,
+                                        absl::Status (LearnerEvents::*commit)(const std::string&,
+                                                                              int64_t,
+                                                                              const Record&)) {
   if (grpc::Status auth = Authenticate(req->learner()); !auth.ok()) return auth;
   absl::Status s = (events_.*commit)(req->learner().job_id(), req->learner().attempt(), record);
   resp->set_accepted(s.ok());
@@ -79,7 +80,7 @@ grpc::Status CoordinatorService::Commit(
 grpc::Status CoordinatorService::CommitArtifact(grpc::ServerContext*,
                                                 const weft::v1::CommitArtifactRequest* req,
                                                 weft::v1::CommitArtifactResponse* resp) {
-  ArtifactRecord a{req->kind(), req->path(),  req->card_path(), req->test_accuracy(),
+  ArtifactRecord a{req->kind(),  req->path(), req->card_path(), req->test_accuracy(),
                    req->epoch(), req->step(), req->bytes(),     0};
   return Commit(req, resp, a, &LearnerEvents::OnCommitArtifact);
 }
@@ -96,8 +97,7 @@ grpc::Status CoordinatorService::ReportFinished(grpc::ServerContext*,
                                                 weft::v1::ReportFinishedResponse*) {
   if (grpc::Status auth = Authenticate(req->learner()); !auth.ok()) return auth;
   events_.OnFinished(req->learner().job_id(), req->learner().rank(), req->learner().attempt(),
-                         req->succeeded(),
-                         req->reason());
+                     req->succeeded(), req->reason());
   return grpc::Status::OK;
 }
 

@@ -27,15 +27,14 @@ class LearnerEvents {
   // A learner of `world_size` (0: not given) starts. Refused for a stale attempt, a job that is
   // not running, a rank outside the job's world size or a world size that is not the job's. The
   // job moves STARTING -> RUNNING once all of its learners have registered.
-  virtual RegisterDecision OnRegister(const std::string& id, int rank, int64_t attempt,
-                                      int64_t pid, int world_size) = 0;
+  virtual RegisterDecision OnRegister(const std::string& id, int rank, int64_t attempt, int64_t pid,
+                                      int world_size) = 0;
   // Returns whether the learner should keep running. Every rank heartbeats (each is watched for
   // silence); only rank 0's progress and metrics are the job's.
   virtual bool OnHeartbeat(const std::string& id, int rank, int64_t attempt,
                            const JobProgress& progress) = 0;
   virtual bool OnMetrics(const std::string& id, int rank, int64_t attempt,
-                         const std::vector<MetricRecord>& points,
-                         const JobProgress& progress) = 0;
+                         const std::vector<MetricRecord>& points, const JobProgress& progress) = 0;
   // A model made durable. FailedPrecondition if the attempt is stale or the job is not running;
   // InvalidArgument for an unknown kind, a path that is not the one weftd derives for it
   // (job/layout.h), or a file that is missing or not `artifact.bytes` long.

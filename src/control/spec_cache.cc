@@ -17,8 +17,8 @@ absl::StatusOr<SpecCache::SpecPtr> SpecCache::Get(const JobRecord& job) {
   }
   absl::StatusOr<JobSpec> spec = ParseManifest(job.spec_json);
   if (!spec.ok()) {
-    return absl::InternalError(absl::StrCat("stored spec of job ", job.id,
-                                            " does not parse: ", spec.status().message()));
+    return absl::InternalError(
+        absl::StrCat("stored spec of job ", job.id, " does not parse: ", spec.status().message()));
   }
   auto ptr = std::make_shared<const JobSpec>(*std::move(spec));
   absl::MutexLock lock(&mu_);

@@ -1,7 +1,7 @@
 #include "executor/local_executor.h"
 
-#include <dirent.h>
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <sched.h>
@@ -180,10 +180,10 @@ absl::Status LocalExecutor::Adopt(const LearnerLaunch& launch, int64_t pid) {
   const std::string nul(1, '\0');
   std::string haystack = nul + (env.ok() ? *env : std::string());
   bool ours = env.ok() && ProcessAlive(static_cast<pid_t>(pid)) &&
-              absl::StrContains(haystack, absl::StrCat(nul, learner_env::kJobId, "=",
-                                                       launch.job_id, nul)) &&
-              absl::StrContains(haystack, absl::StrCat(nul, learner_env::kAttempt, "=",
-                                                       launch.attempt, nul));
+              absl::StrContains(haystack,
+                                absl::StrCat(nul, learner_env::kJobId, "=", launch.job_id, nul)) &&
+              absl::StrContains(haystack,
+                                absl::StrCat(nul, learner_env::kAttempt, "=", launch.attempt, nul));
   if (!ours) {
     return absl::NotFoundError(absl::StrCat("no live learner of ", launch.job_id, " attempt ",
                                             launch.attempt, " at pid ", pid));
@@ -211,8 +211,7 @@ std::vector<LearnerExit> LocalExecutor::Reap() {
   return exits;
 }
 
-absl::StatusOr<std::pair<std::string, int>> LocalExecutor::RendezvousAddress(
-    const std::string&) {
+absl::StatusOr<std::pair<std::string, int>> LocalExecutor::RendezvousAddress(const std::string&) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) return absl::UnavailableError(absl::StrCat("socket: ", strerror(errno)));
   sockaddr_in addr{};

@@ -14,11 +14,11 @@ namespace weft {
 
 // Where a job is in its training budget. Counts are cumulative over the job.
 struct JobProgress {
-  int epoch = 0;          // epochs completed
+  int epoch = 0;  // epochs completed
   int epochs_total = 0;
-  int64_t step = 0;       // optimizer steps taken
+  int64_t step = 0;  // optimizer steps taken
   int64_t steps_total = 0;
-  int64_t samples = 0;    // training samples consumed
+  int64_t samples = 0;  // training samples consumed
 };
 
 // One learner of a job's current attempt; a job's learners are indexed by rank.
@@ -33,13 +33,13 @@ struct JobRecord {
   std::string tenant = "default";
   std::string name;
   JobState state = JobState::kQueued;
-  std::string reason;         // reason of the latest transition
-  std::string manifest;       // the manifest exactly as submitted (YAML or JSON)
-  std::string spec_json;      // canonical JSON of the validated spec (job/job_spec.h)
+  std::string reason;     // reason of the latest transition
+  std::string manifest;   // the manifest exactly as submitted (YAML or JSON)
+  std::string spec_json;  // canonical JSON of the validated spec (job/job_spec.h)
   TimeMs created_ms = 0;
-  TimeMs updated_ms = 0;      // time of the latest transition
-  int64_t attempt = 0;        // incremented each time learners are started
-  int restarts = 0;           // restarts after learner failures (bounded by max_restarts)
+  TimeMs updated_ms = 0;  // time of the latest transition
+  int64_t attempt = 0;    // incremented each time learners are started
+  int restarts = 0;       // restarts after learner failures (bounded by max_restarts)
   // The current attempt's learners by rank (the gang's placement and pids); empty when the job
   // holds no resources.
   std::vector<LearnerSlot> learners;
@@ -51,7 +51,7 @@ struct JobRecord {
 
 // One entry of a job's state history.
 struct StateEvent {
-  int64_t seq = 0;            // 1, 2, ... per job
+  int64_t seq = 0;  // 1, 2, ... per job
   TimeMs time_ms = 0;
   std::optional<JobState> from;  // nullopt for the submission
   JobState to = JobState::kQueued;
@@ -83,8 +83,8 @@ struct ArtifactRecord {
 
 // A checkpoint the learner made durable and weftd acknowledged.
 struct CheckpointRecord {
-  int64_t step = 0;       // optimizer steps taken when it was written
-  int epoch = 0;          // epochs completed
+  int64_t step = 0;  // optimizer steps taken when it was written
+  int epoch = 0;     // epochs completed
   std::string path;
   int64_t bytes = 0;
   TimeMs created_ms = 0;
@@ -94,8 +94,8 @@ struct CheckpointRecord {
 // weight for weighted fair sharing (scheduler/fair_share_policy.h).
 struct TenantRecord {
   std::string name;
-  bool has_quota = false;   // false: limited only by the cluster
-  double quota_cpus = 0;    // cores
+  bool has_quota = false;       // false: limited only by the cluster
+  double quota_cpus = 0;        // cores
   int64_t quota_memory_mb = 0;  // MiB
   int quota_gpus = 0;
   double weight = 1;
@@ -104,9 +104,9 @@ struct TenantRecord {
 
 // A bearer token. Only its SHA-256 is stored; the token itself is shown once at creation.
 struct TokenRecord {
-  std::string id;           // "tok-<hex>", how people name it to revoke it
-  std::string tenant;       // owner; empty for the admin token
-  std::string sha256;       // hex digest of the token
+  std::string id;      // "tok-<hex>", how people name it to revoke it
+  std::string tenant;  // owner; empty for the admin token
+  std::string sha256;  // hex digest of the token
   TimeMs created_ms = 0;
   std::optional<TimeMs> revoked_ms;
 };

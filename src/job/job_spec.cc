@@ -59,8 +59,8 @@ class FieldReader {
 
   // Integer in [min, max]; leaves `out` unchanged when absent.
   template <typename Int>
-  void Integer(const YAML::Node& parent, const std::string& path, const std::string& key,
-               Int* out, int64_t min, int64_t max, const char* what) {
+  void Integer(const YAML::Node& parent, const std::string& path, const std::string& key, Int* out,
+               int64_t min, int64_t max, const char* what) {
     YAML::Node n = parent[key];
     if (!n) return;
     IntegerNode(n, Join(path, key), out, min, max, what);
@@ -78,8 +78,8 @@ class FieldReader {
   }
 
   // Real number in [min, max] (or (min, max] when min_exclusive).
-  void Real(const YAML::Node& parent, const std::string& path, const std::string& key,
-            double* out, double min, double max, bool min_exclusive, const char* what) {
+  void Real(const YAML::Node& parent, const std::string& path, const std::string& key, double* out,
+            double min, double max, bool min_exclusive, const char* what) {
     YAML::Node n = parent[key];
     if (!n) return;
     std::string field = Join(path, key);
@@ -155,8 +155,8 @@ void ReadData(FieldReader& r, const YAML::Node& n, JobSpec* spec) {
   r.String(n, "data", "dataset", &spec->data.dataset, {"fashion-mnist", "mnist"});
   r.String(n, "data", "path", &spec->data.path);
   if (n["path"] && n["path"].IsScalar() && (spec->data.path.empty() || spec->data.path[0] != '/')) {
-    r.Error("data.path", absl::StrCat("must be an absolute directory path, got '",
-                                      spec->data.path, "'"));
+    r.Error("data.path",
+            absl::StrCat("must be an absolute directory path, got '", spec->data.path, "'"));
   }
   r.Integer(n, "data", "train_samples", &spec->data.train_samples, 0, 100000000,
             "a non-negative integer (0 = all)");
@@ -170,19 +170,16 @@ void ReadTraining(FieldReader& r, const YAML::Node& n, JobSpec* spec) {
     return;
   }
   if (!r.Mapping(n, "training",
-                 {"epochs", "batch_size", "optimizer", "learning_rate", "lr_scaling",
-                  "momentum", "weight_decay", "seed", "eval_every_steps", "threads"})) {
+                 {"epochs", "batch_size", "optimizer", "learning_rate", "lr_scaling", "momentum",
+                  "weight_decay", "seed", "eval_every_steps", "threads"})) {
     return;
   }
   if (!n["epochs"]) r.Error("training.epochs", "is required: a positive integer");
   TrainingSpec& t = spec->training;
-  r.Integer(n, "training", "epochs", &t.epochs, 1, kMaxEpochs,
-            "a positive integer up to 10000");
-  r.Integer(n, "training", "batch_size", &t.batch_size, 1, kMaxBatchSize,
-            "a positive integer");
+  r.Integer(n, "training", "epochs", &t.epochs, 1, kMaxEpochs, "a positive integer up to 10000");
+  r.Integer(n, "training", "batch_size", &t.batch_size, 1, kMaxBatchSize, "a positive integer");
   r.String(n, "training", "optimizer", &t.optimizer, {"adam", "sgd"});
-  r.Real(n, "training", "learning_rate", &t.learning_rate, 0, 10, true,
-         "a number in (0, 10]");
+  r.Real(n, "training", "learning_rate", &t.learning_rate, 0, 10, true, "a number in (0, 10]");
   r.String(n, "training", "lr_scaling", &t.lr_scaling, {"none", "linear", "sqrt"});
   r.Real(n, "training", "momentum", &t.momentum, 0, 1, false, "a number in [0, 1)");
   if (t.momentum >= 1) r.Error("training.momentum", "must be a number in [0, 1), got 1");
@@ -193,8 +190,7 @@ void ReadTraining(FieldReader& r, const YAML::Node& n, JobSpec* spec) {
   r.Integer(n, "training", "seed", &t.seed, 0, INT64_MAX, "a non-negative integer");
   r.Integer(n, "training", "eval_every_steps", &t.eval_every_steps, 0, INT64_MAX,
             "a non-negative integer (0 = only at epoch ends)");
-  r.Integer(n, "training", "threads", &t.threads, 1, kMaxThreads,
-            "a positive integer up to 256");
+  r.Integer(n, "training", "threads", &t.threads, 1, kMaxThreads, "a positive integer up to 256");
 }
 
 void ReadResources(FieldReader& r, const YAML::Node& n, JobSpec* spec) {
@@ -214,17 +210,27 @@ void ReadPriority(FieldReader& r, const YAML::Node& n, JobSpec* spec) {
   if (!n) return;
   if (n.IsScalar()) {
     const std::string v = n.Scalar();
-    if (v == "low") { spec->priority = -100; return; }
-    if (v == "normal") { spec->priority = 0; return; }
-    if (v == "high") { spec->priority = 100; return; }
+    if (v == "low") {
+      spec->priority = -100;
+      return;
+    }
+    if (v == "normal") {
+      spec->priority = 0;
+      return;
+    }
+    if (v == "high") {
+      spec->priority = 100;
+      return;
+    }
     int64_t num = 0;
     if (absl::SimpleAtoi(v, &num) && num >= -1000 && num <= 1000) {
       spec->priority = static_cast<int>(num);
       return;
     }
   }
-  r.Error("priority", absl::StrCat("must be low, normal, high or an integer in [-1000, 1000], got '",
-                                   n.IsScalar() ? n.Scalar() : std::string("(not a scalar)"), "'"));
+  r.Error("priority",
+          absl::StrCat("must be low, normal, high or an integer in [-1000, 1000], got '",
+                       n.IsScalar() ? n.Scalar() : std::string("(not a scalar)"), "'"));
 }
 
 void ReadTargets(FieldReader& r, const YAML::Node& n, JobSpec* spec) {
@@ -244,8 +250,8 @@ void ReadTargets(FieldReader& r, const YAML::Node& n, JobSpec* spec) {
     if (v > 0) t.complete = v;
   }
   if (t.deliver && t.complete && *t.deliver > *t.complete) {
-    r.Error("targets.deliver", absl::StrCat("must not exceed targets.complete (", *t.complete,
-                                            "), got ", *t.deliver));
+    r.Error("targets.deliver",
+            absl::StrCat("must not exceed targets.complete (", *t.complete, "), got ", *t.deliver));
   }
 }
 
@@ -261,9 +267,9 @@ void ReadCheckpoint(FieldReader& r, const YAML::Node& n, JobSpec* spec) {
 }
 
 void ReadDocument(FieldReader& r, const YAML::Node& doc, JobSpec* spec) {
-  if (!r.Mapping(doc, "", {"apiVersion", "kind", "name", "description", "model", "data",
-                           "training", "resources", "targets", "checkpoint",
-                           "max_restarts", "priority"})) {
+  if (!r.Mapping(doc, "",
+                 {"apiVersion", "kind", "name", "description", "model", "data", "training",
+                  "resources", "targets", "checkpoint", "max_restarts", "priority"})) {
     return;
   }
   std::string api = "weft/v1";
@@ -325,9 +331,8 @@ absl::StatusOr<JobSpec> ParseManifest(std::string_view text, std::vector<FieldEr
   try {
     doc = YAML::Load(std::string(text));
   } catch (const YAML::Exception& e) {
-    errs->push_back({"(document)", absl::StrCat("is not valid YAML or JSON: line ",
-                                                e.mark.line + 1, ", column ",
-                                                e.mark.column + 1, ": ", e.msg)});
+    errs->push_back({"(document)", absl::StrCat("is not valid YAML or JSON: line ", e.mark.line + 1,
+                                                ", column ", e.mark.column + 1, ": ", e.msg)});
   }
   if (errs->empty()) {
     FieldReader reader(errs);
@@ -388,8 +393,6 @@ nlohmann::json SpecToJson(const JobSpec& s) {
 
 std::string SpecDigest(const JobSpec& spec) { return Sha256Hex(SpecToJson(spec).dump()); }
 
-bool operator==(const JobSpec& a, const JobSpec& b) {
-  return SpecToJson(a) == SpecToJson(b);
-}
+bool operator==(const JobSpec& a, const JobSpec& b) { return SpecToJson(a) == SpecToJson(b); }
 
 }  // namespace weft

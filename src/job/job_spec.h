@@ -15,8 +15,8 @@ namespace weft {
 inline constexpr char kDefaultDataPath[] = "/usr/share/datasets/fashion-mnist";
 
 struct ModelSpec {
-  std::string architecture;        // "mlp" or "cnn"
-  std::vector<int> hidden_units;   // mlp only: widths of the hidden layers
+  std::string architecture;       // "mlp" or "cnn"
+  std::vector<int> hidden_units;  // mlp only: widths of the hidden layers
 };
 
 struct DataSpec {
@@ -35,18 +35,18 @@ struct TrainingSpec {
   // batch_size): "linear" (× learners, Goyal et al. 2017), "sqrt" (× sqrt(learners), Krizhevsky
   // 2014 / Hoffer et al. 2017) or "none"; empty means linear for sgd, sqrt for adam.
   std::string lr_scaling;
-  double momentum = 0.9;           // sgd only
+  double momentum = 0.9;  // sgd only
   double weight_decay = 0;
   uint64_t seed = 0;
-  int64_t eval_every_steps = 0;    // also evaluate every N steps; 0 = only at epoch ends
-  int threads = 0;                 // intra-op threads; 0 = resources.cpus
+  int64_t eval_every_steps = 0;  // also evaluate every N steps; 0 = only at epoch ends
+  int threads = 0;               // intra-op threads; 0 = resources.cpus
 };
 
 struct ResourceSpec {
-  int learners = 1;        // processes in the gang
-  double cpus = 1;         // per learner
-  int64_t memory_mb = 2048;  // per learner, MiB
-  int gpus = 0;            // per learner
+  int learners = 1;                // processes in the gang
+  double cpus = 1;                 // per learner
+  int64_t memory_mb = 2048;        // per learner, MiB
+  int gpus = 0;                    // per learner
   std::string placement = "pack";  // gang placement: "pack" (fewest nodes) or "spread" (most)
 };
 

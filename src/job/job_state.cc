@@ -56,11 +56,11 @@ bool CanTransition(JobState from, JobState to) {
       return to == S::kRunning || to == S::kQueued || to == S::kHalted || to == S::kFailed ||
              to == S::kPreempted;
     case S::kRunning:
-      return to == S::kDelivered || to == S::kCompleted || to == S::kFailed ||
-             to == S::kHalted || to == S::kPreempted || to == S::kQueued;
-    case S::kDelivered:
-      return to == S::kCompleted || to == S::kFailed || to == S::kHalted ||
+      return to == S::kDelivered || to == S::kCompleted || to == S::kFailed || to == S::kHalted ||
              to == S::kPreempted || to == S::kQueued;
+    case S::kDelivered:
+      return to == S::kCompleted || to == S::kFailed || to == S::kHalted || to == S::kPreempted ||
+             to == S::kQueued;
     case S::kPreempted:
       return to == S::kQueued;
     case S::kHalted:

@@ -35,10 +35,10 @@ std::vector<std::pair<std::string, std::string>> LearnerEnvironment(const Learne
 const std::vector<std::string>& LearnerEnvironmentNames() {
   namespace e = learner_env;
   static const std::vector<std::string> names = {
-      e::kJobId,     e::kAttempt,   e::kCredential,   e::kSpec,       e::kCoordinator,
-      e::kNode,      e::kDataDir,   e::kResultDir,    e::kCheckpointDir, e::kLogDir,
-      e::kLearnerId, e::kNumLearners, e::kRank,       e::kLocalRank,  e::kWorldSize,
-      e::kMasterAddr, e::kMasterPort, e::kThreads,    e::kForbiddenToken};
+      e::kJobId,      e::kAttempt,     e::kCredential, e::kSpec,          e::kCoordinator,
+      e::kNode,       e::kDataDir,     e::kResultDir,  e::kCheckpointDir, e::kLogDir,
+      e::kLearnerId,  e::kNumLearners, e::kRank,       e::kLocalRank,     e::kWorldSize,
+      e::kMasterAddr, e::kMasterPort,  e::kThreads,    e::kForbiddenToken};
   return names;
 }
 
@@ -69,14 +69,16 @@ absl::StatusOr<LearnerLaunch> LearnerLaunchFromEnvironment(
     return absl::OkStatus();
   };
   LearnerLaunch l;
-  for (auto [name, field] : {std::pair{e::kJobId, &l.job_id}, {e::kSpec, &l.spec_path},
+  for (auto [name, field] : {std::pair{e::kJobId, &l.job_id},
+                             {e::kSpec, &l.spec_path},
                              {e::kCoordinator, &l.coordinator_address},
                              {e::kResultDir, &l.result_dir}}) {
     if (absl::Status s = required(name, field); !s.ok()) return s;
   }
-  for (auto [name, field, fallback] :
-       {std::tuple{e::kRank, &l.rank, 0}, {e::kWorldSize, &l.world_size, 1},
-        {e::kMasterPort, &l.rendezvous_port, 0}, {e::kThreads, &l.threads, 1}}) {
+  for (auto [name, field, fallback] : {std::tuple{e::kRank, &l.rank, 0},
+                                       {e::kWorldSize, &l.world_size, 1},
+                                       {e::kMasterPort, &l.rendezvous_port, 0},
+                                       {e::kThreads, &l.threads, 1}}) {
     if (absl::Status s = number(name, fallback, field); !s.ok()) return s;
   }
   if (absl::Status s = number(e::kAttempt, int64_t{1}, &l.attempt); !s.ok()) return s;

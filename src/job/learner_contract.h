@@ -62,9 +62,9 @@ struct LearnerLaunch {
   // empty for a single learner.
   std::string rendezvous_host;
   int rendezvous_port = 0;
-  int threads = 1;           // intra-op threads (OMP_NUM_THREADS)
-  std::string credential;    // WEFT_JOB_CREDENTIAL: authenticates to the coordinator
-  std::vector<int> cpuset;   // CPUs to pin the learner to (its node's); not in the environment
+  int threads = 1;          // intra-op threads (OMP_NUM_THREADS)
+  std::string credential;   // WEFT_JOB_CREDENTIAL: authenticates to the coordinator
+  std::vector<int> cpuset;  // CPUs to pin the learner to (its node's); not in the environment
 };
 
 // The contract's variables for `launch`, as (name, value) in a fixed order.
@@ -75,9 +75,10 @@ std::vector<std::pair<std::string, std::string>> LearnerEnvironment(const Learne
 const std::vector<std::string>& LearnerEnvironmentNames();
 
 // Reads a launch back from an environment (`getenv`-like lookup, nullptr for unset). Defaults:
-// attempt 1, rank 0, world size 1, one thread, MASTER_ADDR 127.0.0.1 for a gang. InvalidArgument naming the variable
-// when WEFT_JOB_ID, WEFT_JOB_SPEC, WEFT_COORDINATOR or RESULT_DIR is missing, a number does not
-// parse, the rank is outside [0, WORLD_SIZE), or MASTER_PORT is missing for WORLD_SIZE > 1.
+// attempt 1, rank 0, world size 1, one thread, MASTER_ADDR 127.0.0.1 for a gang. InvalidArgument
+// naming the variable when WEFT_JOB_ID, WEFT_JOB_SPEC, WEFT_COORDINATOR or RESULT_DIR is missing, a
+// number does not parse, the rank is outside [0, WORLD_SIZE), or MASTER_PORT is missing for
+// WORLD_SIZE > 1.
 absl::StatusOr<LearnerLaunch> LearnerLaunchFromEnvironment(
     const std::function<const char*(const char*)>& getenv);
 

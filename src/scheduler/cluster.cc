@@ -23,9 +23,7 @@ Resources& Resources::operator-=(const Resources& o) {
   return *this;
 }
 
-Resources Resources::Times(int n) const {
-  return Resources{cpus * n, memory_mb * n, gpus * n};
-}
+Resources Resources::Times(int n) const { return Resources{cpus * n, memory_mb * n, gpus * n}; }
 
 const char* WaitCodeName(WaitCode code) {
   switch (code) {

@@ -16,7 +16,8 @@ std::string Overrun(const Node& n) {
   const Resources& a = n.allocated;
   const Resources& c = n.capacity;
   if (a.cpus > c.cpus + 1e-9) return absl::StrFormat("cpus %g/%g", a.cpus, c.cpus);
-  if (a.memory_mb > c.memory_mb) return absl::StrCat("memory ", a.memory_mb, "/", c.memory_mb, " MiB");
+  if (a.memory_mb > c.memory_mb)
+    return absl::StrCat("memory ", a.memory_mb, "/", c.memory_mb, " MiB");
   if (a.gpus > c.gpus) return absl::StrCat("gpus ", a.gpus, "/", c.gpus);
   return "";
 }
@@ -41,7 +42,8 @@ absl::Status CheckDecisions(const ClusterSnapshot& snapshot, const Decisions& de
   for (const std::string& id : decisions.preempted) {
     auto it = jobs.find(id);
     if (it == jobs.end()) return Refuse(absl::StrCat("preempts unknown job ", id));
-    if (it->second->Waiting()) return Refuse(absl::StrCat("preempts job ", id, ", which is waiting"));
+    if (it->second->Waiting())
+      return Refuse(absl::StrCat("preempts job ", id, ", which is waiting"));
     if (!preempted.insert(id).second) return Refuse(absl::StrCat("preempts job ", id, " twice"));
     if (options.preemption_frees_at_once) release(*it->second);
   }
@@ -51,7 +53,8 @@ absl::Status CheckDecisions(const ClusterSnapshot& snapshot, const Decisions& de
     auto it = jobs.find(p.job_id);
     if (it == jobs.end()) return Refuse(absl::StrCat("places unknown job ", p.job_id));
     const JobRequest& j = *it->second;
-    if (!placed.insert(p.job_id).second) return Refuse(absl::StrCat("places job ", p.job_id, " twice"));
+    if (!placed.insert(p.job_id).second)
+      return Refuse(absl::StrCat("places job ", p.job_id, " twice"));
     if (preempted.count(p.job_id)) {
       return Refuse(absl::StrCat("both places and preempts job ", p.job_id));
     }

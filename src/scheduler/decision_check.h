@@ -19,8 +19,8 @@ struct DecisionCheckOptions {
 // OK if every placed or preempted job is one of `snapshot.jobs`, no job is placed twice or both
 // placed and preempted, only running jobs are preempted, each placement gives `learners` or a
 // count in [min_learners, max_learners], names only known nodes, and after the decisions no node
-// a placement adds learners to is allocated beyond its capacity in any resource. FailedPrecondition naming the first
-// violation and the job or node otherwise.
+// a placement adds learners to is allocated beyond its capacity in any resource. FailedPrecondition
+// naming the first violation and the job or node otherwise.
 absl::Status CheckDecisions(const ClusterSnapshot& snapshot, const Decisions& decisions,
                             const DecisionCheckOptions& options = {});
 

@@ -124,7 +124,8 @@ void Round::Consider(TenantRound& t, size_t i) {
   const JobRequest& j = jobs_[i];
   if (t.figures.share.has_quota) {
     std::string over = QuotaOverrun(t.figures.used, Gang(j), t.figures.share.quota);
-    if (!over.empty()) return Explain(i, WaitCode::kQuota, absl::StrCat("waiting: tenant quota ", over));
+    if (!over.empty())
+      return Explain(i, WaitCode::kQuota, absl::StrCat("waiting: tenant quota ", over));
   }
   Placement p;
   p.job_id = j.job_id;
@@ -144,9 +145,9 @@ void Round::LeaveWaiting(TenantRound& t, size_t i) {
       Reserve(j);
       blocked_ = static_cast<int>(i);
     }
-    return Explain(i, WaitCode::kPriority,
-                   absl::StrCat("waiting: behind ", ahead, " higher-priority ",
-                                ahead == 1 ? "job" : "jobs"));
+    return Explain(
+        i, WaitCode::kPriority,
+        absl::StrCat("waiting: behind ", ahead, " higher-priority ", ahead == 1 ? "job" : "jobs"));
   }
   std::string why = absl::StrCat(
       "waiting: no node set fits ", j.learners, " learners × ", Num(j.per_learner.cpus), " cpus",
@@ -204,7 +205,8 @@ std::vector<size_t> Round::Victims(const JobRequest& b) const {
     v_after -= v.per_learner.Times(static_cast<int>(v.allocation.size()));
     if (b_share < bt.figures.fair_share &&
         DominantShare(vt.figures.used, total_, 1) > vt.figures.fair_share &&
-        DominantShare(v_after, total_, vt.weight()) >= DominantShare(b_after, total_, bt.weight())) {
+        DominantShare(v_after, total_, vt.weight()) >=
+            DominantShare(b_after, total_, bt.weight())) {
       victims.push_back(i);
     }
   }

@@ -1,7 +1,6 @@
-#include "scheduler/policy.h"
-
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "scheduler/policy.h"
 
 namespace weft::scheduler {
 
@@ -33,25 +32,23 @@ absl::Status CheckFeasible(const JobRequest& request, const std::vector<Node>& n
   }
   const Resources& r = request.per_learner;
   if (r.cpus > largest.cpus + 1e-9) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("never fits: needs ", FormatCpus(r.cpus),
-                     " cpus per learner, the largest node has ", FormatCpus(largest.cpus)));
+    return absl::FailedPreconditionError(absl::StrCat("never fits: needs ", FormatCpus(r.cpus),
+                                                      " cpus per learner, the largest node has ",
+                                                      FormatCpus(largest.cpus)));
   }
   if (r.memory_mb > largest.memory_mb) {
     return absl::FailedPreconditionError(
-        absl::StrCat("never fits: needs ", r.memory_mb, " MiB memory per learner, the largest node has ",
-                     largest.memory_mb, " MiB"));
+        absl::StrCat("never fits: needs ", r.memory_mb,
+                     " MiB memory per learner, the largest node has ", largest.memory_mb, " MiB"));
   }
   if (r.gpus > largest.gpus) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("never fits: needs ", r.gpus, " gpus per learner, the largest node has ",
-                     largest.gpus));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "never fits: needs ", r.gpus, " gpus per learner, the largest node has ", largest.gpus));
   }
   if (fitting_slots < request.learners) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("never fits: ", request.learners, " learners × ", FormatCpus(r.cpus),
-                     " cpus, ", r.memory_mb, " MiB need more than the whole cluster (room for ",
-                     fitting_slots, ")"));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "never fits: ", request.learners, " learners × ", FormatCpus(r.cpus), " cpus, ",
+        r.memory_mb, " MiB need more than the whole cluster (room for ", fitting_slots, ")"));
   }
   return absl::OkStatus();
 }
@@ -86,8 +83,8 @@ Decisions FifoPolicy::Schedule(const ClusterSnapshot& snapshot) {
     if (!job.Waiting()) continue;
     if (blocked) {
       if (!snapshot.explain) break;
-      d.waiting.push_back({job.job_id, WaitCode::kBehindHead, absl::StrCat("waiting: behind ", head_id,
-                                                    " (first in, first out)")});
+      d.waiting.push_back({job.job_id, WaitCode::kBehindHead,
+                           absl::StrCat("waiting: behind ", head_id, " (first in, first out)")});
       continue;
     }
     Placement p;
@@ -97,11 +94,12 @@ Decisions FifoPolicy::Schedule(const ClusterSnapshot& snapshot) {
     }
     blocked = true;
     head_id = job.job_id;
-    if (snapshot.explain) d.waiting.push_back(
-        {job.job_id, WaitCode::kNoRoom,
-         absl::StrCat("waiting: no free node has ", FormatCpus(job.per_learner.cpus), " cpus and ",
-                      job.per_learner.memory_mb, " MiB for ", job.learners,
-                      job.learners == 1 ? " learner" : " learners")});
+    if (snapshot.explain)
+      d.waiting.push_back(
+          {job.job_id, WaitCode::kNoRoom,
+           absl::StrCat("waiting: no free node has ", FormatCpus(job.per_learner.cpus),
+                        " cpus and ", job.per_learner.memory_mb, " MiB for ", job.learners,
+                        job.learners == 1 ? " learner" : " learners")});
   }
   return d;
 }

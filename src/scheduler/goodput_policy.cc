@@ -9,32 +9,68 @@
 
 namespace weft::scheduler {
 
+namespace {
+
+// 1. Admission: each job's min_learners, least attained service first, while the cluster's
+// total has room. Takes what it admits out of `left`.
+std::vector<int> Admit(const std::vector<JobRequest>& jobs, Resources* left) {
+  std::vector<size_t> order(jobs.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return jobs[a].attained_service < jobs[b].attained_service;
+  });
+  std::vector<int> count(jobs.size(), 0);
+  for (size_t i : order) {
+    const JobRequest& j = jobs[i];
+    const Resources gang = j.per_learner.Times(j.min_learners);
+    if (j.min_learners >= 1 && left->Fits(gang)) {
+      *left -= gang;
+      count[i] = j.min_learners;
+    }
+  }
+  return count;
+}
+
+// 3. Placement: jobs whose count is unchanged keep their nodes; the others are packed, largest
+// first, preferring the nodes they hold; a job that gets no learners is preempted or waits.
+Decisions Place(const ClusterSnapshot& snapshot, const std::vector<int>& count) {
+  const auto& jobs = snapshot.jobs;
+  Decisions d;
+  FreeMap free(snapshot.nodes);
+  std::vector<size_t> changed = KeepUnchanged(jobs, count, &free);
+  std::stable_sort(changed.begin(), changed.end(),
+                   [&](size_t a, size_t b) { return count[a] > count[b]; });
+  for (size_t i : changed) {
+    const JobRequest& j = jobs[i];
+    Placement p;
+    p.job_id = j.job_id;
+    if (count[i] > 0 && free.PlacePacked(count[i], j.per_learner, j.allocation, &p.learner_nodes)) {
+      d.placements.push_back(std::move(p));
+      continue;
+    }
+    if (!j.Waiting()) d.preempted.push_back(j.job_id);
+    if (!snapshot.explain) continue;
+    d.waiting.push_back(
+        {j.job_id, count[i] == 0 ? WaitCode::kOutranked : WaitCode::kNoRoom,
+         count[i] == 0
+             ? std::string("waiting: the cluster is full of jobs with less attained service")
+             : absl::StrCat("waiting: no node set has room for ", count[i], " learners")});
+  }
+  return d;
+}
+
+}  // namespace
+
 Decisions GoodputPolicy::Schedule(const ClusterSnapshot& snapshot) {
   const auto& jobs = snapshot.jobs;
   const size_t n = jobs.size();
   Resources left;
-  int per_node = 1;
   for (const Node& node : snapshot.nodes) left += node.capacity;
-
-  std::vector<size_t> order(n);
-  for (size_t i = 0; i < n; ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return jobs[a].attained_service < jobs[b].attained_service;
-  });
-
-  // 1. Admission.
-  std::vector<int> count(n, 0);
-  for (size_t i : order) {
-    const JobRequest& j = jobs[i];
-    Resources gang;
-    for (int k = 0; k < j.min_learners; ++k) gang += j.per_learner;
-    if (j.min_learners >= 1 && left.Fits(gang)) {
-      left -= gang;
-      count[i] = j.min_learners;
-    }
-  }
+  std::vector<int> count = Admit(jobs, &left);
+  int per_node = 1;
   for (const Node& node : snapshot.nodes) {
-    if (!jobs.empty()) per_node = std::max(per_node, LearnerSlots(node.capacity, jobs[0].per_learner, 1 << 20));
+    if (jobs.empty()) break;
+    per_node = std::max(per_node, LearnerSlots(node.capacity, jobs[0].per_learner, 1 << 20));
   }
 
   // 2. Water-filling on weighted speedup gain.
@@ -65,29 +101,10 @@ Decisions GoodputPolicy::Schedule(const ClusterSnapshot& snapshot) {
     return best / base[i] * w;
   };
   GrowByMarginalValue(n, value, [&](size_t i) {
-    for (int k = 0; k < step[i]; ++k) left -= jobs[i].per_learner;
+    left -= jobs[i].per_learner.Times(step[i]);
     count[i] += step[i];
   });
-
-  // 3. Placement.
-  Decisions d;
-  FreeMap free(snapshot.nodes);
-  std::vector<size_t> changed = KeepUnchanged(jobs, count, &free);
-  std::stable_sort(changed.begin(), changed.end(), [&](size_t a, size_t b) { return count[a] > count[b]; });
-  for (size_t i : changed) {
-    const JobRequest& j = jobs[i];
-    Placement p;
-    p.job_id = j.job_id;
-    if (count[i] > 0 && free.PlacePacked(count[i], j.per_learner, j.allocation, &p.learner_nodes)) {
-      d.placements.push_back(std::move(p));
-      continue;
-    }
-    if (!j.Waiting()) d.preempted.push_back(j.job_id);
-    if (snapshot.explain) d.waiting.push_back({j.job_id, count[i] == 0 ? WaitCode::kOutranked : WaitCode::kNoRoom, count[i] == 0
-                                       ? std::string("waiting: the cluster is full of jobs with less attained service")
-                                       : absl::StrCat("waiting: no node set has room for ", count[i], " learners")});
-  }
-  return d;
+  return Place(snapshot, count);
 }
 
 }  // namespace weft::scheduler

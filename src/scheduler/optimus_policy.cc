@@ -55,12 +55,15 @@ Decisions OptimusPolicy::Schedule(const ClusterSnapshot& snapshot) {
   Decisions d;
   FreeMap free(snapshot.nodes);
   std::vector<size_t> changed = KeepUnchanged(jobs, count, &free);
-  std::stable_sort(changed.begin(), changed.end(), [&](size_t a, size_t b) { return count[a] < count[b]; });
+  std::stable_sort(changed.begin(), changed.end(),
+                   [&](size_t a, size_t b) { return count[a] < count[b]; });
   for (size_t i : changed) {
     const JobRequest& j = jobs[i];
     if (count[i] == 0) {
       if (!j.Waiting()) d.preempted.push_back(j.job_id);
-      if (snapshot.explain) d.waiting.push_back({j.job_id, WaitCode::kOutranked, "waiting: every learner slot went to jobs submitted earlier"});
+      if (snapshot.explain)
+        d.waiting.push_back({j.job_id, WaitCode::kOutranked,
+                             "waiting: every learner slot went to jobs submitted earlier"});
       continue;
     }
     Placement p;
@@ -69,8 +72,10 @@ Decisions OptimusPolicy::Schedule(const ClusterSnapshot& snapshot) {
       d.placements.push_back(std::move(p));
     } else {
       if (!j.Waiting()) d.preempted.push_back(j.job_id);
-      if (snapshot.explain) d.waiting.push_back({j.job_id, WaitCode::kNoRoom, absl::StrCat("waiting: no node set has room for ", count[i],
-                                                  " learners (fragmented)")});
+      if (snapshot.explain)
+        d.waiting.push_back({j.job_id, WaitCode::kNoRoom,
+                             absl::StrCat("waiting: no node set has room for ", count[i],
+                                          " learners (fragmented)")});
     }
   }
   return d;

@@ -11,7 +11,8 @@ int LearnerSlots(const Resources& free, const Resources& per, int cap) {
   if (per.memory_mb > 0) {
     slots = std::min<int64_t>(slots, std::max<int64_t>(0, free.memory_mb) / per.memory_mb);
   }
-  if (per.cpus > 0) slots = std::min<int64_t>(slots, static_cast<int64_t>(free.cpus / per.cpus + 1e-9));
+  if (per.cpus > 0)
+    slots = std::min<int64_t>(slots, static_cast<int64_t>(free.cpus / per.cpus + 1e-9));
   return std::max(0, slots);
 }
 
@@ -75,8 +76,8 @@ void FreeMap::Commit(const std::vector<std::pair<int, int>>& taken, const Resour
   }
 }
 
-std::vector<size_t> KeepUnchanged(const std::vector<JobRequest>& jobs, const std::vector<int>& count,
-                                  FreeMap* free) {
+std::vector<size_t> KeepUnchanged(const std::vector<JobRequest>& jobs,
+                                  const std::vector<int>& count, FreeMap* free) {
   std::vector<size_t> changed;
   for (size_t i = 0; i < jobs.size(); ++i) {
     if (static_cast<int>(jobs[i].allocation.size()) == count[i]) {
@@ -135,7 +136,10 @@ bool FreeMap::PlacePacked(int learners, const Resources& per,
   // the big holes for big jobs), lowest index on ties.
   int whole = -1;
   for (int i : mine) {
-    if (SlotsAt(i) >= learners) { whole = i; break; }
+    if (SlotsAt(i) >= learners) {
+      whole = i;
+      break;
+    }
   }
   for (int s = learners; whole < 0 && s < static_cast<int>(buckets_.size()); ++s) {
     if (!buckets_[s].empty()) whole = *buckets_[s].begin();

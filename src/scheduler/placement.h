@@ -78,8 +78,8 @@ class FreeMap {
 
 // For policies that decide learner counts first and place second: jobs whose count[i] equals what
 // they hold keep their nodes (taken out of `free`); the indices of the others are returned.
-std::vector<size_t> KeepUnchanged(const std::vector<JobRequest>& jobs, const std::vector<int>& count,
-                                  FreeMap* free);
+std::vector<size_t> KeepUnchanged(const std::vector<JobRequest>& jobs,
+                                  const std::vector<int>& count, FreeMap* free);
 
 // Run-length encoding of a learner list in list order: {a,a,b} -> (2,1). This is the placement
 // the Pollux artifact looks step times up by.

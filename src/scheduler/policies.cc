@@ -9,7 +9,9 @@
 
 namespace weft::scheduler {
 
-std::vector<std::string> PolicyNames() { return {"fifo", "tiresias", "optimus", "goodput", "fairshare"}; }
+std::vector<std::string> PolicyNames() {
+  return {"fifo", "tiresias", "optimus", "goodput", "fairshare"};
+}
 
 absl::StatusOr<std::unique_ptr<Policy>> MakePolicy(const std::string& name) {
   if (name == "fifo") return std::make_unique<FifoPolicy>();

@@ -12,10 +12,10 @@
 namespace weft::scheduler {
 
 struct TenantShares {
-  TenantShare share;       // quota and weight (weight 1, no quota when the snapshot has none)
-  Resources used;          // held by its running jobs
-  int running_jobs = 0;    // jobs holding learners
-  int waiting_jobs = 0;    // jobs waiting for learners
+  TenantShare share;          // quota and weight (weight 1, no quota when the snapshot has none)
+  Resources used;             // held by its running jobs
+  int running_jobs = 0;       // jobs holding learners
+  int waiting_jobs = 0;       // jobs waiting for learners
   double dominant_share = 0;  // max over resources of used / cluster total, unweighted, in [0, 1]
   // Its weight over the summed weights of the tenants with running or waiting jobs; 0 for a
   // tenant with neither.

@@ -49,7 +49,7 @@ void TiresiasPolicy::UpdateQueues(const ClusterSnapshot& snapshot) {
 }
 
 std::vector<const JobRequest*> TiresiasPolicy::PickRunning(const ClusterSnapshot& snapshot,
-                                                          Decisions* d) {
+                                                           Decisions* d) {
   // Whole gangs against the cluster's total, in queue order.
   Resources left;
   for (const Node& n : snapshot.nodes) left += n.capacity;
@@ -67,10 +67,10 @@ std::vector<const JobRequest*> TiresiasPolicy::PickRunning(const ClusterSnapshot
       st->running = false;
       if (!j.Waiting()) d->preempted.push_back(j.job_id);
       if (snapshot.explain) {
-        d->waiting.push_back({j.job_id, WaitCode::kOutranked,
-                              absl::StrCat("waiting: ", j.learners,
-                                           " learners do not fit in what queue ", st->queue,
-                                           " jobs ahead of it leave")});
+        d->waiting.push_back(
+            {j.job_id, WaitCode::kOutranked,
+             absl::StrCat("waiting: ", j.learners, " learners do not fit in what queue ", st->queue,
+                          " jobs ahead of it leave")});
       }
     }
   }

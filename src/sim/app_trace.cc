@@ -1,8 +1,9 @@
 #include "sim/app_trace.h"
 
+#include <dirent.h>
+
 #include <algorithm>
 #include <cmath>
-#include <dirent.h>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -41,7 +42,8 @@ absl::StatusOr<std::vector<double>> Column(const CsvTable& t, const std::string&
 }
 
 uint64_t CacheKey(int64_t measured_id, int nodes, int replicas, int local_bsz) {
-  if (measured_id > 0) return (static_cast<uint64_t>(measured_id) << 20) | static_cast<uint64_t>(local_bsz);
+  if (measured_id > 0)
+    return (static_cast<uint64_t>(measured_id) << 20) | static_cast<uint64_t>(local_bsz);
   return (1ull << 62) | (static_cast<uint64_t>(nodes) << 40) |
          (static_cast<uint64_t>(replicas) << 20) | static_cast<uint64_t>(local_bsz);
 }
@@ -118,8 +120,7 @@ absl::Status AppTrace::LoadPlacements(const std::string& d, std::vector<Delaunay
   return absl::OkStatus();
 }
 
-absl::Status AppTrace::LoadScalability(const std::string& d,
-                                       std::vector<Delaunay3::Point>* points,
+absl::Status AppTrace::LoadScalability(const std::string& d, std::vector<Delaunay3::Point>* points,
                                        std::vector<double>* values) {
   const std::string spath = d + "/scalability.csv";
   auto sc = ReadCsv(spath);
@@ -259,10 +260,10 @@ absl::StatusOr<StepTime> AppTrace::Step(const NodeCounts& placement, int local_b
     }
   } else {
     double out[2];
-    if (!scatter_ || !scatter_->Interpolate({static_cast<double>(std::min(nodes, 16)),
-                                             static_cast<double>(replicas),
-                                             static_cast<double>(local_bsz)},
-                                            out)) {
+    if (!scatter_ ||
+        !scatter_->Interpolate({static_cast<double>(std::min(nodes, 16)),
+                                static_cast<double>(replicas), static_cast<double>(local_bsz)},
+                               out)) {
       return absl::OutOfRangeError(absl::StrCat(name_, ": (", nodes, " nodes, ", replicas,
                                                 " replicas, local batch ", local_bsz,
                                                 ") outside the measured hull"));
@@ -359,14 +360,17 @@ BatchConfig AppTrace::BestBatch(const NodeCounts& placement, int epoch, double* 
   const double hi = bmax_total_;
   constexpr int kCandidates = 50;
   for (int k = 0; k < kCandidates; ++k) {
-    double total = (k == kCandidates - 1) ? hi : lo * std::pow(hi / lo, static_cast<double>(k) / (kCandidates - 1));
+    double total = (k == kCandidates - 1)
+                       ? hi
+                       : lo * std::pow(hi / lo, static_cast<double>(k) / (kCandidates - 1));
     double local = total / replicas;
     BatchConfig c;
     c.accum_steps = static_cast<int>(std::ceil(local / bmax_ - kEps)) - 1;
     if (replicas == 1 && local > b0_ + kEps) c.accum_steps = std::max(c.accum_steps, 1);
     c.atomic_bsz = static_cast<int>(std::ceil(local / (c.accum_steps + 1) - kEps));
     int count = replicas * (c.accum_steps + 1);
-    c.atomic_bsz = std::min(c.atomic_bsz, static_cast<int>(static_cast<double>(bmax_total_) / count));
+    c.atomic_bsz =
+        std::min(c.atomic_bsz, static_cast<int>(static_cast<double>(bmax_total_) / count));
     if (c.atomic_bsz < bmin_ || c.atomic_bsz > bmax_) continue;
     double r = ProgressRate(placement, c, epoch);
     if (r > best_rate) {

@@ -42,7 +42,7 @@ class AppTrace {
   static absl::StatusOr<std::unique_ptr<AppTrace>> Load(const std::string& dir);
 
   const std::string& name() const { return name_; }
-  int init_batch_size() const { return b0_; }   // B0, smallest validated total batch
+  int init_batch_size() const { return b0_; }         // B0, smallest validated total batch
   int max_batch_size() const { return bmax_total_; }  // Bmax
   int min_local_bsz() const { return bmin_; }
   int max_local_bsz() const { return bmax_; }

@@ -14,17 +14,23 @@ absl::Status WriteJobsCsv(const SimResult& r, const std::string& path) {
   std::string out = "name,app,replicas,submit_s,start_s,completion_s,jct_s,restarts,gpu_seconds\n";
   for (const JobResult& j : r.jobs) {
     absl::StrAppendFormat(&out, "%s,%s,%d,%.0f,%.0f,%.0f,%.0f,%d,%.0f\n", j.name, j.app, j.replicas,
-                          j.submit_s, j.start_s, j.completion_s, j.jct_s, j.restarts, j.gpu_seconds);
+                          j.submit_s, j.start_s, j.completion_s, j.jct_s, j.restarts,
+                          j.gpu_seconds);
   }
   return WriteFileAtomic(path, out);
 }
 
 nlohmann::json SummaryJson(const SimResult& r) {
-  return {{"workload", r.workload},        {"jobs", r.jobs.size()},
-          {"avg_jct", r.avg_jct_s},        {"p50_jct", r.p50_jct_s},
-          {"p99_jct", r.p99_jct_s},        {"makespan", r.makespan_s},
-          {"gpu_utilisation", r.gpu_utilisation}, {"restarts", r.restarts},
-          {"rounds", r.rounds},            {"policy_seconds", r.policy_seconds}};
+  return {{"workload", r.workload},
+          {"jobs", r.jobs.size()},
+          {"avg_jct", r.avg_jct_s},
+          {"p50_jct", r.p50_jct_s},
+          {"p99_jct", r.p99_jct_s},
+          {"makespan", r.makespan_s},
+          {"gpu_utilisation", r.gpu_utilisation},
+          {"restarts", r.restarts},
+          {"rounds", r.rounds},
+          {"policy_seconds", r.policy_seconds}};
 }
 
 nlohmann::json RunJson(const std::string& policy, const std::vector<SimResult>& results) {
@@ -39,22 +45,26 @@ nlohmann::json RunJson(const std::string& policy, const std::vector<SimResult>& 
     makespan += r.makespan_s;
   }
   double n = results.empty() ? 1 : results.size();
-  return {{"policy", policy},         {"avg_jct", avg},           {"mean_jct", sum / n},
-          {"mean_p99_jct", p99 / n},  {"mean_makespan", makespan / n}, {"workloads", per}};
+  return {{"policy", policy},
+          {"avg_jct", avg},
+          {"mean_jct", sum / n},
+          {"mean_p99_jct", p99 / n},
+          {"mean_makespan", makespan / n},
+          {"workloads", per}};
 }
 
 std::string Table(const std::vector<SimResult>& results) {
-  std::string out = absl::StrFormat("%-14s %6s %10s %10s %10s %11s %6s %8s %9s\n", "workload", "jobs",
-                                    "avg JCT s", "p50 JCT s", "p99 JCT s", "makespan s", "util",
-                                    "restarts", "policy ms");
+  std::string out = absl::StrFormat("%-14s %6s %10s %10s %10s %11s %6s %8s %9s\n", "workload",
+                                    "jobs", "avg JCT s", "p50 JCT s", "p99 JCT s", "makespan s",
+                                    "util", "restarts", "policy ms");
   double avg = 0, p50 = 0, p99 = 0, mk = 0, util = 0, pol = 0;
   int restarts = 0;
   size_t jobs = 0;
   for (const SimResult& r : results) {
     double per_round_ms = r.rounds ? 1000 * r.policy_seconds / r.rounds : 0;
-    absl::StrAppendFormat(&out, "%-14s %6d %10.1f %10.1f %10.1f %11.0f %5.1f%% %8d %9.3f\n", r.workload,
-                          r.jobs.size(), r.avg_jct_s, r.p50_jct_s, r.p99_jct_s, r.makespan_s,
-                          100 * r.gpu_utilisation, r.restarts, per_round_ms);
+    absl::StrAppendFormat(&out, "%-14s %6d %10.1f %10.1f %10.1f %11.0f %5.1f%% %8d %9.3f\n",
+                          r.workload, r.jobs.size(), r.avg_jct_s, r.p50_jct_s, r.p99_jct_s,
+                          r.makespan_s, 100 * r.gpu_utilisation, r.restarts, per_round_ms);
     avg += r.avg_jct_s;
     p50 += r.p50_jct_s;
     p99 += r.p99_jct_s;
@@ -66,8 +76,9 @@ std::string Table(const std::vector<SimResult>& results) {
   }
   if (results.size() > 1) {
     double n = results.size();
-    absl::StrAppendFormat(&out, "%-14s %6d %10.1f %10.1f %10.1f %11.0f %5.1f%% %8d %9.3f\n", "mean", jobs,
-                          avg / n, p50 / n, p99 / n, mk / n, 100 * util / n, restarts, pol / n);
+    absl::StrAppendFormat(&out, "%-14s %6d %10.1f %10.1f %10.1f %11.0f %5.1f%% %8d %9.3f\n", "mean",
+                          jobs, avg / n, p50 / n, p99 / n, mk / n, 100 * util / n, restarts,
+                          pol / n);
   }
   return out;
 }
@@ -98,12 +109,14 @@ absl::Status Plot(const std::string& policy, const std::vector<SimResult>& resul
   if (auto s = WriteFileAtomic(util_path, util); !s.ok()) return s;
   std::string script = absl::StrFormat(
       "set terminal pngcairo size 900,500\n"
-      "set output '%s/%s-jct-cdf.png'\nset logscale x\nset xlabel 'JCT (s)'\nset ylabel 'fraction of jobs'\n"
+      "set output '%s/%s-jct-cdf.png'\nset logscale x\nset xlabel 'JCT (s)'\nset ylabel 'fraction "
+      "of jobs'\n"
       "set grid\nset key bottom right\nplot '%s' using 1:2 with steps title '%s'\n"
       "set output '%s/%s-allocation.png'\nunset logscale x\nset xlabel 'time (h)'\n"
       "set ylabel 'GPUs allocated (fraction)'\nset yrange [0:1.05]\n"
       "plot '%s' using 1:2 with steps title '%s, %s'\n",
-      out_dir, policy, cdf_path, policy, out_dir, policy, util_path, policy, results.front().workload);
+      out_dir, policy, cdf_path, policy, out_dir, policy, util_path, policy,
+      results.front().workload);
   const std::string script_path = absl::StrCat(out_dir, "/", policy, "-plot.gp");
   if (auto s = WriteFileAtomic(script_path, script); !s.ok()) return s;
   std::string cmd = absl::StrCat("gnuplot '", script_path, "'");

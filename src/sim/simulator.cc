@@ -36,7 +36,7 @@ namespace {
 class SimJob : public scheduler::JobModel {
  public:
   SimJob(const WorkloadJob& spec, const AppTrace* app, JobMode mode, int total_gpus)
-      : spec_(spec), app_(app), mode_(mode) {
+      : spec_(spec), app_(app) {
     if (app_ == nullptr) {
       remaining_s_ = spec.duration_s;
       min_ = max_ = spec.replicas;
@@ -131,8 +131,8 @@ class SimJob : public scheduler::JobModel {
       double rate = app_->ProgressRate(placement_, cfg_, epoch_);
       if (!(rate > 0)) {
         error_ = absl::OutOfRangeError(absl::StrCat(spec_.name, ": no step time for placement ",
-                                                    CanonicalPlacementId(placement_), " at local batch ",
-                                                    cfg_.atomic_bsz));
+                                                    CanonicalPlacementId(placement_),
+                                                    " at local batch ", cfg_.atomic_bsz));
         return;
       }
       double next = app_->EpochStart(epoch_ + 1);
@@ -201,13 +201,14 @@ class SimJob : public scheduler::JobModel {
       cfg_ = app_->FixedBatch(fixed_batch_, r, false);
     } else {
       cfg_ = app_->BestBatch(placement_, epoch_, nullptr);
-      if (cfg_.atomic_bsz == 0) cfg_ = app_->FixedBatch(std::max(app_->init_batch_size(), app_->min_local_bsz() * r), r, false);
+      if (cfg_.atomic_bsz == 0)
+        cfg_ = app_->FixedBatch(std::max(app_->init_batch_size(), app_->min_local_bsz() * r), r,
+                                false);
     }
   }
 
   const WorkloadJob& spec_;
   const AppTrace* app_;
-  JobMode mode_;
   int min_ = 1, max_ = 1;
   int fixed_batch_ = 0;  // 0 = adaptive
   std::vector<int> alloc_;
@@ -231,7 +232,9 @@ class SimJob : public scheduler::JobModel {
 class Simulation {
  public:
   Simulation(const Workload& workload, scheduler::Policy& policy, const SimOptions& options)
-      : workload_(workload), policy_(policy), options_(options),
+      : workload_(workload),
+        policy_(policy),
+        options_(options),
         total_gpus_(options.nodes * options.gpus_per_node) {}
 
   absl::Status AddJobs(AppCatalog& apps, JobMode mode);

@@ -39,7 +39,7 @@ struct JobResult {
   double completion_s = -1;  // -1 if not completed
   double jct_s = -1;         // completion − submission
   int restarts = 0;
-  double gpu_seconds = 0;    // attained service
+  double gpu_seconds = 0;  // attained service
 };
 
 struct SimResult {
@@ -47,12 +47,12 @@ struct SimResult {
   std::string policy;
   std::vector<JobResult> jobs;  // in workload order
   double avg_jct_s = 0, p50_jct_s = 0, p99_jct_s = 0;
-  double makespan_s = 0;        // max(submission + JCT)
-  double gpu_utilisation = 0;   // attained GPU-seconds / (GPUs × makespan)
-  int restarts = 0;             // total over jobs
-  int total_gpus = 0;           // cluster size simulated
-  int rounds = 0;               // policy calls
-  double policy_seconds = 0;    // wall time spent inside the policy
+  double makespan_s = 0;       // max(submission + JCT)
+  double gpu_utilisation = 0;  // attained GPU-seconds / (GPUs × makespan)
+  int restarts = 0;            // total over jobs
+  int total_gpus = 0;          // cluster size simulated
+  int rounds = 0;              // policy calls
+  double policy_seconds = 0;   // wall time spent inside the policy
   // (time s, GPUs allocated) after each round's decisions.
   std::vector<std::pair<double, int>> allocated_gpus;
 };
@@ -61,7 +61,8 @@ struct SimResult {
 // InvalidArgument if a job asks for more GPUs than the cluster has (rigid modes) or a policy
 // over-commits a node; OutOfRange if a placement falls outside an application's measurements.
 absl::StatusOr<SimResult> Simulate(const Workload& workload, AppCatalog& apps,
-                                   scheduler::Policy& policy, JobMode mode, const SimOptions& options);
+                                   scheduler::Policy& policy, JobMode mode,
+                                   const SimOptions& options);
 
 // numpy.percentile's linear interpolation; 0 for an empty vector.
 double Percentile(std::vector<double> values, double q);

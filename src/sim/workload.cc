@@ -1,9 +1,10 @@
 #include "sim/workload.h"
 
-#include <algorithm>
-#include <ctime>
 #include <dirent.h>
 #include <sys/stat.h>
+
+#include <algorithm>
+#include <ctime>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -91,8 +92,9 @@ absl::StatusOr<Workload> ReadWorkload(const std::string& path, int* skipped) {
       w.jobs.push_back(std::move(j));
     }
     for (auto& j : w.jobs) j.submit_s -= earliest;
-    std::stable_sort(w.jobs.begin(), w.jobs.end(),
-                     [](const WorkloadJob& a, const WorkloadJob& b) { return a.submit_s < b.submit_s; });
+    std::stable_sort(w.jobs.begin(), w.jobs.end(), [](const WorkloadJob& a, const WorkloadJob& b) {
+      return a.submit_s < b.submit_s;
+    });
   } else {
     return absl::InvalidArgumentError(
         path + ": unknown workload format (expected a Pollux workload or a Philly log header)");
@@ -103,7 +105,8 @@ absl::StatusOr<Workload> ReadWorkload(const std::string& path, int* skipped) {
 
 absl::StatusOr<std::vector<std::string>> WorkloadFiles(const std::string& path) {
   struct stat st;
-  if (stat(path.c_str(), &st) != 0) return absl::NotFoundError(path + ": no such file or directory");
+  if (stat(path.c_str(), &st) != 0)
+    return absl::NotFoundError(path + ": no such file or directory");
   if (!S_ISDIR(st.st_mode)) return std::vector<std::string>{path};
   DIR* d = opendir(path.c_str());
   if (d == nullptr) return absl::NotFoundError(path + ": cannot open directory");
@@ -118,10 +121,12 @@ absl::StatusOr<std::vector<std::string>> WorkloadFiles(const std::string& path) 
     std::string s = Stem(f);
     size_t k = s.find_last_not_of("0123456789");
     int num = 0;
-    if (k + 1 < s.size()) absl::SimpleAtoi(s.substr(k + 1), &num);
+    // A stem with no number sorts as 0.
+    if (k + 1 >= s.size() || !absl::SimpleAtoi(s.substr(k + 1), &num)) num = 0;
     return std::make_pair(s.substr(0, k + 1), num);
   };
-  std::sort(files.begin(), files.end(), [&](const auto& a, const auto& b) { return key(a) < key(b); });
+  std::sort(files.begin(), files.end(),
+            [&](const auto& a, const auto& b) { return key(a) < key(b); });
   return files;
 }
 

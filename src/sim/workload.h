@@ -24,7 +24,7 @@ struct WorkloadJob {
 };
 
 struct Workload {
-  std::string name;  // file name without .csv
+  std::string name;               // file name without .csv
   std::vector<WorkloadJob> jobs;  // in file order
   bool duration_jobs = false;     // Philly-style: every job has duration_s, no app
 };

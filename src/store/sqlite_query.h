@@ -29,7 +29,9 @@ class Stmt {
   Stmt(const Stmt&) = delete;
   Stmt& operator=(const Stmt&) = delete;
 
-  absl::Status Prepared() const { return rc_ == SQLITE_OK ? absl::OkStatus() : Error(db_, "prepare"); }
+  absl::Status Prepared() const {
+    return rc_ == SQLITE_OK ? absl::OkStatus() : Error(db_, "prepare");
+  }
   void Bind(int i, const std::string& v) {
     sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
   }
@@ -86,7 +88,8 @@ absl::StatusOr<int> Execute(sqlite3* db, const std::string& what, const std::str
   if (absl::Status p = s.Prepared(); !p.ok()) return p;
   s.BindAll(args...);
   int rc = s.Step();
-  if (rc == SQLITE_CONSTRAINT) return absl::AlreadyExistsError(absl::StrCat(what, ": already exists"));
+  if (rc == SQLITE_CONSTRAINT)
+    return absl::AlreadyExistsError(absl::StrCat(what, ": already exists"));
   if (rc != SQLITE_DONE && rc != SQLITE_ROW) return Error(db, what);
   return sqlite3_changes(db);
 }

@@ -65,9 +65,9 @@ JobRecord ReadJob(sqlite::Stmt& s) {
 
 absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path) {
   sqlite3* db = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &db,
-                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
-                           nullptr);
+  int rc =
+      sqlite3_open_v2(path.c_str(), &db,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr);
   if (rc != SQLITE_OK) {
     absl::Status s = absl::InternalError(
         absl::StrCat("cannot open store ", path, ": ", db ? sqlite3_errmsg(db) : "out of memory"));
@@ -102,12 +102,12 @@ absl::Status SqliteStore::Migrate() {
   RETURN_IF_ERROR(Exec("PRAGMA foreign_keys=ON"));
   ASSIGN_OR_RETURN(std::vector<int64_t> v,
                    sqlite::Query<int64_t>(db_, "read schema version", "PRAGMA user_version",
-                                  [](sqlite::Stmt& s) { return s.Int(0); }));
+                                          [](sqlite::Stmt& s) { return s.Int(0); }));
   const int64_t version = v.empty() ? 0 : v[0];
   if (version > sqlite::kSchemaVersion) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("store schema version ", version, " is newer than this weftd understands (",
-                     sqlite::kSchemaVersion, "); upgrade weftd"));
+    return absl::FailedPreconditionError(absl::StrCat("store schema version ", version,
+                                                      " is newer than this weftd understands (",
+                                                      sqlite::kSchemaVersion, "); upgrade weftd"));
   }
   if (version == sqlite::kSchemaVersion) return absl::OkStatus();
   sqlite::Transaction tx(db_);
@@ -150,11 +150,12 @@ absl::Status SqliteStore::AppendEventLocked(const std::string& id, TimeMs t,
                                             const std::string& reason) {
   std::optional<std::string> from_name;
   if (from) from_name = JobStateName(*from);
-  return sqlite::Execute(db_, "append history",
-                 "INSERT INTO job_events (job_id, seq, time_ms, from_state, to_state, reason) "
-                 "SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3, ?4, ?5 FROM job_events "
-                 "WHERE job_id=?1",
-                 id, t, from_name, std::string(JobStateName(to)), reason)
+  return sqlite::Execute(
+             db_, "append history",
+             "INSERT INTO job_events (job_id, seq, time_ms, from_state, to_state, reason) "
+             "SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3, ?4, ?5 FROM job_events "
+             "WHERE job_id=?1",
+             id, t, from_name, std::string(JobStateName(to)), reason)
       .status();
 }
 
@@ -170,8 +171,8 @@ absl::Status SqliteStore::CreateJob(const JobRecord& record, const std::string& 
 
 absl::StatusOr<JobRecord> SqliteStore::GetJobLocked(const std::string& id) {
   return sqlite::QueryOne<JobRecord>(db_, "read job", absl::StrCat("no job ", id),
-                             absl::StrCat("SELECT ", kJobColumns, " FROM jobs WHERE id=?1"),
-                             ReadJob, id);
+                                     absl::StrCat("SELECT ", kJobColumns, " FROM jobs WHERE id=?1"),
+                                     ReadJob, id);
 }
 
 absl::StatusOr<JobRecord> SqliteStore::GetJob(const std::string& id) {
@@ -185,8 +186,8 @@ absl::StatusOr<std::vector<JobRecord>> SqliteStore::ListJobs(const std::string& 
   if (tenant.empty()) {
     return sqlite::Query<JobRecord>(db_, "list jobs", select + "ORDER BY created_ms, id", ReadJob);
   }
-  return sqlite::Query<JobRecord>(db_, "list jobs", select + "WHERE tenant=?1 ORDER BY created_ms, id",
-                          ReadJob, tenant);
+  return sqlite::Query<JobRecord>(
+      db_, "list jobs", select + "WHERE tenant=?1 ORDER BY created_ms, id", ReadJob, tenant);
 }
 
 absl::Status SqliteStore::TransitionJob(const JobRecord& record, JobState expected_from) {
@@ -200,9 +201,9 @@ absl::Status SqliteStore::TransitionJob(const JobRecord& record, JobState expect
                                                       JobStateName(expected_from)));
   }
   if (!CanTransition(expected_from, record.state)) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("job ", record.id, " cannot go from ", JobStateName(expected_from), " to ",
-                     JobStateName(record.state)));
+    return absl::FailedPreconditionError(absl::StrCat("job ", record.id, " cannot go from ",
+                                                      JobStateName(expected_from), " to ",
+                                                      JobStateName(record.state)));
   }
   RETURN_IF_ERROR(WriteJobLocked(record, /*insert=*/false));
   RETURN_IF_ERROR(

@@ -31,8 +31,7 @@ class SqliteStore : public Store {
   absl::StatusOr<std::vector<StateEvent>> History(const std::string& id) override;
   absl::Status AppendMetrics(const std::string& id,
                              const std::vector<MetricRecord>& points) override;
-  absl::StatusOr<std::vector<MetricRecord>> Metrics(const std::string& id,
-                                                    int64_t limit) override;
+  absl::StatusOr<std::vector<MetricRecord>> Metrics(const std::string& id, int64_t limit) override;
   absl::Status PutArtifact(const std::string& id, const ArtifactRecord& artifact) override;
   absl::StatusOr<std::vector<ArtifactRecord>> Artifacts(const std::string& id) override;
   absl::Status PutCheckpoint(const std::string& id, const CheckpointRecord& checkpoint) override;

@@ -20,8 +20,8 @@ StateEvent ReadEvent(sqlite::Stmt& s) {
 }
 
 MetricRecord ReadMetric(sqlite::Stmt& s) {
-  return {s.Int(0),  static_cast<int>(s.Int(1)), s.Int(2),     s.Real(3),
-          s.Real(4), s.OptReal(5),               s.OptReal(6)};
+  return {s.Int(0),    static_cast<int>(s.Int(1)), s.Int(2), s.Real(3), s.Real(4), s.OptReal(5),
+          s.OptReal(6)};
 }
 
 ArtifactRecord ReadArtifact(sqlite::Stmt& s) {
@@ -61,13 +61,14 @@ absl::Status SqliteStore::AppendMetrics(const std::string& id,
   RETURN_IF_ERROR(tx.Begun());
   RETURN_IF_ERROR(GetJobLocked(id).status());
   for (const MetricRecord& p : points) {
-    RETURN_IF_ERROR(sqlite::Execute(db_, "append metrics",
-                            "INSERT INTO metrics (job_id, step, epoch, wall_time_ms, train_loss, "
-                            "samples_per_s, test_accuracy, test_loss) "
-                            "VALUES (?1,?2,?3,?4,?5,?6,?7,?8)",
-                            id, p.step, p.epoch, p.wall_time_ms, p.train_loss, p.samples_per_s,
-                            p.test_accuracy, p.test_loss)
-                        .status());
+    RETURN_IF_ERROR(
+        sqlite::Execute(db_, "append metrics",
+                        "INSERT INTO metrics (job_id, step, epoch, wall_time_ms, train_loss, "
+                        "samples_per_s, test_accuracy, test_loss) "
+                        "VALUES (?1,?2,?3,?4,?5,?6,?7,?8)",
+                        id, p.step, p.epoch, p.wall_time_ms, p.train_loss, p.samples_per_s,
+                        p.test_accuracy, p.test_loss)
+            .status());
   }
   return tx.Commit();
 }
@@ -87,13 +88,14 @@ absl::Status SqliteStore::PutArtifact(const std::string& id, const ArtifactRecor
   sqlite::Transaction tx(db_);
   RETURN_IF_ERROR(tx.Begun());
   RETURN_IF_ERROR(GetJobLocked(id).status());
-  RETURN_IF_ERROR(sqlite::Execute(db_, "put artifact",
-                          "INSERT OR REPLACE INTO artifacts (job_id, kind, path, card_path, "
-                          "test_accuracy, epoch, step, bytes, created_ms) "
-                          "VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9)",
-                          id, a.kind, a.path, a.card_path, a.test_accuracy, a.epoch, a.step,
-                          a.bytes, a.created_ms)
-                      .status());
+  RETURN_IF_ERROR(
+      sqlite::Execute(db_, "put artifact",
+                      "INSERT OR REPLACE INTO artifacts (job_id, kind, path, card_path, "
+                      "test_accuracy, epoch, step, bytes, created_ms) "
+                      "VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9)",
+                      id, a.kind, a.path, a.card_path, a.test_accuracy, a.epoch, a.step, a.bytes,
+                      a.created_ms)
+          .status());
   return tx.Commit();
 }
 
@@ -111,11 +113,12 @@ absl::Status SqliteStore::PutCheckpoint(const std::string& id, const CheckpointR
   sqlite::Transaction tx(db_);
   RETURN_IF_ERROR(tx.Begun());
   RETURN_IF_ERROR(GetJobLocked(id).status());
-  RETURN_IF_ERROR(sqlite::Execute(db_, "put checkpoint",
-                          "INSERT OR REPLACE INTO checkpoints (job_id, step, epoch, path, bytes, "
-                          "created_ms) VALUES (?1,?2,?3,?4,?5,?6)",
-                          id, c.step, c.epoch, c.path, c.bytes, c.created_ms)
-                      .status());
+  RETURN_IF_ERROR(
+      sqlite::Execute(db_, "put checkpoint",
+                      "INSERT OR REPLACE INTO checkpoints (job_id, step, epoch, path, bytes, "
+                      "created_ms) VALUES (?1,?2,?3,?4,?5,?6)",
+                      id, c.step, c.epoch, c.path, c.bytes, c.created_ms)
+          .status());
   return tx.Commit();
 }
 
@@ -130,8 +133,8 @@ absl::StatusOr<std::vector<CheckpointRecord>> SqliteStore::Checkpoints(const std
 
 absl::Status SqliteStore::DeleteCheckpoint(const std::string& id, int64_t step) {
   absl::MutexLock lock(&mu_);
-  return sqlite::Execute(db_, "delete checkpoint", "DELETE FROM checkpoints WHERE job_id=?1 AND step=?2",
-                 id, step)
+  return sqlite::Execute(db_, "delete checkpoint",
+                         "DELETE FROM checkpoints WHERE job_id=?1 AND step=?2", id, step)
       .status();
 }
 

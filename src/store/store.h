@@ -62,8 +62,7 @@ class Store {
   virtual absl::StatusOr<std::vector<ArtifactRecord>> Artifacts(const std::string& id) = 0;
 
   // Inserts or replaces the checkpoint at `checkpoint.step`. NotFound for an unknown job.
-  virtual absl::Status PutCheckpoint(const std::string& id,
-                                     const CheckpointRecord& checkpoint) = 0;
+  virtual absl::Status PutCheckpoint(const std::string& id, const CheckpointRecord& checkpoint) = 0;
   // Checkpoints newest (highest step) first. NotFound for an unknown job.
   virtual absl::StatusOr<std::vector<CheckpointRecord>> Checkpoints(const std::string& id) = 0;
   // Forgets the checkpoint at `step` (the caller deletes its file). OK if there is none.
@@ -85,7 +84,8 @@ class Store {
   // Tokens of `tenant` (empty: the admin's), oldest first.
   virtual absl::StatusOr<std::vector<TokenRecord>> ListTokens(const std::string& tenant) = 0;
   // Marks token `id` of `tenant` revoked at `when`. NotFound if that tenant has no such token.
-  virtual absl::Status RevokeToken(const std::string& tenant, const std::string& id, TimeMs when) = 0;
+  virtual absl::Status RevokeToken(const std::string& tenant, const std::string& id,
+                                   TimeMs when) = 0;
 };
 
 }  // namespace weft

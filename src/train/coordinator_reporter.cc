@@ -49,8 +49,8 @@ grpc::Status Retry(Rpc rpc) {
 
 }  // namespace
 
-CoordinatorReporter::CoordinatorReporter(const std::string& address, std::string job_id,
-                                         int rank, int64_t attempt, std::string credential)
+CoordinatorReporter::CoordinatorReporter(const std::string& address, std::string job_id, int rank,
+                                         int64_t attempt, std::string credential)
     : stub_(weft::v1::Coordinator::NewStub(
           grpc::CreateChannel(address, grpc::InsecureChannelCredentials()))),
       job_id_(std::move(job_id)),
@@ -88,7 +88,8 @@ absl::Status CoordinatorReporter::Register(int world_size) {
   }
   if (!resp.accepted()) {
     keep_running_ = false;
-    return absl::FailedPreconditionError(absl::StrCat("weftd refused this learner: ", resp.reason()));
+    return absl::FailedPreconditionError(
+        absl::StrCat("weftd refused this learner: ", resp.reason()));
   }
   if (resp.heartbeat_interval_ms() > 0) heartbeat_ms_ = resp.heartbeat_interval_ms();
   resume_from_.assign(resp.resume_from().begin(), resp.resume_from().end());
@@ -182,16 +183,18 @@ absl::Status CoordinatorReporter::CommitArtifact(const ModelArtifact& a) {
   weft::v1::CommitArtifactResponse resp;
   grpc::Status s = Retry([&] { return stub_->CommitArtifact(Context().get(), req, &resp); });
   if (!s.ok()) {
-    return absl::UnavailableError(absl::StrCat("cannot commit ", a.kind, " model: ", s.error_message()));
+    return absl::UnavailableError(
+        absl::StrCat("cannot commit ", a.kind, " model: ", s.error_message()));
   }
   if (!resp.accepted()) {
-    return absl::FailedPreconditionError(absl::StrCat("weftd refused the ", a.kind, " model: ", resp.reason()));
+    return absl::FailedPreconditionError(
+        absl::StrCat("weftd refused the ", a.kind, " model: ", resp.reason()));
   }
   return absl::OkStatus();
 }
 
-absl::Status CoordinatorReporter::CommitCheckpoint(const std::string& path, int epoch,
-                                                   int64_t step, int64_t bytes) {
+absl::Status CoordinatorReporter::CommitCheckpoint(const std::string& path, int epoch, int64_t step,
+                                                   int64_t bytes) {
   weft::v1::CommitCheckpointRequest req;
   *req.mutable_learner() = Identity();
   req.set_path(path);
@@ -204,13 +207,15 @@ absl::Status CoordinatorReporter::CommitCheckpoint(const std::string& path, int 
     return absl::UnavailableError(absl::StrCat("cannot commit checkpoint: ", s.error_message()));
   }
   if (!resp.accepted()) {
-    return absl::FailedPreconditionError(absl::StrCat("weftd refused the checkpoint: ", resp.reason()));
+    return absl::FailedPreconditionError(
+        absl::StrCat("weftd refused the checkpoint: ", resp.reason()));
   }
   return absl::OkStatus();
 }
 
 void CoordinatorReporter::Finish(bool succeeded, const std::string& reason, double best) {
-  for (int i = 0; i < 20 && !Flush(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  for (int i = 0; i < 20 && !Flush(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
   weft::v1::ReportFinishedRequest req;
   *req.mutable_learner() = Identity();
   req.set_succeeded(succeeded);

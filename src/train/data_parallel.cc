@@ -1,9 +1,8 @@
 #include "train/data_parallel.h"
 
+#include <chrono>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
-
-#include <chrono>
 
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
@@ -31,9 +30,9 @@ struct DataParallel::Group {
   std::vector<torch::Tensor> parameters;
   std::vector<Bucket> buckets;
   std::vector<std::pair<size_t, size_t>> slot_of;  // parameter -> (bucket, index in bucket)
-  size_t next = 0;         // first bucket whose allreduce has not started this step
-  bool stop_flag = false;  // this rank's stop flag for this step
-  bool armed = false;      // between BeginStep and FinishStep
+  size_t next = 0;           // first bucket whose allreduce has not started this step
+  bool stop_flag = false;    // this rank's stop flag for this step
+  bool armed = false;        // between BeginStep and FinishStep
   std::string launch_error;  // a collective that could not even be started this step
 
   void OnGradient(size_t k, const torch::Tensor& grad);
@@ -96,13 +95,13 @@ absl::StatusOr<std::unique_ptr<DataParallel>> DataParallel::Connect(const std::s
   } catch (const std::exception& e) {
     std::string what = e.what();
     if (const auto* c10 = dynamic_cast<const c10::Error*>(&e)) what = c10->what_without_backtrace();
-    return absl::UnavailableError(absl::StrCat("rendezvous at ", host, ":", port, " as rank ",
-                                               rank, " of ", world_size, " failed: ", what));
+    return absl::UnavailableError(absl::StrCat("rendezvous at ", host, ":", port, " as rank ", rank,
+                                               " of ", world_size, " failed: ", what));
   }
-  spdlog::info("joined the process group at {}:{} as rank {} of {} in {:.0f} ms (Gloo)", host,
-               port, rank, world_size,
-               std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
-                   .count());
+  spdlog::info(
+      "joined the process group at {}:{} as rank {} of {} in {:.0f} ms (Gloo)", host, port, rank,
+      world_size,
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   return dp;
 }
 
@@ -137,8 +136,10 @@ void DataParallel::AttachGradientHooks(const std::vector<torch::Tensor>& paramet
   for (size_t k = 0; k < parameters.size(); ++k) {
     parameters[k].register_hook([this, k](torch::Tensor grad) { group_->OnGradient(k, grad); });
   }
-  spdlog::info("gradient averaging: {} parameters in {} bucket(s) of >= {} bytes, overlapped "
-               "with the backward pass", parameters.size(), g.buckets.size(), bucket_bytes);
+  spdlog::info(
+      "gradient averaging: {} parameters in {} bucket(s) of >= {} bytes, overlapped "
+      "with the backward pass",
+      parameters.size(), g.buckets.size(), bucket_bytes);
 }
 
 void DataParallel::Group::OnGradient(size_t k, const torch::Tensor& grad) {
@@ -208,7 +209,8 @@ bool DataParallel::FinishStep() {
   if (!g.launch_error.empty()) throw PeerLostError(g.launch_error);
   auto t0 = std::chrono::steady_clock::now();
   for (Bucket& bucket : g.buckets) Group::Wait(bucket.work);
-  wait_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  wait_ms_ +=
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   ++wait_steps_;
   const Bucket& last = g.buckets.back();
   const bool any_stop = last.buffer[last.numel].item<float>() > 0;

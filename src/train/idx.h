@@ -12,8 +12,8 @@
 namespace weft::train {
 
 struct IdxArray {
-  std::vector<int64_t> dims;   // e.g. {60000, 28, 28} for images, {60000} for labels
-  std::vector<uint8_t> data;   // row-major, product(dims) bytes
+  std::vector<int64_t> dims;  // e.g. {60000, 28, 28} for images, {60000} for labels
+  std::vector<uint8_t> data;  // row-major, product(dims) bytes
 };
 
 // Reads `path` (or `path` + ".gz" if `path` does not exist). Reads at most `limit` items along

@@ -33,8 +33,8 @@ int RunLearnerFromEnvironment() {
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGINT, &sa, nullptr);
 
-  absl::StatusOr<LearnerLaunch> launch = LearnerLaunchFromEnvironment(
-      [](const char* name) { return std::getenv(name); });
+  absl::StatusOr<LearnerLaunch> launch =
+      LearnerLaunchFromEnvironment([](const char* name) { return std::getenv(name); });
   if (!launch.ok()) {
     spdlog::error("{}", launch.status().message());
     return kLearnerExitUserError;

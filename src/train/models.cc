@@ -24,8 +24,10 @@ torch::Tensor Dense(const torch::nn::Linear& layer, const torch::Tensor& x, Dens
 }
 
 CnnImpl::CnnImpl(DenseKernel dense) : dense_(dense) {
-  conv1_ = register_module("conv1", torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 32, 3).padding(1)));
-  conv2_ = register_module("conv2", torch::nn::Conv2d(torch::nn::Conv2dOptions(32, 64, 3).padding(1)));
+  conv1_ =
+      register_module("conv1", torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 32, 3).padding(1)));
+  conv2_ =
+      register_module("conv2", torch::nn::Conv2d(torch::nn::Conv2dOptions(32, 64, 3).padding(1)));
   fc1_ = register_module("fc1", torch::nn::Linear(64 * 7 * 7, 128));
   fc2_ = register_module("fc2", torch::nn::Linear(128, 10));
 }
@@ -40,10 +42,12 @@ torch::Tensor CnnImpl::forward(torch::Tensor x) {
 MlpImpl::MlpImpl(const std::vector<int>& hidden_units, DenseKernel dense) : dense_(dense) {
   int64_t in = 28 * 28;
   for (size_t i = 0; i < hidden_units.size(); ++i) {
-    layers_.push_back(register_module(absl::StrCat("fc", i + 1), torch::nn::Linear(in, hidden_units[i])));
+    layers_.push_back(
+        register_module(absl::StrCat("fc", i + 1), torch::nn::Linear(in, hidden_units[i])));
     in = hidden_units[i];
   }
-  layers_.push_back(register_module(absl::StrCat("fc", hidden_units.size() + 1), torch::nn::Linear(in, 10)));
+  layers_.push_back(
+      register_module(absl::StrCat("fc", hidden_units.size() + 1), torch::nn::Linear(in, 10)));
 }
 
 torch::Tensor MlpImpl::forward(torch::Tensor x) {

@@ -13,26 +13,26 @@
 namespace weft::train {
 
 struct ProgressReport {
-  int epoch = 0;            // epochs completed
+  int epoch = 0;  // epochs completed
   int epochs_total = 0;
-  int64_t step = 0;         // optimizer steps taken
+  int64_t step = 0;  // optimizer steps taken
   int64_t steps_total = 0;
-  int64_t samples = 0;      // training samples consumed (this learner's share × world size)
+  int64_t samples = 0;  // training samples consumed (this learner's share × world size)
 };
 
 struct MetricSample {
   int64_t step = 0;
-  int epoch = 0;                       // epoch in progress (1-based) or just finished
-  TimeMs wall_time_ms = 0;             // unix time, milliseconds
-  double train_loss = 0;               // mean loss since the previous sample
-  double samples_per_s = 0;            // training throughput since the previous sample
-  std::optional<double> test_accuracy; // set on evaluation samples, in [0, 1]
+  int epoch = 0;                        // epoch in progress (1-based) or just finished
+  TimeMs wall_time_ms = 0;              // unix time, milliseconds
+  double train_loss = 0;                // mean loss since the previous sample
+  double samples_per_s = 0;             // training throughput since the previous sample
+  std::optional<double> test_accuracy;  // set on evaluation samples, in [0, 1]
   std::optional<double> test_loss;
 };
 
 // A model file written and fsync'd by the learner.
 struct ModelArtifact {
-  std::string kind;        // "delivered" or "final"
+  std::string kind;  // "delivered" or "final"
   std::string path;
   std::string card_path;
   double test_accuracy = 0;

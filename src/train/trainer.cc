@@ -1,6 +1,8 @@
 // The training loop: epochs of this rank's share of the data, one optimizer step at a time with
 // the gang, evaluation at epoch ends (and every eval_every_steps), two-tier targets (TRADL:
 // deliver a model early, complete at the second target), metrics and progress to weftd.
+#include "train/trainer.h"
+
 #include <chrono>
 #include <cmath>
 
@@ -10,7 +12,6 @@
 #include "common/logging.h"
 #include "common/status_macros.h"
 #include "job/layout.h"
-#include "train/trainer.h"
 
 namespace weft::train {
 namespace {
@@ -53,8 +54,8 @@ absl::Status Trainer::SyncGang() {
   if (o_.world_size <= 1) return absl::OkStatus();
   if (!dp_->AllEqual(progress_.step)) {
     return absl::InternalError(
-        absl::StrCat("the job's learners resumed from different steps (this rank: ",
-                     progress_.step, "); restarting from the checkpoints again"));
+        absl::StrCat("the job's learners resumed from different steps (this rank: ", progress_.step,
+                     "); restarting from the checkpoints again"));
   }
   std::vector<torch::Tensor> state = model_->parameters();
   for (const torch::Tensor& b : model_->buffers()) state.push_back(b);
@@ -242,8 +243,8 @@ absl::StatusOr<LoopResult> Trainer::Finish(bool complete) {
     result.reason = absl::StrFormat("target met: test_accuracy %.4f >= %g", complete_met_,
                                     *spec_.targets.complete);
   } else if (spec_.targets.complete) {
-    result.reason = absl::StrFormat("budget exhausted, best %.4f (target %g)", best_,
-                                    *spec_.targets.complete);
+    result.reason =
+        absl::StrFormat("budget exhausted, best %.4f (target %g)", best_, *spec_.targets.complete);
   } else {
     result.reason = absl::StrFormat("budget exhausted: %d epochs, test_accuracy %.4f",
                                     spec_.training.epochs, last_accuracy_);

@@ -91,7 +91,7 @@ class Trainer {
   std::unique_ptr<DataParallel> dp_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
 
-  int64_t per_rank_ = 0;         // samples of each epoch this rank trains on
+  int64_t per_rank_ = 0;  // samples of each epoch this rank trains on
   int64_t steps_per_epoch_ = 0;
   ProgressReport progress_;
   int epoch_in_progress_ = 1;
@@ -104,7 +104,7 @@ class Trainer {
   double last_accuracy_ = 0;
   bool delivered_ = false;
   double complete_met_ = 0;
-  int64_t step_in_epoch_ = 0;           // steps done in the epoch in progress
+  int64_t step_in_epoch_ = 0;  // steps done in the epoch in progress
   int64_t last_checkpoint_step_ = -1;
   int64_t step_in_epoch_at_start_ = 0;  // where this epoch's loop began (after a resume: > 0)
   double epoch_train_seconds_ = 0;      // this epoch's time in training steps

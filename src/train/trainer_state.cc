@@ -30,8 +30,8 @@ absl::StatusOr<int64_t> Trainer::ResumeFromCheckpoints() {
   for (const std::string& path : paths) {
     absl::Status s = Restore(path);
     if (s.ok()) {
-      spdlog::info("resumed from {}: epoch {}, step {} ({} into the epoch)", path,
-                   progress_.epoch, progress_.step, step_in_epoch_);
+      spdlog::info("resumed from {}: epoch {}, step {} ({} into the epoch)", path, progress_.epoch,
+                   progress_.step, step_in_epoch_);
       return progress_.step;
     }
     spdlog::warn("skipping checkpoint: {}", s.message());
@@ -85,9 +85,10 @@ absl::Status Trainer::Checkpoint(bool tolerate_disk_errors) {
     if (!tolerate_disk_errors) return written;
     // The latest committed checkpoint stands; try again when the next one is due.
     last_checkpoint_s_ = NowS();
-    spdlog::warn("checkpoint at step {} not written ({}); training goes on and tries again at the "
-                 "next checkpoint",
-                 progress_.step, written.message());
+    spdlog::warn(
+        "checkpoint at step {} not written ({}); training goes on and tries again at the "
+        "next checkpoint",
+        progress_.step, written.message());
     return absl::OkStatus();
   }
   double ms =
@@ -187,7 +188,12 @@ absl::Status Trainer::Export(const std::string& kind, double accuracy) {
   RETURN_IF_ERROR(WriteFileAtomic(env_, card_path, card.dump(2) + "\n"));
   spdlog::info("{} model written: {} ({} bytes, test_accuracy {:.4f})", kind, model_path,
                bytes.str().size(), accuracy);
-  ModelArtifact a{kind,       model_path, card_path, accuracy, progress_.epoch, progress_.step,
+  ModelArtifact a{kind,
+                  model_path,
+                  card_path,
+                  accuracy,
+                  progress_.epoch,
+                  progress_.step,
                   static_cast<int64_t>(bytes.str().size())};
   return reporter_.CommitArtifact(a);
 }

@@ -54,19 +54,19 @@ absl::StatusOr<LoopResult> RunTraining(const LoopOptions& options, Reporter& rep
   try {
     torch::manual_seed(options.spec.training.seed);
     torch::set_num_threads(options.spec.EffectiveThreads());
-    ASSIGN_OR_RETURN(Dataset train, LoadDataset(options.spec.data.path, "train",
-                                                options.spec.data.train_samples));
-    ASSIGN_OR_RETURN(Dataset test, LoadDataset(options.spec.data.path, "test",
-                                               options.spec.data.test_samples));
+    ASSIGN_OR_RETURN(Dataset train,
+                     LoadDataset(options.spec.data.path, "train", options.spec.data.train_samples));
+    ASSIGN_OR_RETURN(Dataset test,
+                     LoadDataset(options.spec.data.path, "test", options.spec.data.test_samples));
     ASSIGN_OR_RETURN(Model model, BuildModel(options.spec.model));
     spdlog::info("dense layers: {}", DenseKernelFromEnvironment() == DenseKernel::kOneDnn
                                          ? "oneDNN, as the equivalent convolutions"
                                          : "the system BLAS (WEFT_LEARNER_DENSE=blas)");
     std::unique_ptr<DataParallel> dp = DataParallel::Local();
     if (options.world_size > 1) {
-      ASSIGN_OR_RETURN(dp, DataParallel::Connect(options.rendezvous_host, options.rendezvous_port,
-                                                 options.rank, options.world_size,
-                                                 options.rendezvous_timeout_ms));
+      ASSIGN_OR_RETURN(
+          dp, DataParallel::Connect(options.rendezvous_host, options.rendezvous_port, options.rank,
+                                    options.world_size, options.rendezvous_timeout_ms));
     }
     Trainer trainer(options, reporter, std::move(model), std::move(train), std::move(test),
                     std::move(dp));

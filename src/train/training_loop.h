@@ -33,8 +33,8 @@ struct LoopOptions {
 
 struct LoopResult {
   bool succeeded = false;
-  bool stopped = false;        // stopped early on request (signal or weftd)
-  std::string reason;          // "target met: ..." / "budget exhausted, best 0.9030" / ...
+  bool stopped = false;  // stopped early on request (signal or weftd)
+  std::string reason;    // "target met: ..." / "budget exhausted, best 0.9030" / ...
   double best_test_accuracy = 0;
   double final_test_accuracy = 0;
   int64_t resumed_from_step = -1;  // step of the checkpoint it resumed from, -1 if none
@@ -44,13 +44,14 @@ struct LoopResult {
 // `reporter`. With world_size > 1 it trains synchronously data-parallel with the job's other
 // ranks (train/data_parallel.h): each rank takes every world_size-th sample of each epoch's
 // permutation, gradients are averaged every step, evaluation is split over the ranks, and only
-// rank 0 reports metrics, writes checkpoints and exports models. Resumes from the newest of reporter.ResumeFrom() that loads (a truncated or corrupt
-// checkpoint is logged and skipped for the previous one); writes checkpoints as the spec's
-// `checkpoint` section says, and one more when asked to stop. A periodic checkpoint the disk
-// refuses (full: ResourceExhausted, I/O error) is logged and skipped; a model it refuses fails
-// the run with that error. InvalidArgument / NotFound for user errors (bad data path, unreadable data,
-// model that does not build): the job should fail without retries. Internal for libtorch
-// failures; Unavailable / FailedPrecondition from the reporter when a model cannot be committed.
+// rank 0 reports metrics, writes checkpoints and exports models. Resumes from the newest of
+// reporter.ResumeFrom() that loads (a truncated or corrupt checkpoint is logged and skipped for the
+// previous one); writes checkpoints as the spec's `checkpoint` section says, and one more when
+// asked to stop. A periodic checkpoint the disk refuses (full: ResourceExhausted, I/O error) is
+// logged and skipped; a model it refuses fails the run with that error. InvalidArgument / NotFound
+// for user errors (bad data path, unreadable data, model that does not build): the job should fail
+// without retries. Internal for libtorch failures; Unavailable / FailedPrecondition from the
+// reporter when a model cannot be committed.
 absl::StatusOr<LoopResult> RunTraining(const LoopOptions& options, Reporter& reporter);
 
 // Test accuracy in [0, 1] of the model saved at `model_path` (torch::save of the architecture

@@ -1,8 +1,7 @@
 #include "executor/local_executor.h"
 
-#include <sched.h>
-
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -69,9 +68,10 @@ class LocalExecutorTest : public ::testing::Test {
 };
 
 TEST_F(LocalExecutorTest, LearnerGetsTheEnvironmentContractAndItsLogIsKept) {
-  LocalExecutor ex(Script("sleep 0.5; echo rank=$RANK world=$WORLD_SIZE job=$WEFT_JOB_ID attempt=$WEFT_ATTEMPT "
-                          "learner=$LEARNER_ID of=$NUM_LEARNERS result=$RESULT_DIR "
-                          "threads=$OMP_NUM_THREADS coord=$WEFT_COORDINATOR; echo oops >&2; exit 0"));
+  LocalExecutor ex(
+      Script("sleep 0.5; echo rank=$RANK world=$WORLD_SIZE job=$WEFT_JOB_ID attempt=$WEFT_ATTEMPT "
+             "learner=$LEARNER_ID of=$NUM_LEARNERS result=$RESULT_DIR "
+             "threads=$OMP_NUM_THREADS coord=$WEFT_COORDINATOR; echo oops >&2; exit 0"));
   auto pid = ex.Start(Launch());
   ASSERT_TRUE(pid.ok()) << pid.status();
   EXPECT_EQ(ex.Running("job-1"), 1);
@@ -105,7 +105,8 @@ TEST_F(LocalExecutorTest, LearnerGetsItsJobCredentialButNeverWeftdsToken) {
 
 TEST_F(LocalExecutorTest, GangRanksGetTheirRankAndTheRendezvousAddress) {
   // Alive long enough for Running() to count both.
-  LocalExecutor ex(Script("sleep 0.5; echo rank=$RANK world=$WORLD_SIZE master=$MASTER_ADDR:$MASTER_PORT; exit 0"));
+  LocalExecutor ex(Script(
+      "sleep 0.5; echo rank=$RANK world=$WORLD_SIZE master=$MASTER_ADDR:$MASTER_PORT; exit 0"));
   auto address = ex.RendezvousAddress("local");
   ASSERT_TRUE(address.ok()) << address.status();
   EXPECT_EQ(address->first, "127.0.0.1");
@@ -126,8 +127,10 @@ TEST_F(LocalExecutorTest, GangRanksGetTheirRankAndTheRendezvousAddress) {
   }
   ASSERT_EQ(exited, 2);
   const std::string master = "master=127.0.0.1:" + std::to_string(address->second);
-  EXPECT_NE(Slurp(dir_ + "/logs/learner-0.log").find("rank=0 world=2 " + master), std::string::npos);
-  EXPECT_NE(Slurp(dir_ + "/logs/learner-1.log").find("rank=1 world=2 " + master), std::string::npos);
+  EXPECT_NE(Slurp(dir_ + "/logs/learner-0.log").find("rank=0 world=2 " + master),
+            std::string::npos);
+  EXPECT_NE(Slurp(dir_ + "/logs/learner-1.log").find("rank=1 world=2 " + master),
+            std::string::npos);
 }
 
 TEST_F(LocalExecutorTest, LearnerIsPinnedToItsNodesCpus) {

@@ -3,7 +3,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
-
 #include <signal.h>
 
 #include <chrono>
@@ -13,15 +12,15 @@
 #include <thread>
 
 #include "integration/weftd_process.h"
-#include "nlohmann/json.hpp"
 #include "job/job_spec.h"
+#include "nlohmann/json.hpp"
 #include "train/training_loop.h"
 
 namespace weft {
 namespace {
 
-using ::testing::HasSubstr;
 using nlohmann::json;
+using ::testing::HasSubstr;
 using testing::WeftdProcess;
 
 const std::string kSmoke = std::string(WEFT_SOURCE_DIR) + "/examples/fashion-mnist-mlp-smoke.yaml";
@@ -125,8 +124,8 @@ TEST_F(EndToEndTest, SmokeJobCompletesWithModelsLogsMetricsAndSurvivesRestart) {
     std::string out = dir_ + "/" + kind + ".pt";
     auto dl = weftd_->Cli({"download", id, "--" + kind, "-o", out});
     ASSERT_EQ(dl.exit_code, 0) << dl.output;
-    auto got = train::EvaluateSavedModel(spec->model, out, kDefaultDataPath,
-                                         spec->data.test_samples);
+    auto got =
+        train::EvaluateSavedModel(spec->model, out, kDefaultDataPath, spec->data.test_samples);
     ASSERT_TRUE(got.ok()) << got.status();
     EXPECT_NEAR(*got, job["models"][kind]["test_accuracy"].get<double>(), 1e-4) << kind;
     EXPECT_GE(*got, kind == "final" ? 0.75 : 0.70);
@@ -154,8 +153,10 @@ TEST_F(EndToEndTest, BadManifestIsRejectedWithTheFieldAndNothingIsStored) {
   EXPECT_TRUE(GetJson("/v1/jobs")["jobs"].empty());
 
   auto c = Http();
-  auto res = c.Post("/v1/jobs", "name: x\nmodel: {architecture: cnn}\ntraining: {epochs: 1}\n"
-                                "resources: {cpus: 512}\n", "application/yaml");
+  auto res = c.Post("/v1/jobs",
+                    "name: x\nmodel: {architecture: cnn}\ntraining: {epochs: 1}\n"
+                    "resources: {cpus: 512}\n",
+                    "application/yaml");
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 400);
   json err = json::parse(res->body);
@@ -211,8 +212,8 @@ TEST_F(EndToEndTest, HaltStopsTheLearnerResumeRequeuesAndDeleteRemovesEverything
   json resumed = WaitFor(id, {"RUNNING"}, 60);
   EXPECT_EQ(resumed["attempt"], 2);
   // The halted learner checkpointed on its way out; the resumed one continues from there.
-  for (int i = 0; i < 100 && weftd_->Cli({"logs", id}).output.find("resumed from") ==
-                                 std::string::npos; ++i) {
+  for (int i = 0;
+       i < 100 && weftd_->Cli({"logs", id}).output.find("resumed from") == std::string::npos; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   EXPECT_THAT(weftd_->Cli({"logs", id}).output, HasSubstr("resumed from"));

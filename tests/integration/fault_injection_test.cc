@@ -21,8 +21,8 @@
 #include <thread>
 
 #include "integration/weftd_process.h"
-#include "nlohmann/json.hpp"
 #include "job/job_spec.h"
+#include "nlohmann/json.hpp"
 #include "store/sqlite_store.h"
 
 namespace weft {
@@ -78,8 +78,8 @@ class FaultInjectionTest : public ::testing::Test {
     return m.size() > 1 ? m[1].str() : "";
   }
 
-  json WaitFor(const WeftdProcess& w, const std::string& id,
-               const std::vector<std::string>& states, double timeout_s) {
+  json WaitFor(const WeftdProcess& w, const std::string& id, const std::vector<std::string>& states,
+               double timeout_s) {
     json j;
     auto deadline = Clock::now() + std::chrono::milliseconds(static_cast<int>(timeout_s * 1000));
     while (Clock::now() < deadline) {
@@ -124,7 +124,8 @@ TEST_F(FaultInjectionTest, JobsSurviveKillsOfLearnerAndWeftdAtRandomInstants) {
   std::vector<double> learner_recovery_s, api_recovery_s;
   for (int t = 0; t < trials; ++t) {
     SCOPED_TRACE("trial " + std::to_string(t) + " (seed " + std::to_string(seed) + ")");
-    const int failed_before = ::testing::UnitTest::GetInstance()->current_test_info()->result()->total_part_count();
+    const int failed_before =
+        ::testing::UnitTest::GetInstance()->current_test_info()->result()->total_part_count();
     std::string data = dir_ + "/trial-" + std::to_string(t);
     // 0: kill -9 the learner, 1: weftd, 2: both, at a random instant of the run; at a failpoint
     // (common/failpoint.h): 3: the learner mid atomic write (temp file written, not renamed),
@@ -133,8 +134,10 @@ TEST_F(FaultInjectionTest, JobsSurviveKillsOfLearnerAndWeftdAtRandomInstants) {
     int target = std::uniform_int_distribution<int>(0, 5)(rng);
     int hit = std::uniform_int_distribution<int>(1, 3)(rng);
     auto w = std::make_unique<WeftdProcess>(data);
-    if (target == 3) w->set_env({"WEFT_LEARNER_FAILPOINT=atomic-write-before-rename@" + std::to_string(hit)});
-    if (target == 4) w->set_env({"WEFT_LEARNER_FAILPOINT=checkpoint-before-commit@" + std::to_string(hit)});
+    if (target == 3)
+      w->set_env({"WEFT_LEARNER_FAILPOINT=atomic-write-before-rename@" + std::to_string(hit)});
+    if (target == 4)
+      w->set_env({"WEFT_LEARNER_FAILPOINT=checkpoint-before-commit@" + std::to_string(hit)});
     if (target == 5) w->set_env({"WEFT_FAILPOINT=after-transition@" + std::to_string(hit)});
     ASSERT_TRUE(w->Start()) << w->log();
     std::string id = Submit(*w);
@@ -142,7 +145,8 @@ TEST_F(FaultInjectionTest, JobsSurviveKillsOfLearnerAndWeftdAtRandomInstants) {
     if (target >= 3) ++failpoint_trials[target - 3];
     if (target == 5) {
       // weftd dies at its hit-th transition of the job; a clean weftd takes over.
-      for (int i = 0; i < 300 && w->Alive(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      for (int i = 0; i < 300 && w->Alive(); ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
       ASSERT_FALSE(w->Alive()) << "weftd did not reach after-transition@" << hit;
       w->set_env({});
       Clock::time_point restart = Clock::now();
@@ -150,7 +154,8 @@ TEST_F(FaultInjectionTest, JobsSurviveKillsOfLearnerAndWeftdAtRandomInstants) {
       api_recovery_s.push_back(Seconds(restart, Clock::now()));
     }
     json running = WaitFor(*w, id, {"RUNNING", "COMPLETED"}, 60);
-    ASSERT_TRUE(running.value("state", "") == "RUNNING" || running.value("state", "") == "COMPLETED");
+    ASSERT_TRUE(running.value("state", "") == "RUNNING" ||
+                running.value("state", "") == "COMPLETED");
 
     int delay_ms = std::uniform_int_distribution<int>(100, kill_window_ms)(rng);
     if (target <= 2) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
@@ -181,7 +186,8 @@ TEST_F(FaultInjectionTest, JobsSurviveKillsOfLearnerAndWeftdAtRandomInstants) {
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
         again = Get(*w, "/v1/jobs/" + id);
       }
-      if (again.value("attempt", 0) >= 2) learner_recovery_s.push_back(Seconds(killed_at, Clock::now()));
+      if (again.value("attempt", 0) >= 2)
+        learner_recovery_s.push_back(Seconds(killed_at, Clock::now()));
     }
 
     json done = WaitFor(*w, id, {"COMPLETED", "FAILED"}, 180);
@@ -245,8 +251,8 @@ TEST_F(FaultInjectionTest, JobsSurviveKillsOfLearnerAndWeftdAtRandomInstants) {
       if (std::regex_search(line, m, written)) {
         // Seconds between consecutive checkpoints of one attempt: a failure loses at most one
         // such interval of work (two in the write-but-not-committed corner).
-        if (last_written >= 0 && std::stoll(m[1]) > last_written && written_at.count(last_written) &&
-            written_at[last_written] > current_attempt_after) {
+        if (last_written >= 0 && std::stoll(m[1]) > last_written &&
+            written_at.count(last_written) && written_at[last_written] > current_attempt_after) {
           interval_s.push_back(at - written_at[last_written]);
         }
         prev_written = last_written;
@@ -296,9 +302,9 @@ TEST_F(FaultInjectionTest, JobsSurviveKillsOfLearnerAndWeftdAtRandomInstants) {
       "\"checkpoint_interval_s_mean\": %.2f, \"checkpoint_bytes_mean\": %.0f, "
       "\"checkpoint_ms_mean\": %.1f, \"checkpoints\": %zu}\n",
       seed, trials, passed, learner_kills, weftd_kills, too_late, baseline_ms / 1000.0,
-      failpoint_trials[0], failpoint_trials[1],
-      failpoint_trials[2], baseline, mean(learner_recovery_s), mean(api_recovery_s), mean(interval_s),
-      mean(checkpoint_bytes), mean(checkpoint_ms), checkpoint_bytes.size());
+      failpoint_trials[0], failpoint_trials[1], failpoint_trials[2], baseline,
+      mean(learner_recovery_s), mean(api_recovery_s), mean(interval_s), mean(checkpoint_bytes),
+      mean(checkpoint_ms), checkpoint_bytes.size());
   EXPECT_EQ(passed, trials);
 }
 

@@ -2,13 +2,14 @@
 // synchronous data parallelism reaches the single learner's accuracy on the same data budget,
 // and a gang survives halt/resume and the death of one of its learners with one consistent
 // checkpoint written by rank 0.
+#include <signal.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <regex>
 #include <set>
-#include <signal.h>
 #include <thread>
 
 #include "gmock/gmock.h"
@@ -74,8 +75,9 @@ class GangTest : public ::testing::Test {
     return j;
   }
   json WaitFor(const std::string& id, const std::string& state, int timeout_s) {
-    return WaitUntil(id, [&](const json& j) { return j.value("state", "") == state; }, timeout_s,
-                     "state " + state);
+    return WaitUntil(
+        id, [&](const json& j) { return j.value("state", "") == state; }, timeout_s,
+        "state " + state);
   }
   std::string Log(const std::string& id, int rank) {
     auto r = weftd_->Cli({"logs", id, "--rank", std::to_string(rank)});
@@ -162,9 +164,9 @@ TEST_F(GangTest, TwoLearnersReachTheOneLearnerAccuracyOnTheSameDataBudget) {
 }
 
 TEST_F(GangTest, GangHaltsResumesAndSurvivesAKilledLearnerFromRank0sCheckpoint) {
-  const std::string id = Submit(
-      "gang", kLongBudget + "resources: {learners: 2, cpus: 1}\n"
-                        "checkpoint: {every_steps: 25, keep: 2}\n");
+  const std::string id = Submit("gang", kLongBudget +
+                                            "resources: {learners: 2, cpus: 1}\n"
+                                            "checkpoint: {every_steps: 25, keep: 2}\n");
   WaitUntil(
       id, [](const json& j) { return j["progress"].value("step", 0) >= 60; }, 300, "step 60");
 
@@ -179,12 +181,15 @@ TEST_F(GangTest, GangHaltsResumesAndSurvivesAKilledLearnerFromRank0sCheckpoint) 
   auto resume = weftd_->Cli({"resume", id});
   ASSERT_EQ(resume.exit_code, 0) << resume.output;
   json back = WaitUntil(
-      id, [](const json& j) { return j.value("state", "") == "RUNNING" && j["attempt"] == 2; },
-      120, "attempt 2 running");
+      id, [](const json& j) { return j.value("state", "") == "RUNNING" && j["attempt"] == 2; }, 120,
+      "attempt 2 running");
 
   // kill -9 of rank 1: weft stops rank 0 too and restarts the gang from rank 0's checkpoint.
   WaitUntil(
-      id, [&](const json& j) { return j["progress"].value("step", 0) >= back["progress"].value("step", 0) + 30; },
+      id,
+      [&](const json& j) {
+        return j["progress"].value("step", 0) >= back["progress"].value("step", 0) + 30;
+      },
       300, "30 more steps");
   auto rank1 = testing::LearnerPids(id, 1);
   ASSERT_EQ(rank1.size(), 1u);
@@ -220,8 +225,8 @@ TEST_F(GangTest, GangHaltsResumesAndSurvivesAKilledLearnerFromRank0sCheckpoint) 
 // evaluation (nor a deliver decision) is skipped.
 TEST_F(GangTest, AnEvaluationInterruptedByALostLearnerIsRedoneAfterTheRestart) {
   weftd_->Kill();
-  weftd_->set_env({"WEFT_LEARNER_FAILPOINT=evaluation-before-allreduce@1",
-                   "WEFT_LEARNER_FAILPOINT_RANK=1"});
+  weftd_->set_env(
+      {"WEFT_LEARNER_FAILPOINT=evaluation-before-allreduce@1", "WEFT_LEARNER_FAILPOINT_RANK=1"});
   ASSERT_TRUE(weftd_->Start()) << weftd_->log();
   const std::string id = Submit("eval", kBudget + "resources: {learners: 2, cpus: 1}\n");
   json done = WaitFor(id, "COMPLETED", 300);
@@ -232,7 +237,8 @@ TEST_F(GangTest, AnEvaluationInterruptedByALostLearnerIsRedoneAfterTheRestart) {
   const std::string log0 = Log(id, 0);
   // 6,000 samples per learner at batch 64: epoch 1 ends at step 94.
   EXPECT_EQ(Matches(log0, "checkpointed step (\\d+), the last step all learners completed"),
-            std::vector<std::string>{"94"}) << log0;
+            std::vector<std::string>{"94"})
+      << log0;
   EXPECT_EQ(Matches(log0, "evaluating step (\\d+) first"), std::vector<std::string>{"94"}) << log0;
   // One evaluation per epoch in the job's metrics, epoch 1's included.
   json metrics = Get("/v1/jobs/" + id + "/metrics");

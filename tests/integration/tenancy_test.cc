@@ -11,8 +11,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "integration/weftd_process.h"
-#include "nlohmann/json.hpp"
 #include "job/job_spec.h"
+#include "nlohmann/json.hpp"
 
 namespace weft {
 namespace {
@@ -66,7 +66,9 @@ class TenancyTest : public ::testing::Test {
     EXPECT_EQ(r.exit_code, 0) << r.output;
     std::smatch m;
     std::string out = r.output;
-    return std::regex_search(out, m, std::regex("job (job-[0-9a-z]+-[0-9a-z]+) submitted")) ? m[1].str() : "";
+    return std::regex_search(out, m, std::regex("job (job-[0-9a-z]+-[0-9a-z]+) submitted"))
+               ? m[1].str()
+               : "";
   }
 
   json Get(const std::string& token, const std::string& path, int* status = nullptr) {
@@ -75,7 +77,8 @@ class TenancyTest : public ::testing::Test {
     return r ? json::parse(r->body, nullptr, false) : json();
   }
 
-  json WaitFor(const std::string& token, const std::string& id, const std::string& state, int timeout_s) {
+  json WaitFor(const std::string& token, const std::string& id, const std::string& state,
+               int timeout_s) {
     json j;
     for (int i = 0; i < timeout_s * 5; ++i) {
       j = Get(token, "/v1/jobs/" + id);
@@ -108,8 +111,8 @@ TEST_F(TenancyTest, EveryEndpointIsolatesTenantsAndTokensAreStoredOnlyAsDigests)
     std::string method, path;
   };
   const std::vector<Call> job_calls = {
-      {"GET", "/v1/jobs/ID"},          {"DELETE", "/v1/jobs/ID"},       {"POST", "/v1/jobs/ID/halt"},
-      {"POST", "/v1/jobs/ID/resume"},  {"GET", "/v1/jobs/ID/metrics"},  {"GET", "/v1/jobs/ID/model"},
+      {"GET", "/v1/jobs/ID"},         {"DELETE", "/v1/jobs/ID"},      {"POST", "/v1/jobs/ID/halt"},
+      {"POST", "/v1/jobs/ID/resume"}, {"GET", "/v1/jobs/ID/metrics"}, {"GET", "/v1/jobs/ID/model"},
       {"GET", "/v1/jobs/ID/logs"},
   };
   auto call = [&](const std::string& token, const Call& c, const std::string& job) {
@@ -140,9 +143,13 @@ TEST_F(TenancyTest, EveryEndpointIsolatesTenantsAndTokensAreStoredOnlyAsDigests)
   EXPECT_THAT(Get(a, "/v1/jobs").dump(), HasSubstr(id));
   // Tenants may not use admin routes; the admin may not own jobs.
   for (const auto& [method, path] : std::vector<std::pair<std::string, std::string>>{
-           {"GET", "/v1/tenants"}, {"POST", "/v1/tenants"}, {"GET", "/v1/tenants/team-a"},
-           {"PATCH", "/v1/tenants/team-a"}, {"DELETE", "/v1/tenants/team-b"},
-           {"POST", "/v1/tenants/team-b/tokens"}, {"GET", "/v1/tenants/team-b/tokens"},
+           {"GET", "/v1/tenants"},
+           {"POST", "/v1/tenants"},
+           {"GET", "/v1/tenants/team-a"},
+           {"PATCH", "/v1/tenants/team-a"},
+           {"DELETE", "/v1/tenants/team-b"},
+           {"POST", "/v1/tenants/team-b/tokens"},
+           {"GET", "/v1/tenants/team-b/tokens"},
            {"DELETE", "/v1/tenants/team-b/tokens/tok-x"}}) {
     auto cl = weftd_->ClientAs(b);
     httplib::Result r = method == "GET"     ? cl.Get(path)
@@ -195,31 +202,40 @@ TEST_F(TenancyTest, QuotaHoldsAJobBackAndAHighPriorityJobPreemptsALowOneThatResu
       "data: {path: /usr/share/datasets/fashion-mnist, train_samples: 30000, test_samples: 1000}\n"
       "training: {epochs: 8, batch_size: 32, threads: 1}\n"
       "checkpoint: {every_steps: 200}\n";
-  const std::string q1 = Submit(q, Manifest("q1", slow + "resources: {cpus: 1, memory_mb: 1024}\n"));
-  const std::string q2 = Submit(q, Manifest("q2", slow + "resources: {cpus: 1, memory_mb: 1024}\n"));
+  const std::string q1 =
+      Submit(q, Manifest("q1", slow + "resources: {cpus: 1, memory_mb: 1024}\n"));
+  const std::string q2 =
+      Submit(q, Manifest("q2", slow + "resources: {cpus: 1, memory_mb: 1024}\n"));
   WaitFor(q, q1, "RUNNING", 60);
   json queue;
   for (int i = 0; i < 50; ++i) {
     queue = Get(q, "/v1/queue");
-    if (queue["queue"].size() == 1 && queue["queue"][0].value("reason", "").find("quota") != std::string::npos) break;
+    if (queue["queue"].size() == 1 &&
+        queue["queue"][0].value("reason", "").find("quota") != std::string::npos)
+      break;
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
   ASSERT_EQ(queue["queue"].size(), 1u) << queue.dump(2);
   EXPECT_EQ(queue["queue"][0]["id"], q2);
   EXPECT_EQ(queue["queue"][0]["reason"], "waiting: tenant quota cpus 1/1");
+  EXPECT_EQ(queue["queue"][0]["code"], "quota");
+  json waiting = Get(q, "/v1/jobs/" + q2);
+  EXPECT_EQ(waiting["waiting_code"], "quota") << waiting.dump(2);
   weftd_->CliAs(q, {"delete", q1});
   weftd_->CliAs(q, {"delete", q2});
 
   // Preemption: team-p's low-priority job fills the node; its high-priority job takes it over.
   const std::string p = NewTenant("team-p");
-  const std::string low = Submit(p, Manifest("low", slow + "priority: low\nresources: {cpus: 2, memory_mb: 1024}\n"));
+  const std::string low =
+      Submit(p, Manifest("low", slow + "priority: low\nresources: {cpus: 2, memory_mb: 1024}\n"));
   WaitFor(p, low, "RUNNING", 60);
   // Let it write a checkpoint or two before it is preempted.
   for (int i = 0; i < 150 && Get(p, "/v1/jobs/" + low)["progress"].value("step", 0) < 450; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
-  const std::string urgent = Submit(
-      p, Manifest("urgent", std::string(kQuickBody) + "priority: high\nresources: {cpus: 2, memory_mb: 512}\n"));
+  const std::string urgent =
+      Submit(p, Manifest("urgent", std::string(kQuickBody) +
+                                       "priority: high\nresources: {cpus: 2, memory_mb: 512}\n"));
   WaitFor(p, urgent, "COMPLETED", 120);
   json done = WaitFor(p, low, "COMPLETED", 400);
   std::string history = done["history"].dump();

@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <httplib.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -14,7 +15,6 @@
 #include <sstream>
 #include <thread>
 
-#include <httplib.h>
 #include "nlohmann/json.hpp"
 
 namespace weft::testing {
@@ -40,7 +40,8 @@ std::vector<int64_t> LearnerPids(const std::string& job_id, int rank) {
     std::string s((std::istreambuf_iterator<char>(env)), {});
     const std::string nul(1, '\0');
     if (s.find("WEFT_JOB_ID=" + job_id + nul) == std::string::npos) continue;
-    if (rank >= 0 && (nul + s).find(nul + "RANK=" + std::to_string(rank) + nul) == std::string::npos) {
+    if (rank >= 0 &&
+        (nul + s).find(nul + "RANK=" + std::to_string(rank) + nul) == std::string::npos) {
       continue;
     }
     std::ifstream stat(entry.path() / "stat");
@@ -54,8 +55,7 @@ std::vector<int64_t> LearnerPids(const std::string& job_id, int rank) {
 
 namespace {
 
-pid_t Spawn(const std::vector<std::string>& argv, const std::vector<std::string>& env,
-            int out_fd) {
+pid_t Spawn(const std::vector<std::string>& argv, const std::vector<std::string>& env, int out_fd) {
   pid_t pid = fork();
   if (pid == 0) {
     dup2(out_fd, STDOUT_FILENO);
@@ -74,8 +74,8 @@ pid_t Spawn(const std::vector<std::string>& argv, const std::vector<std::string>
 
 }  // namespace
 
-CommandResult RunCommand(const std::vector<std::string>& argv,
-                         const std::vector<std::string>& env, int timeout_s) {
+CommandResult RunCommand(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                         int timeout_s) {
   char tmpl[] = "/tmp/weft-cmd-XXXXXX";
   int fd = mkstemp(tmpl);
   pid_t pid = Spawn(argv, env, fd);

@@ -3,7 +3,6 @@
 #pragma once
 
 #include <httplib.h>
-
 #include <sys/types.h>
 
 #include <cstdint>

@@ -18,7 +18,7 @@ training: {epochs: 3}
 struct BadCase {
   std::string label;
   std::string manifest;
-  std::string field;            // the field path the error must name
+  std::string field;             // the field path the error must name
   std::string problem_contains;  // and part of its problem text
 };
 
@@ -45,9 +45,11 @@ std::vector<BadCase> BadCases() {
        "training.epochs", "required"},
       {"zero epochs", "name: x\nmodel: {architecture: cnn}\ntraining: {epochs: 0}\n",
        "training.epochs", "positive integer"},
-      {"negative batch", "name: x\nmodel: {architecture: cnn}\ntraining: {epochs: 1, batch_size: -3}\n",
+      {"negative batch",
+       "name: x\nmodel: {architecture: cnn}\ntraining: {epochs: 1, batch_size: -3}\n",
        "training.batch_size", "must be a positive integer, got '-3'"},
-      {"text batch", "name: x\nmodel: {architecture: cnn}\ntraining: {epochs: 1, batch_size: big}\n",
+      {"text batch",
+       "name: x\nmodel: {architecture: cnn}\ntraining: {epochs: 1, batch_size: big}\n",
        "training.batch_size", "positive integer"},
       {"unknown optimizer",
        "name: x\nmodel: {architecture: cnn}\ntraining: {epochs: 1, optimizer: lion}\n",
@@ -74,7 +76,8 @@ std::vector<BadCase> BadCases() {
        "at least 64"},
       {"zero learners", std::string(kGood) + "resources: {learners: 0}\n", "resources.learners",
        "positive integer"},
-      {"unknown lr scaling", "name: x\nmodel: {architecture: cnn}\ntraining: {epochs: 1, lr_scaling: cubic}\n",
+      {"unknown lr scaling",
+       "name: x\nmodel: {architecture: cnn}\ntraining: {epochs: 1, lr_scaling: cubic}\n",
        "training.lr_scaling", "linear"},
       {"target above one", std::string(kGood) + "targets: {deliver: 1.5}\n", "targets.deliver",
        "(0, 1]"},

@@ -110,7 +110,7 @@ TEST(TenantSharesTest, DominantAndFairSharesOverTheTenantsWithWork) {
   EXPECT_DOUBLE_EQ(shares["a"].dominant_share, 0.25);  // 1 of 4 cpus, 1024 of 8192 MiB
   EXPECT_EQ(shares["a"].running_jobs, 1);
   EXPECT_EQ(shares["b"].waiting_jobs, 1);
-  EXPECT_DOUBLE_EQ(shares["a"].fair_share, 0.75);      // 3 / (3 + 1): b is unlisted, weight 1
+  EXPECT_DOUBLE_EQ(shares["a"].fair_share, 0.75);  // 3 / (3 + 1): b is unlisted, weight 1
   EXPECT_DOUBLE_EQ(shares["b"].fair_share, 0.25);
   EXPECT_DOUBLE_EQ(shares["idle"].fair_share, 0);
   EXPECT_DOUBLE_EQ(DominantShare({1, 0, 0}, {4, 8192, 0}, 2), 0.125);

@@ -38,8 +38,9 @@ JobRequest Job(const std::string& id, const std::string& tenant, int learners, R
 // Applies decisions and recomputes node allocations, as weftd or weft-sim would. Every round
 // must pass weftd's own check: preempted jobs keep their nodes until they exit, no resizes.
 void Apply(ClusterSnapshot& s, const Decisions& d) {
-  absl::Status ok = CheckDecisions(s, d, {/*preemption_frees_at_once=*/false,
-                                          /*allow_resize=*/false});
+  absl::Status ok = CheckDecisions(s, d,
+                                   {/*preemption_frees_at_once=*/false,
+                                    /*allow_resize=*/false});
   EXPECT_TRUE(ok.ok()) << ok;
   for (auto& j : s.jobs) {
     for (const auto& id : d.preempted) {
@@ -93,7 +94,8 @@ TEST(FairSharePolicyTest, WeightedDrfSharesStayWithinFivePercentOfIdealOverALong
     for (const auto& [t, per] : shape) {
       int waiting = 0;
       for (const auto& j : s.jobs) waiting += j.tenant == t && j.Waiting();
-      for (; waiting < 30; ++waiting) s.jobs.push_back(Job("j" + std::to_string(next_id++), t, gang(rng), per));
+      for (; waiting < 30; ++waiting)
+        s.jobs.push_back(Job("j" + std::to_string(next_id++), t, gang(rng), per));
     }
     s.now_ms = round * 1000;
     Decisions d = policy.Schedule(s);
@@ -119,8 +121,8 @@ TEST(FairSharePolicyTest, WeightedDrfSharesStayWithinFivePercentOfIdealOverALong
   for (const auto& [t, sum] : share_sum) mean += sum / rounds / share_sum.size();
   for (const auto& [t, sum] : share_sum) {
     double weighted = sum / rounds;
-    std::cout << "tenant " << t << ": mean weighted dominant share " << weighted << " (ideal " << mean
-              << ", error " << 100 * (weighted - mean) / mean << " %)\n";
+    std::cout << "tenant " << t << ": mean weighted dominant share " << weighted << " (ideal "
+              << mean << ", error " << 100 * (weighted - mean) / mean << " %)\n";
     EXPECT_NEAR(weighted, mean, 0.05 * mean) << t;
   }
   EXPECT_GT(mean, 0.2);  // the cluster was actually used
@@ -130,7 +132,8 @@ TEST(FairSharePolicyTest, QuotaIsNeverExceededAndTheReasonNamesTheResource) {
   ClusterSnapshot s = Cluster(2, 8, 16384);
   s.tenants["a"].has_quota = true;
   s.tenants["a"].quota = {4, 16384, 0};
-  s.jobs = {Job("a1", "a", 2, {1, 1024}), Job("a2", "a", 2, {1, 1024}), Job("a3", "a", 1, {1, 1024})};
+  s.jobs = {Job("a1", "a", 2, {1, 1024}), Job("a2", "a", 2, {1, 1024}),
+            Job("a3", "a", 1, {1, 1024})};
   FairSharePolicy policy;
   Decisions d = policy.Schedule(s);
   Apply(s, d);
@@ -157,7 +160,9 @@ TEST(FairSharePolicyTest, GangsAreAllOrNothingAndPackOrSpreadAsAsked) {
   EXPECT_EQ(pack_nodes.size(), 1u);    // fewest nodes
   EXPECT_EQ(spread_nodes.size(), 3u);  // most nodes: the 3 with room
   EXPECT_TRUE(s.jobs[2].Waiting());    // none of its learners started
-  EXPECT_EQ(ReasonFor(d, "big").rfind("no_room: waiting: no node set fits 9 learners × 1 cpus (pack)", 0), 0u)
+  EXPECT_EQ(
+      ReasonFor(d, "big").rfind("no_room: waiting: no node set fits 9 learners × 1 cpus (pack)", 0),
+      0u)
       << ReasonFor(d, "big");
 }
 
@@ -194,7 +199,8 @@ TEST(FairSharePolicyTest, ALargeGangIsNotStarvedByAStreamOfSmallJobs) {
 
 TEST(FairSharePolicyTest, HigherPriorityJobPreemptsTheLowestPriorityYoungestJobOfItsTenant) {
   ClusterSnapshot s = Cluster(1, 4, 8192);
-  s.jobs = {Job("low-old", "t", 2, {1, 1024}, -100, 1), Job("low-young", "t", 2, {1, 1024}, -100, 2)};
+  s.jobs = {Job("low-old", "t", 2, {1, 1024}, -100, 1),
+            Job("low-young", "t", 2, {1, 1024}, -100, 2)};
   FairSharePolicy policy;
   Apply(s, policy.Schedule(s));
   s.jobs.push_back(Job("urgent", "t", 2, {1, 1024}, 100, 3));

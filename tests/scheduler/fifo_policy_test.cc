@@ -68,8 +68,7 @@ TEST(FifoPolicyTest, GangIsPlacedWholeOrNotAtAll) {
   snap.jobs = {Job("gang", 1, 1024, /*learners=*/3)};
   Decisions d = fifo.Schedule(snap);
   ASSERT_EQ(d.placements.size(), 1u);
-  EXPECT_EQ(d.placements[0].learner_nodes,
-            (std::vector<std::string>{"n1", "n1", "n2"}));
+  EXPECT_EQ(d.placements[0].learner_nodes, (std::vector<std::string>{"n1", "n1", "n2"}));
   snap.jobs = {Job("too-big", 2, 1024, /*learners=*/3)};
   d = fifo.Schedule(snap);
   EXPECT_TRUE(d.placements.empty());

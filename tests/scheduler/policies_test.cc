@@ -101,7 +101,7 @@ TEST(TiresiasPolicyTest, WholeGangsInQueueOrderSmallerJobsBehindMayStart) {
   Decisions d = t.Schedule(s);
   Apply(s, d);
   EXPECT_EQ(s.jobs[0].allocation.size(), 6u);
-  EXPECT_TRUE(s.jobs[1].allocation.empty());  // 4 do not fit in the 2 left
+  EXPECT_TRUE(s.jobs[1].allocation.empty());   // 4 do not fit in the 2 left
   EXPECT_EQ(s.jobs[2].allocation.size(), 2u);  // but 2 do
   for (auto [node, n] : Used(s)) EXPECT_LE(n, 4) << node;
 }

@@ -35,7 +35,8 @@ TEST(Delaunay3Test, ReproducesALinearFunctionInsideTheHullAndRefusesOutside) {
   ASSERT_TRUE(d.ok()) << d.status();
   EXPECT_GT(d->num_simplices(), 27u);
   double out[2];
-  for (auto q : std::vector<Delaunay3::Point>{{0.5, 1.25, 2.75}, {3, 3, 3}, {0, 0, 0}, {1.1, 2.9, 0.01}}) {
+  for (auto q :
+       std::vector<Delaunay3::Point>{{0.5, 1.25, 2.75}, {3, 3, 3}, {0, 0, 0}, {1.1, 2.9, 0.01}}) {
     ASSERT_TRUE(d->Interpolate(q, out));
     EXPECT_NEAR(out[0], f(q[0], q[1], q[2]), 1e-9);
     EXPECT_NEAR(out[1], -f(q[0], q[1], q[2]), 1e-9);

@@ -58,21 +58,23 @@ TEST_P(CalibrationTest, MatchesPublishedJcts) {
   double mean = sum_means / 8;
   double want = published["mean"].get<double>();
   std::cout << c.policy << " " << c.load << "x: mean JCT " << mean << " s, published " << want
-            << " s (ratio " << mean / want << "); per-job JCTs equal: " << exact << "/" << jobs << "\n";
+            << " s (ratio " << mean / want << "); per-job JCTs equal: " << exact << "/" << jobs
+            << "\n";
   EXPECT_NEAR(mean, want, 0.05 * want);
   EXPECT_GE(exact, c.min_exact * jobs);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Artifact, CalibrationTest,
-    ::testing::Values(Case{"tiresias", "1.0", 1.0}, Case{"tiresias", "0.5", 1.0},
-                      Case{"tiresias", "2.0", 1.0}, Case{"optimus", "1.0", 0.95},
-                      Case{"optimus", "0.5", 0.90}),
-    [](const ::testing::TestParamInfo<Case>& i) {
-      std::string load = i.param.load;
-      load[1] = '_';
-      return i.param.policy + "_" + load;
-    });
+INSTANTIATE_TEST_SUITE_P(Artifact, CalibrationTest,
+                         ::testing::Values(Case{"tiresias", "1.0", 1.0},
+                                           Case{"tiresias", "0.5", 1.0},
+                                           Case{"tiresias", "2.0", 1.0},
+                                           Case{"optimus", "1.0", 0.95},
+                                           Case{"optimus", "0.5", 0.90}),
+                         [](const ::testing::TestParamInfo<Case>& i) {
+                           std::string load = i.param.load;
+                           load[1] = '_';
+                           return i.param.policy + "_" + load;
+                         });
 
 }  // namespace
 }  // namespace weft::sim

@@ -54,7 +54,7 @@ TEST(SimulatorTest, FifoQueuesBehindAWideJobAndFreesGpusAtTheNextBoundary) {
   EXPECT_EQ(r->jobs[0].completion_s, 60 + 30 + 200);  // 290
   EXPECT_EQ(r->jobs[1].start_s, 300);                 // next boundary after 290
   EXPECT_EQ(r->jobs[1].completion_s, 300 + 30 + 100);
-  EXPECT_EQ(r->jobs[2].start_s, 300);                 // head-of-line blocked until then
+  EXPECT_EQ(r->jobs[2].start_s, 300);  // head-of-line blocked until then
   EXPECT_DOUBLE_EQ(r->makespan_s, 430);
 }
 
@@ -88,7 +88,8 @@ class GreedyBadPolicy : public scheduler::Policy {
   scheduler::Decisions Schedule(const scheduler::ClusterSnapshot& s) override {
     scheduler::Decisions d;
     for (const auto& j : s.jobs) {
-      if (j.Waiting()) d.placements.push_back({j.job_id, std::vector<std::string>(j.learners, "n0")});
+      if (j.Waiting())
+        d.placements.push_back({j.job_id, std::vector<std::string>(j.learners, "n0")});
     }
     return d;
   }

@@ -20,7 +20,7 @@ inline bool HaveTraces() {
 
 }  // namespace weft::testing
 
-#define WEFT_REQUIRE_TRACES()                                                       \
-  if (!weft::testing::HaveTraces())                                                 \
-  GTEST_SKIP() << "no traces at " << weft::testing::TracesDir()                     \
+#define WEFT_REQUIRE_TRACES()                                   \
+  if (!weft::testing::HaveTraces())                             \
+  GTEST_SKIP() << "no traces at " << weft::testing::TracesDir() \
                << " (set WEFT_TRACES or put ../shared beside the repository)"

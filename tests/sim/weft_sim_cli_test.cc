@@ -59,7 +59,7 @@ TEST(WeftSimCliTest, DirectoryRunPrintsTableJsonAndWritesFiles) {
   ASSERT_NE(mkdtemp(tmpl), nullptr);
   const std::string out = tmpl;
   SimRun r = Sim("--policy tiresias --workloads " + root + "/workloads-0.5 --app-traces " + root +
-              "/app-traces --out " + out);
+                 "/app-traces --out " + out);
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("avg JCT s"), std::string::npos) << r.out;  // the table
   nlohmann::json last = nlohmann::json::parse(LastLine(r.out));

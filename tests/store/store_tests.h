@@ -248,7 +248,8 @@ TEST_P(StoreTest, TenantsRoundTripUpdateAndDeleteOnlyWithoutJobs) {
 TEST_P(StoreTest, TokensAreFoundByDigestAndRevokedByTheirTenantOnly) {
   ASSERT_TRUE(store_->CreateToken({"tok-a", "a", "digest-a", 1, std::nullopt}).ok());
   ASSERT_TRUE(store_->CreateToken({"tok-admin", "", "digest-admin", 2, std::nullopt}).ok());
-  EXPECT_TRUE(absl::IsAlreadyExists(store_->CreateToken({"tok-b", "b", "digest-a", 3, std::nullopt})));
+  EXPECT_TRUE(
+      absl::IsAlreadyExists(store_->CreateToken({"tok-b", "b", "digest-a", 3, std::nullopt})));
   auto a = store_->FindToken("digest-a");
   ASSERT_TRUE(a.ok());
   EXPECT_EQ(a->tenant, "a");

@@ -53,7 +53,8 @@ TEST(DenseTest, OneDnnAndBlasAgreeOnFeatureMaps) {
 }
 
 TEST(DenseTest, OneSampleBatchWorks) {
-  ExpectSame(RunDense(DenseKernel::kBlas, {1, 128}, 10), RunDense(DenseKernel::kOneDnn, {1, 128}, 10));
+  ExpectSame(RunDense(DenseKernel::kBlas, {1, 128}, 10),
+             RunDense(DenseKernel::kOneDnn, {1, 128}, 10));
 }
 
 TEST(DenseTest, EnvironmentSelectsTheKernel) {

@@ -1,0 +1,176 @@
+// The controller with gangs (several learners per job) and the learners' credentials
+// (controller_fixture.h).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "control/controller_fixture.h"
+#include "control/coordinator_service.h"
+
+namespace weft {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST_F(ControllerTest, CoordinatorRefusesLearnersWithoutTheirJobsCredential) {
+  ControllerOptions o;
+  o.data_dir = dir_;
+  o.nodes = {scheduler::Node{"local", {2, 4096, 0}, {}}};
+  o.coordinator_address = "127.0.0.1:9";
+  o.learner_key = "a-secret-key";
+  controller_ = std::make_unique<Controller>(*store_, executor_, policy_, clock_, o);
+  std::string a = Submit(), b = Submit();
+  controller_->Tick();
+  ASSERT_FALSE(executor_.launches.empty());
+  const std::string cred_a = executor_.launches[0].credential;
+  EXPECT_EQ(cred_a, controller_->credentials().For(executor_.launches[0].job_id));
+  EXPECT_EQ(cred_a.size(), 64u);
+  EXPECT_NE(controller_->credentials().For(a), controller_->credentials().For(b));
+
+  CoordinatorService service(*controller_, controller_->credentials(), 1000);
+  weft::v1::RegisterRequest req;
+  weft::v1::RegisterResponse resp;
+  req.mutable_learner()->set_job_id(executor_.launches[0].job_id);
+  req.mutable_learner()->set_attempt(executor_.launches[0].attempt);
+  req.mutable_learner()->set_credential("wrong");
+  EXPECT_EQ(service.Register(nullptr, &req, &resp).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  // Another job's credential does not work either.
+  const std::string other = executor_.launches[0].job_id == a ? b : a;
+  req.mutable_learner()->set_credential(controller_->credentials().For(other));
+  EXPECT_EQ(service.Register(nullptr, &req, &resp).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  req.mutable_learner()->set_credential(cred_a);
+  EXPECT_TRUE(service.Register(nullptr, &req, &resp).ok());
+  EXPECT_TRUE(resp.accepted()) << resp.reason();
+}
+
+constexpr char kGang[] = R"(
+name: gang
+model: {architecture: mlp}
+training: {epochs: 2}
+resources: {learners: 2, cpus: 1, memory_mb: 1024}
+)";
+
+// A two-learner gang on the one 2-cpu node: both ranks start together, share one rendezvous
+// address, and the job runs once both have registered.
+TEST_F(ControllerTest, GangStartsAllLearnersAndRunsOnceAllRegister) {
+  std::string id = Submit(kGang);
+  controller_->Tick();
+  ASSERT_EQ(State(id), JobState::kStarting);
+  ASSERT_EQ(executor_.launches.size(), 2u);
+  for (int rank = 0; rank < 2; ++rank) {
+    const LearnerLaunch& l = executor_.launches[rank];
+    EXPECT_EQ(l.rank, rank);
+    EXPECT_EQ(l.world_size, 2);
+    EXPECT_EQ(l.node, "local");
+    EXPECT_EQ(l.rendezvous_host, "127.0.0.1");
+    EXPECT_EQ(l.rendezvous_port, 29400);
+  }
+  JobRecord r = *store_->GetJob(id);
+  ASSERT_EQ(r.learners.size(), 2u);
+  EXPECT_EQ(r.learners[0].pid, 4242);
+  EXPECT_EQ(r.learners[1].pid, 4243);
+  EXPECT_THAT(store_->History(id)->at(1).reason, HasSubstr("placed 2 learners on node local"));
+
+  EXPECT_TRUE(controller_->OnRegister(id, 0, 1, 4242, 0).accepted);
+  EXPECT_EQ(State(id), JobState::kStarting) << "rank 1 has not registered yet";
+  EXPECT_FALSE(controller_->OnRegister(id, 2, 1, 99, 0).accepted) << "no rank 2 in a gang of 2";
+  RegisterDecision wrong_world = controller_->OnRegister(id, 1, 1, 4243, /*world_size=*/3);
+  EXPECT_FALSE(wrong_world.accepted);
+  EXPECT_THAT(wrong_world.reason, HasSubstr("started for a gang of 3; the job has 2"));
+  EXPECT_TRUE(controller_->OnRegister(id, 1, 1, 4243, 0).accepted);
+  EXPECT_EQ(State(id), JobState::kRunning);
+  EXPECT_THAT(Reason(id), HasSubstr("all 2 learners registered (pids 4242, 4243)"));
+
+  // Only rank 0's progress is the job's.
+  EXPECT_TRUE(controller_->OnHeartbeat(id, 1, 1, JobProgress{0, 2, 999, 1000, 1}));
+  EXPECT_EQ(store_->GetJob(id)->progress.step, 0);
+  EXPECT_TRUE(controller_->OnHeartbeat(id, 0, 1, JobProgress{0, 2, 10, 1000, 1}));
+  EXPECT_EQ(store_->GetJob(id)->progress.step, 10);
+
+  // Rank 1 finishing first changes nothing; rank 0's success completes the job.
+  controller_->OnFinished(id, 1, 1, true, "rank 1 of 2 done");
+  executor_.Exit(id, 1, 0, 0, /*rank=*/1);
+  controller_->Tick();
+  EXPECT_EQ(State(id), JobState::kRunning);
+  ASSERT_TRUE(controller_->OnCommitArtifact(id, 1, Model(id, "final", 0.85)).ok());
+  controller_->OnFinished(id, 0, 1, true, "budget exhausted: 2 epochs, test_accuracy 0.8500");
+  executor_.Exit(id, 1, 0, 0, /*rank=*/0);
+  controller_->Tick();
+  EXPECT_EQ(State(id), JobState::kCompleted);
+  EXPECT_EQ(Reason(id), "budget exhausted: 2 epochs, test_accuracy 0.8500");
+  EXPECT_TRUE(store_->GetJob(id)->learners.empty());
+}
+
+TEST_F(ControllerTest, OneDeadLearnerStopsTheGangAndRestartsTheJob) {
+  std::string id = Submit(kGang);
+  controller_->Tick();
+  controller_->OnRegister(id, 0, 1, 4242, 0);
+  controller_->OnRegister(id, 1, 1, 4243, 0);
+  executor_.stopped.clear();
+  executor_.Exit(id, 1, -1, 9, /*rank=*/1);
+  controller_->Tick();
+  // Rank 0 is told to stop, with the grace to checkpoint the last step both ranks completed; the
+  // job waits for it.
+  ASSERT_EQ(executor_.stopped.size(), 1u);
+  EXPECT_EQ(executor_.stopped[0], id);
+  EXPECT_EQ(State(id), JobState::kRunning);
+  std::string dir = controller_->layout().JobDir(id) + "/checkpoints";
+  ASSERT_TRUE(MakeDirs(dir).ok());
+  ASSERT_TRUE(WriteFileAtomic(CheckpointPath(dir, 77), "0123456789").ok());
+  EXPECT_TRUE(controller_->OnCommitCheckpoint(id, 1, {77, 0, CheckpointPath(dir, 77), 10, 0}).ok());
+  // Rank 0 exits (its allreduce failed): the gang restarts from that checkpoint, with the reason
+  // of the learner that died.
+  executor_.Exit(id, 1, 1, 0, /*rank=*/0);
+  controller_->Tick();
+  EXPECT_EQ(State(id), JobState::kQueued);
+  EXPECT_THAT(Reason(id), HasSubstr("learner rank 1 killed by signal 9"));
+  EXPECT_THAT(Reason(id), HasSubstr("restart 1 of 3 from the checkpoint at step 77"));
+  EXPECT_EQ(executor_.Running(id), 0);
+  clock_.Advance(1000);
+  controller_->Tick();
+  ASSERT_EQ(State(id), JobState::kStarting) << "the whole gang restarts";
+  EXPECT_EQ(executor_.launches.size(), 4u);
+  EXPECT_EQ(executor_.launches[2].attempt, 2);
+  EXPECT_EQ(executor_.launches[3].rank, 1);
+}
+
+TEST_F(ControllerTest, ASilentRankRestartsTheGang) {
+  std::string id = Submit(kGang);
+  controller_->Tick();
+  controller_->OnRegister(id, 0, 1, 4242, 0);
+  controller_->OnRegister(id, 1, 1, 4243, 0);
+  // Rank 0 keeps heartbeating, rank 1 falls silent (hung or stopped).
+  for (int i = 0; i < 61; ++i) {
+    clock_.Advance(1000);
+    controller_->OnHeartbeat(id, 0, 1, {});
+    controller_->Tick();
+  }
+  EXPECT_EQ(State(id), JobState::kQueued);
+  EXPECT_THAT(Reason(id), HasSubstr("learner rank 1 stopped heartbeating"));
+}
+
+TEST_F(ControllerTest, RecoverAdoptsAWholeGangOrRequeuesIt) {
+  std::string whole = Submit(kGang);
+  controller_->Tick();
+  controller_->OnRegister(whole, 0, 1, 4242, 0);
+  controller_->OnRegister(whole, 1, 1, 4243, 0);
+  executor_.adoptable = {4242, 4243};
+  MakeController();
+  ASSERT_TRUE(controller_->Recover().ok());
+  EXPECT_EQ(State(whole), JobState::kRunning);
+  ASSERT_EQ(executor_.adopted.size(), 2u);
+  EXPECT_EQ(executor_.adopted[1].rank, 1);
+
+  // Now rank 1 is gone when weftd restarts: rank 0 cannot train alone.
+  executor_.adopted.clear();
+  executor_.stopped.clear();
+  executor_.adoptable = {4242};
+  MakeController();
+  ASSERT_TRUE(controller_->Recover().ok());
+  EXPECT_EQ(State(whole), JobState::kQueued);
+  EXPECT_THAT(Reason(whole), HasSubstr("gone after a weftd restart"));
+  EXPECT_EQ(executor_.adopted.size(), 1u);
+  ASSERT_EQ(executor_.stopped.size(), 1u) << "the adopted rank 0 is stopped";
+}
+
+}  // namespace
+}  // namespace weft
