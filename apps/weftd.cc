@@ -33,6 +33,7 @@
 namespace {
 
 std::atomic<bool> g_stop{false};
+constexpr size_t kMinLearnerKeyBytes = 32;
 void OnSignal(int) { g_stop = true; }
 
 // This host as one node: all its cores and its physical memory.
@@ -101,6 +102,7 @@ struct Flags {
   std::string coordinator_listen = "127.0.0.1:0";
   std::string config;
   std::string learner = SelfDir() + "/weft-learner";
+  size_t max_request_bytes = 4 << 20;
   std::string host;  // of --listen
   int port = 0;
 };
@@ -115,6 +117,10 @@ void AddFlags(CLI::App& app, Flags& f) {
   app.add_option("--config", f.config,
                  "YAML file listing the cluster's nodes (default: this host)");
   app.add_option("--learner", f.learner, "path of the weft-learner binary")->capture_default_str();
+  app.add_option("--max-request-bytes", f.max_request_bytes,
+                 "largest request body the REST API accepts; larger ones get 413")
+      ->capture_default_str()
+      ->check(CLI::Range(size_t{1024}, size_t{1} << 30));
 }
 
 // InvalidArgument for a --listen that is not host:port or a learner that cannot run.
@@ -137,7 +143,7 @@ absl::Status CheckFlags(Flags& f) {
 absl::StatusOr<std::string> LockDataDir(weft::Env& env, const std::string& dir) {
   if (auto s = env.MakeDirs(dir + "/jobs"); !s.ok()) return s;
   std::string data_dir = std::filesystem::canonical(dir).string();
-  int lock_fd = open((data_dir + "/weftd.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  int lock_fd = open((data_dir + "/weftd.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (lock_fd < 0 || flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
     return absl::FailedPreconditionError(absl::StrCat("another weftd is using ", data_dir));
   }
@@ -149,6 +155,14 @@ absl::StatusOr<std::string> LockDataDir(weft::Env& env, const std::string& dir) 
 absl::StatusOr<std::string> LearnerKey(weft::Env& env, const std::string& data_dir) {
   const std::string key_file = data_dir + "/learner.key";
   auto key = env.ReadFile(key_file);
+  if (key.ok() && key->size() < kMinLearnerKeyBytes) {
+    // A short key would make every job's credential guessable; an empty one, every learner's.
+    return absl::FailedPreconditionError(
+        absl::StrCat(key_file, " holds ", key->size(), " bytes; a learner key needs at least ",
+                     kMinLearnerKeyBytes,
+                     " (remove the file and weftd makes a new one; learners still "
+                     "running with the old key are then refused and their jobs restart)"));
+  }
   if (key.ok()) return key;
   std::string fresh = weft::NewSecretToken();
   if (auto s = weft::WriteFileAtomic(env, key_file, fresh, 0600); !s.ok()) return s;
@@ -207,6 +221,9 @@ int main(int argc, char** argv) {
   AddFlags(app, flags);
   CLI11_PARSE(app, argc, argv);
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ weftd: %v");
+  // Everything weftd and its learners create is their owner's alone: the store, secrets, specs,
+  // logs, checkpoints and models of every tenant share one data directory on a shared host.
+  umask(077);
   if (auto s = CheckFlags(flags); !s.ok()) return Fail(s);
   std::vector<weft::scheduler::Node> nodes = {ThisHost()};
   std::map<std::string, std::vector<int>> cpusets;
@@ -241,7 +258,8 @@ int main(int argc, char** argv) {
   if (auto s = controller.Recover(); !s.ok()) {
     return Fail(absl::InternalError(absl::StrCat("recovery failed: ", s.message())));
   }
-  weft::api::RestServer rest(**store, controller);
+  weft::api::RestServer rest(**store, controller, weft::SystemClock::Get(),
+                             flags.max_request_bytes);
   if (auto s = rest.Start(flags.host, flags.port); !s.ok()) return Fail(s);
   controller.StartLoop();
 

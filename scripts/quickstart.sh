@@ -16,6 +16,8 @@ MANIFEST="${WEFT_MANIFEST:-examples/fashion-mnist-cnn.yaml}"
 export WEFT_SERVER="127.0.0.1:${PORT}"
 BIN=build/bin
 
+# Owner-only: the data directory holds every tenant's models and weftd's secrets.
+umask 077
 mkdir -p "$DATA_DIR"
 echo "starting weftd (data dir $DATA_DIR, http://$WEFT_SERVER, log $DATA_DIR/weftd.log)"
 "$BIN/weftd" --data-dir "$DATA_DIR" --listen "$WEFT_SERVER" >>"$DATA_DIR/weftd.log" 2>&1 &

@@ -9,14 +9,17 @@ namespace weft::api {
 
 void SendJson(httplib::Response& res, int status, const nlohmann::json& body) {
   res.status = status;
-  res.set_content(body.dump(2) + "\n", "application/json");
+  // Text that is not UTF-8 never makes an answer fail: it is shown with U+FFFD instead.
+  res.set_content(body.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n",
+                  "application/json");
 }
 
 void SendError(httplib::Response& res, int status, const std::string& message,
                nlohmann::json details) {
   static const std::map<int, std::string> kCodes = {
-      {400, "bad_request"},        {401, "unauthorized"}, {403, "forbidden"}, {404, "not_found"},
-      {405, "method_not_allowed"}, {409, "conflict"},     {500, "internal"},  {503, "unavailable"}};
+      {400, "bad_request"},       {401, "unauthorized"},       {403, "forbidden"},
+      {404, "not_found"},         {405, "method_not_allowed"}, {409, "conflict"},
+      {413, "payload_too_large"}, {500, "internal"},           {503, "unavailable"}};
   nlohmann::json err = {{"code", kCodes.count(status) ? kCodes.at(status) : "error"},
                         {"message", message}};
   if (!details.is_null()) err["details"] = details;
@@ -50,8 +53,10 @@ namespace {
 
 using RawHandler = std::function<void(const httplib::Request&, httplib::Response&)>;
 
-RawHandler NotAllowed(const std::string& method, const std::string& allow) {
-  return [method, allow](const httplib::Request& req, httplib::Response& res) {
+// Behind the route's authentication like the allowed methods, so a caller without a valid token
+// learns nothing of which methods a route has.
+Handler NotAllowed(const std::string& method, const std::string& allow) {
+  return [method, allow](const httplib::Request& req, httplib::Response& res, const Caller&) {
     res.set_header("Allow", allow);
     SendError(res, 405,
               absl::StrCat(method, " is not allowed on ", req.path, "; allowed: ", allow));
@@ -87,8 +92,8 @@ void Router::Route(const std::string& pattern, std::map<std::string, Handler> me
   const std::string allow = absl::StrJoin(allowed, ", ");
   auto pick = [&](const std::string& method) -> RawHandler {
     auto it = methods.find(method);
-    if (it == methods.end()) return NotAllowed(method, allow);
-    return Authenticated(it->second, access, &store_);
+    return Authenticated(it == methods.end() ? NotAllowed(method, allow) : it->second, access,
+                         &store_);
   };
   server_.Get(pattern, pick("GET"));
   server_.Post(pattern, pick("POST"));

@@ -10,12 +10,16 @@ namespace weft::api {
 namespace {
 
 // Unrouted paths and handler exceptions still answer with the API's error body.
-void AddFallbacks(httplib::Server& s) {
-  s.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+void AddFallbacks(httplib::Server& s, size_t max_request_bytes) {
+  s.set_error_handler([max_request_bytes](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
     if (res.status == 404) {
       SendError(res, 404,
                 absl::StrCat("no route ", req.method, " ", req.path, "; see docs/openapi.yaml"));
+    } else if (res.status == 413) {
+      SendError(res, 413,
+                absl::StrCat("the request body is over the ", max_request_bytes,
+                             " bytes weftd accepts (weftd --max-request-bytes)"));
     } else {
       SendError(res, res.status, "request failed");
     }
@@ -35,14 +39,16 @@ void AddFallbacks(httplib::Server& s) {
 
 }  // namespace
 
-RestServer::RestServer(Store& store, Controller& controller, const Clock& clock)
+RestServer::RestServer(Store& store, Controller& controller, const Clock& clock,
+                       size_t max_request_bytes)
     : store_(store),
       controller_(controller),
       clock_(clock),
       services_(std::make_unique<Services>(Services{store_, controller_, clock_})),
       server_(std::make_unique<httplib::Server>()) {
   server_->new_task_queue = [] { return new httplib::ThreadPool(32); };
-  AddFallbacks(*server_);
+  server_->set_payload_max_length(max_request_bytes);
+  AddFallbacks(*server_, max_request_bytes);
   Router router(*server_, store_);
   router.Route("/healthz",
                {{"GET",

@@ -23,7 +23,9 @@ struct Services;
 
 class RestServer {
  public:
-  RestServer(Store& store, Controller& controller, const Clock& clock = SystemClock::Get());
+  // A request body over `max_request_bytes` is answered 413 without being read.
+  RestServer(Store& store, Controller& controller, const Clock& clock = SystemClock::Get(),
+             size_t max_request_bytes = size_t{4} << 20);
   ~RestServer();
   RestServer(const RestServer&) = delete;
   RestServer& operator=(const RestServer&) = delete;

@@ -44,7 +44,7 @@ class Env {
   virtual absl::StatusOr<std::string> ReadFile(const std::string& path) = 0;
   // Size in bytes.
   virtual absl::StatusOr<int64_t> FileSize(const std::string& path) = 0;
-  // Creates `path` and its missing parents (mode 0755).
+  // Creates `path` and its missing parents (mode 0777 less the umask; weftd's is 077).
   virtual absl::Status MakeDirs(const std::string& path) = 0;
   // Removes `path` recursively; OK if it does not exist.
   virtual absl::Status RemoveAll(const std::string& path) = 0;
@@ -53,8 +53,9 @@ class Env {
 // Writes `data` to `path` atomically and durably through `env`: a temporary file beside it,
 // fsync, rename over `path`, fsync of the directory. After a crash `path` holds the old content
 // or the new, never a mix; after an error the temporary file is gone and `path` is unchanged.
-// `mode` is the new file's permission bits (0600 for secrets). Errors as for Env.
+// `mode` is the new file's permission bits, exactly: owner-only unless asked otherwise. Errors
+// as for Env.
 absl::Status WriteFileAtomic(Env& env, const std::string& path, const std::string& data,
-                             int mode = 0644);
+                             int mode = 0600);
 
 }  // namespace weft

@@ -12,7 +12,7 @@ namespace weft {
 // Env::Default().ReadFile / MakeDirs / RemoveAll / FileSize, and WriteFileAtomic on it; errors
 // as documented in common/env.h.
 absl::StatusOr<std::string> ReadFile(const std::string& path);
-absl::Status WriteFileAtomic(const std::string& path, const std::string& data, int mode = 0644);
+absl::Status WriteFileAtomic(const std::string& path, const std::string& data, int mode = 0600);
 absl::Status MakeDirs(const std::string& path);
 absl::Status RemoveAll(const std::string& path);
 absl::StatusOr<int64_t> FileSize(const std::string& path);

@@ -115,10 +115,10 @@ void ClusterView::Forget(const std::string& id) {
 }
 
 absl::StatusOr<std::vector<ClusterView::QueueEntry>> ClusterView::Queue(const std::string& tenant) {
-  ASSIGN_OR_RETURN(std::vector<JobRecord> jobs, store_.ListJobs(tenant));
+  ASSIGN_OR_RETURN(std::vector<JobRecord> jobs, store_.ListActiveJobs());
   std::vector<QueueEntry> out;
   for (const JobRecord& r : jobs) {
-    if (!InQueue(r.state)) continue;
+    if (!InQueue(r.state) || (!tenant.empty() && r.tenant != tenant)) continue;
     QueueEntry e;
     e.job = r;
     auto spec = specs_.Get(r);
@@ -139,7 +139,7 @@ absl::StatusOr<std::vector<ClusterView::QueueEntry>> ClusterView::Queue(const st
 }
 
 absl::StatusOr<std::vector<ClusterView::NodeUsage>> ClusterView::Nodes() {
-  ASSIGN_OR_RETURN(std::vector<JobRecord> jobs, store_.ListJobs(""));
+  ASSIGN_OR_RETURN(std::vector<JobRecord> jobs, store_.ListActiveJobs());
   std::vector<NodeUsage> out;
   for (const scheduler::Node& n : Allocated(jobs)) out.push_back({n, {}});
   for (const JobRecord& r : jobs) {
@@ -155,7 +155,7 @@ absl::StatusOr<std::vector<ClusterView::NodeUsage>> ClusterView::Nodes() {
 
 absl::StatusOr<std::vector<ClusterView::TenantUsage>> ClusterView::Usage() {
   ASSIGN_OR_RETURN(std::vector<TenantRecord> tenants, store_.ListTenants());
-  ASSIGN_OR_RETURN(std::vector<JobRecord> jobs, store_.ListJobs(""));
+  ASSIGN_OR_RETURN(std::vector<JobRecord> jobs, store_.ListActiveJobs());
   scheduler::ClusterSnapshot snap;
   snap.nodes = nodes_;
   snap.tenants = Tenants();

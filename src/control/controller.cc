@@ -199,7 +199,7 @@ void Controller::Tick() {
   });
   absl::MutexLock lock(&mu_);
   for (const LearnerExit& e : exits) HandleExitLocked(e);
-  auto jobs = store_.ListJobs("");
+  auto jobs = store_.ListActiveJobs();
   if (!jobs.ok()) {
     spdlog::error("control round skipped: {}", jobs.status().message());
     return;

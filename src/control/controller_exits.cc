@@ -1,11 +1,13 @@
 // How the controller turns learner exits and silences into outcomes: completion, a restart
 // from the latest checkpoint (with backoff, up to max_restarts), or failure; and, for gangs,
 // stopping the survivors of a lost learner so rank 0 can checkpoint the last complete step.
+#include <algorithm>
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/logging.h"
+#include "common/text.h"
 #include "control/controller.h"
 
 namespace weft {
@@ -169,12 +171,17 @@ void Controller::CheckLivenessLocked(std::vector<JobRecord>& jobs) {
 }
 
 std::string Controller::LastLogLine(const std::string& id, int rank) const {
-  std::ifstream in(layout_.LogPath(id, rank));
+  // Only the log's tail is read (a learner's log can be large), and what it says is the tenant's
+  // text: escaped before it becomes a reason.
+  constexpr std::streamoff kTail = 4096;
+  std::ifstream in(layout_.LogPath(id, rank), std::ios::binary | std::ios::ate);
+  if (!in) return "";
+  in.seekg(std::max<std::streamoff>(0, static_cast<std::streamoff>(in.tellg()) - kTail));
   std::string line, last;
   while (std::getline(in, line)) {
     if (!line.empty()) last = line;
   }
-  return last;
+  return Printable(last, 500);
 }
 
 }  // namespace weft

@@ -26,7 +26,7 @@ bool Controller::AdoptGangLocked(const JobRecord& r) {
 
 absl::Status Controller::Recover() {
   absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(std::vector<JobRecord> jobs, store_.ListJobs(""));
+  ASSIGN_OR_RETURN(std::vector<JobRecord> jobs, store_.ListActiveJobs());
   int requeued = 0, adopted = 0;
   for (JobRecord& r : jobs) {
     if (auto spec = specs_.Get(r); !spec.ok()) spdlog::error("{}", spec.status().message());
@@ -64,7 +64,7 @@ absl::Status Controller::Recover() {
       RETURN_IF_ERROR(TransitionLocked(r, JobState::kQueued, "resumed"));
     }
   }
-  spdlog::info("recovered {} jobs from the store ({} learners adopted, {} jobs requeued)",
+  spdlog::info("recovered {} active jobs from the store ({} learners adopted, {} jobs requeued)",
                jobs.size(), adopted, requeued);
   return absl::OkStatus();
 }

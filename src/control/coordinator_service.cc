@@ -1,9 +1,12 @@
 #include "control/coordinator_service.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/text.h"
 
 namespace weft {
 namespace {
+
+constexpr size_t kMaxReasonBytes = 2000;
 
 JobProgress FromProto(const weft::v1::Progress& p) {
   return {p.epoch(), p.epochs_total(), p.step(), p.steps_total(), p.samples()};
@@ -96,8 +99,9 @@ grpc::Status CoordinatorService::ReportFinished(grpc::ServerContext*,
                                                 const weft::v1::ReportFinishedRequest* req,
                                                 weft::v1::ReportFinishedResponse*) {
   if (grpc::Status auth = Authenticate(req->learner()); !auth.ok()) return auth;
+  // A learner's reason is tenant input that ends up in the history, the API and weftd's log.
   events_.OnFinished(req->learner().job_id(), req->learner().rank(), req->learner().attempt(),
-                     req->succeeded(), req->reason());
+                     req->succeeded(), Printable(req->reason(), kMaxReasonBytes));
   return grpc::Status::OK;
 }
 

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/files.h"
+#include "common/text.h"
 #include "yaml-cpp/yaml.h"
 
 namespace weft {
@@ -17,13 +18,15 @@ constexpr int kMaxEpochs = 10000;
 constexpr int kMaxBatchSize = 1 << 20;
 constexpr int kMaxLearners = 1024;
 constexpr int kMaxThreads = 256;
+constexpr size_t kMaxStringBytes = 4096;  // a path, a description
 
 std::string Join(const std::string& prefix, const std::string& key) {
   return prefix.empty() ? key : absl::StrCat(prefix, ".", key);
 }
 
+// What a node holds, safe to echo in an error (common/text.h).
 std::string Describe(const YAML::Node& n) {
-  if (n.IsScalar()) return absl::StrCat("'", n.Scalar(), "'");
+  if (n.IsScalar()) return absl::StrCat("'", Printable(n.Scalar()), "'");
   if (n.IsSequence()) return "a list";
   if (n.IsMap()) return "a mapping";
   return "null";
@@ -50,7 +53,7 @@ class FieldReader {
     for (const auto& kv : node) {
       std::string key = kv.first.Scalar();
       if (!allowed.count(key)) {
-        Error(Join(path, key),
+        Error(Join(path, Printable(key, 64)),
               absl::StrCat("unknown field (allowed: ", absl::StrJoin(allowed, ", "), ")"));
       }
     }
@@ -93,9 +96,11 @@ class FieldReader {
     *out = v;
   }
 
-  // String, optionally from a fixed set of choices.
+  // Text of at most `max_bytes`: valid UTF-8 without control characters (`multiline` allows
+  // tab and newline), optionally from a fixed set of choices.
   void String(const YAML::Node& parent, const std::string& path, const std::string& key,
-              std::string* out, const std::set<std::string>& choices = {}) {
+              std::string* out, const std::set<std::string>& choices = {},
+              size_t max_bytes = kMaxStringBytes, bool multiline = false) {
     YAML::Node n = parent[key];
     if (!n) return;
     std::string field = Join(path, key);
@@ -103,12 +108,21 @@ class FieldReader {
       Error(field, absl::StrCat("must be a string, got ", Describe(n)));
       return;
     }
-    if (!choices.empty() && !choices.count(n.Scalar())) {
-      Error(field, absl::StrCat("must be one of ", absl::StrJoin(choices, ", "), ", got '",
-                                n.Scalar(), "'"));
+    const std::string& v = n.Scalar();
+    if (std::string problem = TextProblem(v, multiline); !problem.empty()) {
+      Error(field, absl::StrCat("must be UTF-8 text without control characters; it ", problem));
       return;
     }
-    *out = n.Scalar();
+    if (v.size() > max_bytes) {
+      Error(field, absl::StrCat("must be at most ", max_bytes, " bytes, got ", v.size()));
+      return;
+    }
+    if (!choices.empty() && !choices.count(v)) {
+      Error(field,
+            absl::StrCat("must be one of ", absl::StrJoin(choices, ", "), ", got ", Describe(n)));
+      return;
+    }
+    *out = v;
   }
 
  private:
@@ -155,8 +169,8 @@ void ReadData(FieldReader& r, const YAML::Node& n, JobSpec* spec) {
   r.String(n, "data", "dataset", &spec->data.dataset, {"fashion-mnist", "mnist"});
   r.String(n, "data", "path", &spec->data.path);
   if (n["path"] && n["path"].IsScalar() && (spec->data.path.empty() || spec->data.path[0] != '/')) {
-    r.Error("data.path",
-            absl::StrCat("must be an absolute directory path, got '", spec->data.path, "'"));
+    r.Error("data.path", absl::StrCat("must be an absolute directory path, got '",
+                                      Printable(spec->data.path), "'"));
   }
   r.Integer(n, "data", "train_samples", &spec->data.train_samples, 0, 100000000,
             "a non-negative integer (0 = all)");
@@ -230,7 +244,7 @@ void ReadPriority(FieldReader& r, const YAML::Node& n, JobSpec* spec) {
   }
   r.Error("priority",
           absl::StrCat("must be low, normal, high or an integer in [-1000, 1000], got '",
-                       n.IsScalar() ? n.Scalar() : std::string("(not a scalar)"), "'"));
+                       n.IsScalar() ? Printable(n.Scalar()) : std::string("(not a scalar)"), "'"));
 }
 
 void ReadTargets(FieldReader& r, const YAML::Node& n, JobSpec* spec) {
@@ -281,13 +295,14 @@ void ReadDocument(FieldReader& r, const YAML::Node& doc, JobSpec* spec) {
   } else {
     r.String(doc, "", "name", &spec->name);
     static const std::regex kName("[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?");
-    if (doc["name"].IsScalar() && !std::regex_match(spec->name, kName)) {
+    if (doc["name"].IsScalar() && TextProblem(doc["name"].Scalar()).empty() &&
+        !std::regex_match(spec->name, kName)) {
       r.Error("name", absl::StrCat("must be lower-case letters, digits and '-' (at most 63, "
                                    "starting and ending alphanumeric), got '",
-                                   spec->name, "'"));
+                                   Printable(spec->name), "'"));
     }
   }
-  r.String(doc, "", "description", &spec->description);
+  r.String(doc, "", "description", &spec->description, {}, kMaxStringBytes, /*multiline=*/true);
   ReadModel(r, doc["model"], spec);
   ReadData(r, doc["data"], spec);
   ReadTraining(r, doc["training"], spec);

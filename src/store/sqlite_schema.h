@@ -5,7 +5,7 @@
 
 namespace weft::sqlite {
 
-inline constexpr int kSchemaVersion = 4;
+inline constexpr int kSchemaVersion = 5;
 
 inline constexpr char kSchema[] = R"sql(
 CREATE TABLE IF NOT EXISTS jobs (
@@ -106,8 +106,13 @@ CREATE TABLE IF NOT EXISTS tokens (
 );
 )sql";
 
+// Version 5: control rounds read only the jobs that are not settled.
+inline constexpr char kSchemaV5[] = R"sql(
+CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs(state, created_ms);
+)sql";
+
 // Migration i (0-based) takes a store from version i to version i + 1.
-inline constexpr const char* kMigrations[] = {kSchema, kSchemaV2, kSchemaV3, kSchemaV4};
+inline constexpr const char* kMigrations[] = {kSchema, kSchemaV2, kSchemaV3, kSchemaV4, kSchemaV5};
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kSchemaVersion);
 
 }  // namespace weft::sqlite

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "store/sqlite_query.h"
 #include "store/sqlite_schema.h"
@@ -188,6 +189,20 @@ absl::StatusOr<std::vector<JobRecord>> SqliteStore::ListJobs(const std::string& 
   }
   return sqlite::Query<JobRecord>(
       db_, "list jobs", select + "WHERE tenant=?1 ORDER BY created_ms, id", ReadJob, tenant);
+}
+
+absl::StatusOr<std::vector<JobRecord>> SqliteStore::ListActiveJobs() {
+  // The states that are not settled, from the one predicate that defines them.
+  std::vector<std::string> active;
+  for (JobState s : AllJobStates()) {
+    if (!IsSettled(s)) active.push_back(absl::StrCat("'", JobStateName(s), "'"));
+  }
+  absl::MutexLock lock(&mu_);
+  return sqlite::Query<JobRecord>(
+      db_, "list active jobs",
+      absl::StrCat("SELECT ", kJobColumns, " FROM jobs WHERE state IN (",
+                   absl::StrJoin(active, ", "), ") ORDER BY created_ms, id"),
+      ReadJob);
 }
 
 absl::Status SqliteStore::TransitionJob(const JobRecord& record, JobState expected_from) {

@@ -32,6 +32,10 @@ class Store {
   // Jobs in creation order; all tenants when `tenant` is empty.
   virtual absl::StatusOr<std::vector<JobRecord>> ListJobs(const std::string& tenant = "") = 0;
 
+  // The jobs that are not settled (job_state.h IsSettled: all but COMPLETED, FAILED, HALTED),
+  // in creation order: what a control round works on, however many jobs have ended.
+  virtual absl::StatusOr<std::vector<JobRecord>> ListActiveJobs() = 0;
+
   // Atomically: checks the stored state is `expected_from`, writes `record` (whose state is the
   // new one, with `record.reason` and `record.updated_ms` as the event's reason and time) and
   // appends the history entry. NotFound for an unknown job; FailedPrecondition if the stored

@@ -131,6 +131,18 @@ TEST_F(EndToEndTest, SmokeJobCompletesWithModelsLogsMetricsAndSurvivesRestart) {
     EXPECT_GE(*got, kind == "final" ? 0.75 : 0.70);
   }
 
+  // Everything weftd and the learner wrote (store, secrets, spec, logs, checkpoints, models and
+  // the directories) is its owner's alone: other users of a shared host read none of it.
+  namespace fs = std::filesystem;
+  int files = 0;
+  for (const auto& e : fs::recursive_directory_iterator(dir_ + "/data")) {
+    ++files;
+    EXPECT_EQ(e.symlink_status().permissions() & (fs::perms::group_all | fs::perms::others_all),
+              fs::perms::none)
+        << e.path() << " is readable by others";
+  }
+  EXPECT_GE(files, 10);
+
   // Restart weftd on the same directory: the job and its whole history are still there.
   size_t history = job["history"].size();
   weftd_->Stop();

@@ -86,6 +86,16 @@ std::vector<BadCase> BadCases() {
       {"unknown metric", std::string(kGood) + "targets: {metric: f1, deliver: 0.5}\n",
        "targets.metric", "test_accuracy"},
       {"bad api version", std::string(kGood) + "apiVersion: weft/v9\n", "apiVersion", "weft/v1"},
+      // Untrusted text: invalid UTF-8 and control characters are refused by field and place.
+      {"raw invalid utf-8 name",
+       "name: ab\xff\nmodel: {architecture: cnn}\ntraining: {epochs: 1}\n", "name",
+       "invalid UTF-8 at byte 2"},
+      {"nul in data path", std::string(kGood) + "data: {path: \"/data\\0/../etc\"}\n", "data.path",
+       "control character (0x00) at byte 5"},
+      {"ansi escape in description", std::string(kGood) + "description: \"red \\e[31m\"\n",
+       "description", "control character (0x1b) at byte 4"},
+      {"huge description", std::string(kGood) + "description: " + std::string(5000, 'x') + "\n",
+       "description", "at most 4096 bytes, got 5000"},
   };
 }
 
@@ -201,6 +211,20 @@ INSTANTIATE_TEST_SUITE_P(
                       "name: s\nmodel: {architecture: mlp}\ntraining: {epochs: 1, optimizer: sgd, "
                       "momentum: 0.8, learning_rate: 0.05, weight_decay: 0.0001, seed: 7}\n"
                       "resources: {cpus: 0.5, memory_mb: 512}\n"));
+
+TEST(JobSpecTest, AMultiLineDescriptionIsText) {
+  auto spec = ParseManifest(std::string(kGood) + "description: |\n  line one\n  \tline two\n");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->description, "line one\n\tline two\n");
+}
+
+TEST(JobSpecTest, ErrorsEchoUntrustedTextEscaped) {
+  std::vector<FieldError> errors;
+  auto spec = ParseManifest(std::string(kGood) + "\"evil\\nkey\\e[0m\": 1\n", &errors);
+  ASSERT_FALSE(spec.ok());
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].field, "evil\\nkey\\x1b[0m") << "no raw newline or escape is echoed";
+}
 
 TEST(JobSpecTest, DigestChangesWithConfiguration) {
   auto a = ParseManifest(kGood);

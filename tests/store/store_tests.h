@@ -97,6 +97,25 @@ TEST_P(StoreTest, ListsByTenantInCreationOrder) {
   EXPECT_TRUE(store_->ListJobs("t3")->empty());
 }
 
+TEST_P(StoreTest, ActiveJobsAreThoseNotSettledInCreationOrder) {
+  // One job per state, created in lifecycle order (CreateJob stores any state).
+  for (JobState s : AllJobStates()) {
+    JobRecord r =
+        NewJob(std::string("job-") + JobStateName(s), "t1", 1000 + static_cast<TimeMs>(s));
+    r.state = s;
+    ASSERT_TRUE(store_->CreateJob(r, "s").ok());
+  }
+  auto active = store_->ListActiveJobs();
+  ASSERT_TRUE(active.ok()) << active.status();
+  std::vector<JobState> states;
+  for (const JobRecord& r : *active) states.push_back(r.state);
+  std::vector<JobState> expected;
+  for (JobState s : AllJobStates()) {
+    if (!IsSettled(s)) expected.push_back(s);
+  }
+  EXPECT_EQ(states, expected);
+}
+
 TEST_P(StoreTest, MetricsKeepOrderAndOptionalFields) {
   ASSERT_TRUE(store_->CreateJob(NewJob("job-a"), "s").ok());
   std::vector<MetricRecord> pts;

@@ -1,0 +1,72 @@
+#include "common/text.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace weft {
+namespace {
+
+// The length of the valid UTF-8 sequence at `s[i]` (RFC 3629: no overlongs, no surrogates, at
+// most U+10FFFF), or 0 if there is none; its code point in *cp.
+size_t Utf8Length(std::string_view s, size_t i, char32_t* cp) {
+  const auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char c = b(i);
+  size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+  if (n == 0 || i + n > s.size()) return 0;
+  char32_t v = n == 1 ? c : c & (0x7f >> n);
+  for (size_t k = 1; k < n; ++k) {
+    if ((b(i + k) & 0xc0) != 0x80) return 0;
+    v = (v << 6) | (b(i + k) & 0x3f);
+  }
+  static constexpr char32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (v < kMin[n] || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff)) return 0;
+  *cp = v;
+  return n;
+}
+
+bool IsControl(char32_t cp) { return cp < 0x20 || (cp >= 0x7f && cp <= 0x9f); }
+
+}  // namespace
+
+std::string TextProblem(std::string_view text, bool multiline) {
+  for (size_t i = 0; i < text.size();) {
+    char32_t cp = 0;
+    const size_t n = Utf8Length(text, i, &cp);
+    if (n == 0) return absl::StrCat("has invalid UTF-8 at byte ", i);
+    if (IsControl(cp) && !(multiline && (cp == '\n' || cp == '\t'))) {
+      return absl::StrFormat("has a control character (0x%02x) at byte %d",
+                             static_cast<unsigned>(cp), i);
+    }
+    i += n;
+  }
+  return "";
+}
+
+std::string Printable(std::string_view text, size_t max_bytes) {
+  std::string out;
+  const size_t end = std::min(text.size(), max_bytes);
+  for (size_t i = 0; i < end;) {
+    char32_t cp = 0;
+    const size_t n = Utf8Length(text, i, &cp);
+    if (n > 0 && !IsControl(cp) && cp != '\\') {
+      out.append(text.substr(i, n));
+      i += n;
+      continue;
+    }
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c == '\\') {
+      out += "\\\\";
+    } else {
+      absl::StrAppendFormat(&out, "\\x%02x", c);
+    }
+    ++i;
+  }
+  if (text.size() > max_bytes) out += "...";
+  return out;
+}
+
+}  // namespace weft

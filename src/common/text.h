@@ -1,0 +1,21 @@
+// Untrusted text (manifests, request bodies, what learners report): checking that it is text,
+// and echoing it safely into errors and logs, where a newline or an ANSI escape in a field must
+// not forge a log line or colour a terminal.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace weft {
+
+// "" if `text` is valid UTF-8 without control characters (U+0000–U+001F, U+007F–U+009F; with
+// `multiline`, tab and newline are allowed), else the first problem and where, e.g.
+// "has invalid UTF-8 at byte 3" or "has a control character (0x1b) at byte 5".
+std::string TextProblem(std::string_view text, bool multiline = false);
+
+// `text` safe to echo: valid UTF-8 without control characters as it is, every other byte as
+// \xNN (and \n, \t, \\ as such), cut after `max_bytes` bytes of input with "...".
+std::string Printable(std::string_view text, size_t max_bytes = 200);
+
+}  // namespace weft
