@@ -26,6 +26,7 @@
 #include "control/controller.h"
 #include "control/coordinator_service.h"
 #include "executor/local_executor.h"
+#include "job/layout.h"
 #include "scheduler/fair_share_policy.h"
 #include "store/sqlite_store.h"
 #include "yaml-cpp/yaml.h"
@@ -141,7 +142,7 @@ absl::Status CheckFlags(Flags& f) {
 // The data directory made, canonical and locked for this weftd (one weftd per directory; the
 // lock is held until the process exits).
 absl::StatusOr<std::string> LockDataDir(weft::Env& env, const std::string& dir) {
-  if (auto s = env.MakeDirs(dir + "/jobs"); !s.ok()) return s;
+  if (auto s = env.MakeDirs(weft::JobLayout(dir).JobsDir()); !s.ok()) return s;
   std::string data_dir = std::filesystem::canonical(dir).string();
   int lock_fd = open((data_dir + "/weftd.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (lock_fd < 0 || flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {

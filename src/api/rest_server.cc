@@ -41,15 +41,12 @@ void AddFallbacks(httplib::Server& s, size_t max_request_bytes) {
 
 RestServer::RestServer(Store& store, Controller& controller, const Clock& clock,
                        size_t max_request_bytes)
-    : store_(store),
-      controller_(controller),
-      clock_(clock),
-      services_(std::make_unique<Services>(Services{store_, controller_, clock_})),
+    : services_(std::make_unique<Services>(Services{store, controller, clock})),
       server_(std::make_unique<httplib::Server>()) {
   server_->new_task_queue = [] { return new httplib::ThreadPool(32); };
   server_->set_payload_max_length(max_request_bytes);
   AddFallbacks(*server_, max_request_bytes);
-  Router router(*server_, store_);
+  Router router(*server_, store);
   router.Route("/healthz",
                {{"GET",
                  [](const httplib::Request&, httplib::Response& res, const Caller&) {

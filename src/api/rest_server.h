@@ -36,10 +36,7 @@ class RestServer {
   void Stop();
 
  private:
-  Store& store_;
-  Controller& controller_;
-  const Clock& clock_;
-  std::unique_ptr<Services> services_;  // what the routes' handlers hold on to
+  std::unique_ptr<Services> services_;  // store, controller and clock; the handlers hold on to it
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
 };

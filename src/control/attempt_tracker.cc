@@ -7,12 +7,6 @@ const AttemptTracker::Attempt* AttemptTracker::Find(const std::string& id) const
   return it == attempts_.end() ? nullptr : &it->second;
 }
 
-std::optional<TimeMs> AttemptTracker::NotBefore(const std::string& id) const {
-  auto it = not_before_ms_.find(id);
-  if (it == not_before_ms_.end()) return std::nullopt;
-  return it->second;
-}
-
 void AttemptTracker::Erase(const std::string& id) {
   attempts_.erase(id);
   not_before_ms_.erase(id);

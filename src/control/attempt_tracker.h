@@ -44,8 +44,6 @@ class AttemptTracker {
 
   // The job may not start again before `when` (unix ms).
   void SetNotBefore(const std::string& id, TimeMs when) { not_before_ms_[id] = when; }
-  // When the job may start again, if it is in a restart backoff.
-  std::optional<TimeMs> NotBefore(const std::string& id) const;
   // Every job in a restart backoff, with when it may start again (unix ms).
   const std::map<std::string, TimeMs>& not_before() const { return not_before_ms_; }
 

@@ -73,7 +73,8 @@ class ClusterView {
   absl::StatusOr<std::vector<TenantUsage>> Usage();
 
  private:
-  // What the scheduler sees of one job, placed on `allocation`.
+  // What the scheduler sees of one job: its gang and shape from `spec`, and the nodes its
+  // learners hold while it holds resources (empty while it waits).
   scheduler::JobRequest Request(const JobRecord& job, const JobSpec& spec) const;
   // The nodes with what `jobs` hold (their learners' nodes × per-learner resources).
   std::vector<scheduler::Node> Allocated(const std::vector<JobRecord>& jobs);

@@ -89,20 +89,17 @@ absl::StatusOr<JobRecord> Controller::Submit(const std::string& manifest, const 
   r.created_ms = now;
   r.updated_ms = now;
   r.progress.epochs_total = spec.training.epochs;
-  // Files first: a job in the store always has its directory and spec.
-  if (absl::Status s = env_.MakeDirs(layout_.LogDir(r.id)); !s.ok()) {
-    env_.RemoveAll(layout_.JobDir(r.id)).IgnoreError();
-    return s;
+  // Files first: a job in the store always has its directory and spec. When any step fails,
+  // nothing of the job stays.
+  absl::Status s = env_.MakeDirs(layout_.LogDir(r.id));
+  if (s.ok()) s = WriteFileAtomic(env_, layout_.SpecPath(r.id), r.spec_json + "\n");
+  if (s.ok()) {
+    specs_.Put(r.id, std::move(spec));
+    absl::MutexLock lock(&mu_);
+    s = store_.CreateJob(r, "submitted");
+    if (!s.ok()) specs_.Erase(r.id);
   }
-  if (absl::Status s = WriteFileAtomic(env_, layout_.SpecPath(r.id), r.spec_json + "\n"); !s.ok()) {
-    env_.RemoveAll(layout_.JobDir(r.id)).IgnoreError();
-    return s;
-  }
-  specs_.Put(r.id, std::move(spec));
-  absl::MutexLock lock(&mu_);
-  absl::Status s = store_.CreateJob(r, "submitted");
   if (!s.ok()) {
-    specs_.Erase(r.id);
     env_.RemoveAll(layout_.JobDir(r.id)).IgnoreError();
     return s;
   }

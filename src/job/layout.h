@@ -24,7 +24,6 @@ class JobLayout {
  public:
   explicit JobLayout(std::string data_dir) : data_dir_(std::move(data_dir)) {}
 
-  const std::string& data_dir() const { return data_dir_; }
   std::string JobsDir() const;
   std::string JobDir(const std::string& id) const;
   std::string SpecPath(const std::string& id) const;

@@ -192,17 +192,17 @@ absl::StatusOr<std::vector<JobRecord>> SqliteStore::ListJobs(const std::string& 
 }
 
 absl::StatusOr<std::vector<JobRecord>> SqliteStore::ListActiveJobs() {
-  // The states that are not settled, from the one predicate that defines them.
-  std::vector<std::string> active;
-  for (JobState s : AllJobStates()) {
-    if (!IsSettled(s)) active.push_back(absl::StrCat("'", JobStateName(s), "'"));
-  }
+  // The states that are not settled, from the one predicate that defines them; built once.
+  static const std::string* const kSql = [] {
+    std::vector<std::string> active;
+    for (JobState s : AllJobStates()) {
+      if (!IsSettled(s)) active.push_back(absl::StrCat("'", JobStateName(s), "'"));
+    }
+    return new std::string(absl::StrCat("SELECT ", kJobColumns, " FROM jobs WHERE state IN (",
+                                        absl::StrJoin(active, ", "), ") ORDER BY created_ms, id"));
+  }();
   absl::MutexLock lock(&mu_);
-  return sqlite::Query<JobRecord>(
-      db_, "list active jobs",
-      absl::StrCat("SELECT ", kJobColumns, " FROM jobs WHERE state IN (",
-                   absl::StrJoin(active, ", "), ") ORDER BY created_ms, id"),
-      ReadJob);
+  return sqlite::Query<JobRecord>(db_, "list active jobs", *kSql, ReadJob);
 }
 
 absl::Status SqliteStore::TransitionJob(const JobRecord& record, JobState expected_from) {

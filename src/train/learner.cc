@@ -40,13 +40,7 @@ int RunLearnerFromEnvironment() {
     return kLearnerExitUserError;
   }
   LoopOptions options;
-  options.job_id = launch->job_id;
-  options.rank = launch->rank;
-  options.world_size = launch->world_size;
-  options.rendezvous_host = launch->rendezvous_host;
-  options.rendezvous_port = launch->rendezvous_port;
-  options.result_dir = launch->result_dir;
-  options.checkpoint_dir = launch->checkpoint_dir;
+  options.learner = *launch;
   options.stop_requested = &g_stop;
   const int64_t attempt = launch->attempt;
   // Fault injection: a learner failpoint fires in the first attempt only, and with
@@ -55,15 +49,16 @@ int RunLearnerFromEnvironment() {
   if (const char* r = std::getenv("WEFT_LEARNER_FAILPOINT_RANK")) {
     if (!absl::SimpleAtoi(r, &failpoint_rank)) failpoint_rank = -1;
   }
-  SetFailpointVariable("WEFT_LEARNER_FAILPOINT",
-                       attempt == 1 && (failpoint_rank < 0 || failpoint_rank == options.rank));
-  spdlog::info("job {} rank {}/{} attempt {} pid {}", options.job_id, options.rank,
-               options.world_size, attempt, ::getpid());
+  SetFailpointVariable(
+      "WEFT_LEARNER_FAILPOINT",
+      attempt == 1 && (failpoint_rank < 0 || failpoint_rank == options.learner.rank));
+  spdlog::info("job {} rank {}/{} attempt {} pid {}", options.learner.job_id, options.learner.rank,
+               options.learner.world_size, attempt, ::getpid());
   spdlog::info("{}", TuneAllocatorForTraining());
 
-  CoordinatorReporter reporter(launch->coordinator_address, options.job_id, options.rank, attempt,
-                               launch->credential);
-  absl::Status registered = reporter.Register(options.world_size);
+  CoordinatorReporter reporter(launch->coordinator_address, options.learner.job_id,
+                               options.learner.rank, attempt, launch->credential);
+  absl::Status registered = reporter.Register(options.learner.world_size);
   if (!registered.ok()) {
     spdlog::error("{}", registered.message());
     return absl::IsFailedPrecondition(registered) ? kLearnerExitStopped : kLearnerExitRetry;

@@ -38,7 +38,7 @@ bool Trainer::StopRequested() const {
 }
 
 std::unique_ptr<torch::optim::Optimizer> Trainer::MakeOptimizer() {
-  double lr = spec_.ScaledLearningRate(o_.world_size);
+  double lr = spec_.ScaledLearningRate(o_.learner.world_size);
   if (spec_.training.optimizer == "sgd") {
     return std::make_unique<torch::optim::SGD>(model_->parameters(),
                                                torch::optim::SGDOptions(lr)
@@ -51,7 +51,7 @@ std::unique_ptr<torch::optim::Optimizer> Trainer::MakeOptimizer() {
 }
 
 absl::Status Trainer::SyncGang() {
-  if (o_.world_size <= 1) return absl::OkStatus();
+  if (o_.learner.world_size <= 1) return absl::OkStatus();
   if (!dp_->AllEqual(progress_.step)) {
     return absl::InternalError(
         absl::StrCat("the job's learners resumed from different steps (this rank: ", progress_.step,
@@ -68,20 +68,20 @@ void Trainer::Plan() {
   // same number for every rank (up to world_size - 1 samples of each epoch are left out) so all
   // ranks take the same number of steps.
   const int64_t bs = spec_.training.batch_size;
-  per_rank_ = train_.size() / o_.world_size;
+  per_rank_ = train_.size() / o_.learner.world_size;
   steps_per_epoch_ = (per_rank_ + bs - 1) / bs;
   progress_.epochs_total = spec_.training.epochs;
   progress_.steps_total = steps_per_epoch_ * spec_.training.epochs;
   spdlog::info(
       "training {} on {} samples ({} per learner), {} test samples, batch {} per learner "
       "({} in all), {} steps per epoch, {} epochs, {} threads, learning rate {:g}",
-      spec_.model.architecture, train_.size(), per_rank_, test_.size(), bs, bs * o_.world_size,
-      steps_per_epoch_, spec_.training.epochs, torch::get_num_threads(),
-      spec_.ScaledLearningRate(o_.world_size));
+      spec_.model.architecture, train_.size(), per_rank_, test_.size(), bs,
+      bs * o_.learner.world_size, steps_per_epoch_, spec_.training.epochs, torch::get_num_threads(),
+      spec_.ScaledLearningRate(o_.learner.world_size));
 }
 
 void Trainer::ReportTraining(bool force) {
-  if (o_.rank != 0) return;  // metrics are the job's, reported once
+  if (o_.learner.rank != 0) return;  // metrics are the job's, reported once
   double now = NowS();
   if (!force && now - last_report_s_ < kReportIntervalS) return;
   if (loss_steps_ == 0) return;
@@ -90,9 +90,10 @@ void Trainer::ReportTraining(bool force) {
   m.epoch = epoch_in_progress_;
   m.wall_time_ms = SystemClock::Get().NowMs();
   m.train_loss = loss_sum_ / loss_steps_;
-  m.samples_per_s = train_seconds_since_report_ > 0
-                        ? samples_since_report_ * o_.world_size / train_seconds_since_report_
-                        : 0;
+  m.samples_per_s =
+      train_seconds_since_report_ > 0
+          ? samples_since_report_ * o_.learner.world_size / train_seconds_since_report_
+          : 0;
   reporter_.Report(m, progress_);
   loss_sum_ = 0;
   loss_steps_ = 0;
@@ -108,7 +109,7 @@ absl::Status Trainer::EvaluateAndCheckTargets(bool* complete) {
   best_ = std::max(best_, ev.accuracy);
   spdlog::info("evaluation: epoch {} step {} test_accuracy {:.4f} test_loss {:.4f}",
                epoch_in_progress_, progress_.step, ev.accuracy, ev.loss);
-  if (o_.rank == 0) {
+  if (o_.learner.rank == 0) {
     MetricSample m;
     m.step = progress_.step;
     m.epoch = epoch_in_progress_;
@@ -122,7 +123,7 @@ absl::Status Trainer::EvaluateAndCheckTargets(bool* complete) {
   const TargetSpec& t = spec_.targets;
   if (t.deliver && !delivered_ && ev.accuracy >= *t.deliver) {
     spdlog::info("deliver target met: test_accuracy {:.4f} >= {}", ev.accuracy, *t.deliver);
-    if (o_.rank == 0) RETURN_IF_ERROR(Export(kDeliveredModel, ev.accuracy));
+    if (o_.learner.rank == 0) RETURN_IF_ERROR(Export(kDeliveredModel, ev.accuracy));
     delivered_ = true;
   }
   if (t.complete && ev.accuracy >= *t.complete) {
@@ -147,7 +148,7 @@ bool Trainer::Step(const torch::Tensor& idx) {
   loss_sum_ += loss.item<double>();
   ++loss_steps_;
   ++progress_.step;
-  progress_.samples += idx.size(0) * o_.world_size;
+  progress_.samples += idx.size(0) * o_.learner.world_size;
   samples_since_report_ += idx.size(0);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -162,7 +163,8 @@ absl::StatusOr<Trainer::EpochEnd> Trainer::TrainEpoch(int epoch) {
   auto gen = at::detail::createCPUGenerator(spec_.training.seed * 1000003 + epoch);
   torch::Tensor perm =
       torch::randperm(train_.size(), gen, torch::TensorOptions().dtype(torch::kInt64));
-  torch::Tensor mine = perm.slice(0, o_.rank, per_rank_ * o_.world_size, o_.world_size);
+  torch::Tensor mine =
+      perm.slice(0, o_.learner.rank, per_rank_ * o_.learner.world_size, o_.learner.world_size);
   const int64_t bs = spec_.training.batch_size;
   step_in_epoch_at_start_ = step_in_epoch_;
   for (int64_t s = step_in_epoch_; s < steps_per_epoch_; ++s) {
@@ -197,7 +199,7 @@ absl::StatusOr<Trainer::EpochEnd> Trainer::TrainEpoch(int epoch) {
 }
 
 void Trainer::LogEpochTimes(int epoch) {
-  if (o_.world_size > 1) {
+  if (o_.learner.world_size > 1) {
     const int64_t steps = std::max<int64_t>(1, steps_per_epoch_ - step_in_epoch_at_start_);
     const double wait_ms = dp_->TakeWaitMs();
     spdlog::info(
@@ -211,7 +213,7 @@ void Trainer::LogEpochTimes(int epoch) {
 
 absl::Status Trainer::OnPeerLost(const PeerLostError& e) {
   spdlog::warn("lost a peer learner at step {}: {}", progress_.step, e.what());
-  if (o_.rank == 0) {
+  if (o_.learner.rank == 0) {
     absl::Status saved = Checkpoint();
     if (saved.ok()) {
       spdlog::info(
@@ -236,9 +238,9 @@ absl::StatusOr<LoopResult> Trainer::Finish(bool complete) {
     spdlog::info("parameters checksum {:.10e} at step {}", checksum, progress_.step);
   }
   LoopResult result;
-  if (o_.rank != 0) {
+  if (o_.learner.rank != 0) {
     result.reason = absl::StrFormat("rank %d of %d done at step %d; rank 0 writes the final model",
-                                    o_.rank, o_.world_size, progress_.step);
+                                    o_.learner.rank, o_.learner.world_size, progress_.step);
   } else if (complete) {
     result.reason = absl::StrFormat("target met: test_accuracy %.4f >= %g", complete_met_,
                                     *spec_.targets.complete);
@@ -249,7 +251,7 @@ absl::StatusOr<LoopResult> Trainer::Finish(bool complete) {
     result.reason = absl::StrFormat("budget exhausted: %d epochs, test_accuracy %.4f",
                                     spec_.training.epochs, last_accuracy_);
   }
-  if (o_.rank == 0) RETURN_IF_ERROR(Export(kFinalModel, last_accuracy_));
+  if (o_.learner.rank == 0) RETURN_IF_ERROR(Export(kFinalModel, last_accuracy_));
   result.succeeded = true;
   result.best_test_accuracy = best_;
   result.final_test_accuracy = last_accuracy_;

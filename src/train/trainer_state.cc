@@ -50,7 +50,7 @@ absl::StatusOr<int64_t> Trainer::ResumeFromCheckpoints() {
 }
 
 absl::Status Trainer::Checkpoint(bool tolerate_disk_errors) {
-  if (o_.rank != 0 || o_.checkpoint_dir.empty() ||
+  if (o_.learner.rank != 0 || o_.learner.checkpoint_dir.empty() ||
       (progress_.step == last_checkpoint_step_ && eval_pending_ == last_checkpoint_eval_pending_)) {
     return absl::OkStatus();  // this state is on disk already
   }
@@ -78,8 +78,8 @@ absl::Status Trainer::Checkpoint(bool tolerate_disk_errors) {
   } catch (const std::exception& e) {
     return absl::InternalError(absl::StrCat("cannot serialise a checkpoint: ", TorchMessage(e)));
   }
-  const std::string path = CheckpointPath(o_.checkpoint_dir, progress_.step);
-  absl::Status written = env_.MakeDirs(o_.checkpoint_dir);
+  const std::string path = CheckpointPath(o_.learner.checkpoint_dir, progress_.step);
+  absl::Status written = env_.MakeDirs(o_.learner.checkpoint_dir);
   if (written.ok()) written = WriteFileAtomic(env_, path, bytes.str());
   if (!written.ok()) {
     if (!tolerate_disk_errors) return written;
@@ -160,18 +160,18 @@ absl::Status Trainer::Restore(const std::string& path) {
 }
 
 absl::Status Trainer::Export(const std::string& kind, double accuracy) {
-  RETURN_IF_ERROR(env_.MakeDirs(ModelDir(o_.result_dir, kind)));
+  RETURN_IF_ERROR(env_.MakeDirs(ModelDir(o_.learner.result_dir, kind)));
   std::ostringstream bytes;
   try {
     torch::save(std::static_pointer_cast<torch::nn::Module>(model_), bytes);
   } catch (const std::exception& e) {
     return absl::InternalError(absl::StrCat("cannot serialise the model: ", TorchMessage(e)));
   }
-  const std::string model_path = ModelPath(o_.result_dir, kind);
-  const std::string card_path = ModelCardPath(o_.result_dir, kind);
+  const std::string model_path = ModelPath(o_.learner.result_dir, kind);
+  const std::string card_path = ModelCardPath(o_.learner.result_dir, kind);
   RETURN_IF_ERROR(WriteFileAtomic(env_, model_path, bytes.str()));
   nlohmann::json card = {
-      {"job_id", o_.job_id},
+      {"job_id", o_.learner.job_id},
       {"kind", kind},
       {"architecture", spec_.model.architecture},
       {"format", "torch::save of the module's parameters and buffers (libtorch C++)"},

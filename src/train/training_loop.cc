@@ -63,10 +63,11 @@ absl::StatusOr<LoopResult> RunTraining(const LoopOptions& options, Reporter& rep
                                          ? "oneDNN, as the equivalent convolutions"
                                          : "the system BLAS (WEFT_LEARNER_DENSE=blas)");
     std::unique_ptr<DataParallel> dp = DataParallel::Local();
-    if (options.world_size > 1) {
+    if (options.learner.world_size > 1) {
       ASSIGN_OR_RETURN(
-          dp, DataParallel::Connect(options.rendezvous_host, options.rendezvous_port, options.rank,
-                                    options.world_size, options.rendezvous_timeout_ms));
+          dp, DataParallel::Connect(options.learner.rendezvous_host,
+                                    options.learner.rendezvous_port, options.learner.rank,
+                                    options.learner.world_size, options.rendezvous_timeout_ms));
     }
     Trainer trainer(options, reporter, std::move(model), std::move(train), std::move(test),
                     std::move(dp));

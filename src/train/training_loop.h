@@ -9,21 +9,18 @@
 #include "absl/status/statusor.h"
 #include "common/env.h"
 #include "job/job_spec.h"
+#include "job/learner_contract.h"
 #include "train/reporter.h"
 
 namespace weft::train {
 
 struct LoopOptions {
   JobSpec spec;
-  std::string job_id;
-  std::string result_dir;      // models go to <result_dir>/{delivered,final}/model.pt
-  std::string checkpoint_dir;  // checkpoints go to <checkpoint_dir>/ckpt-<step>.pt
-  int rank = 0;
-  int world_size = 1;
-  // Where rank 0 serves the job's c10d TCPStore (MASTER_ADDR / MASTER_PORT from weftd); used
-  // when world_size > 1.
-  std::string rendezvous_host = "127.0.0.1";
-  int rendezvous_port = 0;
+  // Who this learner is and where its files go, as weftd launched it (job/learner_contract.h):
+  // job_id, rank, world_size, result_dir (models: job/layout.h ModelPath), checkpoint_dir
+  // (CheckpointPath), and for world_size > 1 the rendezvous where rank 0 serves the c10d
+  // TCPStore.
+  LearnerLaunch learner;
   int64_t rendezvous_timeout_ms = 120000;  // wait for all ranks, and for any one collective
   const std::atomic<bool>* stop_requested = nullptr;  // e.g. set by a SIGTERM handler
   // Where checkpoints and models are written; nullptr: the real filesystem (Env::Default()).

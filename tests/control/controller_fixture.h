@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 
+#include "common/fault_env.h"
 #include "common/files.h"
 #include "control/controller.h"
 #include "job/layout.h"
@@ -106,8 +107,8 @@ class ControllerTest : public ::testing::Test {
     o.data_dir = dir_;
     o.nodes = {scheduler::Node{"local", {2, 4096, 0}, {}}};
     o.coordinator_address = "127.0.0.1:9";
-    controller_ =
-        std::make_unique<Controller>(*store_, executor_, policy ? *policy : policy_, clock_, o);
+    controller_ = std::make_unique<Controller>(*store_, executor_, policy ? *policy : policy_,
+                                               clock_, o, env_);
   }
   std::string Submit(const std::string& manifest = kManifest) {
     std::vector<FieldError> errors;
@@ -132,6 +133,7 @@ class ControllerTest : public ::testing::Test {
 
   std::string dir_;
   ManualClock clock_;
+  testing::FaultInjectionEnv env_;  // the real filesystem unless a test injects a fault
   FakeExecutor executor_;
   scheduler::FifoPolicy policy_;
   std::unique_ptr<Store> store_;

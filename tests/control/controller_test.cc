@@ -325,6 +325,19 @@ TEST_F(ControllerTest, DeleteRemovesTheJobAndItsFiles) {
   EXPECT_TRUE(absl::IsNotFound(controller_->Delete(id)));
 }
 
+TEST_F(ControllerTest, AFullDiskAtSubmissionStoresNothing) {
+  env_.FailWrites("/spec.json", 1);
+  std::vector<FieldError> errors;
+  auto job = controller_->Submit(kManifest, "default", &errors);
+  ASSERT_FALSE(job.ok());
+  EXPECT_TRUE(absl::IsResourceExhausted(job.status())) << job.status();
+  EXPECT_THAT(std::string(job.status().message()), HasSubstr("No space left on device"));
+  EXPECT_TRUE(store_->ListJobs("")->empty());
+  EXPECT_TRUE(std::filesystem::is_empty(dir_ + "/jobs")) << "no half-made job directory";
+  // Room again: the same manifest is accepted.
+  EXPECT_FALSE(Submit().empty());
+}
+
 TEST_F(ControllerTest, RejectsNeverFittingRequestsAndStoresNothing) {
   std::vector<FieldError> errors;
   auto job = controller_->Submit(

@@ -57,9 +57,9 @@ checkpoint: {every_steps: 2, every_seconds: 0, keep: 2}
 )");
     ASSERT_TRUE(spec.ok()) << spec.status();
     options_.spec = *spec;
-    options_.job_id = "job-ckpt-fault";
-    options_.result_dir = dir_ + "/results";
-    options_.checkpoint_dir = dir_ + "/checkpoints";
+    options_.learner.job_id = "job-ckpt-fault";
+    options_.learner.result_dir = dir_ + "/results";
+    options_.learner.checkpoint_dir = dir_ + "/checkpoints";
     options_.env = &env_;
   }
   void TearDown() override { fs::remove_all(dir_); }
@@ -90,12 +90,12 @@ TEST_F(CheckpointFaultTest, AFullDiskSkipsPeriodicCheckpointsAndTrainingGoesOn) 
   for (const auto& [step, file] : reporter_.checkpoints) {
     committed.push_back(step);
     EXPECT_EQ(*FileSize(file.first), file.second) << "a committed checkpoint is whole";
-    EXPECT_EQ(file.first, CheckpointPath(options_.checkpoint_dir, step));
+    EXPECT_EQ(file.first, CheckpointPath(options_.learner.checkpoint_dir, step));
   }
   EXPECT_EQ(committed, (std::vector<int64_t>{8, 10, 12, 14, 16}))
       << "steps 2, 4, 6 hit the full disk and were never committed";
-  EXPECT_EQ(Count(options_.checkpoint_dir, ".tmp."), 0) << "no half-written file is left";
-  EXPECT_EQ(Count(options_.checkpoint_dir, "ckpt-"), 5);
+  EXPECT_EQ(Count(options_.learner.checkpoint_dir, ".tmp."), 0) << "no half-written file is left";
+  EXPECT_EQ(Count(options_.learner.checkpoint_dir, "ckpt-"), 5);
   ASSERT_EQ(reporter_.models.size(), 1u);
   EXPECT_EQ(reporter_.models[0].kind, kFinalModel);
 }
@@ -107,8 +107,8 @@ TEST_F(CheckpointFaultTest, AFullDiskFailsTheFinalModelWithTheDisksError) {
   EXPECT_TRUE(absl::IsResourceExhausted(result.status())) << result.status();
   EXPECT_THAT(std::string(result.status().message()), HasSubstr("No space left on device"));
   EXPECT_TRUE(reporter_.models.empty()) << "nothing weftd could not read back is committed";
-  EXPECT_FALSE(fs::exists(ModelPath(options_.result_dir, kFinalModel)));
-  EXPECT_EQ(Count(ModelDir(options_.result_dir, kFinalModel), ".tmp."), 0);
+  EXPECT_FALSE(fs::exists(ModelPath(options_.learner.result_dir, kFinalModel)));
+  EXPECT_EQ(Count(ModelDir(options_.learner.result_dir, kFinalModel), ".tmp."), 0);
 }
 
 }  // namespace
