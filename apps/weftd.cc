@@ -3,6 +3,8 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -103,7 +105,8 @@ struct Flags {
   std::string coordinator_listen = "127.0.0.1:0";
   std::string config;
   std::string learner = SelfDir() + "/weft-learner";
-  size_t max_request_bytes = 4 << 20;
+  weft::api::RestOptions rest;
+  std::vector<std::string> data_roots = {"/usr/share/datasets"};
   std::string host;  // of --listen
   int port = 0;
 };
@@ -118,10 +121,22 @@ void AddFlags(CLI::App& app, Flags& f) {
   app.add_option("--config", f.config,
                  "YAML file listing the cluster's nodes (default: this host)");
   app.add_option("--learner", f.learner, "path of the weft-learner binary")->capture_default_str();
-  app.add_option("--max-request-bytes", f.max_request_bytes,
+  app.add_option("--max-request-bytes", f.rest.max_request_bytes,
                  "largest request body the REST API accepts; larger ones get 413")
       ->capture_default_str()
       ->check(CLI::Range(size_t{1024}, size_t{1} << 30));
+  app.add_option("--data-root", f.data_roots,
+                 "directory a manifest's data.path must lie in (repeat for several; / for any)")
+      ->capture_default_str()
+      ->check(CLI::ExistingDirectory);
+  app.add_option("--tenant-requests-per-second", f.rest.tenant_rate.requests_per_second,
+                 "each tenant's sustained REST request rate; over it 429 (0: no limit)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e6));
+  app.add_option("--tenant-burst", f.rest.tenant_rate.burst,
+                 "requests a tenant may send at once above its rate")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 1e6));
 }
 
 // InvalidArgument for a --listen that is not host:port or a learner that cannot run.
@@ -170,15 +185,17 @@ absl::StatusOr<std::string> LearnerKey(weft::Env& env, const std::string& data_d
   return fresh;
 }
 
-// Tenancy: the `default` tenant, and the admin token on the first start (printed once).
+// Tenancy: the `default` tenant, and the admin token on the first start. Only its path is
+// printed: weftd's output usually ends up in a log file, and no log line holds a secret.
 absl::Status SetUpTenancy(weft::Env& env, weft::Store& store, const std::string& data_dir) {
   const weft::TimeMs now = weft::SystemClock::Get().NowMs();
   if (auto s = weft::api::EnsureDefaultTenant(store, now); !s.ok()) return s;
   auto admin = weft::api::EnsureAdminToken(store, data_dir, now, env);
   if (!admin.ok()) return admin.status();
   if (admin->has_value()) {
-    std::cout << "weftd: admin token (shown once; also in " << data_dir
-              << "/admin.token, mode 0600):\n  " << **admin << "\n"
+    std::cout << "weftd: created the admin token in " << data_dir
+              << "/admin.token (mode 0600); use it with\n  export WEFT_TOKEN=$(cat " << data_dir
+              << "/admin.token)\n"
               << std::flush;
   }
   return absl::OkStatus();
@@ -225,6 +242,11 @@ int main(int argc, char** argv) {
   // Everything weftd and its learners create is their owner's alone: the store, secrets, specs,
   // logs, checkpoints and models of every tenant share one data directory on a shared host.
   umask(077);
+  // weftd's memory holds the learner key and, in passing, tokens: no core dump of it, and no
+  // other process of its user may ptrace it or read its /proc files.
+  const rlimit no_core{0, 0};
+  setrlimit(RLIMIT_CORE, &no_core);
+  prctl(PR_SET_DUMPABLE, 0);
   if (auto s = CheckFlags(flags); !s.ok()) return Fail(s);
   std::vector<weft::scheduler::Node> nodes = {ThisHost()};
   std::map<std::string, std::vector<int>> cpusets;
@@ -248,6 +270,7 @@ int main(int argc, char** argv) {
   weft::ControllerOptions options;
   options.data_dir = *data_dir;
   options.learner_key = *learner_key;
+  options.data_roots = flags.data_roots;
   options.nodes = nodes;
   options.node_cpusets = cpusets;
   weft::Controller controller(**store, executor, policy, weft::SystemClock::Get(), options, env);
@@ -259,8 +282,7 @@ int main(int argc, char** argv) {
   if (auto s = controller.Recover(); !s.ok()) {
     return Fail(absl::InternalError(absl::StrCat("recovery failed: ", s.message())));
   }
-  weft::api::RestServer rest(**store, controller, weft::SystemClock::Get(),
-                             flags.max_request_bytes);
+  weft::api::RestServer rest(**store, controller, weft::SystemClock::Get(), flags.rest);
   if (auto s = rest.Start(flags.host, flags.port); !s.ok()) return Fail(s);
   controller.StartLoop();
 

@@ -3,12 +3,13 @@ BIN="${WEFT_BIN:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/build/bin}"
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
-# start_weftd DATA_DIR -> sets WEFTD_PID and WEFT_SERVER
+# start_weftd DATA_DIR [WEFTD_FLAGS...] -> sets WEFTD_PID and WEFT_SERVER
 start_weftd() {
   local dir=$1 port
+  shift
   port=$(free_port)
   mkdir -p "$dir"
-  "$BIN/weftd" --data-dir "$dir" --listen "127.0.0.1:$port" >"$dir.weftd.log" 2>&1 &
+  "$BIN/weftd" --data-dir "$dir" --listen "127.0.0.1:$port" "$@" >>"$dir.weftd.log" 2>&1 &
   WEFTD_PID=$!
   export WEFT_SERVER="127.0.0.1:$port"
   for _ in $(seq 1 100); do

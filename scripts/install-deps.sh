@@ -15,10 +15,12 @@ PACKAGES=(
   curl python3
   # scripts/check.sh: the formatter, clang's thread-safety analysis and function sizes
   clang-format clang-tidy
+  # scripts/fuzz.sh: libFuzzer and the sanitizers' runtimes for clang
+  clang libclang-rt-14-dev
 )
 # Optional: the PyTorch reference for bench/ (not needed to build or test).
 if [[ "${WEFT_WITH_BENCH_DEPS:-0}" == "1" ]]; then
-  PACKAGES+=(python3-torch python3-numpy)
+  PACKAGES+=(python3-torch python3-numpy wrk)
 fi
 
 missing=()

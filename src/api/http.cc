@@ -19,7 +19,8 @@ void SendError(httplib::Response& res, int status, const std::string& message,
   static const std::map<int, std::string> kCodes = {
       {400, "bad_request"},       {401, "unauthorized"},       {403, "forbidden"},
       {404, "not_found"},         {405, "method_not_allowed"}, {409, "conflict"},
-      {413, "payload_too_large"}, {500, "internal"},           {503, "unavailable"}};
+      {413, "payload_too_large"}, {429, "too_many_requests"},  {500, "internal"},
+      {503, "unavailable"}};
   nlohmann::json err = {{"code", kCodes.count(status) ? kCodes.at(status) : "error"},
                         {"message", message}};
   if (!details.is_null()) err["details"] = details;
@@ -63,8 +64,21 @@ Handler NotAllowed(const std::string& method, const std::string& allow) {
   };
 }
 
-RawHandler Authenticated(Handler h, Access access, Store* store) {
-  return [h, access, store](const httplib::Request& req, httplib::Response& res) {
+// 429 with Retry-After when the tenant's bucket is empty; false when the request may go on.
+bool OverRate(RateLimiter* limiter, const Caller& caller, httplib::Response& res) {
+  if (limiter == nullptr || caller.admin) return false;
+  const int64_t wait_ms = limiter->Acquire(caller.tenant);
+  if (wait_ms == 0) return false;
+  const int64_t seconds = (wait_ms + 999) / 1000;
+  res.set_header("Retry-After", std::to_string(seconds));
+  SendError(res, 429,
+            absl::StrCat("tenant '", caller.tenant, "' is over its request rate; retry in ",
+                         seconds, " s (weftd --tenant-requests-per-second)"));
+  return true;
+}
+
+RawHandler Authenticated(Handler h, Access access, Store* store, RateLimiter* limiter) {
+  return [h, access, store, limiter](const httplib::Request& req, httplib::Response& res) {
     Caller caller;
     if (access != Access::kPublic) {
       auto c = Authenticate(*store, req.get_header_value("Authorization"));
@@ -78,6 +92,7 @@ RawHandler Authenticated(Handler h, Access access, Store* store) {
         return SendError(res, 403, "this route needs the admin token");
       }
       caller = *c;
+      if (OverRate(limiter, caller, res)) return;
     }
     h(req, res, caller);
   };
@@ -93,13 +108,24 @@ void Router::Route(const std::string& pattern, std::map<std::string, Handler> me
   auto pick = [&](const std::string& method) -> RawHandler {
     auto it = methods.find(method);
     return Authenticated(it == methods.end() ? NotAllowed(method, allow) : it->second, access,
-                         &store_);
+                         &store_, limiter_);
   };
   server_.Get(pattern, pick("GET"));
   server_.Post(pattern, pick("POST"));
   server_.Put(pattern, pick("PUT"));
   server_.Patch(pattern, pick("PATCH"));
   server_.Delete(pattern, pick("DELETE"));
+}
+
+httplib::Server::HandlerResponse EmptyBodyWithoutLength(const httplib::Request& req,
+                                                        httplib::Response&) {
+  if (!req.has_header("Content-Length") && !req.has_header("Transfer-Encoding")) {
+    // cpp-httplib 0.11 otherwise reads a POST, PUT, PATCH or DELETE without a length until the
+    // connection closes. The Request it hands the pre-routing handler is its own non-const
+    // object, so adding the header is well defined.
+    const_cast<httplib::Request&>(req).headers.emplace("Content-Length", "0");
+  }
+  return httplib::Server::HandlerResponse::Unhandled;
 }
 
 }  // namespace weft::api

@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "api/auth.h"
+#include "api/rate_limit.h"
 #include "nlohmann/json.hpp"
 #include "store/store.h"
 
@@ -27,7 +28,8 @@ enum class Access {
 };
 
 void SendJson(httplib::Response& res, int status, const nlohmann::json& body);
-// 400 bad input, 401, 403, 404, 405, 409 wrong state, 500, 503; `details` lists problems.
+// 400 bad input, 401, 403, 404, 405, 409 wrong state, 413, 429, 500, 503; `details` lists
+// problems.
 void SendError(httplib::Response& res, int status, const std::string& message,
                nlohmann::json details = nullptr);
 // Maps a Status from the controller or store to its HTTP error: NotFound 404, InvalidArgument
@@ -42,15 +44,25 @@ std::optional<JobRecord> FindJob(Store& store, const std::string& id, const Call
 
 class Router {
  public:
-  Router(httplib::Server& server, Store& store) : server_(server), store_(store) {}
+  // `limiter` (may be null: no limits) is asked once per authenticated tenant request.
+  Router(httplib::Server& server, Store& store, RateLimiter* limiter = nullptr)
+      : server_(server), store_(store), limiter_(limiter) {}
   // Registers `pattern` for the given methods behind `access`, and answers every other method
-  // with 405. A missing, invalid or revoked token gets 401; a tenant on an admin route 403.
+  // with 405. A missing, invalid or revoked token gets 401; a tenant on an admin route 403; a
+  // tenant over its request rate 429 with Retry-After (seconds). The admin is not rate-limited.
   void Route(const std::string& pattern, std::map<std::string, Handler> methods,
              Access access = Access::kAnyone);
 
  private:
   httplib::Server& server_;
   Store& store_;
+  RateLimiter* limiter_;
 };
+
+// Makes a request that carries neither Content-Length nor Transfer-Encoding one with an empty
+// body, as HTTP/1.1 defines it (RFC 9112 section 6.3), so `curl -X POST .../halt` is answered at
+// once instead of after the read timeout. For Server::set_pre_routing_handler.
+httplib::Server::HandlerResponse EmptyBodyWithoutLength(const httplib::Request& req,
+                                                        httplib::Response& res);
 
 }  // namespace weft::api

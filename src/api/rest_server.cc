@@ -2,6 +2,8 @@
 
 #include <httplib.h>
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "api/http.h"
 #include "api/routes.h"
@@ -39,23 +41,38 @@ void AddFallbacks(httplib::Server& s, size_t max_request_bytes) {
 
 }  // namespace
 
-RestServer::RestServer(Store& store, Controller& controller, const Clock& clock,
-                       size_t max_request_bytes)
-    : services_(std::make_unique<Services>(Services{store, controller, clock})),
-      server_(std::make_unique<httplib::Server>()) {
-  server_->new_task_queue = [] { return new httplib::ThreadPool(32); };
-  server_->set_payload_max_length(max_request_bytes);
-  AddFallbacks(*server_, max_request_bytes);
-  Router router(*server_, store);
+void InstallApi(httplib::Server& server, const Services& services, RateLimiter* limiter,
+                const RestOptions& options) {
+  const size_t threads = static_cast<size_t>(std::max(1, options.threads));
+  server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  // Small JSON answers on kept-alive connections would otherwise wait for the client's delayed
+  // ACK (Nagle's algorithm): about 40 ms each. Accepted sockets inherit it from the listener.
+  server.set_tcp_nodelay(true);
+  server.set_keep_alive_max_count(1000);
+  server.set_keep_alive_timeout(options.idle_timeout_s);
+  server.set_read_timeout(options.read_timeout_s);
+  server.set_write_timeout(options.read_timeout_s);
+  server.set_payload_max_length(options.max_request_bytes);
+  server.set_pre_routing_handler(EmptyBodyWithoutLength);
+  AddFallbacks(server, options.max_request_bytes);
+  Router router(server, services.store, limiter);
   router.Route("/healthz",
                {{"GET",
                  [](const httplib::Request&, httplib::Response& res, const Caller&) {
                    SendJson(res, 200, {{"status", "ok"}});
                  }}},
                Access::kPublic);
-  AddJobRoutes(router, *services_);
-  AddTenantRoutes(router, *services_);
-  AddClusterRoutes(router, *services_);
+  AddJobRoutes(router, services);
+  AddTenantRoutes(router, services);
+  AddClusterRoutes(router, services);
+}
+
+RestServer::RestServer(Store& store, Controller& controller, const Clock& clock,
+                       RestOptions options)
+    : services_(std::make_unique<Services>(Services{store, controller, clock})),
+      limiter_(std::make_unique<RateLimiter>(options.tenant_rate, clock)),
+      server_(std::make_unique<httplib::Server>()) {
+  InstallApi(*server_, *services_, limiter_.get(), options);
 }
 
 RestServer::~RestServer() { Stop(); }

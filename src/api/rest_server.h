@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "absl/status/status.h"
+#include "api/rate_limit.h"
 #include "common/clock.h"
 #include "control/controller.h"
 #include "store/store.h"
@@ -21,11 +22,22 @@ namespace weft::api {
 
 struct Services;
 
+struct RestOptions {
+  // A request body over this many bytes is answered 413 without being read.
+  size_t max_request_bytes = size_t{4} << 20;
+  // Each tenant's requests; over it, 429 with Retry-After. The admin token is not limited.
+  RateLimit tenant_rate = {50, 100};  // requests per second, burst
+  // Threads serving connections; a connection holds one while it is open (keep-alive included),
+  // an idle one for at most `idle_timeout_s`, a silent one for at most `read_timeout_s`.
+  int threads = 32;
+  int idle_timeout_s = 5;
+  int read_timeout_s = 5;
+};
+
 class RestServer {
  public:
-  // A request body over `max_request_bytes` is answered 413 without being read.
   RestServer(Store& store, Controller& controller, const Clock& clock = SystemClock::Get(),
-             size_t max_request_bytes = size_t{4} << 20);
+             RestOptions options = {});
   ~RestServer();
   RestServer(const RestServer&) = delete;
   RestServer& operator=(const RestServer&) = delete;
@@ -37,6 +49,7 @@ class RestServer {
 
  private:
   std::unique_ptr<Services> services_;  // store, controller and clock; the handlers hold on to it
+  std::unique_ptr<RateLimiter> limiter_;
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
 };

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "api/http.h"
+#include "api/rest_server.h"
 #include "common/clock.h"
 #include "control/controller.h"
 #include "store/store.h"
@@ -23,6 +24,12 @@ inline Handler Bind(const Services& services, RouteFn fn) {
   return [&services, fn](const httplib::Request& req, httplib::Response& res,
                          const Caller& caller) { fn(services, req, res, caller); };
 }
+
+// Puts the whole REST API on `server`: routes, error fallbacks, limits and connection settings.
+// RestServer does this on its own server; the fuzz target on one fed from memory. `services`
+// and `limiter` (may be null) must outlive the server.
+void InstallApi(httplib::Server& server, const Services& services, RateLimiter* limiter,
+                const RestOptions& options);
 
 void AddJobRoutes(Router& router, const Services& services);
 void AddTenantRoutes(Router& router, const Services& services);

@@ -2,8 +2,12 @@
 
 #include <httplib.h>
 
+#include <algorithm>
+#include <chrono>
 #include <iostream>
+#include <thread>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
@@ -16,6 +20,20 @@ Client::Client(std::string server, std::string token)
 
 Reply Client::Call(const std::string& method, const std::string& path, const std::string& body,
                    const std::string& content_type) const {
+  // A 429 is answered before the request does anything, so any method may be sent again.
+  for (int attempt = 1;; ++attempt) {
+    Reply r = CallOnce(method, path, body, content_type);
+    if (r.status != 429 || attempt == kRateLimitedTries) return r;
+    int seconds = 1;
+    if (!absl::SimpleAtoi(r.retry_after, &seconds)) seconds = 1;
+    seconds = std::clamp(seconds, 1, 30);
+    std::cerr << "weft: over the tenant's request rate; retrying in " << seconds << " s\n";
+    std::this_thread::sleep_for(std::chrono::seconds(seconds));
+  }
+}
+
+Reply Client::CallOnce(const std::string& method, const std::string& path, const std::string& body,
+                       const std::string& content_type) const {
   httplib::Client c(server_);
   c.set_connection_timeout(5, 0);
   c.set_read_timeout(120, 0);
@@ -33,6 +51,7 @@ Reply Client::Call(const std::string& method, const std::string& path, const std
   }
   out.status = r->status;
   out.body = r->body;
+  out.retry_after = r->get_header_value("Retry-After");
   return out;
 }
 

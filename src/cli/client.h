@@ -16,7 +16,8 @@ inline constexpr char kDefaultServer[] = "http://127.0.0.1:8470";
 struct Reply {
   int status = 0;  // HTTP status; 0: no answer
   std::string body;
-  std::string error;  // transport error
+  std::string error;        // transport error
+  std::string retry_after;  // the Retry-After header of a 429, in seconds
   json Json() const { return json::parse(body, nullptr, false); }
 };
 
@@ -27,7 +28,8 @@ class Client {
   const std::string& server() const { return server_; }
 
   // One request (GET, POST, PATCH or DELETE); status 0 with `error` set when weftd cannot be
-  // reached within 5 s (120 s for the answer).
+  // reached within 5 s (120 s for the answer). A 429 (the tenant's request rate) is sent again
+  // after its Retry-After, up to kRateLimitedTries times in all, saying so on stderr.
   Reply Call(const std::string& method, const std::string& path, const std::string& body = "",
              const std::string& content_type = "application/yaml") const;
 
@@ -35,7 +37,11 @@ class Client {
   // error reply.
   bool Stream(const std::string& path, std::ostream& out, std::string* error) const;
 
+  static constexpr int kRateLimitedTries = 4;
+
  private:
+  Reply CallOnce(const std::string& method, const std::string& path, const std::string& body,
+                 const std::string& content_type) const;
   std::string server_;
   std::string token_;
 };

@@ -22,6 +22,7 @@ Controller::Controller(Store& store, Executor& executor, scheduler::Policy& poli
       env_(env),
       options_(std::move(options)),
       layout_(options_.data_dir),
+      data_roots_(options_.data_roots),
       credentials_(options_.learner_key),
       view_(store, specs_, options_.nodes),
       coordinator_address_(options_.coordinator_address) {}
@@ -69,6 +70,10 @@ int Controller::WorldSize(const JobRecord& record) {
 absl::StatusOr<JobRecord> Controller::Submit(const std::string& manifest, const std::string& tenant,
                                              std::vector<FieldError>* errors) {
   ASSIGN_OR_RETURN(JobSpec spec, ParseManifest(manifest, errors));
+  if (absl::Status s = data_roots_.Check(spec.data.path); !s.ok()) {
+    errors->push_back({"data.path", std::string(s.message())});
+    return absl::InvalidArgumentError(absl::StrCat("data.path: ", s.message()));
+  }
   scheduler::JobRequest request;
   request.learners = spec.resources.learners;
   request.per_learner = {spec.resources.cpus, spec.resources.memory_mb, spec.resources.gpus};

@@ -29,6 +29,7 @@
 #include "common/env.h"
 #include "control/attempt_tracker.h"
 #include "control/cluster_view.h"
+#include "control/data_roots.h"
 #include "control/learner_credentials.h"
 #include "control/learner_events.h"
 #include "control/spec_cache.h"
@@ -53,6 +54,8 @@ struct ControllerOptions {
   int64_t restart_backoff_max_ms = 60000;
   std::string learner_key;  // secret behind learner credentials; empty = none
   std::map<std::string, std::vector<int>> node_cpusets;  // node -> CPUs its learners are pinned to
+  // Directories a manifest's data.path must lie in (DataRoots); empty: any.
+  std::vector<std::string> data_roots = {"/usr/share/datasets"};
 };
 
 class Controller : public LearnerEvents {
@@ -80,7 +83,8 @@ class Controller : public LearnerEvents {
   void StopLoop();
 
   // Validates, stores and queues a manifest for `tenant`. InvalidArgument with `errors` filled
-  // (field, problem) for a bad manifest or a request that can never fit; nothing is stored then.
+  // (field, problem) for a bad manifest, a data.path outside the data roots or a request that can
+  // never fit; nothing is stored then.
   absl::StatusOr<JobRecord> Submit(const std::string& manifest, const std::string& tenant,
                                    std::vector<FieldError>* errors);
 
@@ -185,6 +189,7 @@ class Controller : public LearnerEvents {
   Env& env_;
   const ControllerOptions options_;
   const JobLayout layout_;
+  const DataRoots data_roots_;
   const LearnerCredentials credentials_;
   SpecCache specs_;
   ClusterView view_;

@@ -32,6 +32,14 @@ std::string Describe(const YAML::Node& n) {
   return "null";
 }
 
+// A mapping's key as a field name: printable, and never empty (an empty key, or one that is a
+// list or mapping, would otherwise give a problem that names no field).
+std::string KeyLabel(const YAML::Node& key) {
+  if (!key.IsScalar()) return "(a key that is not text)";
+  if (key.Scalar().empty()) return "\"\"";
+  return Printable(key.Scalar(), 64);
+}
+
 // Reads typed fields out of a YAML mapping, collecting every problem instead of stopping at
 // the first one.
 class FieldReader {
@@ -51,9 +59,8 @@ class FieldReader {
       return false;
     }
     for (const auto& kv : node) {
-      std::string key = kv.first.Scalar();
-      if (!allowed.count(key)) {
-        Error(Join(path, Printable(key, 64)),
+      if (!kv.first.IsScalar() || !allowed.count(kv.first.Scalar())) {
+        Error(Join(path, KeyLabel(kv.first)),
               absl::StrCat("unknown field (allowed: ", absl::StrJoin(allowed, ", "), ")"));
       }
     }
@@ -346,8 +353,9 @@ absl::StatusOr<JobSpec> ParseManifest(std::string_view text, std::vector<FieldEr
   try {
     doc = YAML::Load(std::string(text));
   } catch (const YAML::Exception& e) {
-    errs->push_back({"(document)", absl::StrCat("is not valid YAML or JSON: line ", e.mark.line + 1,
-                                                ", column ", e.mark.column + 1, ": ", e.msg)});
+    errs->push_back(
+        {"(document)", absl::StrCat("is not valid YAML or JSON: line ", e.mark.line + 1,
+                                    ", column ", e.mark.column + 1, ": ", Printable(e.msg))});
   }
   if (errs->empty()) {
     FieldReader reader(errs);

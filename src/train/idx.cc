@@ -3,6 +3,8 @@
 #include <sys/stat.h>
 #include <zlib.h>
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 
 namespace weft::train {
@@ -57,14 +59,26 @@ absl::StatusOr<IdxArray> ReadIdx(const std::string& path, int64_t limit) {
     }
     int64_t d = (int64_t{b[0]} << 24) | (b[1] << 16) | (b[2] << 8) | b[3];
     if (i == 0 && limit > 0 && d > limit) d = limit;
+    if (d > 0 && total > kMaxIdxBytes / d) {
+      close();
+      return absl::InvalidArgumentError(absl::StrCat(file, " claims more than ", kMaxIdxBytes,
+                                                     " bytes of data; not an IDX file weft reads"));
+    }
     out.dims.push_back(d);
     total *= d;
   }
-  out.data.resize(static_cast<size_t>(total));
-  if (total > 0 && !ReadExact(f, out.data.data(), out.data.size())) {
-    close();
-    return absl::InvalidArgumentError(
-        absl::StrCat(file, " is truncated: expected ", total, " bytes of data"));
+  // In chunks, so a header that claims more than the file holds costs no more memory than the
+  // file's data before it is found truncated.
+  constexpr int64_t kChunk = int64_t{16} << 20;
+  for (int64_t done = 0; done < total;) {
+    const int64_t n = std::min(kChunk, total - done);
+    out.data.resize(static_cast<size_t>(done + n));
+    if (!ReadExact(f, out.data.data() + done, static_cast<size_t>(n))) {
+      close();
+      return absl::InvalidArgumentError(
+          absl::StrCat(file, " is truncated: expected ", total, " bytes of data"));
+    }
+    done += n;
   }
   close();
   return out;

@@ -16,9 +16,13 @@ struct IdxArray {
   std::vector<uint8_t> data;  // row-major, product(dims) bytes
 };
 
+// The most data bytes ReadIdx accepts (64 GiB); a header claiming more is refused.
+inline constexpr int64_t kMaxIdxBytes = int64_t{1} << 36;
+
 // Reads `path` (or `path` + ".gz" if `path` does not exist). Reads at most `limit` items along
 // the first dimension when limit > 0. NotFound if neither file exists; InvalidArgument if the
-// content is not unsigned-byte IDX or is truncated.
+// content is not unsigned-byte IDX, claims more than kMaxIdxBytes, or is truncated (found with
+// no more memory than the file's data).
 absl::StatusOr<IdxArray> ReadIdx(const std::string& path, int64_t limit = 0);
 
 }  // namespace weft::train

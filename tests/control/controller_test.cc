@@ -352,5 +352,36 @@ TEST_F(ControllerTest, RejectsNeverFittingRequestsAndStoresNothing) {
                !std::filesystem::is_empty(dir_ + "/jobs"));
 }
 
+TEST_F(ControllerTest, DataMustComeFromADataRootAsWrittenAndAsResolved) {
+  const std::string root = dir_ + "/datasets";
+  ASSERT_TRUE(MakeDirs(root + "/fmnist").ok());
+  std::filesystem::create_directory_symlink("/etc", root + "/escape");
+  ControllerOptions o;
+  o.data_dir = dir_;
+  o.nodes = {scheduler::Node{"local", {2, 4096, 0}, {}}};
+  o.data_roots = {root};
+  Controller controller(*store_, executor_, policy_, clock_, o, env_);
+  auto submit = [&](const std::string& path) {
+    std::vector<FieldError> errors;
+    auto job = controller.Submit(std::string(kManifest) + "data: {path: " + path + "}\n", "default",
+                                 &errors);
+    return std::make_pair(job.ok(),
+                          errors.empty() ? "" : errors[0].field + ": " + errors[0].problem);
+  };
+  EXPECT_TRUE(submit(root + "/fmnist").first);
+  EXPECT_TRUE(submit(root + "/not-yet-there").first) << "inside the root as written";
+  for (const std::string& outside : {std::string("/etc"), root + "/../../etc", root + "/escape",
+                                     root + "/escape/ssl", root + "base-named-alike"}) {
+    auto [ok, problem] = submit(outside);
+    EXPECT_FALSE(ok) << outside;
+    EXPECT_THAT(problem, ::testing::StartsWith("data.path: '" + outside + "' is not inside"));
+  }
+  // Whether the path exists is not told: the same answer for a missing directory.
+  EXPECT_EQ(submit("/no/such/dir").second,
+            "data.path: '/no/such/dir' is not inside a data directory this weftd serves (" + root +
+                "); the operator adds one with weftd --data-root");
+  EXPECT_EQ(store_->ListJobs("")->size(), 2u) << "nothing stored for the refused ones";
+}
+
 }  // namespace
 }  // namespace weft

@@ -1,8 +1,14 @@
 // Untrusted input through a real weftd: text that is not text, bodies over the limit, methods
 // probed without a token, and a learner key too short to protect anything. Every answer is a 4xx
 // that says what is wrong, never a 5xx.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -13,7 +19,10 @@ namespace weft {
 namespace {
 
 using json = nlohmann::json;
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::Not;
 using testing::WeftdProcess;
 
 class HostileInputTest : public ::testing::Test {
@@ -90,6 +99,130 @@ TEST_F(HostileInputTest, AMethodIsOnlyDiscussedWithACaller) {
   ASSERT_TRUE(tenant);
   EXPECT_EQ(tenant->status, 405);
   EXPECT_EQ(tenant->get_header_value("Allow"), "GET, POST");
+}
+
+// Sends `request` as is on a new connection and returns everything weftd answers until it closes
+// the connection or 3 s pass.
+std::string RawExchange(int port, const std::string& request) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    close(fd);
+    return "";
+  }
+  timeval tv{3, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  (void)!write(fd, request.data(), request.size());
+  std::string answer;
+  char buf[4096];
+  for (ssize_t n; (n = read(fd, buf, sizeof(buf))) > 0;) answer.append(buf, static_cast<size_t>(n));
+  close(fd);
+  return answer;
+}
+
+TEST_F(HostileInputTest, APostWithoutABodyGetsTheRoutesAnswer) {
+  StartWeftd();
+  // What `curl -X POST .../halt` sends: no Content-Length, no body. It used to wait for the read
+  // timeout and get "400 request failed".
+  std::string answer = RawExchange(weftd_->port(),
+                                   "POST /v1/jobs/no-such-job/halt HTTP/1.1\r\nHost: weft\r\n"
+                                   "Authorization: Bearer " +
+                                       weftd_->token() + "\r\nConnection: close\r\n\r\n");
+  EXPECT_THAT(answer, ::testing::StartsWith("HTTP/1.1 404"));
+  EXPECT_THAT(answer, HasSubstr("no job 'no-such-job'"));
+}
+
+TEST_F(HostileInputTest, ATenantOverItsRequestRateGets429WithRetryAfter) {
+  StartWeftd({"--tenant-requests-per-second", "0.5", "--tenant-burst", "3"});
+  int refused = 0;
+  std::string retry_after;
+  for (int i = 0; i < 6; ++i) {
+    auto r = weftd_->Client().Get("/v1/jobs");
+    ASSERT_TRUE(r);
+    if (r->status == 429) {
+      ++refused;
+      retry_after = r->get_header_value("Retry-After");
+      EXPECT_THAT(r->body, HasSubstr("over its request rate"));
+    } else {
+      EXPECT_EQ(r->status, 200);
+    }
+  }
+  // A burst of 3 passes; at 0.5/s at most one more token can have come back meanwhile.
+  EXPECT_GE(refused, 2);
+  EXPECT_THAT(retry_after, ::testing::AnyOf("1", "2"));
+  // The admin is not limited, and the CLI waits out a 429 instead of failing.
+  auto admin = weftd_->ClientAs(weftd_->admin_token()).Get("/v1/tenants");
+  ASSERT_TRUE(admin);
+  EXPECT_EQ(admin->status, 200);
+  auto cli = weftd_->Cli({"list"});
+  EXPECT_EQ(cli.exit_code, 0) << cli.output;
+  EXPECT_THAT(cli.output, HasSubstr("retrying in"));
+}
+
+// Every regular file under `dir` whose contents hold `secret`.
+std::vector<std::string> FilesHolding(const std::string& dir, const std::string& secret) {
+  std::vector<std::string> found;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
+    if (!e.is_regular_file()) continue;
+    std::ifstream in(e.path(), std::ios::binary);
+    std::string s((std::istreambuf_iterator<char>(in)), {});
+    if (s.find(secret) != std::string::npos) found.push_back(e.path().string());
+  }
+  return found;
+}
+
+std::string ReadProc(int64_t pid, const std::string& what) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/" + what, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), {});
+}
+
+TEST_F(HostileInputTest, NoSecretReachesALogAFileOrACommandLine) {
+  StartWeftd();
+  const std::string admin = weftd_->admin_token(), tenant = weftd_->token();
+  ASSERT_GE(admin.size(), 32u);
+  // A wrong token is not echoed either.
+  auto wrong = weftd_->ClientAs("not-a-token-" + tenant).Get("/v1/jobs");
+  ASSERT_TRUE(wrong);
+  EXPECT_EQ(wrong->status, 401);
+  EXPECT_THAT(wrong->body, Not(HasSubstr(tenant)));
+  auto [status, answer] = Submit(
+      "name: quiet\nmodel: {architecture: mlp, hidden_units: [32]}\n"
+      "data: {path: /usr/share/datasets/fashion-mnist, train_samples: 2000, test_samples: 500}\n"
+      "training: {epochs: 2, batch_size: 64, threads: 1}\nresources: {cpus: 1, memory_mb: 512}\n");
+  ASSERT_EQ(status, 201) << answer.dump(2);
+  const std::string id = answer.value("id", "");
+  std::string credential, cmdline;
+  for (int i = 0; i < 600 && credential.empty(); ++i) {
+    for (int64_t pid : testing::LearnerPids(id)) {
+      std::string env = ReadProc(pid, "environ");
+      const std::string key = std::string("WEFT_JOB_CREDENTIAL=");
+      if (auto at = env.find(key); at != std::string::npos) {
+        credential = env.substr(at + key.size(), env.find('\0', at) - at - key.size());
+        cmdline = ReadProc(pid, "cmdline");
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_FALSE(credential.empty()) << "no learner of " << id << " seen";
+  EXPECT_THAT(cmdline, Not(HasSubstr(credential)));
+  for (int i = 0; i < 600; ++i) {
+    auto r = weftd_->Client().Get("/v1/jobs/" + id);
+    if (r && json::parse(r->body).value("state", "") == "COMPLETED") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  // The secrets are in their own files and nowhere else: not in the store (digests only), the
+  // logs, the specs, the checkpoints or weftd's output.
+  EXPECT_THAT(FilesHolding(dir_, admin), ElementsAre(dir_ + "/data/admin.token"));
+  EXPECT_THAT(FilesHolding(dir_, tenant), IsEmpty());
+  EXPECT_THAT(FilesHolding(dir_, credential), IsEmpty());
+  EXPECT_THAT(weftd_->log(), Not(HasSubstr(admin)));
+  EXPECT_THAT(weftd_->log(), HasSubstr("created the admin token in"));
+  // weftd dumps no core and its memory cannot be read through /proc by its user's processes.
+  EXPECT_THAT(ReadProc(weftd_->pid(), "limits"),
+              ::testing::ContainsRegex("Max core file size +0 +0"));
 }
 
 TEST_F(HostileInputTest, AShortLearnerKeyStopsWeftdFromStarting) {

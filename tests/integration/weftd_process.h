@@ -46,6 +46,7 @@ class WeftdProcess {
   void Kill();
 
   int port() const { return port_; }
+  pid_t pid() const { return pid_; }
   std::string server() const;  // "127.0.0.1:PORT"
   std::string log() const;     // weftd's own output
 

@@ -6,6 +6,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/text.h"
+
 namespace weft {
 namespace {
 
@@ -224,6 +226,26 @@ TEST(JobSpecTest, ErrorsEchoUntrustedTextEscaped) {
   ASSERT_FALSE(spec.ok());
   ASSERT_EQ(errors.size(), 1u);
   EXPECT_EQ(errors[0].field, "evil\\nkey\\x1b[0m") << "no raw newline or escape is echoed";
+}
+
+TEST(JobSpecTest, TheYamlParsersOwnErrorIsEscapedToo) {
+  // Found by fuzz_manifest: yaml-cpp quotes the bad escape it met, control character and all.
+  std::vector<FieldError> errors;
+  auto spec = ParseManifest("name: \"a\\\x03\"\n", &errors);
+  ASSERT_FALSE(spec.ok());
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].field, "(document)");
+  EXPECT_THAT(errors[0].problem, ::testing::HasSubstr("unknown escape character: \\x03"));
+  EXPECT_EQ(TextProblem(errors[0].problem), "");
+}
+
+TEST(JobSpecTest, EveryUnknownKeyIsNamed) {
+  // Found by fuzz_manifest: an empty key gave a problem with an empty field.
+  std::vector<FieldError> errors;
+  ASSERT_FALSE(ParseManifest(std::string(kGood) + "\"\": 1\n? [a, b]\n: 2\n", &errors).ok());
+  ASSERT_EQ(errors.size(), 2u);
+  EXPECT_EQ(errors[0].field, "\"\"");
+  EXPECT_EQ(errors[1].field, "(a key that is not text)");
 }
 
 TEST(JobSpecTest, DigestChangesWithConfiguration) {

@@ -87,5 +87,24 @@ TEST(DatasetTest, LoadsFashionMnistWhenInstalled) {
   EXPECT_NEAR(test->images.min().item<double>(), -kFashionMnistMean / kFashionMnistStd, 1e-5);
 }
 
+TEST(IdxTest, AHeaderThatClaimsTooMuchIsRefusedWithoutAllocatingIt) {
+  // 4 dimensions of 2^31 - 1: the product overflows 64 bits; it used to be multiplied unchecked.
+  std::string huge = TempPath("huge");
+  WritePlain(huge, IdxBytes({0x7fffffff, 0x7fffffff, 0x7fffffff, 0x7fffffff}, {1, 2, 3}));
+  auto a = ReadIdx(huge);
+  ASSERT_FALSE(a.ok());
+  EXPECT_NE(a.status().message().find("claims more than 68719476736 bytes"), std::string::npos)
+      << a.status();
+  // 2^31 images of one byte (2 GiB) with 3 bytes there: truncated, found without allocating the
+  // 2 GiB it claims (it used to resize to the claim before reading).
+  std::string lying = TempPath("lying");
+  WritePlain(lying, IdxBytes({0x7fffffff}, {1, 2, 3}));
+  auto b = ReadIdx(lying);
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.status().message().find("is truncated"), std::string::npos) << b.status();
+  std::remove(huge.c_str());
+  std::remove(lying.c_str());
+}
+
 }  // namespace
 }  // namespace weft::train

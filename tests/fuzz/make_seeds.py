@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""Writes the seed corpus of the fuzz targets into tests/fuzz/corpus/ (run once; the files are
+committed). Protobuf requests are encoded by hand: field tags, varints, length-delimited."""
+import gzip
+import os
+import struct
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def put(target, name, data):
+    d = os.path.join(HERE, "corpus", target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data if isinstance(data, bytes) else data.encode())
+
+
+# --- manifests
+GOOD = ("name: smoke\nmodel: {architecture: mlp, hidden_units: [64]}\n"
+        "data: {path: /usr/share/datasets/fashion-mnist, train_samples: 2000}\n"
+        "training: {epochs: 2, batch_size: 64, optimizer: sgd, lr: 0.1}\n"
+        "resources: {cpus: 1, memory_mb: 512, learners: 2}\n"
+        "targets: {deliver: 0.8, complete: 0.9}\ncheckpoint: {every_steps: 50, keep: 2}\n")
+put("manifest", "good.yaml", GOOD)
+put("manifest", "cnn.json", '{"name": "c", "model": {"architecture": "cnn"}, '
+    '"training": {"epochs": 1}, "priority": "high", "max_restarts": 2}')
+put("manifest", "bad-types.yaml", "name: [1]\nmodel: 3\ntraining: {epochs: -1, lr: x}\n")
+put("manifest", "anchors.yaml", "a: &a {architecture: mlp}\nname: x\nmodel: *a\n")
+put("manifest", "utf8.yaml", "name: caf\xc3\xa9\ndescription: \"\\u001b[2J\"\n")
+
+# --- REST: token byte, method byte, path, newline, body
+TOKENS = {"none": 0, "admin": 1, "acme": 2, "globex": 3}
+METHODS = {"GET": 0, "POST": 1, "PUT": 2, "PATCH": 3, "DELETE": 4}
+REST = [
+    ("submit", "acme", "POST", "/v1/jobs", GOOD),
+    ("submit-json", "acme", "POST", "/v1/jobs", '{"name": "j", "model": {"architecture": "mlp"}}'),
+    ("list", "acme", "GET", "/v1/jobs", ""),
+    ("show", "acme", "GET", "/v1/jobs/@J", ""),
+    ("show-other", "globex", "GET", "/v1/jobs/@J", ""),
+    ("halt", "acme", "POST", "/v1/jobs/@J/halt", ""),
+    ("resume", "acme", "POST", "/v1/jobs/@J/resume", ""),
+    ("metrics", "acme", "GET", "/v1/jobs/@J/metrics?limit=10", ""),
+    ("logs", "acme", "GET", "/v1/jobs/@J/logs?rank=0", ""),
+    ("model", "acme", "GET", "/v1/jobs/@J/model?kind=delivered", ""),
+    ("delete", "acme", "DELETE", "/v1/jobs/@J", ""),
+    ("tenants", "admin", "GET", "/v1/tenants", ""),
+    ("tenant-create", "admin", "POST", "/v1/tenants",
+     '{"name": "vision", "quota": {"cpus": 2, "memory_mb": 4096, "gpus": 0}, "weight": 2}'),
+    ("tenant-update", "admin", "PATCH", "/v1/tenants/acme", '{"quota": null, "weight": 0.5}'),
+    ("token-create", "admin", "POST", "/v1/tenants/acme/tokens", ""),
+    ("token-revoke", "admin", "DELETE", "/v1/tenants/acme/tokens/tok-0", ""),
+    ("queue", "acme", "GET", "/v1/queue", ""),
+    ("nodes", "none", "GET", "/v1/nodes", ""),
+    ("health", "none", "GET", "/healthz", ""),
+]
+for name, token, method, path, body in REST:
+    put("rest", name, bytes([TOKENS[token], METHODS[method]]) + (path + "\n" + body).encode())
+
+
+# --- coordinator: call byte, flags byte (7: the World's job, credential and attempt 1), proto
+def varint(n):
+    out = bytearray()
+    n &= (1 << 64) - 1
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        out.append(b | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def field(num, value):
+    if isinstance(value, int):
+        return varint(num << 3) + varint(value)
+    if isinstance(value, float):
+        return varint(num << 3 | 1) + struct.pack("<d", value)
+    data = value.encode() if isinstance(value, str) else value
+    return varint(num << 3 | 2) + varint(len(data)) + data
+
+
+LEARNER = field(1, field(2, 0))  # rank 0; job, credential and attempt come from the flags
+PROGRESS = field(1, 1) + field(2, 2) + field(3, 100) + field(4, 200) + field(5, 6400)
+POINT = field(1, 100) + field(2, 1) + field(8, 1700000000000) + field(4, 0.5) + field(5, 900.0)
+EVAL = POINT + field(6, 0.85) + field(7, 0.4)
+COORD = [
+    ("register", 0, LEARNER + field(2, 4242) + field(3, 1)),
+    ("heartbeat", 1, LEARNER + field(2, PROGRESS)),
+    ("metrics", 2, LEARNER + field(2, POINT) + field(2, EVAL) + field(3, PROGRESS)),
+    ("artifact", 3, LEARNER + field(2, "delivered") + field(3, "/tmp/x/model.pt") +
+     field(4, "/tmp/x/model-card.json") + field(5, 0.85) + field(6, 1) + field(7, 100) +
+     field(8, 1234)),
+    ("checkpoint", 4, LEARNER + field(2, "/tmp/x/ckpt-100.pt") + field(3, 1) + field(4, 100) +
+     field(5, 999)),
+    ("finished", 5, LEARNER + field(2, 1) + field(3, "target met") + field(4, 0.91)),
+]
+for name, call, msg in COORD:
+    put("coordinator", name, bytes([call, 7]) + msg)
+    put("coordinator", name + "-stranger", bytes([call, 0]) + msg)
+
+
+# --- IDX
+def idx(dims, data):
+    return bytes([0, 0, 8, len(dims)]) + b"".join(struct.pack(">I", d) for d in dims) + data
+
+
+put("idx", "images", idx([3, 2, 2], bytes(range(12))))
+put("idx", "labels", idx([4], bytes([1, 2, 3, 9])))
+put("idx", "images.gz", gzip.compress(idx([2, 3], bytes(6))))
+put("idx", "truncated", idx([5, 28, 28], bytes(10)))
