@@ -21,7 +21,7 @@ ADMIN=$(cat "$WORK/data/admin.token")
 # A tenant whose quota fits no job: what it submits stays queued and trains nothing, so the
 # machine's cores serve requests only.
 "$BIN/weft" --token "$ADMIN" tenant create load --quota cpus=0.01 >/dev/null
-TOKEN=$("$BIN/weft" --token "$ADMIN" token create load)
+TOKEN=$("$BIN/weft" --token "$ADMIN" token create load 2>/dev/null)
 MANIFEST=$(printf 'name: load\nmodel: {architecture: mlp}\ntraining: {epochs: 1}\nresources: {cpus: 1, memory_mb: 256}\n')
 ID=$(WEFT_TOKEN=$TOKEN "$BIN/weft" submit <(echo "$MANIFEST") | sed -n 's/^job \(job-[^ ]*\) submitted.*/\1/p')
 [[ -n "$ID" ]] || { echo "submit failed" >&2; exit 1; }
@@ -29,7 +29,7 @@ ID=$(WEFT_TOKEN=$TOKEN "$BIN/weft" submit <(echo "$MANIFEST") | sed -n 's/^job \
 # wrk's summary: requests/s, p50 and p99 in ms, non-2xx answers.
 LUA="$WORK/report.lua"
 cat >"$LUA" <<'LUA'
-local ok, other = 0, 0
+ok, other = 0, 0  -- globals: done() reads each thread's with thread:get
 function response(status, headers, body)
   if status >= 200 and status < 300 then ok = ok + 1 else other = other + 1 end
 end

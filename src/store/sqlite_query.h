@@ -5,6 +5,7 @@
 
 #include <sqlite3.h>
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,18 +20,57 @@ inline absl::Status Error(sqlite3* db, const std::string& what) {
   return absl::InternalError(absl::StrCat("sqlite: ", what, ": ", sqlite3_errmsg(db)));
 }
 
-// A prepared statement, finalized on scope exit. Bind* take 1-based indexes.
+// A connection's prepared statements, kept for its life and keyed by their SQL: a store runs
+// the same few dozen statements over and over, and compiling one costs more than running it
+// (SQLite's parser was a third of a status read's time). Not thread-safe: one per connection,
+// used under the connection's lock, and cleared before the connection is closed.
+class StatementCache {
+ public:
+  explicit StatementCache(sqlite3* db) : db_(db) {}
+  ~StatementCache() { Clear(); }
+  StatementCache(const StatementCache&) = delete;
+  StatementCache& operator=(const StatementCache&) = delete;
+
+  // The statement for `sql`, prepared on first use; nullptr if it does not compile (the error
+  // is the connection's). A statement is used by one Stmt at a time.
+  sqlite3_stmt* Get(const std::string& sql) {
+    auto it = stmts_.find(sql);
+    if (it != stmts_.end()) return it->second;
+    sqlite3_stmt* stmt = nullptr;
+    if (sqlite3_prepare_v3(db_, sql.c_str(), -1, SQLITE_PREPARE_PERSISTENT, &stmt, nullptr) !=
+        SQLITE_OK) {
+      sqlite3_finalize(stmt);
+      return nullptr;
+    }
+    return stmts_.emplace(sql, stmt).first->second;
+  }
+  void Clear() {
+    for (auto& [sql, stmt] : stmts_) sqlite3_finalize(stmt);
+    stmts_.clear();
+  }
+  sqlite3* db() const { return db_; }
+
+ private:
+  sqlite3* const db_;
+  std::map<std::string, sqlite3_stmt*> stmts_;
+};
+
+// One use of a cached statement: reset and unbound again on scope exit, so it holds no read
+// transaction open. Bind* take 1-based indexes.
 class Stmt {
  public:
-  Stmt(sqlite3* db, const std::string& sql) : db_(db) {
-    rc_ = sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt_, nullptr);
+  Stmt(StatementCache& cache, const std::string& sql) : db_(cache.db()), stmt_(cache.Get(sql)) {}
+  ~Stmt() {
+    if (stmt_ != nullptr) {
+      sqlite3_reset(stmt_);
+      sqlite3_clear_bindings(stmt_);
+    }
   }
-  ~Stmt() { sqlite3_finalize(stmt_); }
   Stmt(const Stmt&) = delete;
   Stmt& operator=(const Stmt&) = delete;
 
   absl::Status Prepared() const {
-    return rc_ == SQLITE_OK ? absl::OkStatus() : Error(db_, "prepare");
+    return stmt_ != nullptr ? absl::OkStatus() : Error(db_, "prepare");
   }
   void Bind(int i, const std::string& v) {
     sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
@@ -75,16 +115,16 @@ class Stmt {
 
  private:
   sqlite3* db_;
-  sqlite3_stmt* stmt_ = nullptr;
-  int rc_;
+  sqlite3_stmt* stmt_;
 };
 
 // Runs a statement that returns no rows, with `args` bound to ?1, ?2, ... Returns the number of
 // rows it changed. AlreadyExists if it broke a constraint (a duplicate key); Internal otherwise.
 template <typename... Args>
-absl::StatusOr<int> Execute(sqlite3* db, const std::string& what, const std::string& sql,
+absl::StatusOr<int> Execute(StatementCache& cache, const std::string& what, const std::string& sql,
                             const Args&... args) {
-  Stmt s(db, sql);
+  sqlite3* db = cache.db();
+  Stmt s(cache, sql);
   if (absl::Status p = s.Prepared(); !p.ok()) return p;
   s.BindAll(args...);
   int rc = s.Step();
@@ -96,23 +136,24 @@ absl::StatusOr<int> Execute(sqlite3* db, const std::string& what, const std::str
 
 // Runs a query with `args` bound to ?1, ?2, ... and reads every row with `read(Stmt&)`.
 template <typename T, typename Read, typename... Args>
-absl::StatusOr<std::vector<T>> Query(sqlite3* db, const std::string& what, const std::string& sql,
-                                     Read read, const Args&... args) {
-  Stmt s(db, sql);
+absl::StatusOr<std::vector<T>> Query(StatementCache& cache, const std::string& what,
+                                     const std::string& sql, Read read, const Args&... args) {
+  Stmt s(cache, sql);
   if (absl::Status p = s.Prepared(); !p.ok()) return p;
   s.BindAll(args...);
   std::vector<T> out;
   int rc;
   while ((rc = s.Step()) == SQLITE_ROW) out.push_back(read(s));
-  if (rc != SQLITE_DONE) return Error(db, what);
+  if (rc != SQLITE_DONE) return Error(cache.db(), what);
   return out;
 }
 
 // The first row of a query; NotFound(`not_found`) when there is none.
 template <typename T, typename Read, typename... Args>
-absl::StatusOr<T> QueryOne(sqlite3* db, const std::string& what, const std::string& not_found,
-                           const std::string& sql, Read read, const Args&... args) {
-  absl::StatusOr<std::vector<T>> rows = Query<T>(db, what, sql + " LIMIT 1", read, args...);
+absl::StatusOr<T> QueryOne(StatementCache& cache, const std::string& what,
+                           const std::string& not_found, const std::string& sql, Read read,
+                           const Args&... args) {
+  absl::StatusOr<std::vector<T>> rows = Query<T>(cache, what, sql + " LIMIT 1", read, args...);
   if (!rows.ok()) return rows.status();
   if (rows->empty()) return absl::NotFoundError(not_found);
   return std::move(rows->front());

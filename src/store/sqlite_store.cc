@@ -81,8 +81,12 @@ absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string
   return store;
 }
 
+SqliteStore::SqliteStore(sqlite3* db)
+    : db_(db), stmts_(std::make_unique<sqlite::StatementCache>(db)) {}
+
 SqliteStore::~SqliteStore() {
   absl::MutexLock lock(&mu_);
+  stmts_->Clear();  // sqlite3_close refuses a connection with statements left
   sqlite3_close(db_);
 }
 
@@ -102,7 +106,7 @@ absl::Status SqliteStore::Migrate() {
   RETURN_IF_ERROR(Exec("PRAGMA synchronous=FULL"));
   RETURN_IF_ERROR(Exec("PRAGMA foreign_keys=ON"));
   ASSIGN_OR_RETURN(std::vector<int64_t> v,
-                   sqlite::Query<int64_t>(db_, "read schema version", "PRAGMA user_version",
+                   sqlite::Query<int64_t>(*stmts_, "read schema version", "PRAGMA user_version",
                                           [](sqlite::Stmt& s) { return s.Int(0); }));
   const int64_t version = v.empty() ? 0 : v[0];
   if (version > sqlite::kSchemaVersion) {
@@ -134,8 +138,8 @@ absl::Status SqliteStore::WriteJobLocked(const JobRecord& r, bool insert) {
                "restarts=?21, learners=?22 WHERE id=?1";
   const bool placed = !r.learners.empty();
   absl::StatusOr<int> n = sqlite::Execute(
-      db_, "write job", sql, r.id, r.tenant, r.name, std::string(JobStateName(r.state)), r.reason,
-      r.manifest, r.spec_json, r.created_ms, r.updated_ms, r.attempt,
+      *stmts_, "write job", sql, r.id, r.tenant, r.name, std::string(JobStateName(r.state)),
+      r.reason, r.manifest, r.spec_json, r.created_ms, r.updated_ms, r.attempt,
       placed ? r.learners[0].node : std::string(), placed ? r.learners[0].pid : int64_t{0},
       r.progress.epoch, r.progress.epochs_total, r.progress.step, r.progress.steps_total,
       r.progress.samples, r.best_test_accuracy, r.deliver_met_ms, r.complete_met_ms, r.restarts,
@@ -152,7 +156,7 @@ absl::Status SqliteStore::AppendEventLocked(const std::string& id, TimeMs t,
   std::optional<std::string> from_name;
   if (from) from_name = JobStateName(*from);
   return sqlite::Execute(
-             db_, "append history",
+             *stmts_, "append history",
              "INSERT INTO job_events (job_id, seq, time_ms, from_state, to_state, reason) "
              "SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3, ?4, ?5 FROM job_events "
              "WHERE job_id=?1",
@@ -171,7 +175,7 @@ absl::Status SqliteStore::CreateJob(const JobRecord& record, const std::string& 
 }
 
 absl::StatusOr<JobRecord> SqliteStore::GetJobLocked(const std::string& id) {
-  return sqlite::QueryOne<JobRecord>(db_, "read job", absl::StrCat("no job ", id),
+  return sqlite::QueryOne<JobRecord>(*stmts_, "read job", absl::StrCat("no job ", id),
                                      absl::StrCat("SELECT ", kJobColumns, " FROM jobs WHERE id=?1"),
                                      ReadJob, id);
 }
@@ -185,10 +189,11 @@ absl::StatusOr<std::vector<JobRecord>> SqliteStore::ListJobs(const std::string& 
   absl::MutexLock lock(&mu_);
   const std::string select = absl::StrCat("SELECT ", kJobColumns, " FROM jobs ");
   if (tenant.empty()) {
-    return sqlite::Query<JobRecord>(db_, "list jobs", select + "ORDER BY created_ms, id", ReadJob);
+    return sqlite::Query<JobRecord>(*stmts_, "list jobs", select + "ORDER BY created_ms, id",
+                                    ReadJob);
   }
   return sqlite::Query<JobRecord>(
-      db_, "list jobs", select + "WHERE tenant=?1 ORDER BY created_ms, id", ReadJob, tenant);
+      *stmts_, "list jobs", select + "WHERE tenant=?1 ORDER BY created_ms, id", ReadJob, tenant);
 }
 
 absl::StatusOr<std::vector<JobRecord>> SqliteStore::ListActiveJobs() {
@@ -202,7 +207,7 @@ absl::StatusOr<std::vector<JobRecord>> SqliteStore::ListActiveJobs() {
                                         absl::StrJoin(active, ", "), ") ORDER BY created_ms, id"));
   }();
   absl::MutexLock lock(&mu_);
-  return sqlite::Query<JobRecord>(db_, "list active jobs", *kSql, ReadJob);
+  return sqlite::Query<JobRecord>(*stmts_, "list active jobs", *kSql, ReadJob);
 }
 
 absl::Status SqliteStore::TransitionJob(const JobRecord& record, JobState expected_from) {
@@ -241,7 +246,8 @@ absl::Status SqliteStore::UpdateJob(const JobRecord& record) {
 
 absl::Status SqliteStore::DeleteJob(const std::string& id) {
   absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(int n, sqlite::Execute(db_, "delete job", "DELETE FROM jobs WHERE id=?1", id));
+  ASSIGN_OR_RETURN(int n,
+                   sqlite::Execute(*stmts_, "delete job", "DELETE FROM jobs WHERE id=?1", id));
   if (n == 0) return absl::NotFoundError(absl::StrCat("no job ", id));
   return absl::OkStatus();
 }

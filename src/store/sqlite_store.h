@@ -12,6 +12,9 @@
 struct sqlite3;
 
 namespace weft {
+namespace sqlite {
+class StatementCache;
+}
 
 class SqliteStore : public Store {
  public:
@@ -49,7 +52,7 @@ class SqliteStore : public Store {
   absl::Status RevokeToken(const std::string& tenant, const std::string& id, TimeMs when) override;
 
  private:
-  explicit SqliteStore(sqlite3* db) : db_(db) {}
+  explicit SqliteStore(sqlite3* db);
   absl::Status Migrate();
   // Runs SQL text (no bound values).
   absl::Status Exec(const std::string& sql) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -67,6 +70,7 @@ class SqliteStore : public Store {
 
   absl::Mutex mu_;
   sqlite3* const db_ ABSL_GUARDED_BY(mu_);  // each public call is one critical section
+  const std::unique_ptr<sqlite::StatementCache> stmts_ ABSL_PT_GUARDED_BY(mu_);
 };
 
 }  // namespace weft

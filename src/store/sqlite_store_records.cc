@@ -43,7 +43,7 @@ absl::StatusOr<std::vector<T>> SqliteStore::JobRowsLocked(const std::string& id,
                                                           const std::string& sql, Read read,
                                                           const Args&... args) {
   RETURN_IF_ERROR(GetJobLocked(id).status());
-  return sqlite::Query<T>(db_, what, sql, read, id, args...);
+  return sqlite::Query<T>(*stmts_, what, sql, read, id, args...);
 }
 
 absl::StatusOr<std::vector<StateEvent>> SqliteStore::History(const std::string& id) {
@@ -62,7 +62,7 @@ absl::Status SqliteStore::AppendMetrics(const std::string& id,
   RETURN_IF_ERROR(GetJobLocked(id).status());
   for (const MetricRecord& p : points) {
     RETURN_IF_ERROR(
-        sqlite::Execute(db_, "append metrics",
+        sqlite::Execute(*stmts_, "append metrics",
                         "INSERT INTO metrics (job_id, step, epoch, wall_time_ms, train_loss, "
                         "samples_per_s, test_accuracy, test_loss) "
                         "VALUES (?1,?2,?3,?4,?5,?6,?7,?8)",
@@ -89,7 +89,7 @@ absl::Status SqliteStore::PutArtifact(const std::string& id, const ArtifactRecor
   RETURN_IF_ERROR(tx.Begun());
   RETURN_IF_ERROR(GetJobLocked(id).status());
   RETURN_IF_ERROR(
-      sqlite::Execute(db_, "put artifact",
+      sqlite::Execute(*stmts_, "put artifact",
                       "INSERT OR REPLACE INTO artifacts (job_id, kind, path, card_path, "
                       "test_accuracy, epoch, step, bytes, created_ms) "
                       "VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9)",
@@ -114,7 +114,7 @@ absl::Status SqliteStore::PutCheckpoint(const std::string& id, const CheckpointR
   RETURN_IF_ERROR(tx.Begun());
   RETURN_IF_ERROR(GetJobLocked(id).status());
   RETURN_IF_ERROR(
-      sqlite::Execute(db_, "put checkpoint",
+      sqlite::Execute(*stmts_, "put checkpoint",
                       "INSERT OR REPLACE INTO checkpoints (job_id, step, epoch, path, bytes, "
                       "created_ms) VALUES (?1,?2,?3,?4,?5,?6)",
                       id, c.step, c.epoch, c.path, c.bytes, c.created_ms)
@@ -133,7 +133,7 @@ absl::StatusOr<std::vector<CheckpointRecord>> SqliteStore::Checkpoints(const std
 
 absl::Status SqliteStore::DeleteCheckpoint(const std::string& id, int64_t step) {
   absl::MutexLock lock(&mu_);
-  return sqlite::Execute(db_, "delete checkpoint",
+  return sqlite::Execute(*stmts_, "delete checkpoint",
                          "DELETE FROM checkpoints WHERE job_id=?1 AND step=?2", id, step)
       .status();
 }

@@ -29,7 +29,7 @@ std::string NoTenant(const std::string& name) { return absl::StrCat("no tenant '
 absl::Status SqliteStore::CreateTenant(const TenantRecord& t) {
   absl::MutexLock lock(&mu_);
   absl::StatusOr<int> n = sqlite::Execute(
-      db_, "create tenant",
+      *stmts_, "create tenant",
       "INSERT INTO tenants (name, has_quota, quota_cpus, quota_memory_mb, quota_gpus, "
       "weight, created_ms) VALUES (?1,?2,?3,?4,?5,?6,?7)",
       t.name, t.has_quota, t.quota_cpus, t.quota_memory_mb, t.quota_gpus, t.weight, t.created_ms);
@@ -41,21 +41,21 @@ absl::Status SqliteStore::CreateTenant(const TenantRecord& t) {
 
 absl::StatusOr<TenantRecord> SqliteStore::GetTenant(const std::string& name) {
   absl::MutexLock lock(&mu_);
-  return sqlite::QueryOne<TenantRecord>(db_, "get tenant", NoTenant(name),
+  return sqlite::QueryOne<TenantRecord>(*stmts_, "get tenant", NoTenant(name),
                                         absl::StrCat(kSelectTenants, " WHERE name=?1"), ReadTenant,
                                         name);
 }
 
 absl::StatusOr<std::vector<TenantRecord>> SqliteStore::ListTenants() {
   absl::MutexLock lock(&mu_);
-  return sqlite::Query<TenantRecord>(db_, "list tenants",
+  return sqlite::Query<TenantRecord>(*stmts_, "list tenants",
                                      absl::StrCat(kSelectTenants, " ORDER BY name"), ReadTenant);
 }
 
 absl::Status SqliteStore::UpdateTenant(const TenantRecord& t) {
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(
-      int n, sqlite::Execute(db_, "update tenant",
+      int n, sqlite::Execute(*stmts_, "update tenant",
                              "UPDATE tenants SET has_quota=?2, quota_cpus=?3, "
                              "quota_memory_mb=?4, quota_gpus=?5, weight=?6 WHERE name=?1",
                              t.name, t.has_quota, t.quota_cpus, t.quota_memory_mb, t.quota_gpus,
@@ -70,24 +70,25 @@ absl::Status SqliteStore::DeleteTenant(const std::string& name) {
   RETURN_IF_ERROR(tx.Begun());
   ASSIGN_OR_RETURN(std::vector<int64_t> jobs,
                    sqlite::Query<int64_t>(
-                       db_, "count jobs", "SELECT COUNT(*) FROM jobs WHERE tenant=?1",
+                       *stmts_, "count jobs", "SELECT COUNT(*) FROM jobs WHERE tenant=?1",
                        [](sqlite::Stmt& s) { return s.Int(0); }, name));
   if (int64_t n = jobs.empty() ? 0 : jobs[0]; n > 0) {
     return absl::FailedPreconditionError(absl::StrCat(
         "tenant '", name, "' still owns ", n, n == 1 ? " job" : " jobs", "; delete them first"));
   }
   ASSIGN_OR_RETURN(
-      int n, sqlite::Execute(db_, "delete tenant", "DELETE FROM tenants WHERE name=?1", name));
+      int n, sqlite::Execute(*stmts_, "delete tenant", "DELETE FROM tenants WHERE name=?1", name));
   if (n == 0) return absl::NotFoundError(NoTenant(name));
   RETURN_IF_ERROR(
-      sqlite::Execute(db_, "delete tokens", "DELETE FROM tokens WHERE tenant=?1", name).status());
+      sqlite::Execute(*stmts_, "delete tokens", "DELETE FROM tokens WHERE tenant=?1", name)
+          .status());
   return tx.Commit();
 }
 
 absl::Status SqliteStore::CreateToken(const TokenRecord& t) {
   absl::MutexLock lock(&mu_);
   absl::StatusOr<int> n = sqlite::Execute(
-      db_, "create token",
+      *stmts_, "create token",
       "INSERT INTO tokens (id, tenant, sha256, created_ms, revoked_ms) VALUES (?1,?2,?3,?4,?5)",
       t.id, t.tenant, t.sha256, t.created_ms, t.revoked_ms);
   if (absl::IsAlreadyExists(n.status())) {
@@ -98,7 +99,7 @@ absl::Status SqliteStore::CreateToken(const TokenRecord& t) {
 
 absl::StatusOr<TokenRecord> SqliteStore::FindToken(const std::string& sha256) {
   absl::MutexLock lock(&mu_);
-  return sqlite::QueryOne<TokenRecord>(db_, "find token", "no such token",
+  return sqlite::QueryOne<TokenRecord>(*stmts_, "find token", "no such token",
                                        absl::StrCat(kSelectTokens, " WHERE sha256=?1"), ReadToken,
                                        sha256);
 }
@@ -106,14 +107,14 @@ absl::StatusOr<TokenRecord> SqliteStore::FindToken(const std::string& sha256) {
 absl::StatusOr<std::vector<TokenRecord>> SqliteStore::ListTokens(const std::string& tenant) {
   absl::MutexLock lock(&mu_);
   return sqlite::Query<TokenRecord>(
-      db_, "list tokens", absl::StrCat(kSelectTokens, " WHERE tenant=?1 ORDER BY created_ms, id"),
-      ReadToken, tenant);
+      *stmts_, "list tokens",
+      absl::StrCat(kSelectTokens, " WHERE tenant=?1 ORDER BY created_ms, id"), ReadToken, tenant);
 }
 
 absl::Status SqliteStore::RevokeToken(const std::string& tenant, const std::string& id,
                                       TimeMs when) {
   absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(int n, sqlite::Execute(db_, "revoke token",
+  ASSIGN_OR_RETURN(int n, sqlite::Execute(*stmts_, "revoke token",
                                           "UPDATE tokens SET revoked_ms=COALESCE(revoked_ms, ?3) "
                                           "WHERE id=?1 AND tenant=?2",
                                           id, tenant, when));
