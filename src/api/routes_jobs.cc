@@ -16,14 +16,33 @@ namespace {
 using Request = httplib::Request;
 using Response = httplib::Response;
 
-void ListJobs(const Services& s, const Request&, Response& res, const Caller& caller) {
-  auto jobs = s.store.ListJobs(caller.admin ? "" : caller.tenant);
+// ?limit=N (1..kMaxListJobs, default kDefaultListJobs) and ?after=ID: one page of the caller's
+// jobs in creation order; "next" names the job to continue after when there are more.
+constexpr int64_t kDefaultListJobs = 500;
+constexpr int64_t kMaxListJobs = 1000;
+
+void ListJobs(const Services& s, const Request& req, Response& res, const Caller& caller) {
+  JobPage page{req.get_param_value("after"), kDefaultListJobs};
+  if (req.has_param("limit") && (!absl::SimpleAtoi(req.get_param_value("limit"), &page.limit) ||
+                                 page.limit < 1 || page.limit > kMaxListJobs)) {
+    return SendError(res, 400, absl::StrCat("limit must be an integer in [1, ", kMaxListJobs, "]"),
+                     nlohmann::json::array({{{"field", "limit"}, {"problem", "out of range"}}}));
+  }
+  if (!page.after.empty() && !FindJob(s.store, page.after, caller, res)) return;
+  ++page.limit;  // one more than asked: whether there is a next page
+  auto jobs = s.store.ListJobs(caller.admin ? "" : caller.tenant, page);
   if (!jobs.ok()) return SendStatus(res, jobs.status());
   nlohmann::json list = nlohmann::json::array();
+  nlohmann::json body;
   for (const auto& j : *jobs) {
+    if (static_cast<int64_t>(list.size()) == page.limit - 1) {
+      body["next"] = list.back()["id"];
+      break;
+    }
     list.push_back(JobSummaryJson(j, s.controller.view().WaitingFor(j.id)));
   }
-  SendJson(res, 200, {{"jobs", list}});
+  body["jobs"] = std::move(list);
+  SendJson(res, 200, body);
 }
 
 void SubmitJob(const Services& s, const Request& req, Response& res, const Caller& caller) {

@@ -136,13 +136,8 @@ int Submit(const Client& api, const std::string& file, bool follow) {
   return follow ? Follow(api, id) : 0;
 }
 
-int List(const Client& api) {
-  Reply r = api.Call("GET", "/v1/jobs");
-  if (r.status != 200) return Fail(r);
-  std::cout << absl::StrFormat("%-19s %-24s %-10s %-8s %-7s %-8s %s\n", "ID", "NAME", "STATE",
-                               "EPOCH", "DONE", "BEST", "REASON");
-  const json j = r.Json();
-  for (const auto& job : j["jobs"]) {
+void PrintJobRows(const json& jobs) {
+  for (const auto& job : jobs) {
     const json& p = job["progress"];
     std::cout << absl::StrFormat(
         "%-19s %-24s %-10s %-8s %-7s %-8s %s\n", job.value("id", ""), job.value("name", ""),
@@ -151,7 +146,20 @@ int List(const Client& api) {
         Num(job, "best_test_accuracy", 4),
         job.contains("waiting_reason") ? job.value("waiting_reason", "") : job.value("reason", ""));
   }
-  return 0;
+}
+
+// Every job, a page (1,000 jobs) at a time.
+int List(const Client& api) {
+  std::cout << absl::StrFormat("%-19s %-24s %-10s %-8s %-7s %-8s %s\n", "ID", "NAME", "STATE",
+                               "EPOCH", "DONE", "BEST", "REASON");
+  for (std::string after;;) {
+    Reply r = api.Call("GET", "/v1/jobs?limit=1000" + (after.empty() ? "" : "&after=" + after));
+    if (r.status != 200) return Fail(r);
+    const json j = r.Json();
+    PrintJobRows(j["jobs"]);
+    if (!j.contains("next")) return 0;
+    after = j.value("next", "");
+  }
 }
 
 void PrintLearners(const json& j) {

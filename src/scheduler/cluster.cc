@@ -57,4 +57,8 @@ Resources Node::Free() const {
   return f;
 }
 
+std::string NameFor(const JobRequest& job, const JobRequest& other) {
+  return job.tenant == other.tenant ? other.job_id : "a job of another tenant";
+}
+
 }  // namespace weft::scheduler

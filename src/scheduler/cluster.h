@@ -89,6 +89,10 @@ struct Placement {
   std::vector<std::string> learner_nodes;
 };
 
+// How a waiting reason of `job` names job `other`: by id when both are the same tenant's,
+// otherwise "a job of another tenant", so no tenant learns another's job ids from the queue.
+std::string NameFor(const JobRequest& job, const JobRequest& other);
+
 // Why a job waits, as a code a program can act on (the API shows its name).
 enum class WaitCode {
   kNextRound,       // weftd: not considered yet (it arrived after the last round)

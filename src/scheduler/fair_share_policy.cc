@@ -159,7 +159,7 @@ void Round::LeaveWaiting(TenantRound& t, size_t i) {
     return Explain(i, WaitCode::kNoRoom, why + ", nodes reserved for it");
   }
   Explain(i, WaitCode::kReservation,
-          absl::StrCat(why, " outside the nodes reserved for ", jobs_[blocked_].job_id));
+          absl::StrCat(why, " outside the nodes reserved for ", NameFor(j, jobs_[blocked_])));
 }
 
 // EASY backfilling's reservation (Lifka 1995, without runtime estimates): the nodes this gang

@@ -77,14 +77,14 @@ bool PlaceGang(const JobRequest& request, std::vector<Node>& nodes, Placement* p
 Decisions FifoPolicy::Schedule(const ClusterSnapshot& snapshot) {
   Decisions d;
   std::vector<Node> nodes = snapshot.nodes;
-  bool blocked = false;
-  std::string head_id;
+  const JobRequest* head = nullptr;  // the first waiting job that did not fit
   for (const JobRequest& job : snapshot.jobs) {
     if (!job.Waiting()) continue;
-    if (blocked) {
+    if (head != nullptr) {
       if (!snapshot.explain) break;
-      d.waiting.push_back({job.job_id, WaitCode::kBehindHead,
-                           absl::StrCat("waiting: behind ", head_id, " (first in, first out)")});
+      d.waiting.push_back(
+          {job.job_id, WaitCode::kBehindHead,
+           absl::StrCat("waiting: behind ", NameFor(job, *head), " (first in, first out)")});
       continue;
     }
     Placement p;
@@ -92,8 +92,7 @@ Decisions FifoPolicy::Schedule(const ClusterSnapshot& snapshot) {
       d.placements.push_back(std::move(p));
       continue;
     }
-    blocked = true;
-    head_id = job.job_id;
+    head = &job;
     if (snapshot.explain)
       d.waiting.push_back(
           {job.job_id, WaitCode::kNoRoom,

@@ -185,15 +185,16 @@ absl::StatusOr<JobRecord> SqliteStore::GetJob(const std::string& id) {
   return GetJobLocked(id);
 }
 
-absl::StatusOr<std::vector<JobRecord>> SqliteStore::ListJobs(const std::string& tenant) {
+absl::StatusOr<std::vector<JobRecord>> SqliteStore::ListJobs(const std::string& tenant,
+                                                             const JobPage& page) {
   absl::MutexLock lock(&mu_);
-  const std::string select = absl::StrCat("SELECT ", kJobColumns, " FROM jobs ");
-  if (tenant.empty()) {
-    return sqlite::Query<JobRecord>(*stmts_, "list jobs", select + "ORDER BY created_ms, id",
-                                    ReadJob);
-  }
-  return sqlite::Query<JobRecord>(
-      *stmts_, "list jobs", select + "WHERE tenant=?1 ORDER BY created_ms, id", ReadJob, tenant);
+  // One statement for every case (it is prepared once); LIMIT -1 is no limit.
+  static const std::string* const kSql = new std::string(absl::StrCat(
+      "SELECT ", kJobColumns, " FROM jobs WHERE (?1 = '' OR tenant = ?1) AND (?2 = '' OR ",
+      "(created_ms, id) > (SELECT created_ms, id FROM jobs WHERE id = ?2)) ",
+      "ORDER BY created_ms, id LIMIT ?3"));
+  return sqlite::Query<JobRecord>(*stmts_, "list jobs", *kSql, ReadJob, tenant, page.after,
+                                  page.limit > 0 ? page.limit : int64_t{-1});
 }
 
 absl::StatusOr<std::vector<JobRecord>> SqliteStore::ListActiveJobs() {

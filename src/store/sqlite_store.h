@@ -27,7 +27,8 @@ class SqliteStore : public Store {
 
   absl::Status CreateJob(const JobRecord& record, const std::string& reason) override;
   absl::StatusOr<JobRecord> GetJob(const std::string& id) override;
-  absl::StatusOr<std::vector<JobRecord>> ListJobs(const std::string& tenant) override;
+  absl::StatusOr<std::vector<JobRecord>> ListJobs(const std::string& tenant,
+                                                  const JobPage& page) override;
   absl::StatusOr<std::vector<JobRecord>> ListActiveJobs() override;
   absl::Status TransitionJob(const JobRecord& record, JobState expected_from) override;
   absl::Status UpdateJob(const JobRecord& record) override;

@@ -18,6 +18,12 @@
 
 namespace weft {
 
+// A page of a job list: what follows job `after` ("" from the start), `limit` jobs (0: all).
+struct JobPage {
+  std::string after;
+  int64_t limit = 0;
+};
+
 class Store {
  public:
   virtual ~Store() = default;
@@ -29,8 +35,10 @@ class Store {
   // NotFound if there is no such job.
   virtual absl::StatusOr<JobRecord> GetJob(const std::string& id) = 0;
 
-  // Jobs in creation order; all tenants when `tenant` is empty.
-  virtual absl::StatusOr<std::vector<JobRecord>> ListJobs(const std::string& tenant = "") = 0;
+  // Jobs in creation order; all tenants when `tenant` is empty. With a `page`, only the jobs
+  // created after job `page.after` (none if it does not exist), at most `page.limit` of them.
+  virtual absl::StatusOr<std::vector<JobRecord>> ListJobs(const std::string& tenant = "",
+                                                          const JobPage& page = {}) = 0;
 
   // The jobs that are not settled (job_state.h IsSettled: all but COMPLETED, FAILED, HALTED),
   // in creation order: what a control round works on, however many jobs have ended.

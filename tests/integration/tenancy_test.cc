@@ -246,5 +246,34 @@ TEST_F(TenancyTest, QuotaHoldsAJobBackAndAHighPriorityJobPreemptsALowOneThatResu
   EXPECT_THAT(logs.output, HasSubstr("resumed from"));
 }
 
+TEST_F(TenancyTest, TheJobListComesInPagesOfTheCallersJobs) {
+  // A quota no job fits: everything stays queued and nothing trains.
+  const std::string a = NewTenant("team-a", "cpus=0.5"), b = NewTenant("team-b");
+  std::vector<std::string> ids;
+  for (int i = 0; i < 3; ++i) ids.push_back(Submit(a, Manifest("j" + std::to_string(i), kQuick)));
+  const std::string theirs = Submit(b, Manifest("theirs", kQuick));
+  int status = 0;
+  json page = Get(a, "/v1/jobs?limit=2", &status);
+  ASSERT_EQ(status, 200) << page.dump(2);
+  ASSERT_EQ(page["jobs"].size(), 2u);
+  EXPECT_EQ(page["jobs"][0]["id"], ids[0]);
+  EXPECT_EQ(page.value("next", ""), ids[1]);
+  page = Get(a, "/v1/jobs?limit=2&after=" + ids[1], &status);
+  ASSERT_EQ(page["jobs"].size(), 1u);
+  EXPECT_EQ(page["jobs"][0]["id"], ids[2]);
+  EXPECT_FALSE(page.contains("next")) << "the last page says so";
+  // Bad paging is a 400 naming the parameter; another tenant's job is no cursor.
+  page = Get(a, "/v1/jobs?limit=0", &status);
+  EXPECT_EQ(status, 400);
+  EXPECT_EQ(page["error"]["details"][0]["field"], "limit");
+  Get(a, "/v1/jobs?after=" + theirs, &status);
+  EXPECT_EQ(status, 404);
+  // The CLI walks every page.
+  auto list = weftd_->CliAs(a, {"list"});
+  EXPECT_EQ(list.exit_code, 0) << list.output;
+  for (const auto& id : ids) EXPECT_THAT(list.output, HasSubstr(id));
+  EXPECT_THAT(list.output, ::testing::Not(HasSubstr(theirs)));
+}
+
 }  // namespace
 }  // namespace weft

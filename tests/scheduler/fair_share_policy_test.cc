@@ -6,6 +6,7 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "scheduler/decision_check.h"
 
@@ -195,6 +196,20 @@ TEST(FairSharePolicyTest, ALargeGangIsNotStarvedByAStreamOfSmallJobs) {
     Apply(s, {});
   }
   EXPECT_TRUE(started) << "the gang never started";
+}
+
+TEST(FairSharePolicyTest, AReservationIsNamedOnlyToItsOwnTenant) {
+  ClusterSnapshot s = Cluster(1, 4, 8192);
+  FairSharePolicy policy;
+  // Tenant b holds nothing, so its job comes first, finds no room and reserves the node.
+  s.jobs = {Job("running", "a", 1, {3, 512}, 0, 1), Job("theirs", "b", 1, {2, 512}, 0, 2),
+            Job("mine", "a", 1, {2, 512}, 0, 3), Job("theirs-too", "b", 1, {2, 512}, 0, 4)};
+  s.explain = true;
+  Apply(s, policy.Schedule(s));
+  Decisions d = policy.Schedule(s);
+  EXPECT_THAT(ReasonFor(d, "theirs"), ::testing::HasSubstr("nodes reserved for it"));
+  EXPECT_THAT(ReasonFor(d, "mine"), ::testing::HasSubstr("reserved for a job of another tenant"));
+  EXPECT_THAT(ReasonFor(d, "theirs-too"), ::testing::HasSubstr("reserved for theirs"));
 }
 
 TEST(FairSharePolicyTest, HigherPriorityJobPreemptsTheLowestPriorityYoungestJobOfItsTenant) {

@@ -51,6 +51,21 @@ TEST(FifoPolicyTest, BlockedHeadBlocksEverythingBehindIt) {
   EXPECT_NE(d.waiting[1].reason.find("behind big"), std::string::npos);
 }
 
+TEST(FifoPolicyTest, AWaitingReasonNamesNoOtherTenantsJob) {
+  FifoPolicy fifo;
+  ClusterSnapshot snap;
+  snap.explain = true;
+  snap.nodes = {MakeNode("n1", 1, 8192)};
+  snap.jobs = {Job("theirs", 2), Job("mine", 1), Job("mine-too", 1)};
+  snap.jobs[0].tenant = "globex";
+  Decisions d = fifo.Schedule(snap);
+  ASSERT_EQ(d.waiting.size(), 3u);
+  EXPECT_EQ(d.waiting[1].reason, "waiting: behind a job of another tenant (first in, first out)");
+  snap.jobs[0].tenant = "default";
+  d = fifo.Schedule(snap);
+  EXPECT_EQ(d.waiting[1].reason, "waiting: behind theirs (first in, first out)");
+}
+
 TEST(FifoPolicyTest, NeverOvercommitsMemory) {
   FifoPolicy fifo;
   ClusterSnapshot snap;

@@ -97,6 +97,24 @@ TEST_P(StoreTest, ListsByTenantInCreationOrder) {
   EXPECT_TRUE(store_->ListJobs("t3")->empty());
 }
 
+TEST_P(StoreTest, ListsAPageAfterAJob) {
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(store_->CreateJob(NewJob("job-" + std::to_string(i), "t1", 1000 + i), "s").ok());
+  }
+  ASSERT_TRUE(store_->CreateJob(NewJob("job-other", "t2", 1002), "s").ok());
+  auto first = store_->ListJobs("t1", {"", 2});
+  ASSERT_TRUE(first.ok());
+  ASSERT_EQ(first->size(), 2u);
+  EXPECT_EQ((*first)[1].id, "job-1");
+  auto next = store_->ListJobs("t1", {"job-1", 2});
+  ASSERT_EQ(next->size(), 2u);
+  EXPECT_EQ((*next)[0].id, "job-2");
+  EXPECT_EQ((*next)[1].id, "job-3");
+  EXPECT_EQ(store_->ListJobs("t1", {"job-3", 2})->size(), 1u);
+  EXPECT_EQ(store_->ListJobs("", {"job-1", 0})->size(), 4u) << "job-other is created after job-1";
+  EXPECT_TRUE(store_->ListJobs("t1", {"job-missing", 2})->empty());
+}
+
 TEST_P(StoreTest, ActiveJobsAreThoseNotSettledInCreationOrder) {
   // One job per state, created in lifecycle order (CreateJob stores any state).
   for (JobState s : AllJobStates()) {
