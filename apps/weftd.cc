@@ -107,6 +107,7 @@ struct Flags {
   std::string learner = SelfDir() + "/weft-learner";
   weft::api::RestOptions rest;
   std::vector<std::string> data_roots = {"/usr/share/datasets"};
+  bool insecure = false;
   std::string host;  // of --listen
   int port = 0;
 };
@@ -137,6 +138,35 @@ void AddFlags(CLI::App& app, Flags& f) {
                  "requests a tenant may send at once above its rate")
       ->capture_default_str()
       ->check(CLI::Range(1.0, 1e6));
+  app.add_flag("--insecure", f.insecure,
+               "allow --listen and --coordinator-listen off loopback, in plain text (tokens and "
+               "learner credentials cross the network unencrypted)");
+}
+
+// The host of "host:port" ("" if there is no colon).
+std::string HostOf(const std::string& address) {
+  auto colon = address.rfind(':');
+  return colon == std::string::npos ? "" : address.substr(0, colon);
+}
+
+bool IsLoopback(const std::string& host) {
+  return absl::StartsWith(host, "127.") || host == "localhost" || host == "::1" || host == "[::1]";
+}
+
+// weftd speaks plain HTTP and gRPC: bearer tokens and learner credentials in the clear.
+absl::Status CheckLoopback(const Flags& f) {
+  if (f.insecure) return absl::OkStatus();
+  for (const auto& [flag, address] : {std::pair<std::string, std::string>{"--listen", f.listen},
+                                      {"--coordinator-listen", f.coordinator_listen}}) {
+    if (!IsLoopback(HostOf(address))) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          flag, " ", address,
+          " is not a loopback address, and weftd speaks plain text: tokens and learner "
+          "credentials would cross the network unencrypted. Listen on 127.0.0.1, or pass "
+          "--insecure on a network you trust (docs/security.md)"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 // InvalidArgument for a --listen that is not host:port or a learner that cannot run.
@@ -147,6 +177,7 @@ absl::Status CheckFlags(Flags& f) {
         absl::StrCat("--listen must be host:port, got '", f.listen, "'"));
   }
   f.host = f.listen.substr(0, colon);
+  if (auto s = CheckLoopback(f); !s.ok()) return s;
   if (access(f.learner.c_str(), X_OK) != 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("learner binary ", f.learner, " is not executable (use --learner)"));
@@ -210,8 +241,12 @@ absl::StatusOr<std::unique_ptr<weft::GrpcServer>> StartCoordinator(weft::Env& en
   const std::string addr_file = data_dir + "/coordinator.addr";
   absl::StatusOr<std::unique_ptr<weft::GrpcServer>> server = absl::UnavailableError("not started");
   auto previous = env.ReadFile(addr_file);
-  if (previous.ok() && absl::EndsWith(listen, ":0") && !previous->empty()) {
-    server = weft::GrpcServer::Start(std::string(absl::StripAsciiWhitespace(*previous)), service);
+  const std::string previous_address =
+      previous.ok() ? std::string(absl::StripAsciiWhitespace(*previous)) : "";
+  // Only on the host asked for now: an address saved under another --coordinator-listen is stale.
+  if (absl::EndsWith(listen, ":0") && !previous_address.empty() &&
+      HostOf(previous_address) == HostOf(listen)) {
+    server = weft::GrpcServer::Start(previous_address, service);
     if (!server.ok()) {
       spdlog::warn(
           "previous coordinator address {} is taken; learners still running from the "
@@ -282,6 +317,7 @@ int main(int argc, char** argv) {
   if (auto s = controller.Recover(); !s.ok()) {
     return Fail(absl::InternalError(absl::StrCat("recovery failed: ", s.message())));
   }
+  flags.rest.admin_token_path = *data_dir + "/admin.token";
   weft::api::RestServer rest(**store, controller, weft::SystemClock::Get(), flags.rest);
   if (auto s = rest.Start(flags.host, flags.port); !s.ok()) return Fail(s);
   controller.StartLoop();

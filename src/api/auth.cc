@@ -67,6 +67,21 @@ absl::StatusOr<std::optional<std::string>> EnsureAdminToken(Store& store,
   return std::optional<std::string>(secret);
 }
 
+absl::StatusOr<std::pair<TokenRecord, std::string>> RotateAdminToken(Store& store,
+                                                                     const std::string& path,
+                                                                     TimeMs now, Env& env) {
+  auto issued = IssueToken(store, "", now);
+  if (!issued.ok()) return issued.status();
+  if (absl::Status s = WriteFileAtomic(env, path, issued->second + "\n", 0600); !s.ok()) return s;
+  auto admin_tokens = store.ListTokens("");
+  if (!admin_tokens.ok()) return admin_tokens.status();
+  for (const TokenRecord& t : *admin_tokens) {
+    if (t.id == issued->first.id || t.revoked_ms) continue;
+    if (absl::Status s = store.RevokeToken("", t.id, now); !s.ok()) return s;
+  }
+  return issued;
+}
+
 absl::Status EnsureDefaultTenant(Store& store, TimeMs now) {
   auto t = store.GetTenant("default");
   if (t.ok()) return absl::OkStatus();

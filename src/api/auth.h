@@ -29,6 +29,14 @@ absl::StatusOr<std::optional<std::string>> EnsureAdminToken(Store& store,
                                                             const std::string& data_dir, TimeMs now,
                                                             Env& env = Env::Default());
 
+// Replaces the admin token: a new one is stored, then written to `path` (0600, durable), then
+// every other admin token is revoked. Returns (record, token). A crash part way leaves the old
+// token valid (and perhaps the new one as well); rotating again finishes the job.
+absl::StatusOr<std::pair<TokenRecord, std::string>> RotateAdminToken(Store& store,
+                                                                     const std::string& path,
+                                                                     TimeMs now,
+                                                                     Env& env = Env::Default());
+
 // Makes sure tenant `default` exists (no quota, weight 1): jobs stored before tenancy are its.
 absl::Status EnsureDefaultTenant(Store& store, TimeMs now);
 

@@ -69,7 +69,8 @@ void InstallApi(httplib::Server& server, const Services& services, RateLimiter* 
 
 RestServer::RestServer(Store& store, Controller& controller, const Clock& clock,
                        RestOptions options)
-    : services_(std::make_unique<Services>(Services{store, controller, clock})),
+    : services_(
+          std::make_unique<Services>(Services{store, controller, clock, options.admin_token_path})),
       limiter_(std::make_unique<RateLimiter>(options.tenant_rate, clock)),
       server_(std::make_unique<httplib::Server>()) {
   InstallApi(*server_, *services_, limiter_.get(), options);

@@ -32,6 +32,8 @@ struct RestOptions {
   int threads = 32;
   int idle_timeout_s = 5;
   int read_timeout_s = 5;
+  // Where POST /v1/admin/token/rotate writes the new admin token (weftd: <data-dir>/admin.token).
+  std::string admin_token_path;
 };
 
 class RestServer {

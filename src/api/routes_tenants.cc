@@ -172,9 +172,23 @@ void RevokeToken(const Services& s, const Request& req, Response& res, const Cal
   SendJson(res, 200, {{"id", req.matches[2]}, {"revoked", true}});
 }
 
+void RotateAdmin(const Services& s, const Request&, Response& res, const Caller&) {
+  if (s.admin_token_path.empty()) {
+    return SendError(res, 409, "this weftd keeps no admin token file to rotate");
+  }
+  auto issued = RotateAdminToken(s.store, s.admin_token_path, s.clock.NowMs());
+  if (!issued.ok()) return SendStatus(res, issued.status());
+  SendJson(res, 201,
+           {{"id", issued->first.id},
+            {"token", issued->second},
+            {"note", "every other admin token is revoked; " + s.admin_token_path +
+                         " holds this one; shown only now, weft keeps only its SHA-256"}});
+}
+
 }  // namespace
 
 void AddTenantRoutes(Router& r, const Services& s) {
+  r.Route("/v1/admin/token/rotate", {{"POST", Bind(s, RotateAdmin)}}, Access::kAdmin);
   r.Route("/v1/tenants", {{"GET", Bind(s, ListTenants)}, {"POST", Bind(s, CreateTenant)}},
           Access::kAdmin);
   r.Route(R"(/v1/tenants/([^/]+))",

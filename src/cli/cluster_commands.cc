@@ -171,6 +171,15 @@ int CreateToken(const Client& api, const std::string& tenant) {
   return 0;
 }
 
+int RotateAdminToken(const Client& api) {
+  Reply r = api.Call("POST", "/v1/admin/token/rotate", "", "application/json");
+  if (r.status != 201) return Fail(r);
+  json t = r.Json();
+  std::cerr << "admin token " << t.value("id", "") << ": " << t.value("note", "") << "\n";
+  std::cout << t.value("token", "") << "\n";
+  return 0;
+}
+
 int ListTokens(const Client& api, const std::string& tenant) {
   Reply r = api.Call("GET", "/v1/tenants/" + tenant + "/tokens");
   if (r.status != 200) return Fail(r);
@@ -229,6 +238,10 @@ void AddTokenCommands(CLI::App& app, Context& ctx, std::shared_ptr<Args> a) {
     return Act(c, "DELETE", "/v1/tenants/" + x.name + "/tokens/" + x.token_id,
                "revoked " + x.token_id);
   });
+  run(tok->add_subcommand("rotate-admin",
+                          "replace the admin token: prints the new one, rewrites "
+                          "<data-dir>/admin.token and revokes every other admin token"),
+      [](const Client& c, const Args&) { return RotateAdminToken(c); });
 }
 
 }  // namespace

@@ -58,7 +58,9 @@ class MemoryStream : public httplib::Stream {
 // The API on a server whose connections are MemoryStreams.
 class MemoryServer : public httplib::Server {
  public:
-  MemoryServer() : services_{*World::Get().store, *World::Get().controller, SystemClock::Get()} {
+  MemoryServer()
+      : services_{*World::Get().store, *World::Get().controller, SystemClock::Get(),
+                  World::Get().dir + "/admin.token"} {
     api::RestOptions options;
     options.max_request_bytes = 64 << 10;
     api::InstallApi(*this, services_, nullptr, options);

@@ -234,5 +234,23 @@ TEST_F(HostileInputTest, AShortLearnerKeyStopsWeftdFromStarting) {
               HasSubstr("learner.key holds 0 bytes; a learner key needs at least 32"));
 }
 
+TEST_F(HostileInputTest, PlainTextOffLoopbackNeedsInsecureAndIsNotReusedAfterwards) {
+  weftd_ = std::make_unique<WeftdProcess>(dir_ + "/data");
+  weftd_->set_args({"--coordinator-listen", "0.0.0.0:0"});
+  EXPECT_FALSE(weftd_->Start());
+  EXPECT_THAT(weftd_->log(), HasSubstr("--coordinator-listen 0.0.0.0:0 is not a loopback address"));
+  weftd_ = std::make_unique<WeftdProcess>(dir_ + "/data");
+  weftd_->set_args({"--coordinator-listen", "0.0.0.0:0", "--insecure"});
+  ASSERT_TRUE(weftd_->Start()) << weftd_->log();
+  weftd_->Stop();
+  // Back on loopback: the address saved under 0.0.0.0 is not reused.
+  weftd_ = std::make_unique<WeftdProcess>(dir_ + "/data");
+  ASSERT_TRUE(weftd_->Start()) << weftd_->log();
+  std::ifstream in(dir_ + "/data/coordinator.addr");
+  std::string address;
+  std::getline(in, address);
+  EXPECT_THAT(address, ::testing::StartsWith("127.0.0.1:"));
+}
+
 }  // namespace
 }  // namespace weft

@@ -275,5 +275,28 @@ TEST_F(TenancyTest, TheJobListComesInPagesOfTheCallersJobs) {
   EXPECT_THAT(list.output, ::testing::Not(HasSubstr(theirs)));
 }
 
+TEST_F(TenancyTest, TheAdminTokenRotates) {
+  const std::string tenant = NewTenant("team-a");
+  auto r = weftd_->CliAs(admin_, {"token", "rotate-admin"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.output, m, std::regex("weft_[0-9a-f]{64}"))) << r.output;
+  const std::string fresh = m[0].str();
+  EXPECT_NE(fresh, admin_);
+  EXPECT_EQ(weftd_->admin_token(), fresh) << "admin.token holds the new token";
+  int status = 0;
+  json j = Get(admin_, "/v1/tenants", &status);
+  EXPECT_EQ(status, 401);
+  EXPECT_THAT(j["error"].value("message", ""), HasSubstr("revoked"));
+  Get(fresh, "/v1/tenants", &status);
+  EXPECT_EQ(status, 200);
+  Get(tenant, "/v1/jobs", &status);
+  EXPECT_EQ(status, 200) << "tenant tokens are untouched";
+  // Only the admin may rotate.
+  auto denied = weftd_->CliAs(tenant, {"token", "rotate-admin"});
+  EXPECT_NE(denied.exit_code, 0);
+  EXPECT_THAT(denied.output, HasSubstr("needs the admin token"));
+}
+
 }  // namespace
 }  // namespace weft
