@@ -18,6 +18,10 @@ PACKAGES=(
   # scripts/fuzz.sh: libFuzzer and the sanitizers' runtimes for clang
   clang libclang-rt-14-dev
 )
+# scripts/lint-openapi.sh: Node.js and npm for Redocly CLI (Debian's, unless a node is present).
+if ! command -v npm >/dev/null 2>&1; then
+  PACKAGES+=(nodejs npm)
+fi
 # Optional: the PyTorch reference for bench/ (not needed to build or test).
 if [[ "${WEFT_WITH_BENCH_DEPS:-0}" == "1" ]]; then
   PACKAGES+=(python3-torch python3-numpy wrk)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # README command (2): installs dependencies, builds with warnings as errors, checks the habits the
-# tools enforce (scripts/check.sh: format, thread-safety analysis, sizes) and runs the whole test
-# suite (ctest), then each fuzz target for 10,000 inputs (scripts/fuzz.sh, clang + libFuzzer).
+# tools enforce (scripts/check.sh: format, thread-safety analysis, sizes), lints the API document
+# (scripts/lint-openapi.sh, Redocly CLI), runs the whole test suite (ctest), then each fuzz
+# target for 10,000 inputs (scripts/fuzz.sh, clang + libFuzzer).
 #
 #   scripts/test.sh                               the default run (CI)
 #   scripts/test.sh --sanitize address,undefined  the whole suite under ASan + UBSan, in
@@ -28,6 +29,7 @@ if [[ -z "$SANITIZE" ]]; then
   WEFT_BUILD_DIR="$BUILD_DIR" WEFT_CMAKE_ARGS="${WEFT_CMAKE_ARGS:-} -DWEFT_WERROR=ON" \
     ./scripts/build.sh
   ./scripts/check.sh "$BUILD_DIR"
+  ./scripts/lint-openapi.sh
 else
   BUILD_DIR="${WEFT_BUILD_DIR:-build-${SANITIZE//,/-}}"
   # Benchmarks are measured, not sanitized.

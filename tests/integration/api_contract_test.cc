@@ -1,0 +1,146 @@
+// The API document is the contract: one tenant's whole journey and the admin's, through every
+// route weftd serves, with every answer checked against docs/openapi.yaml (route, method,
+// status and JSON schema). A field the server renames or a status it starts answering fails
+// here until the document says so too.
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "integration/openapi_check.h"
+#include "integration/weftd_process.h"
+
+namespace weft {
+namespace {
+
+using json = nlohmann::json;
+using testing::WeftdProcess;
+
+class ApiContractTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/weft-contract-XXXXXX";
+    dir_ = mkdtemp(tmpl);
+    weftd_ = std::make_unique<WeftdProcess>(dir_ + "/data");
+    ASSERT_TRUE(weftd_->Start()) << weftd_->log();
+  }
+  void TearDown() override {
+    weftd_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  // Sends the request as `token`, checks the answer against the document and returns it.
+  json Call(const std::string& token, const std::string& method, const std::string& path,
+            const std::string& body = "", int expect = 200) {
+    auto c = weftd_->ClientAs(token);
+    httplib::Result r = method == "GET"      ? c.Get(path)
+                        : method == "POST"   ? c.Post(path, body, "application/yaml")
+                        : method == "PATCH"  ? c.Patch(path, body, "application/json")
+                        : method == "DELETE" ? c.Delete(path)
+                                             : c.Put(path, body, "text/plain");
+    EXPECT_TRUE(r) << method << " " << path;
+    if (!r) return json();
+    EXPECT_EQ(r->status, expect) << method << " " << path << ": " << r->body;
+    for (const std::string& problem :
+         doc_.Check(method, path, r->status, r->get_header_value("Content-Type"), r->body)) {
+      ADD_FAILURE() << problem << "\n" << r->body;
+    }
+    ++checked_;
+    return json::parse(r->body, nullptr, false);
+  }
+
+  std::string dir_;
+  std::unique_ptr<WeftdProcess> weftd_;
+  testing::OpenApiDocument doc_{std::string(WEFT_SOURCE_DIR) + "/docs/openapi.yaml"};
+  int checked_ = 0;
+};
+
+TEST_F(ApiContractTest, EveryAnswerOnEveryRouteMatchesTheDocument) {
+  const std::string admin = weftd_->admin_token();
+  Call("", "GET", "/healthz");
+  Call("", "GET", "/v1/jobs", "", 401);
+  // The admin's side.
+  Call(admin, "POST", "/v1/tenants", R"({"name": "vision", "quota": {"cpus": 1}, "weight": 2})",
+       201);
+  Call(admin, "POST", "/v1/tenants", R"({"name": "vision"})", 409);
+  Call(admin, "POST", "/v1/tenants", R"({"name": 3})", 400);
+  Call(admin, "GET", "/v1/tenants");
+  Call(admin, "GET", "/v1/tenants/vision");
+  Call(admin, "PATCH", "/v1/tenants/vision", R"({"quota": null})");
+  const std::string token = Call(admin, "POST", "/v1/tenants/vision/tokens", "", 201)["token"];
+  Call(admin, "GET", "/v1/tenants/vision/tokens");
+  Call(token, "GET", "/v1/tenants", "", 403);
+  // The tenant's side: a bad manifest, then a short job run to the end.
+  Call(token, "POST", "/v1/jobs", "name: x\ntraining: {epochs: -1}\n", 400);
+  const json job = Call(token, "POST", "/v1/jobs",
+                        "name: contract\nmodel: {architecture: mlp, hidden_units: [32]}\n"
+                        "data: {train_samples: 2000, test_samples: 500}\n"
+                        "training: {epochs: 1, batch_size: 64, threads: 1}\n"
+                        "resources: {cpus: 1, memory_mb: 512}\ntargets: {deliver: 0.1}\n",
+                        201);
+  const std::string id = job.value("id", "");
+  Call(token, "GET", "/v1/jobs?limit=10");
+  Call(token, "GET", "/v1/jobs?limit=0", "", 400);
+  Call(token, "GET", "/v1/queue");
+  Call(token, "GET", "/v1/nodes");
+  Call(token, "PUT", "/v1/jobs", "", 405);
+  for (int i = 0; i < 600; ++i) {
+    if (Call(token, "GET", "/v1/jobs/" + id).value("state", "") == "COMPLETED") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  const json detail = Call(token, "GET", "/v1/jobs/" + id);
+  ASSERT_EQ(detail.value("state", ""), "COMPLETED") << detail.dump(2);
+  EXPECT_TRUE(detail["models"].contains("delivered"));
+  Call(token, "GET", "/v1/jobs/" + id + "/metrics?limit=5");
+  Call(token, "GET", "/v1/jobs/" + id + "/logs");
+  Call(token, "GET", "/v1/jobs/" + id + "/logs?rank=7", "", 400);
+  Call(token, "GET", "/v1/jobs/" + id + "/model?which=delivered");
+  Call(token, "GET", "/v1/jobs/" + id + "/model?which=best", "", 400);
+  Call(token, "POST", "/v1/jobs/" + id + "/halt", "", 409);
+  Call(token, "POST", "/v1/jobs/" + id + "/resume", "", 409);
+  Call(token, "GET", "/v1/jobs/job-0000000000-none", "", 404);
+  Call(token, "DELETE", "/v1/jobs/" + id);
+  // And the admin tidies up.
+  const std::string token_id = Call(admin, "GET", "/v1/tenants/vision/tokens")["tokens"][0]["id"];
+  Call(admin, "DELETE", "/v1/tenants/vision/tokens/" + token_id);
+  Call(admin, "DELETE", "/v1/tenants/vision");
+  Call(admin, "GET", "/v1/tenants/vision", "", 404);
+  Call(admin, "POST", "/v1/admin/token/rotate", "", 201);
+  EXPECT_GE(checked_, 30);
+}
+
+TEST(OpenApiDocumentTest, RefusesWhatTheDocumentDoesNotSay) {
+  testing::OpenApiDocument doc(std::string(WEFT_SOURCE_DIR) + "/docs/openapi.yaml");
+  const std::string json_type = "application/json";
+  const std::string job =
+      R"({"id": "j", "name": "n", "tenant": "t", "state": "QUEUED", "reason": "r",
+          "created_at": "x", "updated_at": "x", "attempt": 0, "node": null, "learners": [],
+          "progress": {"epoch": 0, "epochs_total": 1, "step": 0, "steps_total": 0,
+                       "samples": 0, "fraction": 0.0}, "best_test_accuracy": null})";
+  EXPECT_THAT(doc.Check("POST", "/v1/jobs", 201, json_type, job), ::testing::IsEmpty());
+  auto first = [&](const std::string& method, const std::string& path, int status,
+                   const std::string& body) {
+    auto problems = doc.Check(method, path, status, json_type, body);
+    return problems.empty() ? std::string() : problems[0];
+  };
+  EXPECT_THAT(first("GET", "/v1/jobz", 200, "{}"), ::testing::HasSubstr("route is not in"));
+  EXPECT_THAT(first("GET", "/v1/queue", 409, "{}"), ::testing::HasSubstr("status is not in"));
+  std::string bad = job;
+  bad.replace(bad.find("\"attempt\": 0"), 12, "\"attempt\": \"0\"");
+  EXPECT_THAT(first("POST", "/v1/jobs", 201, bad), ::testing::HasSubstr("not of type integer"));
+  bad = job;
+  bad.replace(bad.find("QUEUED"), 6, "WAITING");
+  EXPECT_THAT(first("POST", "/v1/jobs", 201, bad), ::testing::HasSubstr("not in the enum"));
+  bad = job;
+  bad.replace(bad.find("\"tenant\": \"t\","), 14, "");
+  EXPECT_THAT(first("POST", "/v1/jobs", 201, bad), ::testing::HasSubstr("'tenant' is missing"));
+  bad = job;
+  bad.replace(bad.find("\"name\": \"n\""), 11, "\"name\": null");
+  EXPECT_THAT(first("POST", "/v1/jobs", 201, bad), ::testing::HasSubstr("not nullable"));
+  EXPECT_THAT(first("GET", "/v1/jobs/j", 404, R"({"error": {"code": "not_found"}})"),
+              ::testing::HasSubstr("'message' is missing"));
+}
+
+}  // namespace
+}  // namespace weft
