@@ -108,6 +108,7 @@ struct Flags {
   weft::api::RestOptions rest;
   std::vector<std::string> data_roots = {"/usr/share/datasets"};
   bool insecure = false;
+  int64_t max_store_bytes = 0;
   std::string host;  // of --listen
   int port = 0;
 };
@@ -138,6 +139,11 @@ void AddFlags(CLI::App& app, Flags& f) {
                  "requests a tenant may send at once above its rate")
       ->capture_default_str()
       ->check(CLI::Range(1.0, 1e6));
+  app.add_option("--max-store-bytes", f.max_store_bytes,
+                 "cap on the store's size (0: the disk's); past it, writes get 507 as on a full "
+                 "disk")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 50));
   app.add_flag("--insecure", f.insecure,
                "allow --listen and --coordinator-listen off loopback, in plain text (tokens and "
                "learner credentials cross the network unencrypted)");
@@ -294,7 +300,7 @@ int main(int argc, char** argv) {
   weft::Env& env = weft::Env::Default();
   auto data_dir = LockDataDir(env, flags.data_dir);
   if (!data_dir.ok()) return Fail(data_dir.status());
-  auto store = weft::SqliteStore::Open(*data_dir + "/weft.db");
+  auto store = weft::SqliteStore::Open(*data_dir + "/weft.db", flags.max_store_bytes);
   if (!store.ok()) return Fail(store.status());
   if (auto s = SetUpTenancy(env, **store, *data_dir); !s.ok()) return Fail(s);
   auto learner_key = LearnerKey(env, *data_dir);

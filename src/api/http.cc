@@ -17,9 +17,11 @@ void SendJson(httplib::Response& res, int status, const nlohmann::json& body) {
 void SendError(httplib::Response& res, int status, const std::string& message,
                nlohmann::json details) {
   static const std::map<int, std::string> kCodes = {
-      {400, "bad_request"},       {401, "unauthorized"},       {403, "forbidden"},
-      {404, "not_found"},         {405, "method_not_allowed"}, {409, "conflict"},
-      {413, "payload_too_large"}, {429, "too_many_requests"},  {500, "internal"},
+      {400, "bad_request"},        {401, "unauthorized"},
+      {403, "forbidden"},          {404, "not_found"},
+      {405, "method_not_allowed"}, {409, "conflict"},
+      {413, "payload_too_large"},  {429, "too_many_requests"},
+      {500, "internal"},           {507, "insufficient_storage"},
       {503, "unavailable"}};
   nlohmann::json err = {{"code", kCodes.count(status) ? kCodes.at(status) : "error"},
                         {"message", message}};
@@ -35,6 +37,7 @@ void SendStatus(httplib::Response& res, const absl::Status& s) {
   if (absl::IsUnavailable(s)) code = 503;
   if (absl::IsUnauthenticated(s)) code = 401;
   if (absl::IsPermissionDenied(s)) code = 403;
+  if (absl::IsResourceExhausted(s)) code = 507;
   SendError(res, code, std::string(s.message()));
 }
 

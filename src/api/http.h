@@ -34,7 +34,7 @@ void SendError(httplib::Response& res, int status, const std::string& message,
                nlohmann::json details = nullptr);
 // Maps a Status from the controller or store to its HTTP error: NotFound 404, InvalidArgument
 // 400, FailedPrecondition and AlreadyExists 409, Unavailable 503, Unauthenticated 401,
-// PermissionDenied 403, anything else 500.
+// PermissionDenied 403, ResourceExhausted (a full disk or store) 507, anything else 500.
 void SendStatus(httplib::Response& res, const absl::Status& s);
 
 // The job if it exists and the caller may see it (its tenant, or the admin); otherwise answers

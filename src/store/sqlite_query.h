@@ -16,7 +16,13 @@
 
 namespace weft::sqlite {
 
+// Internal, or ResourceExhausted when the disk (or the store's --max-store-bytes) is full.
 inline absl::Status Error(sqlite3* db, const std::string& what) {
+  if (sqlite3_errcode(db) == SQLITE_FULL) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("the store is full (its disk, or weftd --max-store-bytes): ", what, ": ",
+                     sqlite3_errmsg(db), "; nothing of this request was stored"));
+  }
   return absl::InternalError(absl::StrCat("sqlite: ", what, ": ", sqlite3_errmsg(db)));
 }
 

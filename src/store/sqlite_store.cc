@@ -2,6 +2,7 @@
 // checkpoints are in sqlite_store_records.cc, tenants and tokens in sqlite_store_tenants.cc.
 #include "store/sqlite_store.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
@@ -64,7 +65,8 @@ JobRecord ReadJob(sqlite::Stmt& s) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path) {
+absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path,
+                                                               int64_t max_bytes) {
   sqlite3* db = nullptr;
   int rc =
       sqlite3_open_v2(path.c_str(), &db,
@@ -78,6 +80,7 @@ absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string
   sqlite3_busy_timeout(db, 5000);
   std::unique_ptr<SqliteStore> store(new SqliteStore(db));
   RETURN_IF_ERROR(store->Migrate());
+  if (max_bytes > 0) RETURN_IF_ERROR(store->LimitSize(max_bytes));
   return store;
 }
 
@@ -98,6 +101,15 @@ absl::Status SqliteStore::Exec(const std::string& sql) {
     return absl::InternalError(absl::StrCat("sqlite: ", msg));
   }
   return absl::OkStatus();
+}
+
+absl::Status SqliteStore::LimitSize(int64_t max_bytes) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(std::vector<int64_t> page,
+                   sqlite::Query<int64_t>(*stmts_, "read page size", "PRAGMA page_size",
+                                          [](sqlite::Stmt& s) { return s.Int(0); }));
+  const int64_t pages = std::max<int64_t>(1, max_bytes / std::max<int64_t>(1, page.at(0)));
+  return Exec(absl::StrCat("PRAGMA max_page_count=", pages));
 }
 
 absl::Status SqliteStore::Migrate() {

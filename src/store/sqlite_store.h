@@ -20,7 +20,11 @@ class SqliteStore : public Store {
  public:
   // Opens (creating if needed) the database at `path` and migrates its schema.
   // Internal with SQLite's message if the file cannot be opened or is not a weft database.
-  static absl::StatusOr<std::unique_ptr<SqliteStore>> Open(const std::string& path);
+  // `max_bytes` > 0 caps the database's size (in pages of SQLite's page size): a write beyond it
+  // fails as on a full disk. Every write that fails for room — the cap or the disk — is
+  // ResourceExhausted and changes nothing (its transaction is rolled back).
+  static absl::StatusOr<std::unique_ptr<SqliteStore>> Open(const std::string& path,
+                                                           int64_t max_bytes = 0);
   ~SqliteStore() override;
   SqliteStore(const SqliteStore&) = delete;
   SqliteStore& operator=(const SqliteStore&) = delete;
@@ -55,6 +59,7 @@ class SqliteStore : public Store {
  private:
   explicit SqliteStore(sqlite3* db);
   absl::Status Migrate();
+  absl::Status LimitSize(int64_t max_bytes);
   // Runs SQL text (no bound values).
   absl::Status Exec(const std::string& sql) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<JobRecord> GetJobLocked(const std::string& id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

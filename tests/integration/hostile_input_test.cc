@@ -252,5 +252,36 @@ TEST_F(HostileInputTest, PlainTextOffLoopbackNeedsInsecureAndIsNotReusedAfterwar
   EXPECT_THAT(address, ::testing::StartsWith("127.0.0.1:"));
 }
 
+TEST_F(HostileInputTest, AFullStoreAnswers507LosesNothingAndWeftdKeepsServing) {
+  StartWeftd({"--max-store-bytes", "262144"});
+  // A tenant quota nothing fits keeps the jobs queued.
+  weftd_->ClientAs(weftd_->admin_token())
+      .Patch("/v1/tenants/default", R"({"quota": {"cpus": 0.1}})", "application/json");
+  const std::string manifest =
+      "name: filler\nmodel: {architecture: mlp}\ntraining: {epochs: 1}\n"
+      "description: " +
+      std::string(3000, 'd') + "\n";
+  std::vector<std::string> acknowledged;
+  int status = 201;
+  json answer;
+  for (int i = 0; i < 1000 && status == 201; ++i) {
+    std::tie(status, answer) = Submit(manifest);
+    if (status == 201) acknowledged.push_back(answer.value("id", ""));
+  }
+  ASSERT_EQ(status, 507) << answer.dump(2);
+  EXPECT_EQ(answer["error"].value("code", ""), "insufficient_storage");
+  EXPECT_THAT(answer["error"].value("message", ""), HasSubstr("the store is full"));
+  ASSERT_GT(acknowledged.size(), 3u);
+  // Reads go on, and every acknowledged job is there, before and after a restart.
+  for (int restart = 0; restart < 2; ++restart) {
+    auto list = weftd_->Client().Get("/v1/jobs?limit=1000");
+    ASSERT_TRUE(list);
+    EXPECT_EQ(list->status, 200);
+    EXPECT_EQ(json::parse(list->body)["jobs"].size(), acknowledged.size());
+    weftd_->Stop();
+    ASSERT_TRUE(weftd_->Start()) << weftd_->log();
+  }
+}
+
 }  // namespace
 }  // namespace weft

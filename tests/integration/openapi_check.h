@@ -1,8 +1,8 @@
 // docs/openapi.yaml as a test oracle: whether an answer weftd gave is one the document allows —
-// the route and method are documented, the status is listed for them (401, 405, 413 and 429 are
-// documented once, for every route), and a JSON body conforms to the response's schema.
-// The schema subset weft's document uses: type, properties, required, items, enum, nullable,
-// allOf and $ref (local).
+// the route and method are documented, the status is listed for them (401, 405, 413, 429 and 507
+// are documented once, for every route), and a JSON body conforms to the response's schema. The
+// schema subset weft's document uses: type, properties, required, items, enum, nullable, allOf and
+// $ref (local).
 #pragma once
 
 #include <string>
