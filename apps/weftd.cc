@@ -139,6 +139,10 @@ void AddFlags(CLI::App& app, Flags& f) {
                  "requests a tenant may send at once above its rate")
       ->capture_default_str()
       ->check(CLI::Range(1.0, 1e6));
+  app.add_option("--follow-streams-per-tenant", f.rest.follow_streams_per_tenant,
+                 "log streams (weft logs -f) a tenant may hold open at once; over it 429")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
   app.add_option("--max-store-bytes", f.max_store_bytes,
                  "cap on the store's size (0: the disk's); past it, writes get 507 as on a full "
                  "disk")

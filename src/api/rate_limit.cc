@@ -24,4 +24,19 @@ int64_t RateLimiter::Acquire(const std::string& tenant) {
       1, static_cast<int64_t>(std::ceil((1 - b.tokens) * 1e3 / limit_.requests_per_second)));
 }
 
+std::shared_ptr<StreamLimiter::Lease> StreamLimiter::Acquire(const std::string& tenant) {
+  absl::MutexLock lock(&mu_);
+  int& mine = open_[tenant];
+  if (mine >= per_tenant_ || open_total_ >= total_) return nullptr;
+  ++mine;
+  ++open_total_;
+  return std::make_shared<Lease>(this, tenant);
+}
+
+void StreamLimiter::Release(const std::string& tenant) {
+  absl::MutexLock lock(&mu_);
+  if (--open_[tenant] <= 0) open_.erase(tenant);
+  --open_total_;
+}
+
 }  // namespace weft::api

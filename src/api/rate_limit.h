@@ -6,6 +6,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 
 #include "absl/synchronization/mutex.h"
@@ -37,6 +38,40 @@ class RateLimiter {
   const Clock& clock_;
   absl::Mutex mu_;
   std::map<std::string, Bucket> buckets_ ABSL_GUARDED_BY(mu_);
+};
+
+// Long-lived streams (`logs?follow=true`) each hold one of the server's threads until their job
+// ends: at most `per_tenant` at once per tenant and `total` in all, so no tenant — and no set of
+// tenants — can take every thread. The admin is not counted.
+class StreamLimiter {
+ public:
+  StreamLimiter(int per_tenant, int total) : per_tenant_(per_tenant), total_(total) {}
+
+  // Held while a stream is open; releases its place when destroyed.
+  class Lease {
+   public:
+    Lease(StreamLimiter* limiter, std::string tenant)
+        : limiter_(limiter), tenant_(std::move(tenant)) {}
+    ~Lease() { limiter_->Release(tenant_); }
+    Lease(const Lease&) = delete;
+    Lease& operator=(const Lease&) = delete;
+
+   private:
+    StreamLimiter* limiter_;
+    std::string tenant_;
+  };
+
+  // A lease for one more stream of `tenant`, or null when it or the server is at its limit.
+  std::shared_ptr<Lease> Acquire(const std::string& tenant) ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  void Release(const std::string& tenant) ABSL_LOCKS_EXCLUDED(mu_);
+
+  const int per_tenant_;
+  const int total_;
+  absl::Mutex mu_;
+  std::map<std::string, int> open_ ABSL_GUARDED_BY(mu_);
+  int open_total_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace weft::api

@@ -69,10 +69,12 @@ void InstallApi(httplib::Server& server, const Services& services, RateLimiter* 
 
 RestServer::RestServer(Store& store, Controller& controller, const Clock& clock,
                        RestOptions options)
-    : services_(
-          std::make_unique<Services>(Services{store, controller, clock, options.admin_token_path})),
-      limiter_(std::make_unique<RateLimiter>(options.tenant_rate, clock)),
+    : limiter_(std::make_unique<RateLimiter>(options.tenant_rate, clock)),
+      streams_(std::make_unique<StreamLimiter>(options.follow_streams_per_tenant,
+                                               std::max(1, options.threads / 2))),
       server_(std::make_unique<httplib::Server>()) {
+  services_ = std::make_unique<Services>(
+      Services{store, controller, clock, options.admin_token_path, streams_.get()});
   InstallApi(*server_, *services_, limiter_.get(), options);
 }
 

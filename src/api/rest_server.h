@@ -30,6 +30,9 @@ struct RestOptions {
   // Threads serving connections; a connection holds one while it is open (keep-alive included),
   // an idle one for at most `idle_timeout_s`, a silent one for at most `read_timeout_s`.
   int threads = 32;
+  // `logs?follow=true` streams open at once per tenant; all tenants together get at most half
+  // the threads. Over either, 429.
+  int follow_streams_per_tenant = 4;
   int idle_timeout_s = 5;
   int read_timeout_s = 5;
   // Where POST /v1/admin/token/rotate writes the new admin token (weftd: <data-dir>/admin.token).
@@ -52,6 +55,7 @@ class RestServer {
  private:
   std::unique_ptr<Services> services_;  // store, controller and clock; the handlers hold on to it
   std::unique_ptr<RateLimiter> limiter_;
+  std::unique_ptr<StreamLimiter> streams_;
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
 };

@@ -14,8 +14,9 @@ namespace weft::api {
 struct Services {
   Store& store;
   Controller& controller;
-  const Clock& clock;            // stamps what the API creates (tenants, tokens)
-  std::string admin_token_path;  // RestOptions::admin_token_path
+  const Clock& clock;                // stamps what the API creates (tenants, tokens)
+  std::string admin_token_path;      // RestOptions::admin_token_path
+  StreamLimiter* streams = nullptr;  // follow streams' places; null: unlimited
 };
 
 // A route's handler over the services; Bind makes it a Handler. `services` must outlive it.

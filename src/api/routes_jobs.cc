@@ -145,29 +145,42 @@ void Model(const Services& s, const Request& req, Response& res, const Caller& c
 }
 
 // Streams the log from the start until the job settles, polling the file every 300 ms.
-void FollowLog(const Services& s, const std::string& id, const std::string& path, Response& res) {
+void FollowLog(const Services& s, const std::string& id, const std::string& path,
+               const Caller& caller, Response& res) {
+  // The lease lives in the content provider, which the server drops when the stream ends.
+  std::shared_ptr<StreamLimiter::Lease> lease;
+  if (s.streams != nullptr && !caller.admin) {
+    lease = s.streams->Acquire(caller.tenant);
+    if (lease == nullptr) {
+      res.set_header("Retry-After", "5");
+      return SendError(res, 429,
+                       absl::StrCat("tenant '", caller.tenant,
+                                    "' has as many log streams open as weftd allows "
+                                    "(--follow-streams-per-tenant); close one or retry later"));
+    }
+  }
   auto offset = std::make_shared<std::streamoff>(0);
   Store* store = &s.store;
-  res.set_chunked_content_provider("text/plain",
-                                   [store, id, path, offset](size_t, httplib::DataSink& sink) {
-                                     std::ifstream in(path, std::ios::binary);
-                                     std::string chunk;
-                                     if (in) {
-                                       in.seekg(*offset);
-                                       chunk.assign(std::istreambuf_iterator<char>(in), {});
-                                     }
-                                     if (!chunk.empty()) {
-                                       *offset += static_cast<std::streamoff>(chunk.size());
-                                       return sink.write(chunk.data(), chunk.size());
-                                     }
-                                     auto job = store->GetJob(id);
-                                     if (!job.ok() || IsSettled(job->state)) {
-                                       sink.done();
-                                       return true;
-                                     }
-                                     std::this_thread::sleep_for(std::chrono::milliseconds(300));
-                                     return sink.is_writable();
-                                   });
+  res.set_chunked_content_provider(
+      "text/plain", [store, id, path, offset, lease](size_t, httplib::DataSink& sink) {
+        std::ifstream in(path, std::ios::binary);
+        std::string chunk;
+        if (in) {
+          in.seekg(*offset);
+          chunk.assign(std::istreambuf_iterator<char>(in), {});
+        }
+        if (!chunk.empty()) {
+          *offset += static_cast<std::streamoff>(chunk.size());
+          return sink.write(chunk.data(), chunk.size());
+        }
+        auto job = store->GetJob(id);
+        if (!job.ok() || IsSettled(job->state)) {
+          sink.done();
+          return true;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        return sink.is_writable();
+      });
 }
 
 void Logs(const Services& s, const Request& req, Response& res, const Caller& caller) {
@@ -187,7 +200,7 @@ void Logs(const Services& s, const Request& req, Response& res, const Caller& ca
   }
   std::string path = s.controller.layout().LogPath(id, rank);
   if (req.has_param("follow") && req.get_param_value("follow") == "true") {
-    return FollowLog(s, id, path, res);
+    return FollowLog(s, id, path, caller, res);
   }
   auto text = ReadFile(path);
   res.status = 200;

@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -281,6 +282,49 @@ TEST_F(HostileInputTest, AFullStoreAnswers507LosesNothingAndWeftdKeepsServing) {
     weftd_->Stop();
     ASSERT_TRUE(weftd_->Start()) << weftd_->log();
   }
+}
+
+TEST_F(HostileInputTest, LogStreamsAreCappedPerTenantAndTheirPlacesComeBack) {
+  StartWeftd({"--follow-streams-per-tenant", "1"});
+  weftd_->ClientAs(weftd_->admin_token())
+      .Patch("/v1/tenants/default", R"({"quota": {"cpus": 0.1}})", "application/json");
+  auto [status, answer] =
+      Submit("name: waits\nmodel: {architecture: mlp}\ntraining: {epochs: 1}\n");
+  ASSERT_EQ(status, 201) << answer.dump(2);
+  const std::string logs = "/v1/jobs/" + answer.value("id", "") + "/logs?follow=true";
+  // One stream, held open by a job that stays queued. Its headers arrive once weftd has given
+  // it its place.
+  std::atomic<bool> open{false};
+  std::atomic<int> first_status{0};
+  std::thread holder([&] {
+    auto c = weftd_->Client();
+    c.set_read_timeout(60, 0);
+    auto r = c.Get(
+        logs,
+        [&](const httplib::Response&) {
+          open = true;
+          return true;
+        },
+        [](const char*, size_t) { return true; });
+    first_status = r ? r->status : -1;
+  });
+  for (int i = 0; i < 100 && !open; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  auto second = weftd_->Client().Get(logs);
+  const bool refused = second && second->status == 429;
+  EXPECT_TRUE(refused) << (second ? second->body : "no answer");
+  if (refused) {
+    EXPECT_EQ(second->get_header_value("Retry-After"), "5");
+    EXPECT_THAT(second->body, HasSubstr("as many log streams open as weftd allows"));
+  }
+  // The admin is not counted; halting the job ends the stream and gives its place back.
+  auto admin = weftd_->ClientAs(weftd_->admin_token()).Get("/v1/jobs?limit=1");
+  EXPECT_EQ(admin->status, 200);
+  weftd_->Client().Post("/v1/jobs/" + answer.value("id", "") + "/halt", "", "application/json");
+  holder.join();
+  EXPECT_EQ(first_status, 200);
+  auto again = weftd_->Client().Get(logs);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->status, 200) << again->body;
 }
 
 }  // namespace
