@@ -70,6 +70,7 @@ int Controller::WorldSize(const JobRecord& record) {
 absl::StatusOr<JobRecord> Controller::Submit(const std::string& manifest, const std::string& tenant,
                                              std::vector<FieldError>* errors) {
   ASSIGN_OR_RETURN(JobSpec spec, ParseManifest(manifest, errors));
+  RETURN_IF_ERROR(CheckResourceFit(spec, errors));
   if (absl::Status s = data_roots_.Check(spec.data.path); !s.ok()) {
     errors->push_back({"data.path", std::string(s.message())});
     return absl::InvalidArgumentError(absl::StrCat("data.path: ", s.message()));

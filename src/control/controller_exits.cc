@@ -43,10 +43,11 @@ void Controller::HandleExitLocked(const LearnerExit& e) {
   std::string reason =
       absl::StrCat("learner ", e.rank > 0 ? absl::StrCat("rank ", e.rank, " ") : "", e.Describe(),
                    why.empty() ? "" : ": ", why);
-  // A user error (bad spec, missing data, a model that does not build) fails at once, and so
-  // does a learner that exits 0 without having reported success.
-  const bool user_error =
-      !e.status_unknown && e.signal == 0 && e.exit_code == kLearnerExitUserError;
+  // A user error (bad spec, missing data, a model that does not build, a learner killed for
+  // going over its memory) fails at once, and so does a learner that exits 0 without having
+  // reported success.
+  const bool user_error = !e.killed_for.empty() || (!e.status_unknown && e.signal == 0 &&
+                                                    e.exit_code == kLearnerExitUserError);
   const bool clean_exit = !e.status_unknown && e.signal == 0 && e.exit_code == 0;
   if (executor_.Running(e.job_id) > 0) {
     // The rest of the gang cannot go on without this learner: their next allreduce fails. Rank 0,

@@ -80,6 +80,7 @@ LearnerLaunch Controller::LaunchFor(const JobRecord& r, const JobSpec& spec, int
   l.log_dir = layout_.LogDir(r.id);
   l.coordinator_address = coordinator_address_;
   l.threads = spec.EffectiveThreads();
+  l.memory_limit_mb = spec.resources.memory_mb;
   l.credential = credentials_.For(r.id);
   if (auto it = options_.node_cpusets.find(l.node); it != options_.node_cpusets.end()) {
     l.cpuset = it->second;

@@ -20,10 +20,14 @@ struct LearnerExit {
   int64_t attempt = 0;
   int rank = 0;
   int64_t pid = 0;
-  int exit_code = -1;            // valid when signal == 0 and !status_unknown
-  int signal = 0;                // the signal that killed it, 0 if it exited
-  bool status_unknown = false;   // an adopted learner (not our child): it ended, how is unknown
-  std::string Describe() const;  // "exit code 1", "killed by signal 9 (SIGKILL)"
+  int exit_code = -1;           // valid when signal == 0 and !status_unknown
+  int signal = 0;               // the signal that killed it, 0 if it exited
+  bool status_unknown = false;  // an adopted learner (not our child): it ended, how is unknown
+  // Set when the executor killed it for going over its limits, e.g. "out of memory: 3.1 GiB
+  // used, 2.0 GiB requested". Such a learner would do the same again: its job fails.
+  std::string killed_for;
+  // "exit code 1", "killed by signal 9 (SIGKILL)", or killed_for when set.
+  std::string Describe() const;
 };
 
 class Executor {

@@ -14,9 +14,12 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cinttypes>
+#include <cstdio>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/files.h"
 #include "common/logging.h"
@@ -28,6 +31,7 @@ extern char** environ;
 namespace weft {
 
 std::string LearnerExit::Describe() const {
+  if (!killed_for.empty()) return killed_for;
   if (status_unknown) return "exited (status unknown: started by an earlier weftd)";
   if (signal != 0) {
     return absl::StrCat("killed by signal ", signal, " (SIG", sigabbrev_np(signal), ")");
@@ -101,7 +105,7 @@ absl::StatusOr<int64_t> LocalExecutor::Start(const LearnerLaunch& launch) {
   }
   if (!launch.cpuset.empty()) Pin(pid, launch.cpuset);
   absl::MutexLock lock(&mu_);
-  children_.push_back({launch, pid, 0});
+  children_.push_back({launch, pid, 0, false, ""});
   return static_cast<int64_t>(pid);
 }
 
@@ -153,13 +157,44 @@ bool ProcessAlive(pid_t pid) {
   return state != 'Z' && state != 'X';
 }
 
+// Resident anonymous memory of `pid` in bytes (RssAnon), or -1 if it cannot be read.
+int64_t ResidentAnonymousBytes(pid_t pid) {
+  auto status = ReadFile(absl::StrCat("/proc/", pid, "/status"));
+  if (!status.ok()) return -1;
+  size_t at = status->find("\nRssAnon:");
+  if (at == std::string::npos) return -1;
+  int64_t kib = -1;
+  if (sscanf(status->c_str() + at, "\nRssAnon: %" SCNd64 " kB", &kib) != 1) return -1;
+  return kib * 1024;
+}
+
+// "3.1 GiB" at or above 1 GiB, else "700 MiB".
+std::string MemorySize(int64_t bytes) {
+  constexpr int64_t kMiB = int64_t{1} << 20;
+  if (bytes >= 1024 * kMiB) return absl::StrFormat("%.1f GiB", bytes / (1024.0 * kMiB));
+  return absl::StrCat(bytes / kMiB, " MiB");
+}
+
 }  // namespace
+
+void LocalExecutor::EnforceMemoryLimit(Child& c) {
+  if (c.launch.memory_limit_mb <= 0 || !c.killed_for.empty()) return;
+  const int64_t used = ResidentAnonymousBytes(c.pid);
+  const int64_t limit = c.launch.memory_limit_mb << 20;
+  if (used <= limit) return;
+  c.killed_for = absl::StrCat("out of memory: ", MemorySize(used), " used, ", MemorySize(limit),
+                              " requested (resources.memory_mb)");
+  spdlog::warn("learner pid {} of job {} rank {}: {}; killing it", c.pid, c.launch.job_id,
+               c.launch.rank, c.killed_for);
+  ::kill(-c.pid, SIGKILL);
+}
 
 bool LocalExecutor::Exited(const Child& c, LearnerExit* e) {
   e->job_id = c.launch.job_id;
   e->attempt = c.launch.attempt;
   e->rank = c.launch.rank;
   e->pid = c.pid;
+  e->killed_for = c.killed_for;
   if (c.adopted) {
     if (ProcessAlive(c.pid)) return false;
     e->status_unknown = true;
@@ -189,7 +224,7 @@ absl::Status LocalExecutor::Adopt(const LearnerLaunch& launch, int64_t pid) {
                                             launch.attempt, " at pid ", pid));
   }
   absl::MutexLock lock(&mu_);
-  children_.push_back({launch, static_cast<pid_t>(pid), 0, /*adopted=*/true});
+  children_.push_back({launch, static_cast<pid_t>(pid), 0, /*adopted=*/true, ""});
   return absl::OkStatus();
 }
 
@@ -206,6 +241,7 @@ std::vector<LearnerExit> LocalExecutor::Reap() {
       continue;
     }
     if (it->kill_at_ms != 0 && now >= it->kill_at_ms) ::kill(-it->pid, SIGKILL);
+    EnforceMemoryLimit(*it);
     ++it;
   }
   return exits;

@@ -23,7 +23,10 @@ class LocalExecutor : public Executor {
   LocalExecutor& operator=(const LocalExecutor&) = delete;
 
   // Starts the learner in its own process group and, when launch.cpuset is set, pins it there
-  // with sched_setaffinity (a warning, not an error, where the host does not allow it).
+  // with sched_setaffinity (a warning, not an error, where the host does not allow it). With
+  // launch.memory_limit_mb, every Reap() reads the learner's resident anonymous memory
+  // (RssAnon in /proc/<pid>/status: its heap and tensors, not the shared libraries it maps) and
+  // kills the learner's process group once that is over the limit; its exit then says so.
   absl::StatusOr<int64_t> Start(const LearnerLaunch& launch) override;
   absl::Status Stop(const std::string& job_id, int64_t grace_ms) override;
   std::vector<LearnerExit> Reap() override;
@@ -43,9 +46,12 @@ class LocalExecutor : public Executor {
   struct Child {
     LearnerLaunch launch;
     pid_t pid = 0;
-    TimeMs kill_at_ms = 0;  // SIGKILL deadline after a Stop; 0 = none
-    bool adopted = false;   // started by an earlier weftd: not our child, no waitpid
+    TimeMs kill_at_ms = 0;   // SIGKILL deadline after a Stop; 0 = none
+    bool adopted = false;    // started by an earlier weftd: not our child, no waitpid
+    std::string killed_for;  // why the executor killed it (LearnerExit::killed_for)
   };
+  // Kills `c` if its memory is over its limit, noting why.
+  static void EnforceMemoryLimit(Child& c);
   // True if `c` has exited (reaped or not). Fills `status` for our own children.
   static bool Exited(const Child& c, LearnerExit* exit);
 

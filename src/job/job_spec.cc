@@ -340,8 +340,56 @@ double JobSpec::ScaledLearningRate(int world_size) const {
 }
 
 int JobSpec::EffectiveThreads() const {
-  if (training.threads > 0) return training.threads;
-  return std::max(1, static_cast<int>(std::floor(resources.cpus)));
+  const int granted = std::max(1, static_cast<int>(std::floor(resources.cpus)));
+  return training.threads > 0 ? std::min(training.threads, granted) : granted;
+}
+
+int64_t ModelParameters(const ModelSpec& model) {
+  auto dense = [](int64_t in, int64_t out) { return in * out + out; };
+  if (model.architecture == "cnn") {
+    // conv 1->32 3x3, conv 32->64 3x3, fc 64*7*7->128, fc 128->10 (train/models.cc).
+    return (1 * 32 * 9 + 32) + (32 * 64 * 9 + 64) + dense(64 * 7 * 7, 128) + dense(128, 10);
+  }
+  int64_t in = 28 * 28, n = 0;
+  for (int h : model.hidden_units) {
+    n += dense(in, h);
+    in = h;
+  }
+  return n + dense(in, 10);
+}
+
+int64_t TrainingStateBytes(const JobSpec& spec) {
+  int64_t copies = 2;  // parameters and gradients
+  if (spec.training.optimizer == "adam") copies += 2;
+  if (spec.training.optimizer == "sgd" && spec.training.momentum > 0) copies += 1;
+  return ModelParameters(spec.model) * copies * static_cast<int64_t>(sizeof(float));
+}
+
+absl::Status CheckResourceFit(const JobSpec& spec, std::vector<FieldError>* errors) {
+  std::vector<FieldError> found;
+  const int granted = std::max(1, static_cast<int>(std::floor(spec.resources.cpus)));
+  if (spec.training.threads > granted) {
+    found.push_back({"training.threads",
+                     absl::StrCat(spec.training.threads, " threads need at least ",
+                                  spec.training.threads, " cpus; resources.cpus grants ",
+                                  spec.resources.cpus, ", so at most ", granted, " threads")});
+  }
+  constexpr int64_t kMiB = int64_t{1} << 20;
+  const int64_t state = TrainingStateBytes(spec);
+  if (state > spec.resources.memory_mb * kMiB) {
+    const int64_t need_mb = (state + kMiB - 1) / kMiB;
+    found.push_back(
+        {"resources.memory_mb",
+         absl::StrCat(spec.resources.memory_mb, " MiB cannot hold the ", spec.model.architecture,
+                      "'s ", ModelParameters(spec.model), " parameters with their gradients and ",
+                      spec.training.optimizer, " state (", need_mb, " MiB); ask for more than ",
+                      need_mb, " MiB or a smaller model")});
+  }
+  if (found.empty()) return absl::OkStatus();
+  std::vector<std::string> parts;
+  for (const auto& e : found) parts.push_back(absl::StrCat(e.field, ": ", e.problem));
+  if (errors) errors->insert(errors->end(), found.begin(), found.end());
+  return absl::InvalidArgumentError(absl::StrCat("invalid manifest: ", absl::StrJoin(parts, "; ")));
 }
 
 absl::StatusOr<JobSpec> ParseManifest(std::string_view text, std::vector<FieldError>* errors) {

@@ -85,7 +85,8 @@ struct JobSpec {
   // The learning rate each learner's optimizer uses in a job of `world_size` learners:
   // EffectiveLearningRate() scaled by EffectiveLrScaling() (unchanged for one learner).
   double ScaledLearningRate(int world_size) const;
-  // The intra-op thread count actually used (resolves 0 to the cpus request, at least 1).
+  // The intra-op thread count actually used: training.threads, or the cpus request rounded
+  // down, never more than that and at least 1.
   int EffectiveThreads() const;
 };
 
@@ -102,6 +103,21 @@ struct FieldError {
 // Unknown fields are errors, so a typo is never silently ignored.
 absl::StatusOr<JobSpec> ParseManifest(std::string_view text,
                                       std::vector<FieldError>* errors = nullptr);
+
+// Parameters (weights and biases) of the built-in model: the CNN's 421,642; an MLP's from its
+// widths (784 inputs, 10 classes).
+int64_t ModelParameters(const ModelSpec& model);
+
+// Bytes of one learner's training state in float32: the parameters, their gradients and the
+// optimizer's state (Adam: two moments; SGD: one momentum buffer when momentum > 0). Activations
+// and the data set come on top; the executor enforces the whole of resources.memory_mb.
+int64_t TrainingStateBytes(const JobSpec& spec);
+
+// Checks made when a job is submitted, across fields, that a spec already stored is not
+// re-checked against: training.threads within resources.cpus (at most max(1, floor(cpus))
+// threads), and the training state within resources.memory_mb. Appends one FieldError per
+// problem to `errors` (may be null); InvalidArgument listing them, else OK.
+absl::Status CheckResourceFit(const JobSpec& spec, std::vector<FieldError>* errors);
 
 // The canonical JSON form of a spec (every field, defaults included). ParseManifest of its
 // dump() gives back an equal spec.

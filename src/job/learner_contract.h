@@ -65,6 +65,9 @@ struct LearnerLaunch {
   int threads = 1;          // intra-op threads (OMP_NUM_THREADS)
   std::string credential;   // WEFT_JOB_CREDENTIAL: authenticates to the coordinator
   std::vector<int> cpuset;  // CPUs to pin the learner to (its node's); not in the environment
+  // resources.memory_mb: the executor kills a learner whose memory grows past it; 0 = no limit.
+  // Not in the environment.
+  int64_t memory_limit_mb = 0;
 };
 
 // The contract's variables for `launch`, as (name, value) in a fixed order.

@@ -111,6 +111,32 @@ TEST_F(ControllerTest, ExitWithoutSuccessFailsWithTheLearnersReason) {
   EXPECT_EQ(Reason(id), "learner exit code 2: data file not found: /nope/train-images-idx3-ubyte");
 }
 
+TEST_F(ControllerTest, ALearnerOverItsMemoryFailsTheJobWithoutARestart) {
+  std::string id = Submit(std::string(kManifest) + "max_restarts: 3\n");
+  controller_->Tick();
+  ASSERT_EQ(executor_.launches.size(), 1u);
+  EXPECT_EQ(executor_.launches[0].memory_limit_mb, 1024);  // resources.memory_mb
+  controller_->OnRegister(id, 0, 1, 1, 0);
+  executor_.Exit(id, 1, -1, 9);
+  executor_.exits.back().killed_for = "out of memory: 3.1 GiB used, 2.0 GiB requested";
+  controller_->Tick();
+  EXPECT_EQ(State(id), JobState::kFailed);
+  EXPECT_EQ(Reason(id), "learner out of memory: 3.1 GiB used, 2.0 GiB requested");
+  EXPECT_EQ(executor_.launches.size(), 1u);
+}
+
+TEST_F(ControllerTest, SubmissionRefusesThreadsOverCpusAndStateOverMemory) {
+  std::vector<FieldError> errors;
+  auto r = controller_->Submit(
+      "name: big\nmodel: {architecture: mlp, hidden_units: [65536, 65536]}\n"
+      "training: {epochs: 1, threads: 4}\nresources: {cpus: 1, memory_mb: 64}\n",
+      "default", &errors);
+  EXPECT_TRUE(absl::IsInvalidArgument(r.status())) << r.status();
+  ASSERT_EQ(errors.size(), 2u);
+  EXPECT_EQ(errors[0].field, "training.threads");
+  EXPECT_EQ(errors[1].field, "resources.memory_mb");
+}
+
 TEST_F(ControllerTest, CleanExitWithoutFinalModelFails) {
   std::string id = Submit();
   controller_->Tick();

@@ -1,5 +1,6 @@
 #include "executor/local_executor.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sched.h>
 #include <sys/stat.h>
@@ -66,6 +67,31 @@ class LocalExecutorTest : public ::testing::Test {
 
   std::string dir_;
 };
+
+TEST_F(LocalExecutorTest, ALearnerOverItsMemoryIsKilledAndTheExitSaysWhy) {
+  // The stand-in holds ~200 MB in a shell variable, far over a 64 MiB limit.
+  LocalExecutor ex(Script("x=$(head -c 200000000 /dev/zero | tr '\\0' a); sleep 30"));
+  LearnerLaunch l = Launch();
+  l.memory_limit_mb = 64;
+  ASSERT_TRUE(ex.Start(l).ok());
+  auto exits = WaitForExit(ex);
+  ASSERT_EQ(exits.size(), 1u) << "not killed within 10 s";
+  EXPECT_EQ(exits[0].signal, 9);
+  EXPECT_THAT(exits[0].Describe(),
+              ::testing::MatchesRegex("out of memory: [0-9]+ MiB used, 64 MiB requested "
+                                      "\\(resources.memory_mb\\)"));
+}
+
+TEST_F(LocalExecutorTest, ALearnerWithinItsMemoryRunsToItsEnd) {
+  LocalExecutor ex(Script("x=$(head -c 20000000 /dev/zero | tr '\\0' a); sleep 0.5; exit 0"));
+  LearnerLaunch l = Launch();
+  l.memory_limit_mb = 512;
+  ASSERT_TRUE(ex.Start(l).ok());
+  auto exits = WaitForExit(ex);
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_EQ(exits[0].exit_code, 0);
+  EXPECT_EQ(exits[0].killed_for, "");
+}
 
 TEST_F(LocalExecutorTest, LearnerGetsTheEnvironmentContractAndItsLogIsKept) {
   LocalExecutor ex(

@@ -226,6 +226,39 @@ TEST_F(HostileInputTest, NoSecretReachesALogAFileOrACommandLine) {
               ::testing::ContainsRegex("Max core file size +0 +0"));
 }
 
+TEST_F(HostileInputTest, DeclaredResourcesAreEnforced) {
+  // A code review's findings: memory_mb 64 with a 34 GiB model, threads 256 on 0.001 cpus, and
+  // no limit on what a learner really uses.
+  StartWeftd();
+  auto [status, answer] = Submit(
+      "name: huge\nmodel: {architecture: mlp, hidden_units: [65536, 65536, 65536]}\n"
+      "training: {epochs: 1, threads: 256}\nresources: {cpus: 0.001, memory_mb: 64}\n");
+  ASSERT_EQ(status, 400) << answer.dump(2);
+  EXPECT_THAT(ProblemOf(answer, "resources.memory_mb"), HasSubstr("64 MiB cannot hold the mlp"));
+  EXPECT_THAT(ProblemOf(answer, "training.threads"), HasSubstr("at most 1 threads"));
+  // A small model fits its state in 64 MiB, but a learner holding all 60,000 training images
+  // (188 MB as float32) does not: the executor kills it and the job fails saying so, at once.
+  std::tie(status, answer) = Submit(
+      "name: greedy\nmodel: {architecture: mlp, hidden_units: [32]}\n"
+      "training: {epochs: 1, threads: 1}\nresources: {cpus: 1, memory_mb: 64}\n"
+      "max_restarts: 3\n");
+  ASSERT_EQ(status, 201) << answer.dump(2);
+  const std::string id = answer.value("id", "");
+  json job;
+  for (int i = 0; i < 600; ++i) {
+    auto r = weftd_->Client().Get("/v1/jobs/" + id);
+    ASSERT_TRUE(r);
+    job = json::parse(r->body);
+    if (job.value("state", "") == "FAILED") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_EQ(job.value("state", ""), "FAILED") << job.dump(2);
+  EXPECT_THAT(job.value("reason", ""),
+              ::testing::MatchesRegex("learner out of memory: [0-9.]+ [MG]iB used, 64 MiB "
+                                      "requested \\(resources.memory_mb\\)"));
+  EXPECT_EQ(job.value("attempt", -1), 1) << "an out-of-memory learner is not restarted";
+}
+
 TEST_F(HostileInputTest, AShortLearnerKeyStopsWeftdFromStarting) {
   std::filesystem::create_directories(dir_ + "/data");
   std::ofstream(dir_ + "/data/learner.key") << "";  // every credential would pass

@@ -248,6 +248,54 @@ TEST(JobSpecTest, EveryUnknownKeyIsNamed) {
   EXPECT_EQ(errors[1].field, "(a key that is not text)");
 }
 
+TEST(JobSpecTest, ThreadsAreCappedAtTheCpusGranted) {
+  // A code review's finding: cpus 0.001 with threads 256 ran 256 threads.
+  auto spec = ParseManifest(std::string(kGood) + "resources: {cpus: 0.001}\n");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  spec->training.threads = 256;
+  std::vector<FieldError> errors;
+  absl::Status s = CheckResourceFit(*spec, &errors);
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].field, "training.threads");
+  EXPECT_THAT(errors[0].problem, ::testing::HasSubstr("at most 1 threads"));
+  EXPECT_EQ(spec->EffectiveThreads(), 1);  // a spec stored before the check runs capped too
+  spec->resources.cpus = 2.5;
+  spec->training.threads = 2;
+  EXPECT_TRUE(CheckResourceFit(*spec, nullptr).ok());
+  EXPECT_EQ(spec->EffectiveThreads(), 2);
+  spec->training.threads = 0;
+  EXPECT_EQ(spec->EffectiveThreads(), 2);
+}
+
+TEST(JobSpecTest, AModelWhoseTrainingStateCannotFitMemoryIsRefused) {
+  // A code review's finding: memory_mb 64 was accepted for an MLP of 34 GiB.
+  auto spec = ParseManifest(
+      "name: wide\nmodel: {architecture: mlp, hidden_units: [65536, 65536, 65536]}\n"
+      "training: {epochs: 1}\nresources: {memory_mb: 64}\n");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  // 784*65536 + 2*65536*65536 + 65536*10 weights, 3*65536 + 10 biases; x4 (adam) x4 bytes.
+  const int64_t params = 784LL * 65536 + 2LL * 65536 * 65536 + 65536LL * 10 + 3 * 65536 + 10;
+  EXPECT_EQ(ModelParameters(spec->model), params);
+  EXPECT_EQ(TrainingStateBytes(*spec), params * 16);
+  std::vector<FieldError> errors;
+  EXPECT_FALSE(CheckResourceFit(*spec, &errors).ok());
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].field, "resources.memory_mb");
+  EXPECT_THAT(errors[0].problem, ::testing::HasSubstr("64 MiB cannot hold the mlp's"));
+  EXPECT_THAT(errors[0].problem, ::testing::HasSubstr("(131870 MiB)"));
+  // SGD without momentum keeps only parameters and gradients: half of Adam's.
+  spec->training.optimizer = "sgd";
+  spec->training.momentum = 0;
+  EXPECT_EQ(TrainingStateBytes(*spec), params * 8);
+  spec->resources.memory_mb = 65935;
+  EXPECT_TRUE(CheckResourceFit(*spec, nullptr).ok());
+  // The built-in CNN with Adam: 421,642 parameters, 6.4 MiB of state.
+  spec->model = ModelSpec{"cnn", {}};
+  spec->training.optimizer = "adam";
+  EXPECT_EQ(TrainingStateBytes(*spec), 421642 * 16);
+}
+
 TEST(JobSpecTest, DigestChangesWithConfiguration) {
   auto a = ParseManifest(kGood);
   auto b = ParseManifest(std::string(kGood) + "resources: {cpus: 2}\n");

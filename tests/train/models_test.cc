@@ -79,6 +79,18 @@ TEST(ModelsTest, BothKernelsGiveTheSameCnnWithTheSameParameterNames) {
   EXPECT_TRUE(torch::allclose(onednn->forward(x), blas->forward(x), 1e-4, 1e-4));
 }
 
+TEST(ModelsTest, TheManifestCheckCountsExactlyTheParametersTheLearnerBuilds) {
+  // job/job_spec.cc counts parameters without libtorch, to check memory_mb at submission.
+  for (const ModelSpec& spec : {ModelSpec{"cnn", {}}, ModelSpec{"mlp", {256, 128}},
+                                ModelSpec{"mlp", {7}}, ModelSpec{"mlp", {300, 1, 40, 9}}}) {
+    auto model = BuildModel(spec);
+    ASSERT_TRUE(model.ok()) << model.status();
+    int64_t n = 0;
+    for (const auto& p : (*model)->parameters()) n += p.numel();
+    EXPECT_EQ(ModelParameters(spec), n) << spec.architecture << " " << spec.hidden_units.size();
+  }
+}
+
 TEST(AllocatorTest, KeepsFreedTensorsInTheProcessUnlessAskedNotTo) {
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
   GTEST_SKIP() << "the sanitizer's allocator replaces glibc's malloc, so mallopt has no effect";
