@@ -1,6 +1,7 @@
 #include "train/data_parallel.h"
 
 #include <chrono>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
@@ -26,6 +27,7 @@ struct Bucket {
 
 struct DataParallel::Group {
   c10::intrusive_ptr<c10d::TCPStore> store;
+  c10::intrusive_ptr<c10d::PrefixStore> keys;  // the group's keys in `store`, per job and attempt
   c10::intrusive_ptr<c10d::ProcessGroupGloo> gloo;
   std::vector<torch::Tensor> parameters;
   std::vector<Bucket> buckets;
@@ -67,7 +69,8 @@ std::unique_ptr<DataParallel> DataParallel::Local() {
 absl::StatusOr<std::unique_ptr<DataParallel>> DataParallel::Connect(const std::string& host,
                                                                     int port, int rank,
                                                                     int world_size,
-                                                                    int64_t timeout_ms) {
+                                                                    int64_t timeout_ms,
+                                                                    const std::string& prefix) {
   if (world_size < 1 || rank < 0 || rank >= world_size) {
     return absl::InvalidArgumentError(
         absl::StrCat("rank ", rank, " is not in a world of ", world_size, " learners"));
@@ -87,11 +90,12 @@ absl::StatusOr<std::unique_ptr<DataParallel>> DataParallel::Connect(const std::s
     so.waitWorkers = true;
     so.timeout = std::chrono::milliseconds(timeout_ms);
     dp->group_->store = c10::make_intrusive<c10d::TCPStore>(host, so);
+    dp->group_->keys = c10::make_intrusive<c10d::PrefixStore>(prefix, dp->group_->store);
     auto go = c10d::ProcessGroupGloo::Options::create();
     go->timeout = std::chrono::milliseconds(timeout_ms);
     go->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(host));
     dp->group_->gloo =
-        c10::make_intrusive<c10d::ProcessGroupGloo>(dp->group_->store, rank, world_size, go);
+        c10::make_intrusive<c10d::ProcessGroupGloo>(dp->group_->keys, rank, world_size, go);
   } catch (const std::exception& e) {
     std::string what = e.what();
     if (const auto* c10 = dynamic_cast<const c10::Error*>(&e)) what = c10->what_without_backtrace();

@@ -34,10 +34,13 @@ class DataParallel {
   // Joins the job's process group: rank 0 serves the TCPStore on `port` of `host`, the others
   // connect to it; everyone then sets up Gloo's pairwise connections. Waits up to `timeout_ms`
   // milliseconds for all `world_size` ranks. Unavailable if they do not all arrive in time or the
-  // port cannot be bound; InvalidArgument for a bad rank/world size.
+  // port cannot be bound; InvalidArgument for a bad rank/world size. Every key the group keeps in
+  // the store is under `prefix` (the job and attempt, e.g. "job-x/attempt-3/"), so a learner of
+  // another attempt or job that reaches the same host:port meets none of this group's keys.
   static absl::StatusOr<std::unique_ptr<DataParallel>> Connect(const std::string& host, int port,
                                                                int rank, int world_size,
-                                                               int64_t timeout_ms);
+                                                               int64_t timeout_ms,
+                                                               const std::string& prefix);
   // A single-learner job: no process group.
   static std::unique_ptr<DataParallel> Local();
   ~DataParallel();

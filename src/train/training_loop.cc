@@ -65,9 +65,10 @@ absl::StatusOr<LoopResult> RunTraining(const LoopOptions& options, Reporter& rep
     std::unique_ptr<DataParallel> dp = DataParallel::Local();
     if (options.learner.world_size > 1) {
       ASSIGN_OR_RETURN(
-          dp, DataParallel::Connect(options.learner.rendezvous_host,
-                                    options.learner.rendezvous_port, options.learner.rank,
-                                    options.learner.world_size, options.rendezvous_timeout_ms));
+          dp, DataParallel::Connect(
+                  options.learner.rendezvous_host, options.learner.rendezvous_port,
+                  options.learner.rank, options.learner.world_size, options.rendezvous_timeout_ms,
+                  absl::StrCat(options.learner.job_id, "/attempt-", options.learner.attempt, "/")));
     }
     Trainer trainer(options, reporter, std::move(model), std::move(train), std::move(test),
                     std::move(dp));
