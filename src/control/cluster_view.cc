@@ -70,7 +70,7 @@ std::map<std::string, scheduler::TenantShare> ClusterView::Tenants() {
 
 ClusterView::Round ClusterView::ForRound(const std::vector<JobRecord>& jobs,
                                          const std::map<std::string, TimeMs>& not_before,
-                                         TimeMs now) {
+                                         const std::map<std::string, int>& stopping, TimeMs now) {
   Round round;
   scheduler::ClusterSnapshot& snap = round.snapshot;
   snap.now_ms = now;
@@ -89,6 +89,14 @@ ClusterView::Round ClusterView::ForRound(const std::vector<JobRecord>& jobs,
       round.held[r.id] = {r.id, scheduler::WaitCode::kRestartBackoff,
                           absl::StrFormat("waiting: restart backoff, %.1f s left",
                                           (wait_until->second - now) / 1000.0)};
+      continue;
+    }
+    if (auto left = stopping.find(r.id); r.state == JobState::kQueued && left != stopping.end()) {
+      round.held[r.id] = {
+          r.id, scheduler::WaitCode::kCheckpointing,
+          absl::StrCat("waiting: ", left->second, " learner", left->second == 1 ? "" : "s",
+                       " of the previous attempt still writing the last "
+                       "checkpoint")};
       continue;
     }
     snap.jobs.push_back(Request(r, **spec));

@@ -31,15 +31,19 @@ class ClusterView {
 
   // One scheduling round's input, from the store's `jobs`: queued jobs and jobs that hold
   // learners, in submission order. A queued job whose `not_before[id]` (unix ms) is after `now`
-  // sits the round out (restart backoff) and is listed in `held` with its reason. A preempted
-  // job still holds its nodes until its learners exit, but is not the policy's to decide about.
+  // sits the round out (restart backoff) and is listed in `held` with its reason; so does a
+  // queued job with `stopping[id]` learners of an earlier attempt still running (halted, then
+  // resumed at once: they are writing their last checkpoint, and a new attempt beside them would
+  // train from an older one). A preempted job still holds its nodes until its learners exit, but
+  // is not the policy's to decide about.
   struct Round {
     scheduler::ClusterSnapshot snapshot;
     std::map<std::string, JobRecord> jobs;           // the snapshot's jobs, by id
     std::map<std::string, scheduler::Waiting> held;  // sitting this round out
   };
   Round ForRound(const std::vector<JobRecord>& jobs,
-                 const std::map<std::string, TimeMs>& not_before, TimeMs now);
+                 const std::map<std::string, TimeMs>& not_before,
+                 const std::map<std::string, int>& stopping, TimeMs now);
 
   // Why each queued job waits, as of the latest round.
   void SetWaiting(std::map<std::string, scheduler::Waiting> waiting);

@@ -11,7 +11,12 @@
 namespace weft {
 
 void Controller::ScheduleLocked(const std::vector<JobRecord>& jobs) {
-  ClusterView::Round round = view_.ForRound(jobs, attempts_.not_before(), clock_.NowMs());
+  std::map<std::string, int> stopping;
+  for (const JobRecord& r : jobs) {
+    if (r.state != JobState::kQueued) continue;
+    if (int left = executor_.Running(r.id); left > 0) stopping[r.id] = left;
+  }
+  ClusterView::Round round = view_.ForRound(jobs, attempts_.not_before(), stopping, clock_.NowMs());
   std::map<std::string, scheduler::Waiting> waiting = round.held;
   const auto& queued = round.snapshot.jobs;
   if (std::none_of(queued.begin(), queued.end(), [](const auto& j) { return j.Waiting(); })) {

@@ -85,7 +85,8 @@ bool RunsLearners(JobState s) {
 bool InQueue(JobState s) { return s == JobState::kQueued || s == JobState::kPreempted; }
 
 bool AcceptsCheckpoints(JobState s) {
-  return RunsLearners(s) || s == JobState::kHalted || s == JobState::kPreempted;
+  return RunsLearners(s) || s == JobState::kHalted || s == JobState::kPreempted ||
+         s == JobState::kQueued;
 }
 
 bool HoldsResources(JobState s) {

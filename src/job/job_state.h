@@ -48,8 +48,9 @@ bool HoldsResources(JobState s);
 bool RunsLearners(JobState s);
 // QUEUED and PREEMPTED: in the queue (a preempted job checkpoints, then goes back to QUEUED).
 bool InQueue(JobState s);
-// RUNNING learners, or a job just halted or preempted: its learner may still commit the
-// checkpoint it writes on the way out.
+// RUNNING learners, or a job just halted or preempted, or queued again (resumed right after a
+// halt): the learners of its current attempt may still commit the checkpoint they write on the
+// way out, and the next attempt starts only once they are gone.
 bool AcceptsCheckpoints(JobState s);
 
 }  // namespace weft

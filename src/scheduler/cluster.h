@@ -97,7 +97,7 @@ std::string NameFor(const JobRequest& job, const JobRequest& other);
 enum class WaitCode {
   kNextRound,       // weftd: not considered yet (it arrived after the last round)
   kRestartBackoff,  // weftd: after a failure, waiting out its backoff before the next attempt
-  kCheckpointing,   // weftd: preempted, writing its checkpoint before it goes back to the queue
+  kCheckpointing,   // weftd: preempted or halted, its learners write a checkpoint before it runs
   kQuota,           // its tenant's quota would be exceeded
   kPriority,        // higher-priority jobs of its tenant wait ahead of it
   kNoRoom,          // no set of nodes has room for its learners now

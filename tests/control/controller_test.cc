@@ -223,8 +223,37 @@ TEST_F(ControllerTest, HaltedLearnerMayCommitItsLastCheckpoint) {
   ASSERT_TRUE(MakeDirs(controller_->layout().JobDir(id) + "/checkpoints").ok());
   ASSERT_TRUE(WriteFileAtomic(p, "abc").ok());
   EXPECT_TRUE(controller_->OnCommitCheckpoint(id, 1, {7, 0, p, 3, 0}).ok());
+  executor_.Exit(id, 1, 143);
   ASSERT_TRUE(controller_->Resume(id).ok());
   controller_->Tick();
+  EXPECT_EQ(controller_->OnRegister(id, 0, 2, 1, 0).resume_from, (std::vector<std::string>{p}));
+}
+
+TEST_F(ControllerTest, AJobResumedRightAfterHaltWaitsForItsHaltedLearners) {
+  // A code review's finding: resume within the stop grace ran attempt 2 beside attempt 1, which
+  // was still writing the checkpoint attempt 2 should start from.
+  std::string id = Submit();
+  controller_->Tick();
+  controller_->OnRegister(id, 0, 1, 1, 0);
+  ASSERT_TRUE(controller_->Halt(id).ok());
+  ASSERT_TRUE(controller_->Resume(id).ok());
+  for (int round = 0; round < 3; ++round) {
+    controller_->Tick();
+    EXPECT_EQ(State(id), JobState::kQueued);
+    EXPECT_EQ(executor_.launches.size(), 1u);
+    EXPECT_EQ(WaitingReason(id),
+              "waiting: 1 learner of the previous attempt still writing the last checkpoint");
+    EXPECT_EQ(controller_->view().WaitingFor(id)->code, scheduler::WaitCode::kCheckpointing);
+  }
+  std::string p = CheckpointPath(controller_->layout().CheckpointDir(id), 9);
+  ASSERT_TRUE(MakeDirs(controller_->layout().CheckpointDir(id)).ok());
+  ASSERT_TRUE(WriteFileAtomic(p, "abc").ok());
+  EXPECT_TRUE(controller_->OnCommitCheckpoint(id, 1, {9, 0, p, 3, 0}).ok());
+  executor_.Exit(id, 1, 143);
+  controller_->Tick();
+  EXPECT_EQ(State(id), JobState::kStarting);
+  ASSERT_EQ(executor_.launches.size(), 2u);
+  EXPECT_EQ(executor_.launches.back().attempt, 2);
   EXPECT_EQ(controller_->OnRegister(id, 0, 2, 1, 0).resume_from, (std::vector<std::string>{p}));
 }
 
@@ -299,7 +328,9 @@ TEST_F(ControllerTest, RecoverRequeuesJobsThatHeldResources) {
   controller_->OnRegister(running, 0, 1, 1, 0);
   clock_.Advance(1000);
   std::string queued = Submit();
-  // weftd "restarts": a new controller over the same store.
+  // weftd "restarts": a new controller and executor over the same store; attempt 1's learner
+  // died with the old weftd.
+  executor_.running.clear();
   MakeController();
   ASSERT_TRUE(controller_->Recover().ok());
   EXPECT_EQ(State(running), JobState::kQueued);

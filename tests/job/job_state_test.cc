@@ -82,8 +82,8 @@ TEST(JobStateTest, EachPredicateHoldsForExactlyItsStates) {
   EXPECT_EQ(Where(IsSettled), (std::set<S>{S::kCompleted, S::kFailed, S::kHalted}));
   EXPECT_EQ(Where(RunsLearners), (std::set<S>{S::kStarting, S::kRunning, S::kDelivered}));
   EXPECT_EQ(Where(InQueue), (std::set<S>{S::kQueued, S::kPreempted}));
-  EXPECT_EQ(Where(AcceptsCheckpoints),
-            (std::set<S>{S::kStarting, S::kRunning, S::kDelivered, S::kHalted, S::kPreempted}));
+  EXPECT_EQ(Where(AcceptsCheckpoints), (std::set<S>{S::kStarting, S::kRunning, S::kDelivered,
+                                                    S::kHalted, S::kPreempted, S::kQueued}));
 }
 
 TEST(JobStateTest, SettledJobsLeaveOnlyByAPersonsResume) {
