@@ -41,12 +41,16 @@ void SendStatus(httplib::Response& res, const absl::Status& s) {
   SendError(res, code, std::string(s.message()));
 }
 
+void SendNoSuchJob(httplib::Response& res, const std::string& id) {
+  SendError(res, 404, absl::StrCat("no job '", id, "'; `weft list` shows your jobs"));
+}
+
 std::optional<JobRecord> FindJob(Store& store, const std::string& id, const Caller& caller,
                                  httplib::Response& res) {
   auto job = store.GetJob(id);
   if (job.ok() && (caller.admin || job->tenant == caller.tenant)) return *job;
   if (job.ok() || absl::IsNotFound(job.status())) {
-    SendError(res, 404, absl::StrCat("no job '", id, "'; `weft list` shows your jobs"));
+    SendNoSuchJob(res, id);
   } else {
     SendStatus(res, job.status());
   }

@@ -37,6 +37,9 @@ void SendError(httplib::Response& res, int status, const std::string& message,
 // PermissionDenied 403, ResourceExhausted (a full disk or store) 507, anything else 500.
 void SendStatus(httplib::Response& res, const absl::Status& s);
 
+// 404 "no job '<id>'": for a job that does not exist and for another tenant's alike.
+void SendNoSuchJob(httplib::Response& res, const std::string& id);
+
 // The job if it exists and the caller may see it (its tenant, or the admin); otherwise answers
 // 404 exactly as for a missing job, so no tenant learns that another's job exists.
 std::optional<JobRecord> FindJob(Store& store, const std::string& id, const Caller& caller,

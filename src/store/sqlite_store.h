@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <unordered_map>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
@@ -43,6 +44,8 @@ class SqliteStore : public Store {
   absl::StatusOr<std::vector<MetricRecord>> Metrics(const std::string& id, int64_t limit) override;
   absl::Status PutArtifact(const std::string& id, const ArtifactRecord& artifact) override;
   absl::StatusOr<std::vector<ArtifactRecord>> Artifacts(const std::string& id) override;
+  // One critical section: no write of this store comes between its four queries.
+  absl::StatusOr<JobSnapshot> GetJobSnapshot(const std::string& id, int64_t metrics_limit) override;
   absl::Status PutCheckpoint(const std::string& id, const CheckpointRecord& checkpoint) override;
   absl::StatusOr<std::vector<CheckpointRecord>> Checkpoints(const std::string& id) override;
   absl::Status DeleteCheckpoint(const std::string& id, int64_t step) override;
@@ -77,6 +80,14 @@ class SqliteStore : public Store {
   absl::Mutex mu_;
   sqlite3* const db_ ABSL_GUARDED_BY(mu_);  // each public call is one critical section
   const std::unique_ptr<sqlite::StatementCache> stmts_ ABSL_PT_GUARDED_BY(mu_);
+  // Tokens FindToken has read, by digest, so an authenticated request costs no query. Filled and
+  // emptied only while mu_ is held too: every write to the tokens table (RevokeToken,
+  // DeleteTenant) empties it in the same critical section, so no stale entry survives one. No
+  // other process writes weft.db. At most kMaxCachedTokens entries (then it starts over).
+  absl::Mutex tokens_mu_ ABSL_ACQUIRED_AFTER(mu_);
+  std::unordered_map<std::string, TokenRecord> tokens_ ABSL_GUARDED_BY(tokens_mu_);
+  static constexpr size_t kMaxCachedTokens = 100000;
+  void ForgetTokensLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 };
 
 }  // namespace weft

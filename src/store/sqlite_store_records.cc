@@ -46,12 +46,21 @@ absl::StatusOr<std::vector<T>> SqliteStore::JobRowsLocked(const std::string& id,
   return sqlite::Query<T>(*stmts_, what, sql, read, id, args...);
 }
 
+namespace {
+constexpr char kSelectHistory[] =
+    "SELECT seq, time_ms, from_state, to_state, reason FROM job_events WHERE job_id=?1 "
+    "ORDER BY seq";
+constexpr char kSelectMetrics[] =
+    "SELECT step, epoch, wall_time_ms, train_loss, samples_per_s, test_accuracy, test_loss "
+    "FROM (SELECT * FROM metrics WHERE job_id=?1 ORDER BY seq DESC LIMIT ?2) ORDER BY seq";
+constexpr char kSelectArtifacts[] =
+    "SELECT kind, path, card_path, test_accuracy, epoch, step, bytes, created_ms "
+    "FROM artifacts WHERE job_id=?1 ORDER BY created_ms, kind";
+}  // namespace
+
 absl::StatusOr<std::vector<StateEvent>> SqliteStore::History(const std::string& id) {
   absl::MutexLock lock(&mu_);
-  return JobRowsLocked<StateEvent>(id, "read history",
-                                   "SELECT seq, time_ms, from_state, to_state, reason "
-                                   "FROM job_events WHERE job_id=?1 ORDER BY seq",
-                                   ReadEvent);
+  return JobRowsLocked<StateEvent>(id, "read history", kSelectHistory, ReadEvent);
 }
 
 absl::Status SqliteStore::AppendMetrics(const std::string& id,
@@ -76,11 +85,8 @@ absl::Status SqliteStore::AppendMetrics(const std::string& id,
 absl::StatusOr<std::vector<MetricRecord>> SqliteStore::Metrics(const std::string& id,
                                                                int64_t limit) {
   absl::MutexLock lock(&mu_);
-  return JobRowsLocked<MetricRecord>(
-      id, "read metrics",
-      "SELECT step, epoch, wall_time_ms, train_loss, samples_per_s, test_accuracy, test_loss "
-      "FROM (SELECT * FROM metrics WHERE job_id=?1 ORDER BY seq DESC LIMIT ?2) ORDER BY seq",
-      ReadMetric, limit > 0 ? limit : int64_t{-1});
+  return JobRowsLocked<MetricRecord>(id, "read metrics", kSelectMetrics, ReadMetric,
+                                     limit > 0 ? limit : int64_t{-1});
 }
 
 absl::Status SqliteStore::PutArtifact(const std::string& id, const ArtifactRecord& a) {
@@ -101,11 +107,23 @@ absl::Status SqliteStore::PutArtifact(const std::string& id, const ArtifactRecor
 
 absl::StatusOr<std::vector<ArtifactRecord>> SqliteStore::Artifacts(const std::string& id) {
   absl::MutexLock lock(&mu_);
-  return JobRowsLocked<ArtifactRecord>(
-      id, "read artifacts",
-      "SELECT kind, path, card_path, test_accuracy, epoch, step, bytes, created_ms "
-      "FROM artifacts WHERE job_id=?1 ORDER BY created_ms, kind",
-      ReadArtifact);
+  return JobRowsLocked<ArtifactRecord>(id, "read artifacts", kSelectArtifacts, ReadArtifact);
+}
+
+absl::StatusOr<Store::JobSnapshot> SqliteStore::GetJobSnapshot(const std::string& id,
+                                                               int64_t metrics_limit) {
+  absl::MutexLock lock(&mu_);
+  JobSnapshot out;
+  ASSIGN_OR_RETURN(out.job, GetJobLocked(id));
+  ASSIGN_OR_RETURN(out.history, sqlite::Query<StateEvent>(*stmts_, "read history", kSelectHistory,
+                                                          ReadEvent, id));
+  ASSIGN_OR_RETURN(out.metrics, sqlite::Query<MetricRecord>(
+                                    *stmts_, "read metrics", kSelectMetrics, ReadMetric, id,
+                                    metrics_limit > 0 ? metrics_limit : int64_t{-1}));
+  ASSIGN_OR_RETURN(
+      out.artifacts,
+      sqlite::Query<ArtifactRecord>(*stmts_, "read artifacts", kSelectArtifacts, ReadArtifact, id));
+  return out;
 }
 
 absl::Status SqliteStore::PutCheckpoint(const std::string& id, const CheckpointRecord& c) {

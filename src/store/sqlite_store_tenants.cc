@@ -82,6 +82,7 @@ absl::Status SqliteStore::DeleteTenant(const std::string& name) {
   RETURN_IF_ERROR(
       sqlite::Execute(*stmts_, "delete tokens", "DELETE FROM tokens WHERE tenant=?1", name)
           .status());
+  ForgetTokensLocked();
   return tx.Commit();
 }
 
@@ -98,10 +99,25 @@ absl::Status SqliteStore::CreateToken(const TokenRecord& t) {
 }
 
 absl::StatusOr<TokenRecord> SqliteStore::FindToken(const std::string& sha256) {
+  {
+    absl::MutexLock cached(&tokens_mu_);
+    if (auto it = tokens_.find(sha256); it != tokens_.end()) return it->second;
+  }
   absl::MutexLock lock(&mu_);
-  return sqlite::QueryOne<TokenRecord>(*stmts_, "find token", "no such token",
-                                       absl::StrCat(kSelectTokens, " WHERE sha256=?1"), ReadToken,
-                                       sha256);
+  absl::StatusOr<TokenRecord> token = sqlite::QueryOne<TokenRecord>(
+      *stmts_, "find token", "no such token", absl::StrCat(kSelectTokens, " WHERE sha256=?1"),
+      ReadToken, sha256);
+  if (token.ok()) {
+    absl::MutexLock cached(&tokens_mu_);
+    if (tokens_.size() >= kMaxCachedTokens) tokens_.clear();
+    tokens_[sha256] = *token;
+  }
+  return token;
+}
+
+void SqliteStore::ForgetTokensLocked() {
+  absl::MutexLock cached(&tokens_mu_);
+  tokens_.clear();
 }
 
 absl::StatusOr<std::vector<TokenRecord>> SqliteStore::ListTokens(const std::string& tenant) {
@@ -118,6 +134,7 @@ absl::Status SqliteStore::RevokeToken(const std::string& tenant, const std::stri
                                           "UPDATE tokens SET revoked_ms=COALESCE(revoked_ms, ?3) "
                                           "WHERE id=?1 AND tenant=?2",
                                           id, tenant, when));
+  ForgetTokensLocked();
   if (n == 0) {
     return absl::NotFoundError(absl::StrCat("tenant '", tenant, "' has no token '", id, "'"));
   }

@@ -73,6 +73,18 @@ class Store {
 
   virtual absl::StatusOr<std::vector<ArtifactRecord>> Artifacts(const std::string& id) = 0;
 
+  // A job with its history, its latest `metrics_limit` metric points (all when <= 0) and its
+  // artifacts, all as of one instant, in one call: what a status read shows. NotFound for an
+  // unknown job.
+  struct JobSnapshot {
+    JobRecord job;
+    std::vector<StateEvent> history;
+    std::vector<MetricRecord> metrics;
+    std::vector<ArtifactRecord> artifacts;
+  };
+  virtual absl::StatusOr<JobSnapshot> GetJobSnapshot(const std::string& id,
+                                                     int64_t metrics_limit) = 0;
+
   // Inserts or replaces the checkpoint at `checkpoint.step`. NotFound for an unknown job.
   virtual absl::Status PutCheckpoint(const std::string& id, const CheckpointRecord& checkpoint) = 0;
   // Checkpoints newest (highest step) first. NotFound for an unknown job.

@@ -178,6 +178,29 @@ TEST_P(StoreTest, ArtifactsReplacePerKind) {
   EXPECT_EQ((*arts)[1].bytes, 1234);
 }
 
+TEST_P(StoreTest, ASnapshotHoldsTheJobItsHistoryLatestMetricsAndArtifacts) {
+  ASSERT_TRUE(store_->CreateJob(NewJob("job-a"), "submitted").ok());
+  ASSERT_TRUE(store_->CreateJob(NewJob("job-b"), "submitted").ok());
+  std::vector<MetricRecord> pts(3);
+  for (int i = 0; i < 3; ++i) pts[i].step = i + 1;
+  ASSERT_TRUE(store_->AppendMetrics("job-a", pts).ok());
+  ASSERT_TRUE(store_->AppendMetrics("job-b", pts).ok());
+  ASSERT_TRUE(store_->PutArtifact("job-a", {"final", "/f.pt", "/f.json", 0.9, 1, 3, 10, 5}).ok());
+  auto snap = store_->GetJobSnapshot("job-a", 2);
+  ASSERT_TRUE(snap.ok()) << snap.status();
+  EXPECT_EQ(snap->job.id, "job-a");
+  ASSERT_EQ(snap->history.size(), 1u);
+  EXPECT_EQ(snap->history[0].reason, "submitted");
+  ASSERT_EQ(snap->metrics.size(), 2u);
+  EXPECT_EQ(snap->metrics[0].step, 2);
+  EXPECT_EQ(snap->metrics[1].step, 3);
+  ASSERT_EQ(snap->artifacts.size(), 1u);
+  EXPECT_EQ(snap->artifacts[0].path, "/f.pt");
+  EXPECT_EQ(store_->GetJobSnapshot("job-b", 0)->metrics.size(), 3u);
+  EXPECT_TRUE(store_->GetJobSnapshot("job-b", 0)->artifacts.empty());
+  EXPECT_TRUE(absl::IsNotFound(store_->GetJobSnapshot("job-nope", 2).status()));
+}
+
 TEST_P(StoreTest, CloseAndReopenKeepsEverything) {
   JobRecord r = NewJob("job-a");
   ASSERT_TRUE(store_->CreateJob(r, "submitted").ok());
@@ -276,6 +299,7 @@ TEST_P(StoreTest, TenantsRoundTripUpdateAndDeleteOnlyWithoutJobs) {
   ASSERT_TRUE(store_->DeleteJob("job-v").ok());
   TokenRecord tok{"tok-1", "vision", "abc", 1, std::nullopt};
   ASSERT_TRUE(store_->CreateToken(tok).ok());
+  ASSERT_TRUE(store_->FindToken("abc").ok());  // found once (a store may keep it in memory)
   ASSERT_TRUE(store_->DeleteTenant("vision").ok());
   EXPECT_TRUE(absl::IsNotFound(store_->GetTenant("vision").status()));
   EXPECT_TRUE(absl::IsNotFound(store_->FindToken("abc").status()));  // tokens go with it
@@ -292,7 +316,7 @@ TEST_P(StoreTest, TokensAreFoundByDigestAndRevokedByTheirTenantOnly) {
   EXPECT_EQ(a->tenant, "a");
   EXPECT_FALSE(a->revoked_ms.has_value());
   EXPECT_TRUE(absl::IsNotFound(store_->RevokeToken("b", "tok-a", 9)));  // not b's token
-  ASSERT_TRUE(store_->RevokeToken("a", "tok-a", 9).ok());
+  ASSERT_TRUE(store_->RevokeToken("a", "tok-a", 9).ok());  // after FindToken: seen at once
   Reopen();
   EXPECT_EQ(store_->FindToken("digest-a")->revoked_ms, 9);
   EXPECT_EQ(store_->FindToken("digest-admin")->tenant, "");
