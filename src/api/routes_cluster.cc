@@ -25,7 +25,14 @@ void Queue(const Services& s, const Request&, Response& res, const Caller& calle
                     {"code", scheduler::WaitCodeName(e.waiting.code)},
                     {"reason", e.waiting.reason}});
   }
-  SendJson(res, 200, {{"queue", list}});
+  const ClusterView::RoundTime round = s.controller.view().LastRound();
+  SendJson(res, 200,
+           {{"queue", list},
+            {"round",
+             {{"last_ms", round.last_ms},
+              {"max_ms", round.max_ms},
+              {"active_jobs", round.active_jobs},
+              {"rounds", round.rounds}}}});
 }
 
 void Nodes(const Services& s, const Request&, Response& res, const Caller& caller) {

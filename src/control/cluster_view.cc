@@ -105,6 +105,19 @@ ClusterView::Round ClusterView::ForRound(const std::vector<JobRecord>& jobs,
   return round;
 }
 
+void ClusterView::RecordRound(double ms, int64_t active_jobs) {
+  absl::MutexLock lock(&mu_);
+  round_.last_ms = ms;
+  round_.max_ms = std::max(round_.max_ms, ms);
+  round_.active_jobs = active_jobs;
+  ++round_.rounds;
+}
+
+ClusterView::RoundTime ClusterView::LastRound() const {
+  absl::MutexLock lock(&mu_);
+  return round_;
+}
+
 void ClusterView::SetWaiting(std::map<std::string, scheduler::Waiting> waiting) {
   absl::MutexLock lock(&mu_);
   waiting_ = std::move(waiting);

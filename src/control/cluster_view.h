@@ -47,6 +47,16 @@ class ClusterView {
 
   // Why each queued job waits, as of the latest round.
   void SetWaiting(std::map<std::string, scheduler::Waiting> waiting);
+  // How long the control rounds take (reap, liveness, scheduling, starts), for GET /v1/queue.
+  struct RoundTime {
+    double last_ms = 0;    // the latest round, milliseconds
+    double max_ms = 0;     // the longest since weftd started
+    int64_t active_jobs = 0;  // jobs the latest round read (queued or holding learners)
+    int64_t rounds = 0;
+  };
+  void RecordRound(double ms, int64_t active_jobs);
+  RoundTime LastRound() const;
+
   // Why `id` waits; nullopt if it did not wait in the latest round.
   std::optional<scheduler::Waiting> WaitingFor(const std::string& id) const;
   void Forget(const std::string& id);
@@ -90,6 +100,7 @@ class ClusterView {
 
   mutable absl::Mutex mu_;
   std::map<std::string, scheduler::Waiting> waiting_ ABSL_GUARDED_BY(mu_);
+  RoundTime round_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace weft

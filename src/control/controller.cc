@@ -191,6 +191,7 @@ void Controller::StopLoop() {
 }
 
 void Controller::Tick() {
+  const auto start = std::chrono::steady_clock::now();
   std::vector<LearnerExit> exits = executor_.Reap();
   // When several learners of a gang end in one round, the cause goes first: a learner killed by
   // a signal, then one that failed, then the rest (its peers exit because it is gone).
@@ -209,6 +210,9 @@ void Controller::Tick() {
   }
   CheckLivenessLocked(*jobs);
   ScheduleLocked(*jobs);
+  view_.RecordRound(
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count(),
+      static_cast<int64_t>(jobs->size()));
 }
 
 }  // namespace weft

@@ -137,6 +137,19 @@ TEST_F(ControllerTest, SubmissionRefusesThreadsOverCpusAndStateOverMemory) {
   EXPECT_EQ(errors[1].field, "resources.memory_mb");
 }
 
+TEST_F(ControllerTest, EachRoundRecordsItsTimeAndTheActiveJobsItRead) {
+  EXPECT_EQ(controller_->view().LastRound().rounds, 0);
+  Submit();
+  Submit();
+  controller_->Tick();
+  controller_->Tick();
+  ClusterView::RoundTime round = controller_->view().LastRound();
+  EXPECT_EQ(round.rounds, 2);
+  EXPECT_EQ(round.active_jobs, 2);
+  EXPECT_GE(round.max_ms, round.last_ms);
+  EXPECT_GE(round.last_ms, 0);
+}
+
 TEST_F(ControllerTest, CleanExitWithoutFinalModelFails) {
   std::string id = Submit();
   controller_->Tick();
