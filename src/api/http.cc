@@ -1,5 +1,13 @@
 #include "api/http.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <memory>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -39,6 +47,36 @@ void SendStatus(httplib::Response& res, const absl::Status& s) {
   if (absl::IsPermissionDenied(s)) code = 403;
   if (absl::IsResourceExhausted(s)) code = 507;
   SendError(res, code, std::string(s.message()));
+}
+
+absl::Status SendFile(httplib::Response& res, const std::string& path,
+                      const std::string& content_type) {
+  const int raw = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (raw < 0) {
+    const int err = errno;
+    if (err == ENOENT) return absl::NotFoundError(absl::StrCat(path, " does not exist"));
+    return absl::InternalError(absl::StrCat("cannot open ", path, ": ", strerror(err)));
+  }
+  // Closed when the server drops the provider, however the transfer ends.
+  auto fd = std::shared_ptr<int>(new int(raw), [](int* f) {
+    ::close(*f);
+    delete f;
+  });
+  struct stat st {};
+  if (::fstat(*fd, &st) != 0) {
+    return absl::InternalError(absl::StrCat("cannot stat ", path, ": ", strerror(errno)));
+  }
+  res.status = 200;
+  res.set_content_provider(static_cast<size_t>(st.st_size), content_type,
+                           [fd](size_t offset, size_t length, httplib::DataSink& sink) {
+                             std::string buffer(std::min(length, kFileChunkBytes), '\0');
+                             const ssize_t n = ::pread(*fd, buffer.data(), buffer.size(),
+                                                       static_cast<off_t>(offset));
+                             if (n <= 0)
+                               return false;  // shrank or failed: the connection is closed short
+                             return sink.write(buffer.data(), static_cast<size_t>(n));
+                           });
+  return absl::OkStatus();
 }
 
 void SendNoSuchJob(httplib::Response& res, const std::string& id) {

@@ -37,6 +37,15 @@ void SendError(httplib::Response& res, int status, const std::string& message,
 // PermissionDenied 403, ResourceExhausted (a full disk or store) 507, anything else 500.
 void SendStatus(httplib::Response& res, const absl::Status& s);
 
+// Answers 200 with the file at `path` (a model, a log) streamed in reads of kFileChunkBytes, never
+// held whole in memory: its bytes as of now (Content-Length is its size now; a log that grows
+// meanwhile is served up to here). The file is opened now, so one replaced by a rename meanwhile is
+// served as it was. Symlinks are refused. NotFound if the file does not exist, Internal for other
+// open errors; the response is untouched then.
+inline constexpr size_t kFileChunkBytes = 64 * 1024;
+absl::Status SendFile(httplib::Response& res, const std::string& path,
+                      const std::string& content_type);
+
 // 404 "no job '<id>'": for a job that does not exist and for another tenant's alike.
 void SendNoSuchJob(httplib::Response& res, const std::string& id);
 

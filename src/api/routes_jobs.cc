@@ -127,12 +127,12 @@ void Model(const Services& s, const Request& req, Response& res, const Caller& c
   if (!artifacts.ok()) return SendStatus(res, artifacts.status());
   for (const auto& a : *artifacts) {
     if (a.kind != which) continue;
-    auto bytes = ReadFile(ModelPath(s.controller.layout().ResultDir(id), a.kind));
-    if (!bytes.ok()) return SendStatus(res, bytes.status());
+    absl::Status sent = SendFile(res, ModelPath(s.controller.layout().ResultDir(id), a.kind),
+                                 "application/octet-stream");
+    if (!sent.ok()) return SendStatus(res, sent);
     res.set_header("Content-Disposition",
                    absl::StrCat("attachment; filename=\"", id, "-", which, ".pt\""));
     res.set_header("X-Weft-Test-Accuracy", absl::StrCat(a.test_accuracy));
-    res.set_content(*bytes, "application/octet-stream");
     return;
   }
   SendError(res, 404,
@@ -164,8 +164,11 @@ void FollowLog(const Services& s, const std::string& id, const std::string& path
         std::ifstream in(path, std::ios::binary);
         std::string chunk;
         if (in) {
+          // At most kFileChunkBytes per call: a long log is never read whole into memory.
           in.seekg(*offset);
-          chunk.assign(std::istreambuf_iterator<char>(in), {});
+          chunk.resize(kFileChunkBytes);
+          in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+          chunk.resize(static_cast<size_t>(std::max<std::streamsize>(0, in.gcount())));
         }
         if (!chunk.empty()) {
           *offset += static_cast<std::streamoff>(chunk.size());
@@ -200,9 +203,12 @@ void Logs(const Services& s, const Request& req, Response& res, const Caller& ca
   if (req.has_param("follow") && req.get_param_value("follow") == "true") {
     return FollowLog(s, id, path, caller, res);
   }
-  auto text = ReadFile(path);
-  res.status = 200;
-  res.set_content(text.ok() ? *text : std::string(), "text/plain");
+  absl::Status sent = SendFile(res, path, "text/plain");
+  if (absl::IsNotFound(sent)) {  // the learner has written nothing yet
+    res.status = 200;
+    return res.set_content("", "text/plain");
+  }
+  if (!sent.ok()) SendStatus(res, sent);
 }
 
 }  // namespace

@@ -1,0 +1,74 @@
+#include "api/http.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <thread>
+
+namespace weft::api {
+namespace {
+
+class SendFileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/weft-http-test-XXXXXX";
+    dir_ = mkdtemp(tmpl);
+    server_.Get("/file", [this](const httplib::Request&, httplib::Response& res) {
+      absl::Status s = SendFile(res, dir_ + "/f", "application/octet-stream");
+      if (!s.ok()) SendStatus(res, s);
+    });
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+    while (!server_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  void TearDown() override {
+    server_.stop();
+    thread_.join();
+    std::filesystem::remove_all(dir_);
+  }
+  httplib::Result Get() { return httplib::Client("127.0.0.1", port_).Get("/file"); }
+
+  std::string dir_;
+  httplib::Server server_;
+  int port_ = 0;
+  std::thread thread_;
+};
+
+TEST_F(SendFileTest, AFileOfManyChunksArrivesWholeWithItsLength) {
+  std::string bytes(5 * kFileChunkBytes + 123, '\0');
+  std::mt19937 rng(7);
+  for (char& c : bytes) c = static_cast<char>(rng());
+  std::ofstream(dir_ + "/f", std::ios::binary) << bytes;
+  auto r = Get();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->get_header_value("Content-Length"), std::to_string(bytes.size()));
+  EXPECT_TRUE(r->body == bytes);
+}
+
+TEST_F(SendFileTest, AMissingFileIs404AndASymlinkIsRefused) {
+  auto r = Get();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 404);
+  std::ofstream(dir_ + "/secret") << "not for download";
+  std::filesystem::create_symlink(dir_ + "/secret", dir_ + "/f");
+  r = Get();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 500);
+  EXPECT_EQ(r->body.find("not for download"), std::string::npos);
+}
+
+TEST_F(SendFileTest, AnEmptyFileIsAnEmptyAnswer) {
+  std::ofstream(dir_ + "/f").close();
+  auto r = Get();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->body, "");
+}
+
+}  // namespace
+}  // namespace weft::api
