@@ -100,18 +100,34 @@ Handler Action(const Services& s, absl::Status (Controller::*act)(const std::str
   };
 }
 
+constexpr int64_t kMetricPageDefault = 1000;
+constexpr int64_t kMetricPageMax = 10000;
+
 void Metrics(const Services& s, const Request& req, Response& res, const Caller& caller) {
   std::string id = req.matches[1];
   if (!FindJob(s.store, id, caller, res)) return;
-  int64_t limit = 0;
-  if (req.has_param("limit") && !absl::SimpleAtoi(req.get_param_value("limit"), &limit)) {
-    return SendError(res, 400, "limit must be an integer");
+  // A page of the series: ?from=K (0-based; default the last page) &limit=N (default 1,000).
+  int64_t limit = kMetricPageDefault, from = -1;
+  if (req.has_param("limit") && (!absl::SimpleAtoi(req.get_param_value("limit"), &limit) ||
+                                 limit < 1 || limit > kMetricPageMax)) {
+    return SendError(res, 400,
+                     absl::StrCat("limit must be an integer in [1, ", kMetricPageMax, "]"),
+                     nlohmann::json::array({{{"field", "limit"}, {"problem", "out of range"}}}));
   }
-  auto metrics = s.store.Metrics(id, limit);
-  if (!metrics.ok()) return SendStatus(res, metrics.status());
+  if (req.has_param("from") &&
+      (!absl::SimpleAtoi(req.get_param_value("from"), &from) || from < 0)) {
+    return SendError(res, 400, "from must be a non-negative integer (a point's index)",
+                     nlohmann::json::array({{{"field", "from"}, {"problem", "not an index"}}}));
+  }
+  auto page = s.store.MetricRange(id, from, limit);
+  if (!page.ok()) return SendStatus(res, page.status());
   nlohmann::json points = nlohmann::json::array();
-  for (const auto& m : *metrics) points.push_back(MetricJson(m));
-  SendJson(res, 200, {{"job_id", id}, {"points", points}});
+  for (const auto& m : page->points) points.push_back(MetricJson(m));
+  nlohmann::json body = {
+      {"job_id", id}, {"total", page->total}, {"from", page->from}, {"points", points}};
+  const int64_t end = page->from + static_cast<int64_t>(page->points.size());
+  if (end < page->total) body["next"] = end;
+  SendJson(res, 200, body);
 }
 
 void Model(const Services& s, const Request& req, Response& res, const Caller& caller) {

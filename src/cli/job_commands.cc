@@ -221,9 +221,21 @@ int Show(const Client& api, const std::string& id, bool as_json) {
 }
 
 int Metrics(const Client& api, const std::string& id, bool as_json) {
-  Reply r = api.Call("GET", "/v1/jobs/" + id + "/metrics");
-  if (r.status != 200) return Fail(r);
-  json j = r.Json();
+  // The whole series, page by page from the first point.
+  json j;
+  for (int64_t from = 0;;) {
+    Reply r = api.Call("GET", absl::StrCat("/v1/jobs/", id, "/metrics?limit=10000&from=", from));
+    if (r.status != 200) return Fail(r);
+    json page = r.Json();
+    if (j.is_null()) {
+      j = page;
+    } else {
+      for (auto& p : page["points"]) j["points"].push_back(std::move(p));
+    }
+    if (!page.contains("next")) break;
+    from = page["next"].get<int64_t>();
+  }
+  j.erase("next");
   if (as_json) {
     std::cout << j.dump(2) << "\n";
     return 0;

@@ -44,6 +44,8 @@ class SqliteStore : public Store {
   absl::StatusOr<std::vector<MetricRecord>> Metrics(const std::string& id, int64_t limit) override;
   absl::Status PutArtifact(const std::string& id, const ArtifactRecord& artifact) override;
   absl::StatusOr<std::vector<ArtifactRecord>> Artifacts(const std::string& id) override;
+  absl::StatusOr<MetricPage> MetricRange(const std::string& id, int64_t from,
+                                         int64_t limit) override;
   // One critical section: no write of this store comes between its four queries.
   absl::StatusOr<JobSnapshot> GetJobSnapshot(const std::string& id, int64_t metrics_limit) override;
   absl::Status PutCheckpoint(const std::string& id, const CheckpointRecord& checkpoint) override;

@@ -1,5 +1,7 @@
 // The SQLite store: what belongs to a job besides its record (state history, metric points,
 // model artifacts, checkpoints). Every call checks the job exists first (NotFound otherwise).
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "store/sqlite_query.h"
@@ -87,6 +89,27 @@ absl::StatusOr<std::vector<MetricRecord>> SqliteStore::Metrics(const std::string
   absl::MutexLock lock(&mu_);
   return JobRowsLocked<MetricRecord>(id, "read metrics", kSelectMetrics, ReadMetric,
                                      limit > 0 ? limit : int64_t{-1});
+}
+
+absl::StatusOr<Store::MetricPage> SqliteStore::MetricRange(const std::string& id, int64_t from,
+                                                           int64_t limit) {
+  absl::MutexLock lock(&mu_);
+  MetricPage page;
+  ASSIGN_OR_RETURN(
+      std::vector<int64_t> count,
+      JobRowsLocked<int64_t>(id, "count metrics", "SELECT COUNT(*) FROM metrics WHERE job_id=?1",
+                             [](sqlite::Stmt& s) { return s.Int(0); }));
+  page.total = count.empty() ? 0 : count[0];
+  limit = std::max<int64_t>(limit, 0);
+  page.from = from >= 0 ? from : std::max<int64_t>(0, page.total - limit);
+  ASSIGN_OR_RETURN(
+      page.points,
+      sqlite::Query<MetricRecord>(
+          *stmts_, "read metric range",
+          "SELECT step, epoch, wall_time_ms, train_loss, samples_per_s, test_accuracy, test_loss "
+          "FROM metrics WHERE job_id=?1 ORDER BY seq LIMIT ?2 OFFSET ?3",
+          ReadMetric, id, limit, page.from));
+  return page;
 }
 
 absl::Status SqliteStore::PutArtifact(const std::string& id, const ArtifactRecord& a) {

@@ -68,6 +68,17 @@ class Store {
   virtual absl::StatusOr<std::vector<MetricRecord>> Metrics(const std::string& id,
                                                             int64_t limit = 0) = 0;
 
+  // Points [from, from + limit) of the job's metric series (0-based, in insertion order; the series
+  // only grows, so an index stays put) and how many it holds in all. With from < 0, the latest
+  // `limit` points. NotFound for an unknown job.
+  struct MetricPage {
+    int64_t total = 0;
+    int64_t from = 0;
+    std::vector<MetricRecord> points;
+  };
+  virtual absl::StatusOr<MetricPage> MetricRange(const std::string& id, int64_t from,
+                                                 int64_t limit) = 0;
+
   // Inserts or replaces the artifact of `artifact.kind`. NotFound for an unknown job.
   virtual absl::Status PutArtifact(const std::string& id, const ArtifactRecord& artifact) = 0;
 

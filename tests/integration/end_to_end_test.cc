@@ -116,6 +116,21 @@ TEST_F(EndToEndTest, SmokeJobCompletesWithModelsLogsMetricsAndSurvivesRestart) {
   }
   EXPECT_EQ(evals, 2) << "eval_every_steps 100 and the epoch end";
   EXPECT_GE(train_points, 1);
+  // The series in pages: walked from the first point, they are the whole series in order.
+  const int64_t total = metrics["total"].get<int64_t>();
+  ASSERT_EQ(total, static_cast<int64_t>(metrics["points"].size()));
+  json walked = json::array();
+  for (int64_t from = 0, pages = 0; pages < 100; ++pages) {
+    json page = GetJson("/v1/jobs/" + id + "/metrics?limit=2&from=" + std::to_string(from));
+    EXPECT_EQ(page["from"].get<int64_t>(), from);
+    for (const auto& p : page["points"]) walked.push_back(p);
+    if (!page.contains("next")) break;
+    from = page["next"].get<int64_t>();
+  }
+  EXPECT_EQ(walked, metrics["points"]);
+  GetJson("/v1/jobs/" + id + "/metrics?limit=0", 400);
+  GetJson("/v1/jobs/" + id + "/metrics?limit=10001", 400);
+  GetJson("/v1/jobs/" + id + "/metrics?from=-1", 400);
 
   // Both models download and load in libtorch, with the accuracy weft reported.
   auto spec = ParseManifest(job["spec"].dump());

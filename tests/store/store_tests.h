@@ -160,6 +160,27 @@ TEST_P(StoreTest, MetricsKeepOrderAndOptionalFields) {
   EXPECT_EQ((*last2)[1].step, 50);
 }
 
+TEST_P(StoreTest, MetricsArePagedByIndex) {
+  ASSERT_TRUE(store_->CreateJob(NewJob("job-a"), "s").ok());
+  std::vector<MetricRecord> pts(7);
+  for (int i = 0; i < 7; ++i) pts[i].step = 10 * (i + 1);
+  ASSERT_TRUE(store_->AppendMetrics("job-a", pts).ok());
+  auto page = store_->MetricRange("job-a", 2, 3);
+  ASSERT_TRUE(page.ok()) << page.status();
+  EXPECT_EQ(page->total, 7);
+  EXPECT_EQ(page->from, 2);
+  ASSERT_EQ(page->points.size(), 3u);
+  EXPECT_EQ(page->points[0].step, 30);
+  EXPECT_EQ(page->points[2].step, 50);
+  auto last = store_->MetricRange("job-a", -1, 3);  // the latest page
+  EXPECT_EQ(last->from, 4);
+  EXPECT_EQ(last->points.front().step, 50);
+  EXPECT_EQ(last->points.back().step, 70);
+  EXPECT_TRUE(store_->MetricRange("job-a", 7, 3)->points.empty());
+  EXPECT_EQ(store_->MetricRange("job-a", -1, 100)->points.size(), 7u);
+  EXPECT_TRUE(absl::IsNotFound(store_->MetricRange("job-nope", 0, 3).status()));
+}
+
 TEST_P(StoreTest, ArtifactsReplacePerKind) {
   ASSERT_TRUE(store_->CreateJob(NewJob("job-a"), "s").ok());
   ArtifactRecord a{"delivered", "/m1.pt", "/c1.json", 0.88, 2, 100, 1234, 5000};
