@@ -49,8 +49,8 @@ class ClusterView {
   void SetWaiting(std::map<std::string, scheduler::Waiting> waiting);
   // How long the control rounds take (reap, liveness, scheduling, starts), for GET /v1/queue.
   struct RoundTime {
-    double last_ms = 0;    // the latest round, milliseconds
-    double max_ms = 0;     // the longest since weftd started
+    double last_ms = 0;       // the latest round, milliseconds
+    double max_ms = 0;        // the longest since weftd started
     int64_t active_jobs = 0;  // jobs the latest round read (queued or holding learners)
     int64_t rounds = 0;
   };
