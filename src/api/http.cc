@@ -79,6 +79,16 @@ absl::Status SendFile(httplib::Response& res, const std::string& path,
   return absl::OkStatus();
 }
 
+std::string ReadFileChunk(const std::string& path, int64_t offset) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return "";
+  std::string chunk(kFileChunkBytes, '\0');
+  const ssize_t n = ::pread(fd, chunk.data(), chunk.size(), static_cast<off_t>(offset));
+  ::close(fd);
+  chunk.resize(n > 0 ? static_cast<size_t>(n) : 0);
+  return chunk;
+}
+
 void SendNoSuchJob(httplib::Response& res, const std::string& id) {
   SendError(res, 404, absl::StrCat("no job '", id, "'; `weft list` shows your jobs"));
 }

@@ -46,6 +46,10 @@ inline constexpr size_t kFileChunkBytes = 64 * 1024;
 absl::Status SendFile(httplib::Response& res, const std::string& path,
                       const std::string& content_type);
 
+// Up to kFileChunkBytes of the file at `path` from byte `offset`, without following a symlink;
+// empty at its end or when it cannot be opened or read.
+std::string ReadFileChunk(const std::string& path, int64_t offset);
+
 // 404 "no job '<id>'": for a job that does not exist and for another tenant's alike.
 void SendNoSuchJob(httplib::Response& res, const std::string& id);
 

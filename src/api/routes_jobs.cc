@@ -1,6 +1,5 @@
 // /v1/jobs and everything under one job: submit, list, show, halt, resume, delete, metrics,
 // models and logs. A tenant sees only its own jobs; another tenant's answers 404.
-#include <fstream>
 #include <memory>
 
 #include "absl/strings/numbers.h"
@@ -173,21 +172,14 @@ void FollowLog(const Services& s, const std::string& id, const std::string& path
                                     "(--follow-streams-per-tenant); close one or retry later"));
     }
   }
-  auto offset = std::make_shared<std::streamoff>(0);
+  auto offset = std::make_shared<int64_t>(0);
   Store* store = &s.store;
   res.set_chunked_content_provider(
       "text/plain", [store, id, path, offset, lease](size_t, httplib::DataSink& sink) {
-        std::ifstream in(path, std::ios::binary);
-        std::string chunk;
-        if (in) {
-          // At most kFileChunkBytes per call: a long log is never read whole into memory.
-          in.seekg(*offset);
-          chunk.resize(kFileChunkBytes);
-          in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
-          chunk.resize(static_cast<size_t>(std::max<std::streamsize>(0, in.gcount())));
-        }
+        // At most kFileChunkBytes per call: a long log is never read whole into memory.
+        std::string chunk = ReadFileChunk(path, *offset);
         if (!chunk.empty()) {
-          *offset += static_cast<std::streamoff>(chunk.size());
+          *offset += static_cast<int64_t>(chunk.size());
           return sink.write(chunk.data(), chunk.size());
         }
         auto job = store->GetJob(id);

@@ -62,6 +62,18 @@ TEST_F(SendFileTest, AMissingFileIs404AndASymlinkIsRefused) {
   EXPECT_EQ(r->body.find("not for download"), std::string::npos);
 }
 
+TEST_F(SendFileTest, ChunksAreReadFromAnOffsetAndNeverThroughASymlink) {
+  std::string bytes(kFileChunkBytes + 10, 'x');
+  bytes.back() = 'y';
+  std::ofstream(dir_ + "/f", std::ios::binary) << bytes;
+  EXPECT_EQ(ReadFileChunk(dir_ + "/f", 0).size(), kFileChunkBytes);
+  EXPECT_EQ(ReadFileChunk(dir_ + "/f", kFileChunkBytes), "xxxxxxxxxy");
+  EXPECT_EQ(ReadFileChunk(dir_ + "/f", bytes.size()), "");
+  std::filesystem::create_symlink(dir_ + "/f", dir_ + "/link");
+  EXPECT_EQ(ReadFileChunk(dir_ + "/link", 0), "");
+  EXPECT_EQ(ReadFileChunk(dir_ + "/missing", 0), "");
+}
+
 TEST_F(SendFileTest, AnEmptyFileIsAnEmptyAnswer) {
   std::ofstream(dir_ + "/f").close();
   auto r = Get();
