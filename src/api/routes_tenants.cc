@@ -27,8 +27,6 @@ using Problems = nlohmann::json;  // [{"field", "problem"}]
 
 // A key of the request body as a field name: printable, and never empty (found by fuzz_rest: an
 // empty key gave a problem that named no field).
-std::string KeyName(const std::string& key) { return key.empty() ? "\"\"" : Printable(key, 64); }
-
 void Problem(Problems* problems, const std::string& field, const std::string& what) {
   problems->push_back({{"field", field}, {"problem", what}});
 }
@@ -53,7 +51,7 @@ void ReadQuota(const nlohmann::json& q, TenantRecord* t, Problems* problems) {
       Problem(problems, "quota." + k,
               k == "cpus" ? "must be a non-negative number" : "must be a non-negative integer");
     } else {
-      Problem(problems, "quota." + KeyName(k), "unknown field; expected cpus, memory_mb, gpus");
+      Problem(problems, "quota." + FieldName(k), "unknown field; expected cpus, memory_mb, gpus");
     }
   }
 }
@@ -65,7 +63,7 @@ void ReadTenantBody(const nlohmann::json& body, bool creating, TenantRecord* t,
   if (!body.is_object()) return Problem(problems, "(document)", "must be a JSON object");
   for (const auto& [k, v] : body.items()) {
     if (k != "name" && k != "quota" && k != "weight") {
-      Problem(problems, KeyName(k), "unknown field; expected name, quota, weight");
+      Problem(problems, FieldName(k), "unknown field; expected name, quota, weight");
     }
   }
   if (creating) {

@@ -42,6 +42,10 @@ std::string TextProblem(std::string_view text, bool multiline) {
   return "";
 }
 
+std::string FieldName(std::string_view key) {
+  return key.empty() ? std::string("\"\"") : Printable(key, 64);
+}
+
 std::string Printable(std::string_view text, size_t max_bytes) {
   std::string out;
   const size_t end = std::min(text.size(), max_bytes);

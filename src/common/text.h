@@ -18,4 +18,8 @@ std::string TextProblem(std::string_view text, bool multiline = false);
 // \xNN (and \n, \t, \\ as such), cut after `max_bytes` bytes of input with "...".
 std::string Printable(std::string_view text, size_t max_bytes = 200);
 
+// A key of an untrusted document as a field name in a problem: Printable (at most 64 bytes), and
+// `""` for the empty key, so no problem ever names an empty field.
+std::string FieldName(std::string_view key);
+
 }  // namespace weft

@@ -35,9 +35,7 @@ std::string Describe(const YAML::Node& n) {
 // A mapping's key as a field name: printable, and never empty (an empty key, or one that is a
 // list or mapping, would otherwise give a problem that names no field).
 std::string KeyLabel(const YAML::Node& key) {
-  if (!key.IsScalar()) return "(a key that is not text)";
-  if (key.Scalar().empty()) return "\"\"";
-  return Printable(key.Scalar(), 64);
+  return key.IsScalar() ? FieldName(key.Scalar()) : "(a key that is not text)";
 }
 
 // Reads typed fields out of a YAML mapping, collecting every problem instead of stopping at
