@@ -25,7 +25,8 @@ void ListJobs(const Services& s, const Request& req, Response& res, const Caller
   if (req.has_param("limit") && (!absl::SimpleAtoi(req.get_param_value("limit"), &page.limit) ||
                                  page.limit < 1 || page.limit > kMaxListJobs)) {
     return SendError(res, 400, absl::StrCat("limit must be an integer in [1, ", kMaxListJobs, "]"),
-                     nlohmann::json::array({{{"field", "limit"}, {"problem", "out of range"}}}));
+                     nlohmann::json::array(
+                         {{{"field", "limit"}, {"problem", "must be an integer in [1, 10000]"}}}));
   }
   if (!page.after.empty() && !FindJob(s.store, page.after, caller, res)) return;
   ++page.limit;  // one more than asked: whether there is a next page
@@ -116,7 +117,8 @@ void Metrics(const Services& s, const Request& req, Response& res, const Caller&
   if (req.has_param("from") &&
       (!absl::SimpleAtoi(req.get_param_value("from"), &from) || from < 0)) {
     return SendError(res, 400, "from must be a non-negative integer (a point's index)",
-                     nlohmann::json::array({{{"field", "from"}, {"problem", "not an index"}}}));
+                     nlohmann::json::array(
+                         {{{"field", "from"}, {"problem", "must be a non-negative integer"}}}));
   }
   auto page = s.store.MetricRange(id, from, limit);
   if (!page.ok()) return SendStatus(res, page.status());

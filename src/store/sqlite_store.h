@@ -41,7 +41,6 @@ class SqliteStore : public Store {
   absl::StatusOr<std::vector<StateEvent>> History(const std::string& id) override;
   absl::Status AppendMetrics(const std::string& id,
                              const std::vector<MetricRecord>& points) override;
-  absl::StatusOr<std::vector<MetricRecord>> Metrics(const std::string& id, int64_t limit) override;
   absl::Status PutArtifact(const std::string& id, const ArtifactRecord& artifact) override;
   absl::StatusOr<std::vector<ArtifactRecord>> Artifacts(const std::string& id) override;
   absl::StatusOr<MetricPage> MetricRange(const std::string& id, int64_t from,

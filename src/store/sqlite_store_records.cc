@@ -84,13 +84,6 @@ absl::Status SqliteStore::AppendMetrics(const std::string& id,
   return tx.Commit();
 }
 
-absl::StatusOr<std::vector<MetricRecord>> SqliteStore::Metrics(const std::string& id,
-                                                               int64_t limit) {
-  absl::MutexLock lock(&mu_);
-  return JobRowsLocked<MetricRecord>(id, "read metrics", kSelectMetrics, ReadMetric,
-                                     limit > 0 ? limit : int64_t{-1});
-}
-
 absl::StatusOr<Store::MetricPage> SqliteStore::MetricRange(const std::string& id, int64_t from,
                                                            int64_t limit) {
   absl::MutexLock lock(&mu_);

@@ -64,10 +64,6 @@ class Store {
   virtual absl::Status AppendMetrics(const std::string& id,
                                      const std::vector<MetricRecord>& points) = 0;
 
-  // Metric points in insertion order, at most `limit` of the latest when limit > 0.
-  virtual absl::StatusOr<std::vector<MetricRecord>> Metrics(const std::string& id,
-                                                            int64_t limit = 0) = 0;
-
   // Points [from, from + limit) of the job's metric series (0-based, in insertion order; the series
   // only grows, so an index stays put) and how many it holds in all. With from < 0, the latest
   // `limit` points. NotFound for an unknown job.

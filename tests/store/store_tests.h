@@ -27,7 +27,7 @@ TEST_P(StoreTest, DuplicateIdIsRefused) {
 TEST_P(StoreTest, UnknownJobIsNotFound) {
   EXPECT_TRUE(absl::IsNotFound(store_->GetJob("nope").status()));
   EXPECT_TRUE(absl::IsNotFound(store_->History("nope").status()));
-  EXPECT_TRUE(absl::IsNotFound(store_->Metrics("nope").status()));
+  EXPECT_TRUE(absl::IsNotFound(store_->MetricRange("nope", 0, 1).status()));
   EXPECT_TRUE(absl::IsNotFound(store_->AppendMetrics("nope", {MetricRecord{}})));
   EXPECT_TRUE(absl::IsNotFound(store_->PutArtifact("nope", ArtifactRecord{})));
   EXPECT_TRUE(absl::IsNotFound(store_->DeleteJob("nope")));
@@ -148,13 +148,15 @@ TEST_P(StoreTest, MetricsKeepOrderAndOptionalFields) {
     pts.push_back(m);
   }
   ASSERT_TRUE(store_->AppendMetrics("job-a", pts).ok());
-  auto all = store_->Metrics("job-a");
-  ASSERT_TRUE(all.ok());
+  auto page = store_->MetricRange("job-a", 0, 100);
+  ASSERT_TRUE(page.ok());
+  const std::vector<MetricRecord>* all = &page->points;
   ASSERT_EQ(all->size(), 5u);
   EXPECT_EQ((*all)[0].step, 10);
   EXPECT_FALSE((*all)[0].test_accuracy.has_value());
   EXPECT_DOUBLE_EQ(*(*all)[4].test_accuracy, 0.8);
-  auto last2 = store_->Metrics("job-a", 2);
+  auto last2_page = store_->MetricRange("job-a", -1, 2);
+  const std::vector<MetricRecord>* last2 = &last2_page->points;
   ASSERT_EQ(last2->size(), 2u);
   EXPECT_EQ((*last2)[0].step, 40);
   EXPECT_EQ((*last2)[1].step, 50);
@@ -236,8 +238,8 @@ TEST_P(StoreTest, CloseAndReopenKeepsEverything) {
   ASSERT_TRUE(got.ok());
   EXPECT_EQ(got->state, JobState::kPlaced);
   EXPECT_EQ(store_->History("job-a")->size(), 2u);
-  ASSERT_EQ(store_->Metrics("job-a")->size(), 1u);
-  EXPECT_DOUBLE_EQ(*(*store_->Metrics("job-a"))[0].test_accuracy, 0.7);
+  ASSERT_EQ(store_->MetricRange("job-a", 0, 100)->points.size(), 1u);
+  EXPECT_DOUBLE_EQ(*store_->MetricRange("job-a", 0, 100)->points[0].test_accuracy, 0.7);
   EXPECT_EQ(store_->Artifacts("job-a")->size(), 1u);
 }
 
@@ -252,7 +254,7 @@ TEST_P(StoreTest, DeleteRemovesEverythingOfTheJob) {
   // Re-creating the id starts from an empty history: nothing of the old job is left behind.
   ASSERT_TRUE(store_->CreateJob(NewJob("job-a"), "again").ok());
   EXPECT_EQ(store_->History("job-a")->size(), 1u);
-  EXPECT_TRUE(store_->Metrics("job-a")->empty());
+  EXPECT_TRUE(store_->MetricRange("job-a", 0, 100)->points.empty());
   EXPECT_TRUE(store_->Artifacts("job-a")->empty());
   EXPECT_TRUE(store_->GetJob("job-b").ok());
 }
