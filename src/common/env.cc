@@ -113,6 +113,18 @@ class PosixEnv : public Env {
     if (ec) return ErrnoStatus(ec.value(), "cannot remove", path);
     return absl::OkStatus();
   }
+  absl::StatusOr<std::vector<std::string>> ListFiles(const std::string& path) override {
+    std::vector<std::string> names;
+    std::error_code ec;
+    fs::directory_iterator it(path, ec);
+    if (ec == std::errc::no_such_file_or_directory) return names;
+    for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
+      std::error_code type_ec;
+      if (it->is_regular_file(type_ec)) names.push_back(it->path().filename().string());
+    }
+    if (ec) return ErrnoStatus(ec.value(), "cannot list", path);
+    return names;
+  }
 };
 
 }  // namespace

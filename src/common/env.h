@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -48,6 +49,9 @@ class Env {
   virtual absl::Status MakeDirs(const std::string& path) = 0;
   // Removes `path` recursively; OK if it does not exist.
   virtual absl::Status RemoveAll(const std::string& path) = 0;
+  // Names (not paths) of the regular files directly in `path`, in no particular order; empty if
+  // `path` does not exist.
+  virtual absl::StatusOr<std::vector<std::string>> ListFiles(const std::string& path) = 0;
 };
 
 // Writes `data` to `path` atomically and durably through `env`: a temporary file beside it,

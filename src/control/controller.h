@@ -154,6 +154,10 @@ class Controller : public LearnerEvents {
   LearnerLaunch LaunchFor(const JobRecord& record, const JobSpec& spec, int rank,
                           const std::pair<std::string, int>& rendezvous = {}) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Removes the files in the job's checkpoint directory that the store does not hold: what a
+  // learner killed between writing a checkpoint and committing it left behind (a temporary file,
+  // or a whole checkpoint never registered). Called only while none of the job's learners runs.
+  void RemoveUncommittedCheckpointsLocked(const std::string& id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // --- controller_exits.cc ---
   // One learner ended. Rank 0's clean exit after a success completes the job; another rank's

@@ -2,6 +2,7 @@
 // metrics, commit checkpoints and models, and say how they finished. Every call names the
 // attempt it belongs to; a stale attempt is refused (FailedPrecondition). What a learner reports
 // is tenant input: a file it commits must be at the path weftd derives for it.
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -153,6 +154,28 @@ absl::Status Controller::OnCommitCheckpoint(const std::string& id, int64_t attem
     }
   }
   return absl::OkStatus();
+}
+
+void Controller::RemoveUncommittedCheckpointsLocked(const std::string& id) {
+  const std::string dir = layout_.CheckpointDir(id);
+  absl::StatusOr<std::vector<std::string>> names = env_.ListFiles(dir);
+  absl::StatusOr<std::vector<CheckpointRecord>> committed = store_.Checkpoints(id);
+  if (!names.ok() || !committed.ok()) {
+    // Harmless to skip: a new attempt resumes only from committed checkpoints.
+    const absl::Status& s = names.ok() ? committed.status() : names.status();
+    return spdlog::warn("job {}: cannot look for uncommitted checkpoints: {}", id, s.message());
+  }
+  absl::flat_hash_set<std::string> keep;
+  for (const CheckpointRecord& c : *committed) keep.insert(c.path);
+  for (const std::string& name : *names) {
+    const std::string path = absl::StrCat(dir, "/", name);
+    if (keep.contains(path)) continue;
+    if (absl::Status s = env_.RemoveFile(path); !s.ok()) {
+      spdlog::warn("job {}: {}", id, s.message());
+    } else {
+      spdlog::info("job {}: removed {}, never committed", id, path);
+    }
+  }
 }
 
 void Controller::OnFinished(const std::string& id, int rank, int64_t attempt, bool succeeded,

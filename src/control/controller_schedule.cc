@@ -142,6 +142,8 @@ void Controller::StartJobLocked(JobRecord r, const scheduler::Placement& p) {
     return spdlog::error("job {}: {}", r.id, s.message());
   }
   attempts_.EndAttempt(r.id);
+  // No learner of the job runs now (a queued job waits for the last one of its previous attempt).
+  RemoveUncommittedCheckpointsLocked(r.id);
   AttemptTracker::Attempt& attempt = attempts_.Of(r.id);
   for (int rank = 0; rank < world; ++rank) {
     absl::StatusOr<int64_t> pid = executor_.Start(LaunchFor(r, **spec, rank, rendezvous));

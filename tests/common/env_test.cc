@@ -56,5 +56,18 @@ TEST_F(EnvTest, ModesAreExactAndErrorsAreClassified) {
   EXPECT_EQ(*env.FileSize(secret), 1);
 }
 
+TEST_F(EnvTest, ListFilesNamesRegularFilesOnly) {
+  Env& env = Env::Default();
+  ASSERT_TRUE(WriteFileAtomic(env, dir_ + "/a", "1").ok());
+  ASSERT_TRUE(WriteFileAtomic(env, dir_ + "/b.tmp.7", "2").ok());
+  ASSERT_TRUE(env.MakeDirs(dir_ + "/sub").ok());
+  auto names = env.ListFiles(dir_);
+  ASSERT_TRUE(names.ok()) << names.status();
+  EXPECT_THAT(*names, ::testing::UnorderedElementsAre("a", "b.tmp.7"));
+  auto none = env.ListFiles(dir_ + "/missing");
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());
+}
+
 }  // namespace
 }  // namespace weft

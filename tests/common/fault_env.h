@@ -5,6 +5,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
@@ -52,6 +53,9 @@ class FaultInjectionEnv : public Env {
   }
   absl::Status MakeDirs(const std::string& path) override { return base_.MakeDirs(path); }
   absl::Status RemoveAll(const std::string& path) override { return base_.RemoveAll(path); }
+  absl::StatusOr<std::vector<std::string>> ListFiles(const std::string& path) override {
+    return base_.ListFiles(path);
+  }
 
  private:
   // Takes half of the first write, then fails it and everything after.

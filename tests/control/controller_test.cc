@@ -216,12 +216,24 @@ TEST_F(ControllerTest, CheckpointsAreKeptPerSpecAndHandedToTheNextAttempt) {
   EXPECT_TRUE(absl::IsFailedPrecondition(
       controller_->OnCommitCheckpoint(id, 9, {300, 1, paths[2], 10, 0})));
   EXPECT_EQ(store_->Checkpoints(id)->size(), 2u);
+  // The learner is killed after writing step 400 but before committing it, and in the middle of
+  // writing step 500: neither file is the job's; the next attempt starts without them.
+  const std::string uncommitted = CheckpointPath(dir, 400);
+  const std::string partial = CheckpointPath(dir, 500) + ".tmp.4242";
+  ASSERT_TRUE(WriteFileAtomic(uncommitted, "0123456789").ok());
+  ASSERT_TRUE(WriteFileAtomic(partial, "01234").ok());
 
-  executor_.Exit(id, 1, 1);
+  executor_.Exit(id, 1, -1, 9);
   controller_->Tick();
   EXPECT_THAT(Reason(id), HasSubstr("from the checkpoint at step 300"));
+  EXPECT_TRUE(std::filesystem::exists(uncommitted)) << "nothing is removed before the restart";
   clock_.Advance(1000);
   controller_->Tick();
+  ASSERT_EQ(State(id), JobState::kStarting);
+  EXPECT_FALSE(std::filesystem::exists(uncommitted));
+  EXPECT_FALSE(std::filesystem::exists(partial));
+  EXPECT_TRUE(std::filesystem::exists(paths[1]));
+  EXPECT_TRUE(std::filesystem::exists(paths[2]));
   RegisterDecision d = controller_->OnRegister(id, 0, 2, 1, 0);
   ASSERT_TRUE(d.accepted);
   EXPECT_EQ(d.resume_from, (std::vector<std::string>{paths[2], paths[1]}));
