@@ -128,7 +128,7 @@ nlohmann::json JobDetailJson(const JobDetail& d) {
   j["targets"] = targets;
 
   nlohmann::json models = nlohmann::json::object();
-  for (const ArtifactRecord& a : d.artifacts) {
+  for (const ModelRecord& a : d.models) {
     models[a.kind] = {{"path", a.path},
                       {"card_path", a.card_path},
                       {"test_accuracy", a.test_accuracy},

@@ -23,7 +23,7 @@ struct JobDetail {
   const JobSpec& spec;
   const std::vector<StateEvent>& history;
   const std::vector<MetricRecord>& recent_metrics;
-  const std::vector<ArtifactRecord>& artifacts;
+  const std::vector<ModelRecord>& models;
   std::optional<scheduler::Waiting> waiting;
 };
 

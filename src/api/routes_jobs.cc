@@ -78,7 +78,7 @@ void ShowJob(const Services& s, const Request& req, Response& res, const Caller&
   auto spec = s.controller.Spec(read->job);
   if (!spec.ok()) return SendStatus(res, spec.status());
   SendJson(res, 200,
-           JobDetailJson({read->job, **spec, read->history, read->metrics, read->artifacts,
+           JobDetailJson({read->job, **spec, read->history, read->metrics, read->models,
                           s.controller.view().WaitingFor(id)}));
 }
 
@@ -140,9 +140,9 @@ void Model(const Services& s, const Request& req, Response& res, const Caller& c
     return SendError(res, 400,
                      absl::StrCat("which must be 'delivered' or 'final', got '", which, "'"));
   }
-  auto artifacts = s.store.Artifacts(id);
-  if (!artifacts.ok()) return SendStatus(res, artifacts.status());
-  for (const auto& a : *artifacts) {
+  auto models = s.store.Models(id);
+  if (!models.ok()) return SendStatus(res, models.status());
+  for (const auto& a : *models) {
     if (a.kind != which) continue;
     absl::Status sent = SendFile(res, ModelPath(s.controller.layout().ResultDir(id), a.kind),
                                  "application/octet-stream");

@@ -121,8 +121,8 @@ class Controller : public LearnerEvents {
                    const JobProgress& progress) override;
   bool OnMetrics(const std::string& id, int rank, int64_t attempt,
                  const std::vector<MetricRecord>& points, const JobProgress& progress) override;
-  absl::Status OnCommitArtifact(const std::string& id, int64_t attempt,
-                                const ArtifactRecord& artifact) override;
+  absl::Status OnCommitModel(const std::string& id, int64_t attempt,
+                             const ModelRecord& model) override;
   absl::Status OnCommitCheckpoint(const std::string& id, int64_t attempt,
                                   const CheckpointRecord& checkpoint) override;
   void OnFinished(const std::string& id, int rank, int64_t attempt, bool succeeded,

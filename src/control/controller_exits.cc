@@ -93,10 +93,10 @@ void Controller::CompleteLocked(JobRecord& r, const std::string& reason) {
   r.learners.clear();
   // The other ranks are done training too; make sure none lingers.
   executor_.Stop(r.id, options_.stop_grace_ms).IgnoreError();
-  auto artifacts = store_.Artifacts(r.id);
+  auto models = store_.Models(r.id);
   bool has_final = false;
-  if (artifacts.ok()) {
-    for (const auto& a : *artifacts) has_final = has_final || a.kind == kFinalModel;
+  if (models.ok()) {
+    for (const auto& a : *models) has_final = has_final || a.kind == kFinalModel;
   }
   if (!has_final) return FailLocked(r, "learner exited without committing a final model");
   absl::Status s = TransitionLocked(r, JobState::kCompleted, reason);

@@ -95,37 +95,36 @@ bool Controller::OnMetrics(const std::string& id, int rank, int64_t attempt,
   return true;
 }
 
-absl::Status Controller::OnCommitArtifact(const std::string& id, int64_t attempt,
-                                          const ArtifactRecord& artifact) {
+absl::Status Controller::OnCommitModel(const std::string& id, int64_t attempt,
+                                       const ModelRecord& model) {
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(JobRecord r, AttemptLocked(id, attempt, RunsLearners));
-  if (!IsModelKind(artifact.kind)) {
-    return absl::InvalidArgumentError(absl::StrCat("unknown model kind '", artifact.kind, "'"));
+  if (!IsModelKind(model.kind)) {
+    return absl::InvalidArgumentError(absl::StrCat("unknown model kind '", model.kind, "'"));
   }
   const std::string results = layout_.ResultDir(id);
-  RETURN_IF_ERROR(CheckCommittedFile(env_, "model", artifact.path,
-                                     ModelPath(results, artifact.kind), artifact.bytes));
-  if (artifact.card_path != ModelCardPath(results, artifact.kind)) {
-    return absl::InvalidArgumentError(absl::StrCat("model card path '", artifact.card_path,
-                                                   "' is not ",
-                                                   ModelCardPath(results, artifact.kind)));
+  RETURN_IF_ERROR(
+      CheckCommittedFile(env_, "model", model.path, ModelPath(results, model.kind), model.bytes));
+  if (model.card_path != ModelCardPath(results, model.kind)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model card path '", model.card_path, "' is not ", ModelCardPath(results, model.kind)));
   }
-  ArtifactRecord a = artifact;
+  ModelRecord a = model;
   a.created_ms = clock_.NowMs();
-  RETURN_IF_ERROR(store_.PutArtifact(id, a));
+  RETURN_IF_ERROR(store_.PutModel(id, a));
   ASSIGN_OR_RETURN(SpecCache::SpecPtr spec, specs_.Get(r));
-  if (artifact.kind == kDeliveredModel && !r.deliver_met_ms) {
+  if (model.kind == kDeliveredModel && !r.deliver_met_ms) {
     r.deliver_met_ms = a.created_ms;
     RETURN_IF_ERROR(store_.UpdateJob(r));
     if (r.state == JobState::kRunning) {
       RETURN_IF_ERROR(TransitionLocked(
           r, JobState::kDelivered,
           absl::StrFormat("deliver target met: test_accuracy %.4f >= %g; model delivered",
-                          artifact.test_accuracy, spec->targets.deliver.value_or(0))));
+                          model.test_accuracy, spec->targets.deliver.value_or(0))));
     }
   }
-  if (artifact.kind == kFinalModel && spec->targets.complete &&
-      artifact.test_accuracy >= *spec->targets.complete && !r.complete_met_ms) {
+  if (model.kind == kFinalModel && spec->targets.complete &&
+      model.test_accuracy >= *spec->targets.complete && !r.complete_met_ms) {
     r.complete_met_ms = a.created_ms;
     RETURN_IF_ERROR(store_.UpdateJob(r));
   }

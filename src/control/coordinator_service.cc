@@ -80,12 +80,12 @@ grpc::Status CoordinatorService::Commit(const Request* req, Response* resp, cons
   return grpc::Status::OK;
 }
 
-grpc::Status CoordinatorService::CommitArtifact(grpc::ServerContext*,
-                                                const weft::v1::CommitArtifactRequest* req,
-                                                weft::v1::CommitArtifactResponse* resp) {
-  ArtifactRecord a{req->kind(),  req->path(), req->card_path(), req->test_accuracy(),
-                   req->epoch(), req->step(), req->bytes(),     0};
-  return Commit(req, resp, a, &LearnerEvents::OnCommitArtifact);
+grpc::Status CoordinatorService::CommitModel(grpc::ServerContext*,
+                                             const weft::v1::CommitModelRequest* req,
+                                             weft::v1::CommitModelResponse* resp) {
+  ModelRecord a{req->kind(),  req->path(), req->card_path(), req->test_accuracy(),
+                req->epoch(), req->step(), req->bytes(),     0};
+  return Commit(req, resp, a, &LearnerEvents::OnCommitModel);
 }
 
 grpc::Status CoordinatorService::CommitCheckpoint(grpc::ServerContext*,

@@ -27,8 +27,8 @@ class CoordinatorService final : public weft::v1::Coordinator::Service {
                          weft::v1::HeartbeatResponse* resp) override;
   grpc::Status ReportMetrics(grpc::ServerContext*, const weft::v1::ReportMetricsRequest* req,
                              weft::v1::ReportMetricsResponse* resp) override;
-  grpc::Status CommitArtifact(grpc::ServerContext*, const weft::v1::CommitArtifactRequest* req,
-                              weft::v1::CommitArtifactResponse* resp) override;
+  grpc::Status CommitModel(grpc::ServerContext*, const weft::v1::CommitModelRequest* req,
+                           weft::v1::CommitModelResponse* resp) override;
   grpc::Status CommitCheckpoint(grpc::ServerContext*, const weft::v1::CommitCheckpointRequest* req,
                                 weft::v1::CommitCheckpointResponse* resp) override;
   grpc::Status ReportFinished(grpc::ServerContext*, const weft::v1::ReportFinishedRequest* req,

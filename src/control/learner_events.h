@@ -37,9 +37,9 @@ class LearnerEvents {
                          const std::vector<MetricRecord>& points, const JobProgress& progress) = 0;
   // A model made durable. FailedPrecondition if the attempt is stale or the job is not running;
   // InvalidArgument for an unknown kind, a path that is not the one weftd derives for it
-  // (job/layout.h), or a file that is missing or not `artifact.bytes` long.
-  virtual absl::Status OnCommitArtifact(const std::string& id, int64_t attempt,
-                                        const ArtifactRecord& artifact) = 0;
+  // (job/layout.h), or a file that is missing or not `model.bytes` long.
+  virtual absl::Status OnCommitModel(const std::string& id, int64_t attempt,
+                                     const ModelRecord& model) = 0;
   // A checkpoint made durable; those beyond the spec's checkpoint.keep are deleted. Accepted
   // from the current attempt while the job runs or was just halted or preempted (its learner
   // writes one last checkpoint). FailedPrecondition for a stale attempt or another state;

@@ -70,7 +70,7 @@ struct MetricRecord {
 };
 
 // A model file the learner made durable. At most one per (job, kind).
-struct ArtifactRecord {
+struct ModelRecord {
   std::string kind;       // "delivered" or "final"
   std::string path;       // torch::save file
   std::string card_path;  // JSON model card
@@ -99,6 +99,17 @@ struct TenantRecord {
   int64_t quota_memory_mb = 0;  // MiB
   int quota_gpus = 0;
   double weight = 1;
+  TimeMs created_ms = 0;
+};
+
+// A file a tenant uploaded for its jobs (POST /v1/artifacts): a TorchScript model, a code
+// archive, a small data set. Named by the tenant; its content is stored once per tenant, under its
+// SHA-256, however many names point at it.
+struct ArtifactRecord {
+  std::string tenant;
+  std::string name;    // control/artifacts.h CheckArtifactName
+  std::string sha256;  // hex digest of the content
+  int64_t bytes = 0;
   TimeMs created_ms = 0;
 };
 

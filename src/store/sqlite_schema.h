@@ -5,7 +5,7 @@
 
 namespace weft::sqlite {
 
-inline constexpr int kSchemaVersion = 5;
+inline constexpr int kSchemaVersion = 6;
 
 inline constexpr char kSchema[] = R"sql(
 CREATE TABLE IF NOT EXISTS jobs (
@@ -111,8 +111,24 @@ inline constexpr char kSchemaV5[] = R"sql(
 CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs(state, created_ms);
 )sql";
 
+// Version 6: a job's delivered and final models move to `models`; `artifacts` now holds the files
+// tenants upload (by name, content stored once per tenant by SHA-256).
+inline constexpr char kSchemaV6[] = R"sql(
+ALTER TABLE artifacts RENAME TO models;
+CREATE TABLE artifacts (
+  tenant TEXT NOT NULL,
+  name TEXT NOT NULL,
+  sha256 TEXT NOT NULL,
+  bytes INTEGER NOT NULL,
+  created_ms INTEGER NOT NULL,
+  PRIMARY KEY (tenant, name)
+);
+CREATE INDEX artifacts_by_digest ON artifacts(tenant, sha256);
+)sql";
+
 // Migration i (0-based) takes a store from version i to version i + 1.
-inline constexpr const char* kMigrations[] = {kSchema, kSchemaV2, kSchemaV3, kSchemaV4, kSchemaV5};
+inline constexpr const char* kMigrations[] = {kSchema,   kSchemaV2, kSchemaV3,
+                                              kSchemaV4, kSchemaV5, kSchemaV6};
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kSchemaVersion);
 
 }  // namespace weft::sqlite

@@ -1,4 +1,4 @@
-// The SQLite store: opening and migrating, and the jobs. Their history, metrics, artifacts and
+// The SQLite store: opening and migrating, and the jobs. Their history, metrics, models and
 // checkpoints are in sqlite_store_records.cc, tenants and tokens in sqlite_store_tenants.cc.
 #include "store/sqlite_store.h"
 

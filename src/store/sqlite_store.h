@@ -41,8 +41,8 @@ class SqliteStore : public Store {
   absl::StatusOr<std::vector<StateEvent>> History(const std::string& id) override;
   absl::Status AppendMetrics(const std::string& id,
                              const std::vector<MetricRecord>& points) override;
-  absl::Status PutArtifact(const std::string& id, const ArtifactRecord& artifact) override;
-  absl::StatusOr<std::vector<ArtifactRecord>> Artifacts(const std::string& id) override;
+  absl::Status PutModel(const std::string& id, const ModelRecord& model) override;
+  absl::StatusOr<std::vector<ModelRecord>> Models(const std::string& id) override;
   absl::StatusOr<MetricPage> MetricRange(const std::string& id, int64_t from,
                                          int64_t limit) override;
   // One critical section: no write of this store comes between its four queries.
@@ -55,6 +55,12 @@ class SqliteStore : public Store {
   absl::StatusOr<std::vector<TenantRecord>> ListTenants() override;
   absl::Status UpdateTenant(const TenantRecord& tenant) override;
   absl::Status DeleteTenant(const std::string& name) override;
+  absl::Status PutArtifact(const ArtifactRecord& artifact) override;
+  absl::StatusOr<ArtifactRecord> GetArtifact(const std::string& tenant,
+                                             const std::string& name) override;
+  absl::StatusOr<std::vector<ArtifactRecord>> ListArtifacts(const std::string& tenant) override;
+  absl::StatusOr<int64_t> DeleteArtifact(const std::string& tenant,
+                                         const std::string& name) override;
   absl::Status CreateToken(const TokenRecord& token) override;
   absl::StatusOr<TokenRecord> FindToken(const std::string& sha256) override;
   absl::StatusOr<std::vector<TokenRecord>> ListTokens(const std::string& tenant) override;

@@ -1,5 +1,5 @@
 // The SQLite store: what belongs to a job besides its record (state history, metric points,
-// model artifacts, checkpoints). Every call checks the job exists first (NotFound otherwise).
+// models, checkpoints). Every call checks the job exists first (NotFound otherwise).
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
@@ -26,7 +26,7 @@ MetricRecord ReadMetric(sqlite::Stmt& s) {
           s.OptReal(6)};
 }
 
-ArtifactRecord ReadArtifact(sqlite::Stmt& s) {
+ModelRecord ReadModel(sqlite::Stmt& s) {
   return {s.Text(0), s.Text(1), s.Text(2), s.Real(3), static_cast<int>(s.Int(4)),
           s.Int(5),  s.Int(6),  s.Int(7)};
 }
@@ -55,9 +55,9 @@ constexpr char kSelectHistory[] =
 constexpr char kSelectMetrics[] =
     "SELECT step, epoch, wall_time_ms, train_loss, samples_per_s, test_accuracy, test_loss "
     "FROM (SELECT * FROM metrics WHERE job_id=?1 ORDER BY seq DESC LIMIT ?2) ORDER BY seq";
-constexpr char kSelectArtifacts[] =
+constexpr char kSelectModels[] =
     "SELECT kind, path, card_path, test_accuracy, epoch, step, bytes, created_ms "
-    "FROM artifacts WHERE job_id=?1 ORDER BY created_ms, kind";
+    "FROM models WHERE job_id=?1 ORDER BY created_ms, kind";
 }  // namespace
 
 absl::StatusOr<std::vector<StateEvent>> SqliteStore::History(const std::string& id) {
@@ -105,25 +105,24 @@ absl::StatusOr<Store::MetricPage> SqliteStore::MetricRange(const std::string& id
   return page;
 }
 
-absl::Status SqliteStore::PutArtifact(const std::string& id, const ArtifactRecord& a) {
+absl::Status SqliteStore::PutModel(const std::string& id, const ModelRecord& a) {
   absl::MutexLock lock(&mu_);
   sqlite::Transaction tx(db_);
   RETURN_IF_ERROR(tx.Begun());
   RETURN_IF_ERROR(GetJobLocked(id).status());
-  RETURN_IF_ERROR(
-      sqlite::Execute(*stmts_, "put artifact",
-                      "INSERT OR REPLACE INTO artifacts (job_id, kind, path, card_path, "
-                      "test_accuracy, epoch, step, bytes, created_ms) "
-                      "VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9)",
-                      id, a.kind, a.path, a.card_path, a.test_accuracy, a.epoch, a.step, a.bytes,
-                      a.created_ms)
-          .status());
+  RETURN_IF_ERROR(sqlite::Execute(*stmts_, "put model",
+                                  "INSERT OR REPLACE INTO models (job_id, kind, path, card_path, "
+                                  "test_accuracy, epoch, step, bytes, created_ms) "
+                                  "VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9)",
+                                  id, a.kind, a.path, a.card_path, a.test_accuracy, a.epoch, a.step,
+                                  a.bytes, a.created_ms)
+                      .status());
   return tx.Commit();
 }
 
-absl::StatusOr<std::vector<ArtifactRecord>> SqliteStore::Artifacts(const std::string& id) {
+absl::StatusOr<std::vector<ModelRecord>> SqliteStore::Models(const std::string& id) {
   absl::MutexLock lock(&mu_);
-  return JobRowsLocked<ArtifactRecord>(id, "read artifacts", kSelectArtifacts, ReadArtifact);
+  return JobRowsLocked<ModelRecord>(id, "read models", kSelectModels, ReadModel);
 }
 
 absl::StatusOr<Store::JobSnapshot> SqliteStore::GetJobSnapshot(const std::string& id,
@@ -137,8 +136,7 @@ absl::StatusOr<Store::JobSnapshot> SqliteStore::GetJobSnapshot(const std::string
                                     *stmts_, "read metrics", kSelectMetrics, ReadMetric, id,
                                     metrics_limit > 0 ? metrics_limit : int64_t{-1}));
   ASSIGN_OR_RETURN(
-      out.artifacts,
-      sqlite::Query<ArtifactRecord>(*stmts_, "read artifacts", kSelectArtifacts, ReadArtifact, id));
+      out.models, sqlite::Query<ModelRecord>(*stmts_, "read models", kSelectModels, ReadModel, id));
   return out;
 }
 

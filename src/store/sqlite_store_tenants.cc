@@ -82,6 +82,9 @@ absl::Status SqliteStore::DeleteTenant(const std::string& name) {
   RETURN_IF_ERROR(
       sqlite::Execute(*stmts_, "delete tokens", "DELETE FROM tokens WHERE tenant=?1", name)
           .status());
+  RETURN_IF_ERROR(
+      sqlite::Execute(*stmts_, "delete artifacts", "DELETE FROM artifacts WHERE tenant=?1", name)
+          .status());
   ForgetTokensLocked();
   return tx.Commit();
 }

@@ -1,5 +1,5 @@
 // The durable store behind weftd: jobs, their manifests, state history, metric time series,
-// checkpoints, model artifacts, tenants and tokens. It only persists the job domain's records
+// checkpoints, model models, tenants and tokens. It only persists the job domain's records
 // (job/job.h); every job state change is written here before anything acts on it, so a weftd
 // killed at any instant restarts into a consistent picture.
 //
@@ -75,19 +75,19 @@ class Store {
   virtual absl::StatusOr<MetricPage> MetricRange(const std::string& id, int64_t from,
                                                  int64_t limit) = 0;
 
-  // Inserts or replaces the artifact of `artifact.kind`. NotFound for an unknown job.
-  virtual absl::Status PutArtifact(const std::string& id, const ArtifactRecord& artifact) = 0;
+  // Inserts or replaces the model of `model.kind`. NotFound for an unknown job.
+  virtual absl::Status PutModel(const std::string& id, const ModelRecord& model) = 0;
 
-  virtual absl::StatusOr<std::vector<ArtifactRecord>> Artifacts(const std::string& id) = 0;
+  virtual absl::StatusOr<std::vector<ModelRecord>> Models(const std::string& id) = 0;
 
   // A job with its history, its latest `metrics_limit` metric points (all when <= 0) and its
-  // artifacts, all as of one instant, in one call: what a status read shows. NotFound for an
+  // models, all as of one instant, in one call: what a status read shows. NotFound for an
   // unknown job.
   struct JobSnapshot {
     JobRecord job;
     std::vector<StateEvent> history;
     std::vector<MetricRecord> metrics;
-    std::vector<ArtifactRecord> artifacts;
+    std::vector<ModelRecord> models;
   };
   virtual absl::StatusOr<JobSnapshot> GetJobSnapshot(const std::string& id,
                                                      int64_t metrics_limit) = 0;
@@ -104,9 +104,22 @@ class Store {
   virtual absl::StatusOr<TenantRecord> GetTenant(const std::string& name) = 0;
   virtual absl::StatusOr<std::vector<TenantRecord>> ListTenants() = 0;  // by name
   virtual absl::Status UpdateTenant(const TenantRecord& tenant) = 0;    // quota and weight
-  // Removes the tenant and its tokens. NotFound if unknown; FailedPrecondition while it still
-  // owns jobs (the caller deletes those first).
+  // Removes the tenant, its tokens and its artifacts' records. NotFound if unknown;
+  // FailedPrecondition while it still owns jobs (the caller deletes those first).
   virtual absl::Status DeleteTenant(const std::string& name) = 0;
+
+  // Tenants' uploaded artifacts. PutArtifact inserts `artifact.name` of `artifact.tenant` or
+  // replaces what that name pointed at.
+  virtual absl::Status PutArtifact(const ArtifactRecord& artifact) = 0;
+  // NotFound if the tenant has no artifact of that name.
+  virtual absl::StatusOr<ArtifactRecord> GetArtifact(const std::string& tenant,
+                                                     const std::string& name) = 0;
+  // The tenant's artifacts by name.
+  virtual absl::StatusOr<std::vector<ArtifactRecord>> ListArtifacts(const std::string& tenant) = 0;
+  // Forgets the name and answers how many of the tenant's names still point at the same content
+  // (at 0 the caller deletes the file). NotFound if the tenant has no artifact of that name.
+  virtual absl::StatusOr<int64_t> DeleteArtifact(const std::string& tenant,
+                                                 const std::string& name) = 0;
 
   // Tokens. AlreadyExists if the id or digest is taken.
   virtual absl::Status CreateToken(const TokenRecord& token) = 0;

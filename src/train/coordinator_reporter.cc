@@ -169,9 +169,9 @@ void CoordinatorReporter::Loop() {
   }
 }
 
-absl::Status CoordinatorReporter::CommitArtifact(const ModelArtifact& a) {
+absl::Status CoordinatorReporter::CommitModel(const ModelFile& a) {
   Flush();  // metrics up to this point first, so the model's accuracy is in the series
-  weft::v1::CommitArtifactRequest req;
+  weft::v1::CommitModelRequest req;
   *req.mutable_learner() = Identity();
   req.set_kind(a.kind);
   req.set_path(a.path);
@@ -180,8 +180,8 @@ absl::Status CoordinatorReporter::CommitArtifact(const ModelArtifact& a) {
   req.set_epoch(a.epoch);
   req.set_step(a.step);
   req.set_bytes(a.bytes);
-  weft::v1::CommitArtifactResponse resp;
-  grpc::Status s = Retry([&] { return stub_->CommitArtifact(Context().get(), req, &resp); });
+  weft::v1::CommitModelResponse resp;
+  grpc::Status s = Retry([&] { return stub_->CommitModel(Context().get(), req, &resp); });
   if (!s.ok()) {
     return absl::UnavailableError(
         absl::StrCat("cannot commit ", a.kind, " model: ", s.error_message()));

@@ -29,7 +29,7 @@ class CoordinatorReporter : public Reporter {
   void Report(const MetricSample& sample, const ProgressReport& progress) override;
   std::vector<std::string> ResumeFrom() const override { return resume_from_; }
   bool KeepRunning() const override { return keep_running_.load(); }
-  absl::Status CommitArtifact(const ModelArtifact& artifact) override;
+  absl::Status CommitModel(const ModelFile& model) override;
   absl::Status CommitCheckpoint(const std::string& path, int epoch, int64_t step,
                                 int64_t bytes) override;
   void Finish(bool succeeded, const std::string& reason, double best_test_accuracy) override;

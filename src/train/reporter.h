@@ -31,7 +31,7 @@ struct MetricSample {
 };
 
 // A model file written and fsync'd by the learner.
-struct ModelArtifact {
+struct ModelFile {
   std::string kind;  // "delivered" or "final"
   std::string path;
   std::string card_path;
@@ -55,7 +55,7 @@ class Reporter {
   virtual bool KeepRunning() const = 0;
   // Registers a durable model with weftd; blocks, retrying, until weftd acknowledges.
   // FailedPrecondition if weftd refuses it; Unavailable if it cannot be reached in time.
-  virtual absl::Status CommitArtifact(const ModelArtifact& artifact) = 0;
+  virtual absl::Status CommitModel(const ModelFile& model) = 0;
   // Registers a durable checkpoint (`bytes` long at `path`, written after `step` steps and
   // `epoch` completed epochs); blocks, retrying, until weftd acknowledges. FailedPrecondition if
   // weftd refuses it; Unavailable if it cannot be reached in time.

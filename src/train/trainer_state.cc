@@ -188,14 +188,14 @@ absl::Status Trainer::Export(const std::string& kind, double accuracy) {
   RETURN_IF_ERROR(WriteFileAtomic(env_, card_path, card.dump(2) + "\n"));
   spdlog::info("{} model written: {} ({} bytes, test_accuracy {:.4f})", kind, model_path,
                bytes.str().size(), accuracy);
-  ModelArtifact a{kind,
-                  model_path,
-                  card_path,
-                  accuracy,
-                  progress_.epoch,
-                  progress_.step,
-                  static_cast<int64_t>(bytes.str().size())};
-  return reporter_.CommitArtifact(a);
+  ModelFile a{kind,
+              model_path,
+              card_path,
+              accuracy,
+              progress_.epoch,
+              progress_.step,
+              static_cast<int64_t>(bytes.str().size())};
+  return reporter_.CommitModel(a);
 }
 
 }  // namespace weft::train

@@ -70,12 +70,12 @@ class ControllerTest : public ::testing::Test {
     return w ? w->reason : "";
   }
   std::string Reason(const std::string& id) { return store_->GetJob(id)->reason; }
-  // Writes a model file of the job and returns its artifact record.
-  ArtifactRecord Model(const std::string& id, const std::string& kind, double acc) {
+  // Writes a model file of the job and returns its model record.
+  ModelRecord Model(const std::string& id, const std::string& kind, double acc) {
     std::string path = controller_->layout().JobDir(id) + "/results/" + kind + "/model.pt";
     EXPECT_TRUE(MakeDirs(controller_->layout().JobDir(id) + "/results/" + kind).ok());
     EXPECT_TRUE(WriteFileAtomic(path, "model-bytes").ok());
-    return ArtifactRecord{
+    return ModelRecord{
         kind, path, ModelCardPath(controller_->layout().ResultDir(id), kind), acc, 1, 10, 11, 0};
   }
 

@@ -91,7 +91,7 @@ TEST_F(ControllerTest, GangStartsAllLearnersAndRunsOnceAllRegister) {
   executor_.Exit(id, 1, 0, 0, /*rank=*/1);
   controller_->Tick();
   EXPECT_EQ(State(id), JobState::kRunning);
-  ASSERT_TRUE(controller_->OnCommitArtifact(id, 1, Model(id, "final", 0.85)).ok());
+  ASSERT_TRUE(controller_->OnCommitModel(id, 1, Model(id, "final", 0.85)).ok());
   controller_->OnFinished(id, 0, 1, true, "budget exhausted: 2 epochs, test_accuracy 0.8500");
   executor_.Exit(id, 1, 0, 0, /*rank=*/0);
   controller_->Tick();

@@ -68,12 +68,12 @@ TEST_F(ControllerTest, HappyPathThroughDeliveredToCompleted) {
   EXPECT_DOUBLE_EQ(*store_->GetJob(id)->best_test_accuracy, 0.85);
   EXPECT_EQ(store_->GetJob(id)->progress.step, 10);
 
-  ASSERT_TRUE(controller_->OnCommitArtifact(id, 1, Model(id, "delivered", 0.85)).ok());
+  ASSERT_TRUE(controller_->OnCommitModel(id, 1, Model(id, "delivered", 0.85)).ok());
   EXPECT_EQ(State(id), JobState::kDelivered);
   EXPECT_THAT(Reason(id), HasSubstr("deliver target met: test_accuracy 0.8500 >= 0.8"));
   EXPECT_TRUE(store_->GetJob(id)->deliver_met_ms.has_value());
 
-  ASSERT_TRUE(controller_->OnCommitArtifact(id, 1, Model(id, "final", 0.91)).ok());
+  ASSERT_TRUE(controller_->OnCommitModel(id, 1, Model(id, "final", 0.91)).ok());
   EXPECT_TRUE(store_->GetJob(id)->complete_met_ms.has_value());
   controller_->OnFinished(id, 0, 1, true, "target met: test_accuracy 0.9100 >= 0.9");
   executor_.Exit(id, 1, 0);
@@ -288,25 +288,25 @@ TEST_F(ControllerTest, StaleAttemptsAreFencedOff) {
   EXPECT_FALSE(controller_->OnRegister(id, 0, /*attempt=*/7, 1, 0).accepted);
   EXPECT_EQ(State(id), JobState::kStarting);
   EXPECT_FALSE(controller_->OnMetrics(id, 0, 7, {}, {}));
-  EXPECT_TRUE(absl::IsFailedPrecondition(
-      controller_->OnCommitArtifact(id, 7, Model(id, "delivered", 0.99))));
-  EXPECT_TRUE(store_->Artifacts(id)->empty());
+  EXPECT_TRUE(
+      absl::IsFailedPrecondition(controller_->OnCommitModel(id, 7, Model(id, "delivered", 0.99))));
+  EXPECT_TRUE(store_->Models(id)->empty());
   EXPECT_FALSE(controller_->OnRegister("job-unknown", 0, 1, 1, 0).accepted);
 }
 
-TEST_F(ControllerTest, ArtifactMustExistWithTheClaimedSizeInsideTheJob) {
+TEST_F(ControllerTest, ModelMustExistWithTheClaimedSizeInsideTheJob) {
   std::string id = Submit();
   controller_->Tick();
   controller_->OnRegister(id, 0, 1, 1, 0);
-  ArtifactRecord a = Model(id, "final", 0.5);
+  ModelRecord a = Model(id, "final", 0.5);
   a.bytes = 999;
-  EXPECT_TRUE(absl::IsInvalidArgument(controller_->OnCommitArtifact(id, 1, a)));
+  EXPECT_TRUE(absl::IsInvalidArgument(controller_->OnCommitModel(id, 1, a)));
   a = Model(id, "final", 0.5);
   a.path = "/etc/passwd";
-  EXPECT_TRUE(absl::IsInvalidArgument(controller_->OnCommitArtifact(id, 1, a)));
+  EXPECT_TRUE(absl::IsInvalidArgument(controller_->OnCommitModel(id, 1, a)));
   a = Model(id, "weights", 0.5);
-  EXPECT_TRUE(absl::IsInvalidArgument(controller_->OnCommitArtifact(id, 1, a)));
-  EXPECT_TRUE(store_->Artifacts(id)->empty());
+  EXPECT_TRUE(absl::IsInvalidArgument(controller_->OnCommitModel(id, 1, a)));
+  EXPECT_TRUE(store_->Models(id)->empty());
 }
 
 TEST_F(ControllerTest, SilentLearnerIsStoppedAndFailed) {
@@ -383,7 +383,7 @@ TEST_F(ControllerTest, RecoverAdoptsALiveLearnerOfTheCurrentAttempt) {
   EXPECT_EQ(executor_.adopted[0].attempt, 1);
   EXPECT_TRUE(controller_->OnHeartbeat(id, 0, 1, {}));
   // It finishes under the new weftd; its exit status is unknown but its report decides.
-  ASSERT_TRUE(controller_->OnCommitArtifact(id, 1, Model(id, "final", 0.95)).ok());
+  ASSERT_TRUE(controller_->OnCommitModel(id, 1, Model(id, "final", 0.95)).ok());
   controller_->OnFinished(id, 0, 1, true, "target met: test_accuracy 0.9500 >= 0.9");
   LearnerExit e;
   e.job_id = id;

@@ -1,6 +1,6 @@
 // libFuzzer target: the coordinator's request handling (control/coordinator_service.h and the
 // controller behind it) on any request a learner could send.
-//   byte 0: the call (Register, Heartbeat, ReportMetrics, CommitArtifact, CommitCheckpoint,
+//   byte 0: the call (Register, Heartbeat, ReportMetrics, CommitModel, CommitCheckpoint,
 //           ReportFinished)
 //   byte 1: bit 0 puts the World's job id in the learner identity, bit 1 its credential, bit 2
 //           attempt 1, so inputs get past authentication as a real learner would
@@ -69,8 +69,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           *service, &CoordinatorService::ReportMetrics, data, size, flags, &parsed);
       break;
     case 3:
-      s = Call<v1::CommitArtifactRequest, v1::CommitArtifactResponse>(
-          *service, &CoordinatorService::CommitArtifact, data, size, flags, &parsed);
+      s = Call<v1::CommitModelRequest, v1::CommitModelResponse>(
+          *service, &CoordinatorService::CommitModel, data, size, flags, &parsed);
       break;
     case 4:
       s = Call<v1::CommitCheckpointRequest, v1::CommitCheckpointResponse>(

@@ -1,8 +1,11 @@
 #include "store/sqlite_store.h"
 
+#include <sqlite3.h>
+
 #include <filesystem>
 #include <fstream>
 
+#include "store/sqlite_schema.h"
 #include "store/store_tests.h"
 
 namespace weft {
@@ -52,6 +55,39 @@ TEST(SqliteStoreTest, AFullStoreRefusesWritesAndKeepsWhatItHad) {
   auto reopened = SqliteStore::Open(dir + "/weft.db");
   ASSERT_TRUE(reopened.ok());
   EXPECT_EQ(static_cast<Store&>(**reopened).ListJobs("t")->size(), static_cast<size_t>(stored));
+  std::filesystem::remove_all(dir);
+}
+
+// A store of version 5 (a job's models in `artifacts`) opens as version 6 with its models intact.
+TEST(SqliteStoreTest, VersionFiveMigratesItsModelsToTheirOwnTable) {
+  char tmpl[] = "/tmp/weft-migrate-XXXXXX";
+  const std::string dir = mkdtemp(tmpl);
+  const std::string path = dir + "/weft.db";
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_EQ(sqlite3_exec(db, sqlite::kMigrations[i], nullptr, nullptr, nullptr), SQLITE_OK) << i;
+  }
+  ASSERT_EQ(sqlite3_exec(db,
+                         "INSERT INTO jobs (id, tenant, name, state, reason, manifest, spec_json, "
+                         "created_ms, updated_ms, attempt, node, learner_pid, epoch, "
+                         "epochs_total, step, steps_total, samples) VALUES ('job-a', 't', 'n', "
+                         "'COMPLETED', 'r', 'm', '{}', 1, 2, 1, 'local', 0, 1, 1, 10, 10, 100);"
+                         "INSERT INTO artifacts VALUES ('job-a', 'final', '/m.pt', '/c.json', "
+                         "0.9, 1, 10, 123, 3); PRAGMA user_version=5;",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK)
+      << sqlite3_errmsg(db);
+  sqlite3_close(db);
+  auto store = SqliteStore::Open(path);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto models = (*store)->Models("job-a");
+  ASSERT_TRUE(models.ok()) << models.status();
+  ASSERT_EQ(models->size(), 1u);
+  EXPECT_EQ((*models)[0].kind, "final");
+  EXPECT_EQ((*models)[0].bytes, 123);
+  EXPECT_TRUE((*store)->ListArtifacts("t")->empty());
+  EXPECT_TRUE((*store)->PutArtifact({"t", "x", "aa", 1, 1}).ok());
   std::filesystem::remove_all(dir);
 }
 

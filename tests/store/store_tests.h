@@ -29,7 +29,7 @@ TEST_P(StoreTest, UnknownJobIsNotFound) {
   EXPECT_TRUE(absl::IsNotFound(store_->History("nope").status()));
   EXPECT_TRUE(absl::IsNotFound(store_->MetricRange("nope", 0, 1).status()));
   EXPECT_TRUE(absl::IsNotFound(store_->AppendMetrics("nope", {MetricRecord{}})));
-  EXPECT_TRUE(absl::IsNotFound(store_->PutArtifact("nope", ArtifactRecord{})));
+  EXPECT_TRUE(absl::IsNotFound(store_->PutModel("nope", ModelRecord{})));
   EXPECT_TRUE(absl::IsNotFound(store_->DeleteJob("nope")));
   EXPECT_TRUE(absl::IsNotFound(store_->UpdateJob(NewJob("nope"))));
 }
@@ -183,16 +183,16 @@ TEST_P(StoreTest, MetricsArePagedByIndex) {
   EXPECT_TRUE(absl::IsNotFound(store_->MetricRange("job-nope", 0, 3).status()));
 }
 
-TEST_P(StoreTest, ArtifactsReplacePerKind) {
+TEST_P(StoreTest, ModelsReplacePerKind) {
   ASSERT_TRUE(store_->CreateJob(NewJob("job-a"), "s").ok());
-  ArtifactRecord a{"delivered", "/m1.pt", "/c1.json", 0.88, 2, 100, 1234, 5000};
-  ASSERT_TRUE(store_->PutArtifact("job-a", a).ok());
+  ModelRecord a{"delivered", "/m1.pt", "/c1.json", 0.88, 2, 100, 1234, 5000};
+  ASSERT_TRUE(store_->PutModel("job-a", a).ok());
   a.path = "/m2.pt";
   a.test_accuracy = 0.89;
-  ASSERT_TRUE(store_->PutArtifact("job-a", a).ok());
-  ArtifactRecord f{"final", "/f.pt", "/f.json", 0.91, 4, 200, 1234, 6000};
-  ASSERT_TRUE(store_->PutArtifact("job-a", f).ok());
-  auto arts = store_->Artifacts("job-a");
+  ASSERT_TRUE(store_->PutModel("job-a", a).ok());
+  ModelRecord f{"final", "/f.pt", "/f.json", 0.91, 4, 200, 1234, 6000};
+  ASSERT_TRUE(store_->PutModel("job-a", f).ok());
+  auto arts = store_->Models("job-a");
   ASSERT_TRUE(arts.ok());
   ASSERT_EQ(arts->size(), 2u);
   EXPECT_EQ((*arts)[0].kind, "delivered");
@@ -201,14 +201,14 @@ TEST_P(StoreTest, ArtifactsReplacePerKind) {
   EXPECT_EQ((*arts)[1].bytes, 1234);
 }
 
-TEST_P(StoreTest, ASnapshotHoldsTheJobItsHistoryLatestMetricsAndArtifacts) {
+TEST_P(StoreTest, ASnapshotHoldsTheJobItsHistoryLatestMetricsAndModels) {
   ASSERT_TRUE(store_->CreateJob(NewJob("job-a"), "submitted").ok());
   ASSERT_TRUE(store_->CreateJob(NewJob("job-b"), "submitted").ok());
   std::vector<MetricRecord> pts(3);
   for (int i = 0; i < 3; ++i) pts[i].step = i + 1;
   ASSERT_TRUE(store_->AppendMetrics("job-a", pts).ok());
   ASSERT_TRUE(store_->AppendMetrics("job-b", pts).ok());
-  ASSERT_TRUE(store_->PutArtifact("job-a", {"final", "/f.pt", "/f.json", 0.9, 1, 3, 10, 5}).ok());
+  ASSERT_TRUE(store_->PutModel("job-a", {"final", "/f.pt", "/f.json", 0.9, 1, 3, 10, 5}).ok());
   auto snap = store_->GetJobSnapshot("job-a", 2);
   ASSERT_TRUE(snap.ok()) << snap.status();
   EXPECT_EQ(snap->job.id, "job-a");
@@ -217,10 +217,10 @@ TEST_P(StoreTest, ASnapshotHoldsTheJobItsHistoryLatestMetricsAndArtifacts) {
   ASSERT_EQ(snap->metrics.size(), 2u);
   EXPECT_EQ(snap->metrics[0].step, 2);
   EXPECT_EQ(snap->metrics[1].step, 3);
-  ASSERT_EQ(snap->artifacts.size(), 1u);
-  EXPECT_EQ(snap->artifacts[0].path, "/f.pt");
+  ASSERT_EQ(snap->models.size(), 1u);
+  EXPECT_EQ(snap->models[0].path, "/f.pt");
   EXPECT_EQ(store_->GetJobSnapshot("job-b", 0)->metrics.size(), 3u);
-  EXPECT_TRUE(store_->GetJobSnapshot("job-b", 0)->artifacts.empty());
+  EXPECT_TRUE(store_->GetJobSnapshot("job-b", 0)->models.empty());
   EXPECT_TRUE(absl::IsNotFound(store_->GetJobSnapshot("job-nope", 2).status()));
 }
 
@@ -232,7 +232,7 @@ TEST_P(StoreTest, CloseAndReopenKeepsEverything) {
   r.updated_ms = 3000;
   ASSERT_TRUE(store_->TransitionJob(r, JobState::kQueued).ok());
   ASSERT_TRUE(store_->AppendMetrics("job-a", {MetricRecord{7, 1, 9, 0.5, 10, 0.7, 0.4}}).ok());
-  ASSERT_TRUE(store_->PutArtifact("job-a", {"final", "/f.pt", "/f.json", 0.9, 1, 7, 10, 11}).ok());
+  ASSERT_TRUE(store_->PutModel("job-a", {"final", "/f.pt", "/f.json", 0.9, 1, 7, 10, 11}).ok());
   Reopen();
   auto got = store_->GetJob("job-a");
   ASSERT_TRUE(got.ok());
@@ -240,14 +240,14 @@ TEST_P(StoreTest, CloseAndReopenKeepsEverything) {
   EXPECT_EQ(store_->History("job-a")->size(), 2u);
   ASSERT_EQ(store_->MetricRange("job-a", 0, 100)->points.size(), 1u);
   EXPECT_DOUBLE_EQ(*store_->MetricRange("job-a", 0, 100)->points[0].test_accuracy, 0.7);
-  EXPECT_EQ(store_->Artifacts("job-a")->size(), 1u);
+  EXPECT_EQ(store_->Models("job-a")->size(), 1u);
 }
 
 TEST_P(StoreTest, DeleteRemovesEverythingOfTheJob) {
   ASSERT_TRUE(store_->CreateJob(NewJob("job-a"), "s").ok());
   ASSERT_TRUE(store_->CreateJob(NewJob("job-b"), "s").ok());
   ASSERT_TRUE(store_->AppendMetrics("job-a", {MetricRecord{}}).ok());
-  ASSERT_TRUE(store_->PutArtifact("job-a", {"final", "/f", "/c", 0, 0, 0, 0, 0}).ok());
+  ASSERT_TRUE(store_->PutModel("job-a", {"final", "/f", "/c", 0, 0, 0, 0, 0}).ok());
   ASSERT_TRUE(store_->DeleteJob("job-a").ok());
   EXPECT_TRUE(absl::IsNotFound(store_->GetJob("job-a").status()));
   EXPECT_TRUE(absl::IsNotFound(store_->History("job-a").status()));
@@ -255,7 +255,7 @@ TEST_P(StoreTest, DeleteRemovesEverythingOfTheJob) {
   ASSERT_TRUE(store_->CreateJob(NewJob("job-a"), "again").ok());
   EXPECT_EQ(store_->History("job-a")->size(), 1u);
   EXPECT_TRUE(store_->MetricRange("job-a", 0, 100)->points.empty());
-  EXPECT_TRUE(store_->Artifacts("job-a")->empty());
+  EXPECT_TRUE(store_->Models("job-a")->empty());
   EXPECT_TRUE(store_->GetJob("job-b").ok());
 }
 
@@ -287,6 +287,42 @@ TEST_P(StoreTest, RestartCountIsKept) {
   ASSERT_TRUE(store_->UpdateJob(r).ok());
   Reopen();
   EXPECT_EQ(store_->GetJob("job-a")->restarts, 2);
+}
+
+TEST_P(StoreTest, ArtifactsAreNamedPerTenantAndCountWhoSharesTheirContent) {
+  TenantRecord t;
+  t.name = "vision";
+  ASSERT_TRUE(store_->CreateTenant(t).ok());
+  ASSERT_TRUE(store_->PutArtifact({"vision", "cnn.pt", "aa", 10, 1}).ok());
+  ASSERT_TRUE(store_->PutArtifact({"vision", "copy.pt", "aa", 10, 2}).ok());
+  ASSERT_TRUE(store_->PutArtifact({"vision", "data.csv", "bb", 7, 3}).ok());
+  ASSERT_TRUE(store_->PutArtifact({"nlp", "cnn.pt", "cc", 5, 4}).ok());
+  Reopen();
+  auto got = store_->GetArtifact("vision", "cnn.pt");
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->sha256, "aa");
+  EXPECT_EQ(got->bytes, 10);
+  EXPECT_EQ(got->created_ms, 1);
+  EXPECT_EQ(store_->GetArtifact("nlp", "cnn.pt")->sha256, "cc");
+  EXPECT_TRUE(absl::IsNotFound(store_->GetArtifact("nlp", "data.csv").status()));
+  auto list = store_->ListArtifacts("vision");
+  ASSERT_TRUE(list.ok());
+  ASSERT_EQ(list->size(), 3u);
+  EXPECT_EQ((*list)[0].name, "cnn.pt");
+  EXPECT_EQ((*list)[2].name, "data.csv");
+  // A name replaced points at the new content.
+  ASSERT_TRUE(store_->PutArtifact({"vision", "data.csv", "dd", 8, 5}).ok());
+  EXPECT_EQ(store_->GetArtifact("vision", "data.csv")->sha256, "dd");
+  EXPECT_EQ(store_->ListArtifacts("vision")->size(), 3u);
+  // Deleting counts the names left on the same content, in that tenant only.
+  EXPECT_EQ(*store_->DeleteArtifact("vision", "cnn.pt"), 1);
+  EXPECT_EQ(*store_->DeleteArtifact("vision", "copy.pt"), 0);
+  EXPECT_TRUE(absl::IsNotFound(store_->DeleteArtifact("vision", "copy.pt").status()));
+  EXPECT_TRUE(absl::IsNotFound(store_->DeleteArtifact("vision", "ghost").status()));
+  // They go with their tenant.
+  ASSERT_TRUE(store_->DeleteTenant("vision").ok());
+  EXPECT_TRUE(store_->ListArtifacts("vision")->empty());
+  EXPECT_EQ(store_->ListArtifacts("nlp")->size(), 1u);
 }
 
 TEST_P(StoreTest, TenantsRoundTripUpdateAndDeleteOnlyWithoutJobs) {

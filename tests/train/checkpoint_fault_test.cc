@@ -27,7 +27,7 @@ class RecordingReporter : public Reporter {
   std::vector<std::string> ResumeFrom() const override { return {}; }
   void Report(const MetricSample&, const ProgressReport&) override {}
   bool KeepRunning() const override { return true; }
-  absl::Status CommitArtifact(const ModelArtifact& a) override {
+  absl::Status CommitModel(const ModelFile& a) override {
     models.push_back(a);
     return absl::OkStatus();
   }
@@ -39,7 +39,7 @@ class RecordingReporter : public Reporter {
   void Finish(bool, const std::string&, double) override {}
 
   std::map<int64_t, std::pair<std::string, int64_t>> checkpoints;  // step -> (path, bytes)
-  std::vector<ModelArtifact> models;
+  std::vector<ModelFile> models;
 };
 
 class CheckpointFaultTest : public ::testing::Test {

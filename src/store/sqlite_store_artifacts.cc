@@ -1,0 +1,68 @@
+// The SQLite store: the files tenants upload (artifacts), by tenant and name. The files
+// themselves live on disk under their SHA-256 (control/artifacts.h); here is only what names them.
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "store/sqlite_query.h"
+#include "store/sqlite_store.h"
+
+namespace weft {
+
+namespace {
+
+constexpr char kSelectArtifacts[] =
+    "SELECT tenant, name, sha256, bytes, created_ms FROM artifacts WHERE tenant=?1";
+
+ArtifactRecord ReadArtifact(sqlite::Stmt& s) {
+  return {s.Text(0), s.Text(1), s.Text(2), s.Int(3), s.Int(4)};
+}
+
+std::string NoArtifact(const std::string& name) { return absl::StrCat("no artifact '", name, "'"); }
+
+}  // namespace
+
+absl::Status SqliteStore::PutArtifact(const ArtifactRecord& a) {
+  absl::MutexLock lock(&mu_);
+  return sqlite::Execute(*stmts_, "put artifact",
+                         "INSERT OR REPLACE INTO artifacts (tenant, name, sha256, bytes, "
+                         "created_ms) VALUES (?1,?2,?3,?4,?5)",
+                         a.tenant, a.name, a.sha256, a.bytes, a.created_ms)
+      .status();
+}
+
+absl::StatusOr<ArtifactRecord> SqliteStore::GetArtifact(const std::string& tenant,
+                                                        const std::string& name) {
+  absl::MutexLock lock(&mu_);
+  return sqlite::QueryOne<ArtifactRecord>(*stmts_, "get artifact", NoArtifact(name),
+                                          absl::StrCat(kSelectArtifacts, " AND name=?2"),
+                                          ReadArtifact, tenant, name);
+}
+
+absl::StatusOr<std::vector<ArtifactRecord>> SqliteStore::ListArtifacts(const std::string& tenant) {
+  absl::MutexLock lock(&mu_);
+  return sqlite::Query<ArtifactRecord>(*stmts_, "list artifacts",
+                                       absl::StrCat(kSelectArtifacts, " ORDER BY name"),
+                                       ReadArtifact, tenant);
+}
+
+absl::StatusOr<int64_t> SqliteStore::DeleteArtifact(const std::string& tenant,
+                                                    const std::string& name) {
+  absl::MutexLock lock(&mu_);
+  sqlite::Transaction tx(db_);
+  RETURN_IF_ERROR(tx.Begun());
+  ASSIGN_OR_RETURN(ArtifactRecord a,
+                   sqlite::QueryOne<ArtifactRecord>(*stmts_, "get artifact", NoArtifact(name),
+                                                    absl::StrCat(kSelectArtifacts, " AND name=?2"),
+                                                    ReadArtifact, tenant, name));
+  RETURN_IF_ERROR(sqlite::Execute(*stmts_, "delete artifact",
+                                  "DELETE FROM artifacts WHERE tenant=?1 AND name=?2", tenant, name)
+                      .status());
+  ASSIGN_OR_RETURN(std::vector<int64_t> left,
+                   sqlite::Query<int64_t>(
+                       *stmts_, "count artifacts",
+                       "SELECT COUNT(*) FROM artifacts WHERE tenant=?1 AND sha256=?2",
+                       [](sqlite::Stmt& s) { return s.Int(0); }, tenant, a.sha256));
+  RETURN_IF_ERROR(tx.Commit());
+  return left.empty() ? 0 : left[0];
+}
+
+}  // namespace weft
