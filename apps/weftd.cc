@@ -109,6 +109,8 @@ struct Flags {
   std::vector<std::string> data_roots = {"/usr/share/datasets"};
   bool insecure = false;
   int64_t max_store_bytes = 0;
+  int64_t max_artifact_mb = 256;
+  int64_t tenant_artifact_mb = 2048;
   std::string host;  // of --listen
   int port = 0;
 };
@@ -148,6 +150,14 @@ void AddFlags(CLI::App& app, Flags& f) {
                  "disk")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 50));
+  app.add_option("--max-artifact-mb", f.max_artifact_mb,
+                 "largest file a tenant may upload (POST /v1/artifacts), MiB; larger ones get 413")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  app.add_option("--tenant-artifact-mb", f.tenant_artifact_mb,
+                 "room each tenant's uploaded artifacts may take together, MiB; past it 413")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
   app.add_flag("--insecure", f.insecure,
                "allow --listen and --coordinator-listen off loopback, in plain text (tokens and "
                "learner credentials cross the network unencrypted)");
@@ -327,8 +337,11 @@ int main(int argc, char** argv) {
   if (auto s = controller.Recover(); !s.ok()) {
     return Fail(absl::InternalError(absl::StrCat("recovery failed: ", s.message())));
   }
+  weft::Artifacts artifacts(**store, env, *data_dir, weft::SystemClock::Get(),
+                            {flags.max_artifact_mb << 20, flags.tenant_artifact_mb << 20});
+  if (auto s = artifacts.RemoveUnnamed(); !s.ok()) return Fail(s);
   flags.rest.admin_token_path = *data_dir + "/admin.token";
-  weft::api::RestServer rest(**store, controller, weft::SystemClock::Get(), flags.rest);
+  weft::api::RestServer rest(**store, controller, &artifacts, weft::SystemClock::Get(), flags.rest);
   if (auto s = rest.Start(flags.host, flags.port); !s.ok()) return Fail(s);
   controller.StartLoop();
 

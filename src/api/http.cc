@@ -10,6 +10,7 @@
 #include <memory>
 #include <set>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
@@ -132,24 +133,31 @@ bool OverRate(RateLimiter* limiter, const Caller& caller, httplib::Response& res
   return true;
 }
 
+// The caller, or nothing when the request is answered already (401, 403, 429).
+std::optional<Caller> Admit(const httplib::Request& req, httplib::Response& res, Access access,
+                            Store* store, RateLimiter* limiter) {
+  if (access == Access::kPublic) return Caller{};
+  auto c = Authenticate(*store, req.get_header_value("Authorization"));
+  if (!c.ok()) {
+    if (absl::IsUnauthenticated(c.status())) {
+      res.set_header("WWW-Authenticate", "Bearer realm=\"weft\"");
+    }
+    SendStatus(res, c.status());
+    return std::nullopt;
+  }
+  if (access == Access::kAdmin && !c->admin) {
+    SendError(res, 403, "this route needs the admin token");
+    return std::nullopt;
+  }
+  if (OverRate(limiter, *c, res)) return std::nullopt;
+  return *c;
+}
+
 RawHandler Authenticated(Handler h, Access access, Store* store, RateLimiter* limiter) {
   return [h, access, store, limiter](const httplib::Request& req, httplib::Response& res) {
-    Caller caller;
-    if (access != Access::kPublic) {
-      auto c = Authenticate(*store, req.get_header_value("Authorization"));
-      if (!c.ok()) {
-        if (absl::IsUnauthenticated(c.status())) {
-          res.set_header("WWW-Authenticate", "Bearer realm=\"weft\"");
-        }
-        return SendStatus(res, c.status());
-      }
-      if (access == Access::kAdmin && !c->admin) {
-        return SendError(res, 403, "this route needs the admin token");
-      }
-      caller = *c;
-      if (OverRate(limiter, caller, res)) return;
+    if (std::optional<Caller> caller = Admit(req, res, access, store, limiter)) {
+      h(req, res, *caller);
     }
-    h(req, res, caller);
   };
 }
 
@@ -172,15 +180,62 @@ void Router::Route(const std::string& pattern, std::map<std::string, Handler> me
   server_.Delete(pattern, pick("DELETE"));
 }
 
-httplib::Server::HandlerResponse EmptyBodyWithoutLength(const httplib::Request& req,
-                                                        httplib::Response&) {
-  if (!req.has_header("Content-Length") && !req.has_header("Transfer-Encoding")) {
+void Router::Route(const std::string& pattern, std::map<std::string, Handler> methods,
+                   Access access, UploadHandler upload) {
+  Store* store = &store_;
+  RateLimiter* limiter = limiter_;
+  // Served before the plain POST handler Route registers (httplib tries readers first).
+  server_.Post(pattern,
+               [upload, access, store, limiter](const httplib::Request& req, httplib::Response& res,
+                                                const httplib::ContentReader& read) {
+                 std::optional<Caller> caller = Admit(req, res, access, store, limiter);
+                 if (!caller) {
+                   read([](const char*, size_t) { return true; });  // the body is dropped, unread
+                   return;
+                 }
+                 upload(req, res, *caller, read);
+               });
+  methods.emplace("POST", [](const httplib::Request&, httplib::Response& res, const Caller&) {
+    SendError(res, 500, "the upload handler did not answer");
+  });
+  Route(pattern, std::move(methods), access);
+}
+
+httplib::Server::HandlerResponse BodyLimits::operator()(const httplib::Request& req,
+                                                        httplib::Response& res) const {
+  using Result = httplib::Server::HandlerResponse;
+  const bool upload = req.method == "POST" && req.path == upload_path;
+  const std::string length = req.get_header_value("Content-Length");
+  auto refuse = [&res](int status, const std::string& message) {
+    SendError(res, status, message);
+    res.set_header("Connection", "close");
+    return Result::Handled;
+  };
+  if (req.has_header("Transfer-Encoding")) {
+    if (upload) return Result::Unhandled;
+    return refuse(411, "send the request body with a Content-Length, not chunked");
+  }
+  if (!req.has_header("Content-Length")) {
     // cpp-httplib 0.11 otherwise reads a POST, PUT, PATCH or DELETE without a length until the
     // connection closes. The Request it hands the pre-routing handler is its own non-const
     // object, so adding the header is well defined.
     const_cast<httplib::Request&>(req).headers.emplace("Content-Length", "0");
+    return Result::Unhandled;
   }
-  return httplib::Server::HandlerResponse::Unhandled;
+  uint64_t bytes = 0;
+  if (!absl::SimpleAtoi(length, &bytes)) {
+    return refuse(400, "Content-Length must be a number of bytes");
+  }
+  if (upload && bytes > max_upload_bytes) {
+    return refuse(413, absl::StrCat("the upload is ", bytes, " bytes, over the ", max_upload_bytes,
+                                    " bytes weftd accepts (weftd --max-artifact-mb)"));
+  }
+  if (!upload && bytes > max_request_bytes) {
+    return refuse(
+        413, absl::StrCat("the request body is ", bytes, " bytes, over the ", max_request_bytes,
+                          " bytes weftd accepts (weftd --max-request-bytes)"));
+  }
+  return Result::Unhandled;
 }
 
 }  // namespace weft::api

@@ -58,6 +58,12 @@ void SendNoSuchJob(httplib::Response& res, const std::string& id);
 std::optional<JobRecord> FindJob(Store& store, const std::string& id, const Caller& caller,
                                  httplib::Response& res);
 
+// A POST handler that reads the request body itself, in pieces as they arrive (an upload), so a
+// large body is never held whole in memory. It must call `read` exactly once, also when it refuses
+// the request, so the connection stays in step.
+using UploadHandler = std::function<void(const httplib::Request&, httplib::Response&, const Caller&,
+                                         const httplib::ContentReader& read)>;
+
 class Router {
  public:
   // `limiter` (may be null: no limits) is asked once per authenticated tenant request.
@@ -68,6 +74,9 @@ class Router {
   // tenant over its request rate 429 with Retry-After (seconds). The admin is not rate-limited.
   void Route(const std::string& pattern, std::map<std::string, Handler> methods,
              Access access = Access::kAnyone);
+  // As Route, with POST served by `upload`.
+  void Route(const std::string& pattern, std::map<std::string, Handler> methods, Access access,
+             UploadHandler upload);
 
  private:
   httplib::Server& server_;
@@ -75,10 +84,21 @@ class Router {
   RateLimiter* limiter_;
 };
 
-// Makes a request that carries neither Content-Length nor Transfer-Encoding one with an empty
-// body, as HTTP/1.1 defines it (RFC 9112 section 6.3), so `curl -X POST .../halt` is answered at
-// once instead of after the read timeout. For Server::set_pre_routing_handler.
-httplib::Server::HandlerResponse EmptyBodyWithoutLength(const httplib::Request& req,
-                                                        httplib::Response& res);
+// What a request body may be, checked before a byte of it is read. For
+// Server::set_pre_routing_handler, with the server's payload limit at least `max_upload_bytes`.
+//  - Neither Content-Length nor Transfer-Encoding: an empty body, as HTTP/1.1 defines it (RFC 9112
+//    section 6.3), so `curl -X POST .../halt` is answered at once instead of after the read
+//    timeout.
+//  - A POST to `upload_path` may send up to `max_upload_bytes`, with a length or chunked.
+//  - Any other request at most `max_request_bytes`, with a Content-Length: over it 413, chunked
+//  411.
+// A refused request is answered with Connection: close (its body is never read).
+struct BodyLimits {
+  size_t max_request_bytes = 0;
+  size_t max_upload_bytes = 0;
+  std::string upload_path;
+  httplib::Server::HandlerResponse operator()(const httplib::Request& req,
+                                              httplib::Response& res) const;
+};
 
 }  // namespace weft::api

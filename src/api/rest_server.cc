@@ -11,6 +11,8 @@
 namespace weft::api {
 namespace {
 
+constexpr char kUploadPath[] = "/v1/artifacts";
+
 // Unrouted paths and handler exceptions still answer with the API's error body.
 void AddFallbacks(httplib::Server& s, size_t max_request_bytes) {
   s.set_error_handler([max_request_bytes](const httplib::Request& req, httplib::Response& res) {
@@ -20,8 +22,11 @@ void AddFallbacks(httplib::Server& s, size_t max_request_bytes) {
                 absl::StrCat("no route ", req.method, " ", req.path, "; see docs/openapi.yaml"));
     } else if (res.status == 413) {
       SendError(res, 413,
-                absl::StrCat("the request body is over the ", max_request_bytes,
-                             " bytes weftd accepts (weftd --max-request-bytes)"));
+                req.path == kUploadPath
+                    ? absl::StrCat("the upload is over the ", max_request_bytes,
+                                   " bytes weftd accepts (weftd --max-artifact-mb)")
+                    : absl::StrCat("the request body is over the ", max_request_bytes,
+                                   " bytes weftd accepts (weftd --max-request-bytes)"));
     } else {
       SendError(res, res.status, "request failed");
     }
@@ -52,9 +57,14 @@ void InstallApi(httplib::Server& server, const Services& services, RateLimiter* 
   server.set_keep_alive_timeout(options.idle_timeout_s);
   server.set_read_timeout(options.read_timeout_s);
   server.set_write_timeout(options.read_timeout_s);
-  server.set_payload_max_length(options.max_request_bytes);
-  server.set_pre_routing_handler(EmptyBodyWithoutLength);
-  AddFallbacks(server, options.max_request_bytes);
+  // Uploads may be larger than other bodies: httplib's own limit is the larger one, and BodyLimits
+  // holds every other route to max_request_bytes before a byte of a body is read.
+  const size_t max_upload = services.artifacts != nullptr
+                                ? static_cast<size_t>(services.artifacts->limits().max_bytes)
+                                : options.max_request_bytes;
+  server.set_payload_max_length(std::max(options.max_request_bytes, max_upload));
+  server.set_pre_routing_handler(BodyLimits{options.max_request_bytes, max_upload, kUploadPath});
+  AddFallbacks(server, std::max(options.max_request_bytes, max_upload));
   Router router(server, services.store, limiter);
   router.Route("/healthz",
                {{"GET",
@@ -65,16 +75,17 @@ void InstallApi(httplib::Server& server, const Services& services, RateLimiter* 
   AddJobRoutes(router, services);
   AddTenantRoutes(router, services);
   AddClusterRoutes(router, services);
+  if (services.artifacts != nullptr) AddArtifactRoutes(router, services);
 }
 
-RestServer::RestServer(Store& store, Controller& controller, const Clock& clock,
-                       RestOptions options)
+RestServer::RestServer(Store& store, Controller& controller, Artifacts* artifacts,
+                       const Clock& clock, RestOptions options)
     : limiter_(std::make_unique<RateLimiter>(options.tenant_rate, clock)),
       streams_(std::make_unique<StreamLimiter>(options.follow_streams_per_tenant,
                                                std::max(1, options.threads / 2))),
       server_(std::make_unique<httplib::Server>()) {
   services_ = std::make_unique<Services>(
-      Services{store, controller, clock, options.admin_token_path, streams_.get()});
+      Services{store, controller, clock, options.admin_token_path, streams_.get(), artifacts});
   InstallApi(*server_, *services_, limiter_.get(), options);
 }
 

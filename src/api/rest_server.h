@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "api/rate_limit.h"
 #include "common/clock.h"
+#include "control/artifacts.h"
 #include "control/controller.h"
 #include "store/store.h"
 
@@ -41,8 +42,9 @@ struct RestOptions {
 
 class RestServer {
  public:
-  RestServer(Store& store, Controller& controller, const Clock& clock = SystemClock::Get(),
-             RestOptions options = {});
+  // `artifacts` (borrowed; null: no /v1/artifacts routes) holds tenants' uploads.
+  RestServer(Store& store, Controller& controller, Artifacts* artifacts,
+             const Clock& clock = SystemClock::Get(), RestOptions options = {});
   ~RestServer();
   RestServer(const RestServer&) = delete;
   RestServer& operator=(const RestServer&) = delete;

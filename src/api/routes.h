@@ -1,10 +1,12 @@
 // The REST API's routes, one file per resource: jobs (routes_jobs.cc), tenants and their tokens
-// (routes_tenants.cc), the queue and nodes (routes_cluster.cc). docs/openapi.yaml lists them.
+// (routes_tenants.cc), the queue and nodes (routes_cluster.cc), tenants' uploads
+// (routes_artifacts.cc). docs/openapi.yaml lists them.
 #pragma once
 
 #include "api/http.h"
 #include "api/rest_server.h"
 #include "common/clock.h"
+#include "control/artifacts.h"
 #include "control/controller.h"
 #include "store/store.h"
 
@@ -17,6 +19,7 @@ struct Services {
   const Clock& clock;                // stamps what the API creates (tenants, tokens)
   std::string admin_token_path;      // RestOptions::admin_token_path
   StreamLimiter* streams = nullptr;  // follow streams' places; null: unlimited
+  Artifacts* artifacts = nullptr;    // tenants' uploads; null: no /v1/artifacts routes
 };
 
 // A route's handler over the services; Bind makes it a Handler. `services` must outlive it.
@@ -36,5 +39,6 @@ void InstallApi(httplib::Server& server, const Services& services, RateLimiter* 
 void AddJobRoutes(Router& router, const Services& services);
 void AddTenantRoutes(Router& router, const Services& services);
 void AddClusterRoutes(Router& router, const Services& services);
+void AddArtifactRoutes(Router& router, const Services& services);
 
 }  // namespace weft::api

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "api/job_json.h"
 #include "api/routes.h"
+#include "common/logging.h"
 #include "common/text.h"
 
 namespace weft::api {
@@ -139,6 +140,12 @@ void DeleteTenant(const Services& s, const Request& req, Response& res, const Ca
   std::string name = req.matches[1];
   if (name == "default") return SendError(res, 409, "tenant 'default' cannot be deleted");
   if (absl::Status st = s.store.DeleteTenant(name); !st.ok()) return SendStatus(res, st);
+  if (s.artifacts != nullptr) {
+    // The names are gone with the tenant; a file left by an error here is nobody's to name.
+    if (absl::Status st = s.artifacts->RemoveTenant(name); !st.ok()) {
+      spdlog::warn("tenant {} deleted; its artifacts' files stay: {}", name, st.message());
+    }
+  }
   SendJson(res, 200, {{"name", name}, {"deleted", true}});
 }
 

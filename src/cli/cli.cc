@@ -1,5 +1,6 @@
 #include "cli/cli.h"
 
+#include <csignal>
 #include <cstdlib>
 #include <string>
 
@@ -9,6 +10,9 @@
 namespace weft::cli {
 
 int Run(int argc, char** argv) {
+  // weftd may close a connection before taking a whole request (an upload it refuses): that is an
+  // error to report, not a reason to die.
+  std::signal(SIGPIPE, SIG_IGN);
   CLI::App app{"weft: submit and follow training jobs on a weft cluster"};
   app.require_subcommand(1);
   Context ctx;
@@ -22,6 +26,7 @@ int Run(int argc, char** argv) {
                  "<data-dir>/admin.token for tenant and token commands");
   AddJobCommands(app, ctx);
   AddClusterCommands(app, ctx);
+  AddArtifactCommands(app, ctx);
   try {
     app.parse(argc, argv);  // runs the chosen subcommand's callback
   } catch (const CLI::ParseError& e) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <iostream>
 #include <thread>
 
@@ -47,6 +48,46 @@ Reply Client::CallOnce(const std::string& method, const std::string& path, const
   if (!r) {
     out.error = absl::StrCat("cannot reach weftd at ", server_, ": ", httplib::to_string(r.error()),
                              " (is weftd running? set --server or WEFT_SERVER)");
+    return out;
+  }
+  out.status = r->status;
+  out.body = r->body;
+  out.retry_after = r->get_header_value("Retry-After");
+  return out;
+}
+
+Reply Client::Upload(const std::string& path, const std::string& file) const {
+  Reply out;
+  std::ifstream in(file, std::ios::binary | std::ios::ate);
+  if (!in) {
+    out.error = absl::StrCat("cannot read ", file);
+    return out;
+  }
+  const auto size = static_cast<size_t>(in.tellg());
+  in.seekg(0);
+  httplib::Client c(server_);
+  c.set_connection_timeout(5, 0);
+  c.set_read_timeout(120, 0);
+  c.set_write_timeout(120, 0);
+  if (!token_.empty()) c.set_bearer_token_auth(token_);
+  bool read_failed = false;
+  auto provide = [&](size_t offset, size_t length, httplib::DataSink& sink) {
+    char buf[64 * 1024];
+    in.seekg(static_cast<std::streamoff>(offset));
+    in.read(buf, static_cast<std::streamsize>(std::min(length, sizeof(buf))));
+    if (in.gcount() <= 0) {
+      read_failed = true;
+      return false;
+    }
+    sink.write(buf, static_cast<size_t>(in.gcount()));
+    return true;
+  };
+  httplib::Result r = c.Post(path, size, provide, "application/octet-stream");
+  if (!r) {
+    out.error = read_failed ? absl::StrCat("cannot read ", file, " while sending it")
+                            : absl::StrCat("cannot reach weftd at ", server_, ": ",
+                                           httplib::to_string(r.error()),
+                                           " (is weftd running? set --server or WEFT_SERVER)");
     return out;
   }
   out.status = r->status;

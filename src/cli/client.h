@@ -33,6 +33,10 @@ class Client {
   Reply Call(const std::string& method, const std::string& path, const std::string& body = "",
              const std::string& content_type = "application/yaml") const;
 
+  // POSTs the file at `file` as the body of `path`, read in pieces as it is sent (an artifact
+  // upload). Status 0 with `error` set when the file cannot be read or weftd cannot be reached.
+  Reply Upload(const std::string& path, const std::string& file) const;
+
   // Streams a GET body to `out` as it arrives. False with `error` set on a transport error or an
   // error reply.
   bool Stream(const std::string& path, std::ostream& out, std::string* error) const;

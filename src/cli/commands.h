@@ -1,5 +1,6 @@
 // The `weft` command's subcommands, registered on the CLI11 app by area: jobs (job_commands.cc)
-// and the cluster's tenants, tokens, queue and nodes (cluster_commands.cc). Each sets the exit
+// the cluster's tenants, tokens, queue and nodes (cluster_commands.cc), and a tenant's uploaded
+// artifacts (artifact_commands.cc). Each sets the exit
 // code in the shared context when it runs.
 #pragma once
 
@@ -19,5 +20,9 @@ struct Context {
 
 void AddJobCommands(CLI::App& app, Context& ctx);
 void AddClusterCommands(CLI::App& app, Context& ctx);
+void AddArtifactCommands(CLI::App& app, Context& ctx);
+
+// Uploads the file at `path` as the caller's artifact `name`, saying so; returns the exit code.
+int UploadArtifact(const Client& api, const std::string& name, const std::string& path);
 
 }  // namespace weft::cli

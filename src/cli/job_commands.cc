@@ -119,11 +119,20 @@ int Follow(const Client& api, const std::string& id) {
   }
 }
 
-int Submit(const Client& api, const std::string& file, bool follow) {
+int Submit(const Client& api, const std::string& file, bool follow,
+           const std::vector<std::string>& uploads) {
   auto text = ReadFile(file);
   if (!text.ok()) {
     std::cerr << "error: cannot read manifest " << file << ": " << text.status().message() << "\n";
     return 2;
+  }
+  for (const std::string& u : uploads) {
+    const size_t eq = u.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == u.size()) {
+      std::cerr << "error: --upload " << u << " must be NAME=PATH\n";
+      return 2;
+    }
+    if (int code = UploadArtifact(api, u.substr(0, eq), u.substr(eq + 1)); code != 0) return code;
   }
   Reply r = api.Call("POST", "/v1/jobs", *text);
   if (r.status != 201) {
@@ -285,6 +294,7 @@ int Logs(const Client& api, const std::string& id, int rank, bool follow) {
 // The values the job subcommands parse into; they live as long as the app's callbacks.
 struct Args {
   std::string file, id, out;
+  std::vector<std::string> uploads;
   bool follow = false, as_json = false, delivered = false, final_model = false;
   int rank = 0;
 };
@@ -306,7 +316,10 @@ void AddJobCommands(CLI::App& app, Context& ctx) {
   submit->add_option("FILE", a->file, "manifest file")->required();
   submit->add_flag("--follow,-f", a->follow,
                    "follow the job with a live progress line until it ends");
-  run(submit, [](const Client& c, const Args& x) { return Submit(c, x.file, x.follow); });
+  submit->add_option("--upload", a->uploads,
+                     "NAME=PATH: upload the file as artifact NAME first (repeat for several)");
+  run(submit,
+      [](const Client& c, const Args& x) { return Submit(c, x.file, x.follow, x.uploads); });
   run(app.add_subcommand("list", "list jobs"),
       [](const Client& c, const Args&) { return List(c); });
   auto* show = WithId(app, "show", "show a job: state, progress, targets, models, history", *a);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -19,6 +20,22 @@ absl::StatusOr<int64_t> FileSize(const std::string& path);
 
 // SHA-256 of `data` as 64 lower-case hex characters.
 std::string Sha256Hex(const std::string& data);
+
+// SHA-256 of data that arrives in pieces (an upload): Update as often as needed, then HexDigest
+// once. Not thread-safe.
+class Sha256Stream {
+ public:
+  Sha256Stream();
+  ~Sha256Stream();
+  Sha256Stream(const Sha256Stream&) = delete;
+  Sha256Stream& operator=(const Sha256Stream&) = delete;
+  void Update(std::string_view data);
+  // 64 lower-case hex characters. Call once, after the last Update.
+  std::string HexDigest();
+
+ private:
+  void* ctx_;  // EVP_MD_CTX
+};
 
 // HMAC-SHA256 of `message` under `key` as 64 lower-case hex characters (RFC 2104, OpenSSL).
 std::string HmacSha256Hex(const std::string& key, const std::string& message);

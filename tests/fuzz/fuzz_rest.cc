@@ -59,8 +59,12 @@ class MemoryStream : public httplib::Stream {
 class MemoryServer : public httplib::Server {
  public:
   MemoryServer()
-      : services_{*World::Get().store, *World::Get().controller, SystemClock::Get(),
-                  World::Get().dir + "/admin.token"} {
+      : services_{*World::Get().store,
+                  *World::Get().controller,
+                  SystemClock::Get(),
+                  World::Get().dir + "/admin.token",
+                  nullptr,
+                  World::Get().artifacts.get()} {
     api::RestOptions options;
     options.max_request_bytes = 64 << 10;
     api::InstallApi(*this, services_, nullptr, options);

@@ -13,6 +13,7 @@
 
 #include "api/auth.h"
 #include "common/fake_executor.h"
+#include "control/artifacts.h"
 #include "control/controller.h"
 #include "scheduler/policies.h"
 #include "store/sqlite_store.h"
@@ -25,6 +26,7 @@ struct World {
   FakeExecutor executor;
   std::unique_ptr<scheduler::Policy> policy;
   std::unique_ptr<Controller> controller;
+  std::unique_ptr<Artifacts> artifacts;
   std::string admin_token, acme_token, globex_token;
   std::string job_id, job_credential;
 
@@ -46,6 +48,9 @@ struct World {
     o.coordinator_address = "127.0.0.1:9";
     o.learner_key = std::string(32, 'k');
     controller = std::make_unique<Controller>(*store, executor, *policy, SystemClock::Get(), o);
+    // Small limits, so fuzzed uploads reach them.
+    artifacts = std::make_unique<Artifacts>(*store, Env::Default(), dir, SystemClock::Get(),
+                                            ArtifactLimits{4 << 10, 16 << 10});
     const TimeMs now = SystemClock::Get().NowMs();
     admin_token = *api::EnsureAdminToken(*store, dir, now).value();
     for (const char* name : {"acme", "globex"}) {

@@ -52,6 +52,11 @@ REST = [
     ("queue", "acme", "GET", "/v1/queue", ""),
     ("nodes", "none", "GET", "/v1/nodes", ""),
     ("health", "none", "GET", "/healthz", ""),
+    ("artifact-upload", "acme", "POST", "/v1/artifacts?name=cnn.pt", "torchscript bytes\x00\x01"),
+    ("artifact-list", "acme", "GET", "/v1/artifacts", ""),
+    ("artifact-show", "acme", "GET", "/v1/artifacts/cnn.pt", ""),
+    ("artifact-content", "globex", "GET", "/v1/artifacts/cnn.pt/content", ""),
+    ("artifact-delete", "acme", "DELETE", "/v1/artifacts/cnn.pt", ""),
 ]
 for name, token, method, path, body in REST:
     put("rest", name, bytes([TOKENS[token], METHODS[method]]) + (path + "\n" + body).encode())
@@ -86,7 +91,7 @@ COORD = [
     ("register", 0, LEARNER + field(2, 4242) + field(3, 1)),
     ("heartbeat", 1, LEARNER + field(2, PROGRESS)),
     ("metrics", 2, LEARNER + field(2, POINT) + field(2, EVAL) + field(3, PROGRESS)),
-    ("artifact", 3, LEARNER + field(2, "delivered") + field(3, "/tmp/x/model.pt") +
+    ("model", 3, LEARNER + field(2, "delivered") + field(3, "/tmp/x/model.pt") +
      field(4, "/tmp/x/model-card.json") + field(5, 0.85) + field(6, 1) + field(7, 100) +
      field(8, 1234)),
     ("checkpoint", 4, LEARNER + field(2, "/tmp/x/ckpt-100.pt") + field(3, 1) + field(4, 100) +

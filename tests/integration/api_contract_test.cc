@@ -106,6 +106,16 @@ TEST_F(ApiContractTest, EveryAnswerOnEveryRouteMatchesTheDocument) {
   Call(token, "POST", "/v1/jobs/" + id + "/resume", "", 409);
   Call(token, "GET", "/v1/jobs/job-0000000000-none", "", 404);
   Call(token, "DELETE", "/v1/jobs/" + id);
+  // The tenant's artifacts.
+  Call(token, "POST", "/v1/artifacts?name=cnn.pt", "weights", 201);
+  Call(token, "POST", "/v1/artifacts?name=cnn.pt", "other weights", 200);
+  Call(token, "POST", "/v1/artifacts?name=.x", "weights", 400);
+  Call(admin, "GET", "/v1/artifacts", "", 403);
+  Call(token, "GET", "/v1/artifacts");
+  Call(token, "GET", "/v1/artifacts/cnn.pt");
+  Call(token, "GET", "/v1/artifacts/cnn.pt/content");
+  Call(token, "GET", "/v1/artifacts/none.pt", "", 404);
+  Call(token, "DELETE", "/v1/artifacts/cnn.pt");
   // And the admin tidies up.
   const std::string token_id = Call(admin, "GET", "/v1/tenants/vision/tokens")["tokens"][0]["id"];
   Call(admin, "DELETE", "/v1/tenants/vision/tokens/" + token_id);

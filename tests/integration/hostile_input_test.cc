@@ -1,9 +1,6 @@
 // Untrusted input through a real weftd: text that is not text, bodies over the limit, methods
 // probed without a token, and a learner key too short to protect anything. Every answer is a 4xx
 // that says what is wrong, never a 5xx.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -102,36 +99,15 @@ TEST_F(HostileInputTest, AMethodIsOnlyDiscussedWithACaller) {
   EXPECT_EQ(tenant->get_header_value("Allow"), "GET, POST");
 }
 
-// Sends `request` as is on a new connection and returns everything weftd answers until it closes
-// the connection or 3 s pass.
-std::string RawExchange(int port, const std::string& request) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    close(fd);
-    return "";
-  }
-  timeval tv{3, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  (void)!write(fd, request.data(), request.size());
-  std::string answer;
-  char buf[4096];
-  for (ssize_t n; (n = read(fd, buf, sizeof(buf))) > 0;) answer.append(buf, static_cast<size_t>(n));
-  close(fd);
-  return answer;
-}
-
 TEST_F(HostileInputTest, APostWithoutABodyGetsTheRoutesAnswer) {
   StartWeftd();
   // What `curl -X POST .../halt` sends: no Content-Length, no body. It used to wait for the read
   // timeout and get "400 request failed".
-  std::string answer = RawExchange(weftd_->port(),
-                                   "POST /v1/jobs/no-such-job/halt HTTP/1.1\r\nHost: weft\r\n"
-                                   "Authorization: Bearer " +
-                                       weftd_->token() + "\r\nConnection: close\r\n\r\n");
+  std::string answer =
+      testing::RawExchange(weftd_->port(),
+                           "POST /v1/jobs/no-such-job/halt HTTP/1.1\r\nHost: weft\r\n"
+                           "Authorization: Bearer " +
+                               weftd_->token() + "\r\nConnection: close\r\n\r\n");
   EXPECT_THAT(answer, ::testing::StartsWith("HTTP/1.1 404"));
   EXPECT_THAT(answer, HasSubstr("no job 'no-such-job'"));
 }

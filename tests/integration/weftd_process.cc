@@ -205,4 +205,30 @@ httplib::Client WeftdProcess::ClientAs(const std::string& token) const {
   return c;
 }
 
+std::string RawExchange(int port, const std::string& request) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    close(fd);
+    return "";
+  }
+  timeval timeout{3, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  (void)!send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+  std::string answer;
+  char buf[4096];
+  for (ssize_t n; (n = recv(fd, buf, sizeof(buf), 0)) > 0;) {
+    answer.append(buf, static_cast<size_t>(n));
+    const size_t head = answer.find("\r\n\r\n");
+    const size_t length = answer.find("Content-Length: ");
+    if (head == std::string::npos || length == std::string::npos || length > head) continue;
+    if (answer.size() >= head + 4 + std::stoul(answer.substr(length + 16))) break;
+  }
+  close(fd);
+  return answer;
+}
+
 }  // namespace weft::testing

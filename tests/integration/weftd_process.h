@@ -27,6 +27,11 @@ CommandResult RunCommand(const std::vector<std::string>& argv,
 // through /proc/<pid>/environ.
 std::vector<int64_t> LearnerPids(const std::string& job_id, int rank = -1);
 
+// Sends `request` as is on a new connection to 127.0.0.1:`port` and returns weftd's first answer:
+// what arrives until its head and Content-Length bytes of body are in, weftd closes the
+// connection, or 3 s pass.
+std::string RawExchange(int port, const std::string& request);
+
 class WeftdProcess {
  public:
   explicit WeftdProcess(std::string data_dir);
