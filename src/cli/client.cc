@@ -14,6 +14,24 @@
 
 namespace weft::cli {
 
+namespace {
+
+// An answer as a Reply; status 0 with `error` set when there is none.
+Reply ToReply(const httplib::Result& r, const std::string& server) {
+  Reply out;
+  if (!r) {
+    out.error = absl::StrCat("cannot reach weftd at ", server, ": ", httplib::to_string(r.error()),
+                             " (is weftd running? set --server or WEFT_SERVER)");
+    return out;
+  }
+  out.status = r->status;
+  out.body = r->body;
+  out.retry_after = r->get_header_value("Retry-After");
+  return out;
+}
+
+}  // namespace
+
 Client::Client(std::string server, std::string token)
     : server_(std::move(server)), token_(std::move(token)) {
   if (server_.find("://") == std::string::npos) server_ = "http://" + server_;
@@ -44,16 +62,7 @@ Reply Client::CallOnce(const std::string& method, const std::string& path, const
   if (method == "POST") r = c.Post(path, body, content_type);
   if (method == "PATCH") r = c.Patch(path, body, content_type);
   if (method == "DELETE") r = c.Delete(path);
-  Reply out;
-  if (!r) {
-    out.error = absl::StrCat("cannot reach weftd at ", server_, ": ", httplib::to_string(r.error()),
-                             " (is weftd running? set --server or WEFT_SERVER)");
-    return out;
-  }
-  out.status = r->status;
-  out.body = r->body;
-  out.retry_after = r->get_header_value("Retry-After");
-  return out;
+  return ToReply(r, server_);
 }
 
 Reply Client::Upload(const std::string& path, const std::string& file) const {
@@ -83,16 +92,8 @@ Reply Client::Upload(const std::string& path, const std::string& file) const {
     return true;
   };
   httplib::Result r = c.Post(path, size, provide, "application/octet-stream");
-  if (!r) {
-    out.error = read_failed ? absl::StrCat("cannot read ", file, " while sending it")
-                            : absl::StrCat("cannot reach weftd at ", server_, ": ",
-                                           httplib::to_string(r.error()),
-                                           " (is weftd running? set --server or WEFT_SERVER)");
-    return out;
-  }
-  out.status = r->status;
-  out.body = r->body;
-  out.retry_after = r->get_header_value("Retry-After");
+  out = ToReply(r, server_);
+  if (read_failed) out.error = absl::StrCat("cannot read ", file, " while sending it");
   return out;
 }
 
