@@ -320,6 +320,10 @@ int main(int argc, char** argv) {
   auto learner_key = LearnerKey(env, *data_dir);
   if (!learner_key.ok()) return Fail(learner_key.status());
 
+  weft::Artifacts artifacts(**store, env, *data_dir, weft::SystemClock::Get(),
+                            {flags.max_artifact_mb << 20, flags.tenant_artifact_mb << 20});
+  if (auto s = artifacts.RemoveUnnamed(); !s.ok()) return Fail(s);
+
   weft::LocalExecutor executor(flags.learner);
   weft::scheduler::FairSharePolicy policy;
   weft::ControllerOptions options;
@@ -328,6 +332,7 @@ int main(int argc, char** argv) {
   options.data_roots = flags.data_roots;
   options.nodes = nodes;
   options.node_cpusets = cpusets;
+  options.artifacts = &artifacts;
   weft::Controller controller(**store, executor, policy, weft::SystemClock::Get(), options, env);
   weft::CoordinatorService service(controller, controller.credentials(),
                                    static_cast<int>(options.heartbeat_interval_ms));
@@ -337,9 +342,6 @@ int main(int argc, char** argv) {
   if (auto s = controller.Recover(); !s.ok()) {
     return Fail(absl::InternalError(absl::StrCat("recovery failed: ", s.message())));
   }
-  weft::Artifacts artifacts(**store, env, *data_dir, weft::SystemClock::Get(),
-                            {flags.max_artifact_mb << 20, flags.tenant_artifact_mb << 20});
-  if (auto s = artifacts.RemoveUnnamed(); !s.ok()) return Fail(s);
   flags.rest.admin_token_path = *data_dir + "/admin.token";
   weft::api::RestServer rest(**store, controller, &artifacts, weft::SystemClock::Get(), flags.rest);
   if (auto s = rest.Start(flags.host, flags.port); !s.ok()) return Fail(s);

@@ -17,6 +17,8 @@ PACKAGES=(
   clang-format clang-tidy
   # scripts/fuzz.sh: libFuzzer and the sanitizers' runtimes for clang
   clang libclang-rt-14-dev
+  # torchscript_test: PyTorch loads a model weft delivers (torch.jit.load) and runs it
+  python3-torch
 )
 # scripts/lint-openapi.sh: Node.js and npm for Redocly CLI (Debian's, unless a node is present).
 if ! command -v npm >/dev/null 2>&1; then
@@ -24,7 +26,7 @@ if ! command -v npm >/dev/null 2>&1; then
 fi
 # Optional: the PyTorch reference for bench/ (not needed to build or test).
 if [[ "${WEFT_WITH_BENCH_DEPS:-0}" == "1" ]]; then
-  PACKAGES+=(python3-torch python3-numpy wrk)
+  PACKAGES+=(python3-numpy wrk)
 fi
 
 missing=()

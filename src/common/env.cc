@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/failpoint.h"
+#include "common/status_macros.h"
 
 namespace weft {
 namespace {
@@ -153,6 +154,13 @@ absl::Status WriteFileAtomic(Env& env, const std::string& path, const std::strin
     return s;
   }
   return env.SyncDir(dir);
+}
+
+absl::Status LinkOrCopyFile(Env& env, const std::string& from, const std::string& to) {
+  if (::link(from.c_str(), to.c_str()) == 0) return absl::OkStatus();
+  if (errno != EXDEV && errno != EPERM) return ErrnoStatus(errno, "cannot link", to);
+  ASSIGN_OR_RETURN(std::string data, env.ReadFile(from));
+  return WriteFileAtomic(env, to, data);
 }
 
 }  // namespace weft

@@ -62,4 +62,9 @@ class Env {
 absl::Status WriteFileAtomic(Env& env, const std::string& path, const std::string& data,
                              int mode = 0600);
 
+// Makes `to` hold the content of `from`: a hard link when both are on one filesystem (no bytes
+// copied; the content outlives `from`'s removal), else a copy through WriteFileAtomic (mode
+// 0600). Errors as for Env; NotFound when `from` does not exist.
+absl::Status LinkOrCopyFile(Env& env, const std::string& from, const std::string& to);
+
 }  // namespace weft

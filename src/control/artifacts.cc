@@ -12,7 +12,6 @@
 namespace weft {
 namespace {
 
-constexpr size_t kMaxNameChars = 128;
 constexpr char kUploadPrefix[] = ".upload-";
 
 std::string Mib(int64_t bytes) {
@@ -38,26 +37,6 @@ bool IsDigest(std::string_view name) {
 }
 
 }  // namespace
-
-absl::Status CheckArtifactName(std::string_view name) {
-  if (name.empty()) return absl::InvalidArgumentError("is required");
-  if (name.size() > kMaxNameChars) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("is ", name.size(), " characters; at most ", kMaxNameChars));
-  }
-  if (name[0] == '.' || name[0] == '-') {
-    return absl::InvalidArgumentError("must not start with '.' or '-'");
-  }
-  for (size_t i = 0; i < name.size(); ++i) {
-    const char c = name[i];
-    if (!absl::ascii_isalnum(c) && c != '.' && c != '_' && c != '-') {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "has '%s' at byte %d; only letters, digits, '.', '_' and '-' are allowed",
-          absl::ascii_isprint(c) ? std::string(1, c) : absl::StrFormat("\\x%02x", c & 0xff), i));
-    }
-  }
-  return absl::OkStatus();
-}
 
 Artifacts::Upload::~Upload() {
   if (committed_) return;

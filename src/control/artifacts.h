@@ -30,6 +30,7 @@
 #include "common/clock.h"
 #include "common/env.h"
 #include "common/files.h"
+#include "job/job_spec.h"  // CheckArtifactName
 #include "store/store.h"
 
 namespace weft {
@@ -38,10 +39,6 @@ struct ArtifactLimits {
   int64_t max_bytes = int64_t{256} << 20;   // one artifact, bytes (weftd --max-artifact-mb)
   int64_t tenant_bytes = int64_t{2} << 30;  // a tenant's distinct contents together, bytes
 };
-
-// 1 to 128 characters of A-Z a-z 0-9 '.' '_' '-', not starting with '.' or '-' (so a name is a
-// safe file name and a safe command-line argument). InvalidArgument saying what is wrong.
-absl::Status CheckArtifactName(std::string_view name);
 
 class Artifacts {
  public:

@@ -75,6 +75,21 @@ absl::StatusOr<JobRecord> Controller::Submit(const std::string& manifest, const 
     errors->push_back({"data.path", std::string(s.message())});
     return absl::InvalidArgumentError(absl::StrCat("data.path: ", s.message()));
   }
+  std::string definition;  // the tenant's TorchScript model, linked into the job below
+  if (spec.model.architecture == "torchscript") {
+    absl::StatusOr<ArtifactRecord> a =
+        options_.artifacts == nullptr ? absl::NotFoundError("this weftd keeps no artifacts")
+                                      : options_.artifacts->Get(tenant, spec.model.torchscript);
+    if (!a.ok()) {
+      if (!absl::IsNotFound(a.status())) return a.status();
+      const std::string problem =
+          absl::StrCat("no artifact '", spec.model.torchscript, "' (upload it first: weft ",
+                       "artifact upload FILE --name ", spec.model.torchscript, ")");
+      errors->push_back({"model.torchscript", problem});
+      return absl::InvalidArgumentError(absl::StrCat("model.torchscript: ", problem));
+    }
+    definition = options_.artifacts->PathOf(*a);
+  }
   scheduler::JobRequest request;
   request.learners = spec.resources.learners;
   request.per_learner = {spec.resources.cpus, spec.resources.memory_mb, spec.resources.gpus};
@@ -99,6 +114,11 @@ absl::StatusOr<JobRecord> Controller::Submit(const std::string& manifest, const 
   // nothing of the job stays.
   absl::Status s = env_.MakeDirs(layout_.LogDir(r.id));
   if (s.ok()) s = WriteFileAtomic(env_, layout_.SpecPath(r.id), r.spec_json + "\n");
+  // The job keeps the content it was submitted with, whatever becomes of the artifact's name.
+  if (s.ok() && !definition.empty()) s = env_.MakeDirs(layout_.DefinitionDir(r.id));
+  if (s.ok() && !definition.empty()) {
+    s = LinkOrCopyFile(env_, definition, TorchScriptPath(layout_.DefinitionDir(r.id)));
+  }
   if (s.ok()) {
     specs_.Put(r.id, std::move(spec));
     absl::MutexLock lock(&mu_);

@@ -27,6 +27,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/clock.h"
 #include "common/env.h"
+#include "control/artifacts.h"
 #include "control/attempt_tracker.h"
 #include "control/cluster_view.h"
 #include "control/data_roots.h"
@@ -56,6 +57,9 @@ struct ControllerOptions {
   std::map<std::string, std::vector<int>> node_cpusets;  // node -> CPUs its learners are pinned to
   // Directories a manifest's data.path must lie in (DataRoots); empty: any.
   std::vector<std::string> data_roots = {"/usr/share/datasets"};
+  // Tenants' uploads, where model.torchscript names an artifact (borrowed; null: a manifest
+  // naming one is refused).
+  Artifacts* artifacts = nullptr;
 };
 
 class Controller : public LearnerEvents {

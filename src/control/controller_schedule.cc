@@ -82,6 +82,7 @@ LearnerLaunch Controller::LaunchFor(const JobRecord& r, const JobSpec& spec, int
   l.data_dir = spec.data.path;
   l.result_dir = layout_.ResultDir(r.id);
   l.checkpoint_dir = layout_.CheckpointDir(r.id);
+  if (spec.model.architecture == "torchscript") l.model_dir = layout_.DefinitionDir(r.id);
   l.log_dir = layout_.LogDir(r.id);
   l.coordinator_address = coordinator_address_;
   l.threads = spec.EffectiveThreads();

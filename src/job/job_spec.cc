@@ -4,8 +4,10 @@
 #include <regex>
 #include <set>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/files.h"
 #include "common/text.h"
@@ -142,9 +144,27 @@ void ReadModel(FieldReader& r, const YAML::Node& n, JobSpec* spec) {
     r.Error("model", "is required (e.g. model: {architecture: cnn})");
     return;
   }
-  if (!r.Mapping(n, "model", {"architecture", "hidden_units"})) return;
+  if (!r.Mapping(n, "model", {"architecture", "hidden_units", "torchscript"})) return;
+  if (n["torchscript"]) {
+    // A tenant's own model: architecture is torchscript (said or not), and nothing else applies.
+    if (n["architecture"] && n["architecture"].IsScalar() &&
+        n["architecture"].Scalar() != "torchscript") {
+      r.Error("model.architecture", "must be torchscript (or absent) with model.torchscript");
+    }
+    if (n["hidden_units"]) r.Error("model.hidden_units", "applies only to architecture mlp");
+    r.String(n, "model", "torchscript", &spec->model.torchscript);
+    if (n["torchscript"].IsScalar()) {
+      if (absl::Status s = CheckArtifactName(spec->model.torchscript); !s.ok()) {
+        r.Error("model.torchscript",
+                absl::StrCat("names an artifact (weft artifact upload): ", s.message()));
+      }
+    }
+    spec->model.architecture = "torchscript";
+    return;
+  }
   if (!n["architecture"]) {
-    r.Error("model.architecture", "is required: one of cnn, mlp");
+    r.Error("model.architecture",
+            "is required: one of cnn, mlp (or model.torchscript: <your artifact>)");
   }
   r.String(n, "model", "architecture", &spec->model.architecture, {"cnn", "mlp"});
   YAML::Node h = n["hidden_units"];
@@ -342,7 +362,29 @@ int JobSpec::EffectiveThreads() const {
   return training.threads > 0 ? std::min(training.threads, granted) : granted;
 }
 
+absl::Status CheckArtifactName(std::string_view name) {
+  constexpr size_t kMaxChars = 128;
+  if (name.empty()) return absl::InvalidArgumentError("is required");
+  if (name.size() > kMaxChars) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("is ", name.size(), " characters; at most ", kMaxChars));
+  }
+  if (name[0] == '.' || name[0] == '-') {
+    return absl::InvalidArgumentError("must not start with '.' or '-'");
+  }
+  for (size_t i = 0; i < name.size(); ++i) {
+    const char c = name[i];
+    if (!absl::ascii_isalnum(c) && c != '.' && c != '_' && c != '-') {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "has '%s' at byte %d; only letters, digits, '.', '_' and '-' are allowed",
+          absl::ascii_isprint(c) ? std::string(1, c) : absl::StrFormat("\\x%02x", c & 0xff), i));
+    }
+  }
+  return absl::OkStatus();
+}
+
 int64_t ModelParameters(const ModelSpec& model) {
+  if (model.architecture == "torchscript") return 0;
   auto dense = [](int64_t in, int64_t out) { return in * out + out; };
   if (model.architecture == "cnn") {
     // conv 1->32 3x3, conv 32->64 3x3, fc 64*7*7->128, fc 128->10 (train/models.cc).
@@ -428,6 +470,7 @@ nlohmann::json SpecToJson(const JobSpec& s) {
   if (!s.description.empty()) j["description"] = s.description;
   j["model"]["architecture"] = s.model.architecture;
   if (s.model.architecture == "mlp") j["model"]["hidden_units"] = s.model.hidden_units;
+  if (s.model.architecture == "torchscript") j["model"]["torchscript"] = s.model.torchscript;
   j["data"] = {{"dataset", s.data.dataset},
                {"path", s.data.path},
                {"train_samples", s.data.train_samples},

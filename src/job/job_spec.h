@@ -15,9 +15,18 @@ namespace weft {
 inline constexpr char kDefaultDataPath[] = "/usr/share/datasets/fashion-mnist";
 
 struct ModelSpec {
-  std::string architecture;       // "mlp" or "cnn"
+  std::string architecture;       // "mlp" or "cnn"; "torchscript" for a tenant's own model
   std::vector<int> hidden_units;  // mlp only: widths of the hidden layers
+  // torchscript only: the name of the tenant's artifact holding the module (a file from
+  // torch.jit.save) whose forward maps [N, 1, 28, 28] float32 to logits [N, 10]. weftd links it
+  // into the job's MODEL_DIR at submission (job/layout.h TorchScriptPath).
+  std::string torchscript;
 };
+
+// 1 to 128 characters of A-Z a-z 0-9 '.' '_' '-', not starting with '.' or '-' (so an artifact
+// name is a safe file name and a safe command-line argument). InvalidArgument saying what is
+// wrong, e.g. "must not start with '.' or '-'".
+absl::Status CheckArtifactName(std::string_view name);
 
 struct DataSpec {
   std::string dataset = "fashion-mnist";
@@ -105,7 +114,7 @@ absl::StatusOr<JobSpec> ParseManifest(std::string_view text,
                                       std::vector<FieldError>* errors = nullptr);
 
 // Parameters (weights and biases) of the built-in model: the CNN's 421,642; an MLP's from its
-// widths (784 inputs, 10 classes).
+// widths (784 inputs, 10 classes); 0 for a TorchScript model (not known before it is loaded).
 int64_t ModelParameters(const ModelSpec& model);
 
 // Bytes of one learner's training state in float32: the parameters, their gradients and the

@@ -21,6 +21,11 @@ std::string JobLayout::LogPath(const std::string& id, int rank) const {
   return LearnerLogPath(LogDir(id), rank);
 }
 
+std::string JobLayout::DefinitionDir(const std::string& id) const { return JobDir(id) + "/model"; }
+
+std::string TorchScriptPath(const std::string& definition_dir) {
+  return definition_dir + "/model.torchscript.pt";
+}
 std::string LearnerLogPath(const std::string& log_dir, int rank) {
   return absl::StrCat(log_dir, "/learner-", rank, ".log");
 }

@@ -7,6 +7,8 @@
 //   <data_dir>/jobs/<id>/checkpoints/ckpt-<step>.pt      checkpoints (step zero-padded to 10)
 //   <data_dir>/jobs/<id>/results/<kind>/model.pt         delivered and final models
 //   <data_dir>/jobs/<id>/results/<kind>/model-card.json
+//   <data_dir>/jobs/<id>/model/model.torchscript.pt    a tenant's TorchScript model, linked from
+//                                                      its artifact at submission (MODEL_DIR)
 #pragma once
 
 #include <cstdint>
@@ -31,6 +33,8 @@ class JobLayout {
   std::string CheckpointDir(const std::string& id) const;
   std::string ResultDir(const std::string& id) const;
   std::string LogPath(const std::string& id, int rank) const;
+  // The tenant's model definition (MODEL_DIR).
+  std::string DefinitionDir(const std::string& id) const;
 
  private:
   std::string data_dir_;
@@ -42,5 +46,6 @@ std::string CheckpointPath(const std::string& checkpoint_dir, int64_t step);
 std::string ModelDir(const std::string& result_dir, std::string_view kind);
 std::string ModelPath(const std::string& result_dir, std::string_view kind);
 std::string ModelCardPath(const std::string& result_dir, std::string_view kind);
+std::string TorchScriptPath(const std::string& definition_dir);
 
 }  // namespace weft

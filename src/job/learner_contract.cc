@@ -18,6 +18,7 @@ std::vector<std::pair<std::string, std::string>> LearnerEnvironment(const Learne
       {e::kResultDir, l.result_dir},
       {e::kCheckpointDir, l.checkpoint_dir},
       {e::kLogDir, l.log_dir},
+      {e::kModelDir, l.model_dir},
       {e::kLearnerId, absl::StrCat(l.rank + 1)},
       {e::kNumLearners, absl::StrCat(l.world_size)},
       {e::kRank, absl::StrCat(l.rank)},
@@ -38,7 +39,7 @@ const std::vector<std::string>& LearnerEnvironmentNames() {
       e::kJobId,      e::kAttempt,     e::kCredential, e::kSpec,          e::kCoordinator,
       e::kNode,       e::kDataDir,     e::kResultDir,  e::kCheckpointDir, e::kLogDir,
       e::kLearnerId,  e::kNumLearners, e::kRank,       e::kLocalRank,     e::kWorldSize,
-      e::kMasterAddr, e::kMasterPort,  e::kThreads,    e::kForbiddenToken};
+      e::kMasterAddr, e::kMasterPort,  e::kThreads,    e::kModelDir,      e::kForbiddenToken};
   return names;
 }
 
@@ -95,6 +96,7 @@ absl::StatusOr<LearnerLaunch> LearnerLaunchFromEnvironment(
   l.data_dir = text(e::kDataDir);
   l.checkpoint_dir = text(e::kCheckpointDir);
   l.log_dir = text(e::kLogDir);
+  l.model_dir = text(e::kModelDir);
   l.rendezvous_host = text(e::kMasterAddr);
   if (l.world_size > 1 && l.rendezvous_host.empty()) l.rendezvous_host = "127.0.0.1";
   return l;

@@ -26,6 +26,7 @@ inline constexpr char kDataDir[] = "DATA_DIR";
 inline constexpr char kResultDir[] = "RESULT_DIR";
 inline constexpr char kCheckpointDir[] = "CHECKPOINT_DIR";
 inline constexpr char kLogDir[] = "LOG_DIR";
+inline constexpr char kModelDir[] = "MODEL_DIR";    // FfDL's: the tenant's model definition
 inline constexpr char kLearnerId[] = "LEARNER_ID";  // FfDL: 1-based
 inline constexpr char kNumLearners[] = "NUM_LEARNERS";
 inline constexpr char kRank[] = "RANK";
@@ -57,6 +58,7 @@ struct LearnerLaunch {
   std::string result_dir;           // RESULT_DIR
   std::string checkpoint_dir;       // CHECKPOINT_DIR
   std::string log_dir;              // LOG_DIR; the executor sends output to LearnerLogPath()
+  std::string model_dir;            // MODEL_DIR: the tenant's model definition (job/layout.h)
   std::string coordinator_address;  // host:port of weftd's Coordinator gRPC service
   // Where rank 0 serves the job's c10d TCPStore for this attempt (MASTER_ADDR, MASTER_PORT);
   // empty for a single learner.

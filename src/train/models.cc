@@ -1,9 +1,11 @@
 #include "train/models.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "job/layout.h"
 
 namespace weft::train {
 
@@ -56,7 +58,81 @@ torch::Tensor MlpImpl::forward(torch::Tensor x) {
   return torch::log_softmax(Dense(layers_.back(), x, dense_), 1);
 }
 
-absl::StatusOr<std::shared_ptr<ClassifierImpl>> BuildModel(const ModelSpec& spec) {
+TorchScriptImpl::TorchScriptImpl(torch::jit::Module module) : module_(std::move(module)) {
+  auto flat = [](std::string name) {
+    std::replace(name.begin(), name.end(), '.', '_');
+    return name;
+  };
+  for (const auto& p : module_.named_parameters(/*recurse=*/true)) {
+    register_parameter(flat(p.name), p.value, p.value.requires_grad());
+  }
+  for (const auto& b : module_.named_buffers(/*recurse=*/true)) {
+    register_buffer(flat(b.name), b.value);
+  }
+}
+
+torch::Tensor TorchScriptImpl::forward(torch::Tensor x) {
+  return torch::log_softmax(module_.forward({std::move(x)}).toTensor(), 1);
+}
+
+void TorchScriptImpl::train(bool on) {
+  ClassifierImpl::train(on);
+  module_.train(on);
+}
+
+void TorchScriptImpl::Save(std::ostream& out) const { module_.save(out); }
+
+torch::Tensor TorchScriptImpl::Logits(const torch::Tensor& x) {
+  torch::NoGradGuard no_grad;
+  const bool was_training = is_training();
+  train(false);
+  torch::Tensor logits = module_.forward({x}).toTensor();
+  train(was_training);
+  return logits;
+}
+
+namespace {
+
+absl::StatusOr<std::shared_ptr<ClassifierImpl>> LoadTorchScript(const std::string& model_dir) {
+  const std::string path = TorchScriptPath(model_dir);
+  torch::jit::Module module;
+  try {
+    module = torch::jit::load(path);
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    what = what.substr(0, what.find('\n'));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model.torchscript: ", path, " is not a TorchScript module (torch.jit.save): ", what));
+  }
+  auto model = std::make_shared<TorchScriptImpl>(std::move(module));
+  bool trainable = false;
+  for (const torch::Tensor& p : model->parameters()) trainable = trainable || p.requires_grad();
+  if (!trainable) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model.torchscript: none of its ", model->parameters().size(),
+                     " parameters requires a gradient, so there is nothing to train"));
+  }
+  try {
+    torch::Tensor logits = model->Logits(torch::zeros({2, 1, 28, 28}));
+    if (logits.dim() != 2 || logits.size(0) != 2 || logits.size(1) != 10) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("model.torchscript: forward maps [2, 1, 28, 28] to ",
+                       torch::str(logits.sizes()), "; it must give logits [2, 10]"));
+    }
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    what = what.substr(0, what.find('\n'));
+    return absl::InvalidArgumentError(
+        absl::StrCat("model.torchscript: forward fails on [2, 1, 28, 28] float32: ", what));
+  }
+  return std::shared_ptr<ClassifierImpl>(model);
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<ClassifierImpl>> BuildModel(const ModelSpec& spec,
+                                                           const std::string& model_dir) {
+  if (spec.architecture == "torchscript") return LoadTorchScript(model_dir);
   const DenseKernel dense = DenseKernelFromEnvironment();
   if (spec.architecture == "cnn") {
     return std::shared_ptr<ClassifierImpl>(std::make_shared<CnnImpl>(dense));

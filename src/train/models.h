@@ -1,10 +1,14 @@
-// weft's built-in models for 28×28 grey-scale images with 10 classes (MNIST, Fashion-MNIST).
-// Input [N, 1, 28, 28] float, normalised; output [N, 10] log-probabilities.
+// weft's built-in models for 28×28 grey-scale images with 10 classes (MNIST, Fashion-MNIST), and
+// a tenant's own as TorchScript. Input [N, 1, 28, 28] float, normalised; output [N, 10]
+// log-probabilities.
 #pragma once
 
+#include <torch/script.h>
 #include <torch/torch.h>
 
 #include <memory>
+#include <ostream>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "job/job_spec.h"
@@ -60,8 +64,31 @@ class MlpImpl : public ClassifierImpl {
   std::vector<torch::nn::Linear> layers_;
 };
 
-// Builds the model the spec names, its dense layers on DenseKernelFromEnvironment().
-// InvalidArgument for an unknown architecture.
-absl::StatusOr<std::shared_ptr<ClassifierImpl>> BuildModel(const ModelSpec& spec);
+// A tenant's own model (model.torchscript): a TorchScript module whose forward maps
+// [N, 1, 28, 28] float32 to logits [N, 10]. Its parameters and buffers are this module's too (the
+// same tensors, names with '.' as '_'), so optimizers, checkpoints and gradient all-reduce treat
+// it like a built-in; forward adds log_softmax, making the loss cross-entropy; train()/eval()
+// switch the TorchScript module's mode too (dropout, batch norm).
+class TorchScriptImpl : public ClassifierImpl {
+ public:
+  explicit TorchScriptImpl(torch::jit::Module module);
+  torch::Tensor forward(torch::Tensor x) override;
+  void train(bool on = true) override;
+  // torch.jit.save format: what torch.jit.load (Python) and torch::jit::load (C++) read.
+  void Save(std::ostream& out) const;
+  // The module's logits [N, 10] for `x` [N, 1, 28, 28], in eval mode, without gradients.
+  torch::Tensor Logits(const torch::Tensor& x);
+
+ private:
+  mutable torch::jit::Module module_;
+};
+
+// Builds the model the spec names, its dense layers on DenseKernelFromEnvironment(); for
+// architecture torchscript loads TorchScriptPath(`model_dir`) and checks that forward maps
+// [2, 1, 28, 28] to [2, 10]. InvalidArgument for an unknown architecture, a file that is not a
+// TorchScript module, or a forward of another shape (the message starts with
+// "model.torchscript:").
+absl::StatusOr<std::shared_ptr<ClassifierImpl>> BuildModel(const ModelSpec& spec,
+                                                           const std::string& model_dir = "");
 
 }  // namespace weft::train

@@ -38,7 +38,7 @@ absl::StatusOr<int64_t> Trainer::ResumeFromCheckpoints() {
   }
   if (!paths.empty()) {
     // Nothing loaded and the model may be half-written: start clean.
-    ASSIGN_OR_RETURN(model_, BuildModel(spec_.model));
+    ASSIGN_OR_RETURN(model_, BuildModel(spec_.model, o_.learner.model_dir));
     optimizer_ = MakeOptimizer();
     progress_ = {};
     step_in_epoch_ = 0;
@@ -163,7 +163,11 @@ absl::Status Trainer::Export(const std::string& kind, double accuracy) {
   RETURN_IF_ERROR(env_.MakeDirs(ModelDir(o_.learner.result_dir, kind)));
   std::ostringstream bytes;
   try {
-    torch::save(std::static_pointer_cast<torch::nn::Module>(model_), bytes);
+    if (const auto* own = dynamic_cast<const TorchScriptImpl*>(model_.get())) {
+      own->Save(bytes);  // the tenant's module, trained: torch.jit.load reads it
+    } else {
+      torch::save(std::static_pointer_cast<torch::nn::Module>(model_), bytes);
+    }
   } catch (const std::exception& e) {
     return absl::InternalError(absl::StrCat("cannot serialise the model: ", TorchMessage(e)));
   }

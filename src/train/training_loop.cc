@@ -58,7 +58,7 @@ absl::StatusOr<LoopResult> RunTraining(const LoopOptions& options, Reporter& rep
                      LoadDataset(options.spec.data.path, "train", options.spec.data.train_samples));
     ASSIGN_OR_RETURN(Dataset test,
                      LoadDataset(options.spec.data.path, "test", options.spec.data.test_samples));
-    ASSIGN_OR_RETURN(Model model, BuildModel(options.spec.model));
+    ASSIGN_OR_RETURN(Model model, BuildModel(options.spec.model, options.learner.model_dir));
     spdlog::info("dense layers: {}", DenseKernelFromEnvironment() == DenseKernel::kOneDnn
                                          ? "oneDNN, as the equivalent convolutions"
                                          : "the system BLAS (WEFT_LEARNER_DENSE=blas)");
@@ -81,9 +81,14 @@ absl::StatusOr<LoopResult> RunTraining(const LoopOptions& options, Reporter& rep
 absl::StatusOr<double> EvaluateSavedModel(const ModelSpec& spec, const std::string& model_path,
                                           const std::string& data_dir, int64_t limit) {
   try {
-    ASSIGN_OR_RETURN(Model model, BuildModel(spec));
-    auto module = std::static_pointer_cast<torch::nn::Module>(model);
-    torch::load(module, model_path);
+    Model model;
+    if (spec.architecture == "torchscript") {
+      model = std::make_shared<TorchScriptImpl>(torch::jit::load(model_path));
+    } else {
+      ASSIGN_OR_RETURN(model, BuildModel(spec));
+      auto module = std::static_pointer_cast<torch::nn::Module>(model);
+      torch::load(module, model_path);
+    }
     ASSIGN_OR_RETURN(Dataset test, LoadDataset(data_dir, "test", limit));
     return Evaluate(model, test).accuracy;
   } catch (const std::exception& e) {

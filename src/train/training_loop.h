@@ -52,7 +52,8 @@ struct LoopResult {
 absl::StatusOr<LoopResult> RunTraining(const LoopOptions& options, Reporter& reporter);
 
 // Test accuracy in [0, 1] of the model saved at `model_path` (torch::save of the architecture
-// in `model`), on the first `limit` samples (0 = all) of the test split in `data_dir`.
+// in `model`, or a TorchScript module for architecture torchscript), on the first `limit` samples
+// (0 = all) of the test split in `data_dir`.
 absl::StatusOr<double> EvaluateSavedModel(const ModelSpec& model, const std::string& model_path,
                                           const std::string& data_dir, int64_t limit = 0);
 

@@ -88,6 +88,18 @@ std::vector<BadCase> BadCases() {
       {"unknown metric", std::string(kGood) + "targets: {metric: f1, deliver: 0.5}\n",
        "targets.metric", "test_accuracy"},
       {"bad api version", std::string(kGood) + "apiVersion: weft/v9\n", "apiVersion", "weft/v1"},
+      {"torchscript with another architecture",
+       "name: x\nmodel: {architecture: cnn, torchscript: net.pt}\ntraining: {epochs: 1}\n",
+       "model.architecture", "must be torchscript"},
+      {"torchscript with hidden units",
+       "name: x\nmodel: {torchscript: net.pt, hidden_units: [8]}\ntraining: {epochs: 1}\n",
+       "model.hidden_units", "only to architecture mlp"},
+      {"torchscript artifact as a path",
+       "name: x\nmodel: {torchscript: ../../admin.token}\ntraining: {epochs: 1}\n",
+       "model.torchscript", "must not start with '.'"},
+      {"torchscript artifact with a slash",
+       "name: x\nmodel: {torchscript: a/b.pt}\ntraining: {epochs: 1}\n", "model.torchscript",
+       "has '/' at byte 1"},
       // Untrusted text: invalid UTF-8 and control characters are refused by field and place.
       {"raw invalid utf-8 name",
        "name: ab\xff\nmodel: {architecture: cnn}\ntraining: {epochs: 1}\n", "name",
@@ -210,6 +222,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(std::string(kGood), "example:fashion-mnist-cnn.yaml",
                       "example:fashion-mnist-mlp-smoke.yaml",
                       "example:fashion-mnist-cnn-2-learners.yaml",
+                      "name: own\nmodel: {torchscript: net.pt}\ntraining: {epochs: 1}\n",
                       "name: s\nmodel: {architecture: mlp}\ntraining: {epochs: 1, optimizer: sgd, "
                       "momentum: 0.8, learning_rate: 0.05, weight_decay: 0.0001, seed: 7}\n"
                       "resources: {cpus: 0.5, memory_mb: 512}\n"));
@@ -291,7 +304,7 @@ TEST(JobSpecTest, AModelWhoseTrainingStateCannotFitMemoryIsRefused) {
   spec->resources.memory_mb = 65935;
   EXPECT_TRUE(CheckResourceFit(*spec, nullptr).ok());
   // The built-in CNN with Adam: 421,642 parameters, 6.4 MiB of state.
-  spec->model = ModelSpec{"cnn", {}};
+  spec->model = ModelSpec{"cnn", {}, ""};
   spec->training.optimizer = "adam";
   EXPECT_EQ(TrainingStateBytes(*spec), 421642 * 16);
 }

@@ -1,10 +1,17 @@
 #include "train/models.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <malloc.h>
 #include <stdlib.h>
 
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "job/layout.h"
 #include "train/allocator.h"
+#include "train/torchscript_fixture.h"
 
 namespace weft::train {
 namespace {
@@ -81,14 +88,67 @@ TEST(ModelsTest, BothKernelsGiveTheSameCnnWithTheSameParameterNames) {
 
 TEST(ModelsTest, TheManifestCheckCountsExactlyTheParametersTheLearnerBuilds) {
   // job/job_spec.cc counts parameters without libtorch, to check memory_mb at submission.
-  for (const ModelSpec& spec : {ModelSpec{"cnn", {}}, ModelSpec{"mlp", {256, 128}},
-                                ModelSpec{"mlp", {7}}, ModelSpec{"mlp", {300, 1, 40, 9}}}) {
+  for (const ModelSpec& spec : {ModelSpec{"cnn", {}, ""}, ModelSpec{"mlp", {256, 128}, ""},
+                                ModelSpec{"mlp", {7}, ""}, ModelSpec{"mlp", {300, 1, 40, 9}, ""}}) {
     auto model = BuildModel(spec);
     ASSERT_TRUE(model.ok()) << model.status();
     int64_t n = 0;
     for (const auto& p : (*model)->parameters()) n += p.numel();
     EXPECT_EQ(ModelParameters(spec), n) << spec.architecture << " " << spec.hidden_units.size();
   }
+}
+
+TEST(ModelsTest, ATenantsTorchScriptModelTrainsThroughTheSameTensorsAndSavesAsTorchScript) {
+  char tmpl[] = "/tmp/weft-torchscript-XXXXXX";
+  const std::string dir = mkdtemp(tmpl);
+  testing::MakeTorchScriptMlp().save(TorchScriptPath(dir));
+  ModelSpec spec{"torchscript", {}, "net.pt"};
+  auto built = BuildModel(spec, dir);
+  ASSERT_TRUE(built.ok()) << built.status();
+  std::shared_ptr<ClassifierImpl> model = *built;
+  int64_t n = 0;
+  for (const auto& p : model->parameters()) n += p.numel();
+  EXPECT_EQ(n, 64 * 784 + 64 + 10 * 64 + 10);
+  // One optimizer step on the wrapper moves the TorchScript module's own parameters.
+  auto* own = dynamic_cast<TorchScriptImpl*>(model.get());
+  ASSERT_NE(own, nullptr);
+  torch::Tensor x = torch::randn({16, 1, 28, 28});
+  torch::Tensor before = own->Logits(x);
+  torch::optim::SGD sgd(model->parameters(), 0.1);
+  model->train();
+  torch::nll_loss(model->forward(x), torch::randint(0, 10, {16})).backward();
+  sgd.step();
+  torch::Tensor after = own->Logits(x);
+  EXPECT_FALSE(torch::allclose(before, after));
+  // eval mode is deterministic (dropout off); forward gives log-probabilities.
+  model->eval();
+  {
+    torch::NoGradGuard no_grad;
+    EXPECT_TRUE(torch::allclose(model->forward(x), model->forward(x)));
+    EXPECT_TRUE(torch::allclose(model->forward(x).exp().sum(1), torch::ones({16}), 1e-5, 1e-5));
+  }
+  // Saved, it is TorchScript again, with the trained parameters: the same logits once loaded.
+  std::ostringstream bytes;
+  own->Save(bytes);
+  std::istringstream in(bytes.str());
+  torch::jit::Module loaded = torch::jit::load(in);
+  loaded.eval();
+  torch::NoGradGuard no_grad;
+  EXPECT_TRUE(torch::allclose(loaded.forward({x}).toTensor(), after, 1e-5, 1e-5));
+
+  // Refused, naming the field: a module with the wrong number of classes, and a file that is not
+  // TorchScript.
+  testing::MakeTorchScriptMlp(64, 5).save(TorchScriptPath(dir));
+  auto wrong = BuildModel(spec, dir);
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_TRUE(absl::IsInvalidArgument(wrong.status()));
+  EXPECT_THAT(std::string(wrong.status().message()), ::testing::HasSubstr("[2, 10]"));
+  std::ofstream(TorchScriptPath(dir)) << "not a model";
+  auto garbage = BuildModel(spec, dir);
+  ASSERT_FALSE(garbage.ok());
+  EXPECT_THAT(std::string(garbage.status().message()),
+              ::testing::StartsWith("model.torchscript: "));
+  std::filesystem::remove_all(dir);
 }
 
 TEST(AllocatorTest, KeepsFreedTensorsInTheProcessUnlessAskedNotTo) {
