@@ -1,6 +1,5 @@
 #include "control/artifacts.h"
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -200,8 +199,8 @@ absl::Status Artifacts::RemoveUnnamed() {
   ASSIGN_OR_RETURN(std::vector<TenantRecord> tenants, store_.ListTenants());
   absl::flat_hash_set<std::string> known;
   for (const TenantRecord& t : tenants) known.insert(t.name);
-  // Directories of tenants that are gone (deleted by a weftd that crashed before removing them)
-  // are not listed by ListFiles; they hold nothing anyone can name, and are left for the admin.
+  // Only the tenants the store has: the directory of one deleted by a weftd that crashed before
+  // removing its files holds nothing anyone can name, and is left for the admin.
   for (const std::string& tenant : known) {
     ASSIGN_OR_RETURN(std::vector<std::string> files, env_.ListFiles(TenantDir(tenant)));
     if (files.empty()) continue;

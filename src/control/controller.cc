@@ -118,6 +118,10 @@ absl::StatusOr<JobRecord> Controller::Submit(const std::string& manifest, const 
   if (s.ok() && !definition.empty()) s = env_.MakeDirs(layout_.DefinitionDir(r.id));
   if (s.ok() && !definition.empty()) {
     s = LinkOrCopyFile(env_, definition, TorchScriptPath(layout_.DefinitionDir(r.id)));
+    if (absl::IsNotFound(s)) {  // deleted since it was looked up
+      errors->push_back({"model.torchscript", "the artifact was deleted meanwhile"});
+      s = absl::InvalidArgumentError("model.torchscript: the artifact was deleted meanwhile");
+    }
   }
   if (s.ok()) {
     specs_.Put(r.id, std::move(spec));
