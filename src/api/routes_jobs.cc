@@ -24,9 +24,9 @@ void ListJobs(const Services& s, const Request& req, Response& res, const Caller
   JobPage page{req.get_param_value("after"), kDefaultListJobs};
   if (req.has_param("limit") && (!absl::SimpleAtoi(req.get_param_value("limit"), &page.limit) ||
                                  page.limit < 1 || page.limit > kMaxListJobs)) {
-    return SendError(res, 400, absl::StrCat("limit must be an integer in [1, ", kMaxListJobs, "]"),
-                     nlohmann::json::array(
-                         {{{"field", "limit"}, {"problem", "must be an integer in [1, 10000]"}}}));
+    const std::string problem = absl::StrCat("must be an integer in [1, ", kMaxListJobs, "]");
+    return SendError(res, 400, "limit " + problem,
+                     nlohmann::json::array({{{"field", "limit"}, {"problem", problem}}}));
   }
   if (!page.after.empty() && !FindJob(s.store, page.after, caller, res)) return;
   ++page.limit;  // one more than asked: whether there is a next page
