@@ -3,17 +3,69 @@
 // reporting). Prints one JSON line: {"bench": "bare_loop", "samples_per_s": ..., ...}.
 //
 // Usage: bench_bare_loop ARCH THREADS BATCH STEPS [DATA_DIR]
+//   ARCH: cnn or mlp (hidden 256, 128) as weft-learner builds them (TorchScript), or cnn-module
+//   or mlp-module: the same layers, initialisation and oneDNN dense path written as a plain
+//   nn::Module, as the learner defined them before the built-ins were TorchScript
+//   (bench/torchscript_compare.sh compares the two).
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
 
 #include <chrono>
 #include <cstdio>
+#include <functional>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "job/job_spec.h"
 #include "train/allocator.h"
 #include "train/dataset.h"
 #include "train/models.h"
+
+namespace {
+
+namespace F = torch::nn::functional;
+
+// y = x·Wᵀ + b as the equivalent convolution (oneDNN), x [N, in] or [N, C, H, W].
+torch::Tensor Dense(const torch::nn::Linear& layer, const torch::Tensor& x) {
+  const torch::Tensor& w = layer->weight;
+  torch::Tensor input = x.dim() == 4 ? x : x.reshape({x.size(0), -1, 1, 1});
+  return torch::conv2d(input, w.view({w.size(0), input.size(1), input.size(2), input.size(3)}),
+                       layer->bias)
+      .flatten(1);
+}
+
+struct ModuleModel : torch::nn::Module {
+  explicit ModuleModel(bool cnn) : cnn_(cnn) {
+    if (cnn) {
+      conv1_ = register_module("conv1",
+                               torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 32, 3).padding(1)));
+      conv2_ = register_module("conv2",
+                               torch::nn::Conv2d(torch::nn::Conv2dOptions(32, 64, 3).padding(1)));
+      fc_.push_back(register_module("fc1", torch::nn::Linear(64 * 7 * 7, 128)));
+      fc_.push_back(register_module("fc2", torch::nn::Linear(128, 10)));
+    } else {
+      fc_.push_back(register_module("fc1", torch::nn::Linear(784, 256)));
+      fc_.push_back(register_module("fc2", torch::nn::Linear(256, 128)));
+      fc_.push_back(register_module("fc3", torch::nn::Linear(128, 10)));
+    }
+  }
+  torch::Tensor forward(torch::Tensor x) {
+    if (cnn_) {
+      x = F::max_pool2d(torch::relu(conv1_->forward(x)), F::MaxPool2dFuncOptions(2));
+      x = F::max_pool2d(torch::relu(conv2_->forward(x)), F::MaxPool2dFuncOptions(2));
+    } else {
+      x = x.flatten(1);
+    }
+    for (size_t i = 0; i + 1 < fc_.size(); ++i) x = torch::relu(Dense(fc_[i], x));
+    return torch::log_softmax(Dense(fc_.back(), x), 1);
+  }
+  bool cnn_;
+  torch::nn::Conv2d conv1_{nullptr}, conv2_{nullptr};
+  std::vector<torch::nn::Linear> fc_;
+};
+
+}  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 5) {
@@ -35,12 +87,25 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", std::string(train.status().message()).c_str());
     return 1;
   }
-  weft::ModelSpec spec;
-  spec.architecture = arch;
-  if (arch == "mlp") spec.hidden_units = {256, 128};
-  auto model = weft::train::BuildModel(spec);
-  if (!model.ok()) return 1;
-  torch::optim::Adam opt((*model)->parameters(), torch::optim::AdamOptions(1e-3));
+  std::function<torch::Tensor(const torch::Tensor&)> forward;
+  std::vector<torch::Tensor> parameters;
+  if (arch == "cnn-module" || arch == "mlp-module") {
+    auto module = std::make_shared<ModuleModel>(arch == "cnn-module");
+    forward = [module](const torch::Tensor& x) { return module->forward(x); };
+    parameters = module->parameters();
+  } else {
+    weft::ModelSpec spec;
+    spec.architecture = arch;
+    if (arch == "mlp") spec.hidden_units = {256, 128};
+    auto model = weft::train::BuildModel(spec);
+    if (!model.ok()) {
+      std::fprintf(stderr, "%s\n", std::string(model.status().message()).c_str());
+      return 1;
+    }
+    forward = [model = *model](const torch::Tensor& x) { return model->forward(x); };
+    parameters = (*model)->parameters();
+  }
+  torch::optim::Adam opt(parameters, torch::optim::AdamOptions(1e-3));
   int64_t n = train->size();
   auto gen = at::detail::createCPUGenerator(0);
   torch::Tensor perm = torch::randperm(n, gen, torch::TensorOptions().dtype(torch::kInt64));
@@ -48,7 +113,7 @@ int main(int argc, char** argv) {
   for (int64_t s = 0; s < steps; ++s) {
     torch::Tensor idx = perm.slice(0, s * batch, std::min(n, (s + 1) * batch));
     opt.zero_grad();
-    torch::Tensor loss = torch::nll_loss((*model)->forward(train->images.index_select(0, idx)),
+    torch::Tensor loss = torch::nll_loss(forward(train->images.index_select(0, idx)),
                                          train->labels.index_select(0, idx));
     loss.backward();
     opt.step();

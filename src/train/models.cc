@@ -1,5 +1,7 @@
 #include "train/models.h"
 
+#include <torch/csrc/jit/runtime/graph_executor.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -9,56 +11,82 @@
 
 namespace weft::train {
 
-namespace F = torch::nn::functional;
-
 DenseKernel DenseKernelFromEnvironment() {
   const char* v = std::getenv("WEFT_LEARNER_DENSE");
   return v && std::strcmp(v, "blas") == 0 ? DenseKernel::kBlas : DenseKernel::kOneDnn;
 }
 
-torch::Tensor Dense(const torch::nn::Linear& layer, const torch::Tensor& x, DenseKernel kernel) {
-  if (kernel == DenseKernel::kBlas) return layer.ptr()->forward(x.dim() == 2 ? x : x.flatten(1));
-  const torch::Tensor& w = layer->weight;  // [out, in]
-  const int64_t out = w.size(0);
-  torch::Tensor input = x.dim() == 4 ? x : x.reshape({x.size(0), -1, 1, 1});
-  torch::Tensor kernel_weight = w.view({out, input.size(1), input.size(2), input.size(3)});
-  return torch::conv2d(input, kernel_weight, layer->bias).flatten(1);
-}
+namespace {
 
-CnnImpl::CnnImpl(DenseKernel dense) : dense_(dense) {
-  conv1_ =
-      register_module("conv1", torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 32, 3).padding(1)));
-  conv2_ =
-      register_module("conv2", torch::nn::Conv2d(torch::nn::Conv2dOptions(32, 64, 3).padding(1)));
-  fc1_ = register_module("fc1", torch::nn::Linear(64 * 7 * 7, 128));
-  fc2_ = register_module("fc2", torch::nn::Linear(128, 10));
-}
-
-torch::Tensor CnnImpl::forward(torch::Tensor x) {
-  x = F::max_pool2d(torch::relu(conv1_->forward(x)), F::MaxPool2dFuncOptions(2));
-  x = F::max_pool2d(torch::relu(conv2_->forward(x)), F::MaxPool2dFuncOptions(2));
-  x = torch::relu(Dense(fc1_, x, dense_));
-  return torch::log_softmax(Dense(fc2_, x, dense_), 1);
-}
-
-MlpImpl::MlpImpl(const std::vector<int>& hidden_units, DenseKernel dense) : dense_(dense) {
-  int64_t in = 28 * 28;
-  for (size_t i = 0; i < hidden_units.size(); ++i) {
-    layers_.push_back(
-        register_module(absl::StrCat("fc", i + 1), torch::nn::Linear(in, hidden_units[i])));
-    in = hidden_units[i];
+// TorchScript for y = x·Wᵀ + b of layer `name` (parameters <name>_weight [out, in], <name>_bias)
+// on `x`, which is [N, in] or, when `maps` is given, [N, C, H, W] with C·H·W = in.
+std::string DenseSource(const std::string& name, const std::string& x, int64_t in, int64_t out,
+                        DenseKernel kernel, const std::string& maps = "") {
+  const std::string w = "self." + name + "_weight", b = "self." + name + "_bias";
+  if (kernel == DenseKernel::kBlas) {
+    return absl::StrCat("torch.linear(torch.flatten(", x, ", 1), ", w, ", ", b, ")");
   }
-  layers_.push_back(
-      register_module(absl::StrCat("fc", hidden_units.size() + 1), torch::nn::Linear(in, 10)));
+  if (!maps.empty()) {
+    return absl::StrCat("torch.flatten(torch.conv2d(", x, ", ", w, ".view([", out, ", ", maps,
+                        "]), ", b, "), 1)");
+  }
+  return absl::StrCat("torch.flatten(torch.conv2d(", x, ".reshape([", x, ".size(0), ", in,
+                      ", 1, 1]), ", w, ".view([", out, ", ", in, ", 1, 1]), ", b, "), 1)");
 }
 
-torch::Tensor MlpImpl::forward(torch::Tensor x) {
-  x = x.flatten(1);
-  for (size_t i = 0; i + 1 < layers_.size(); ++i) x = torch::relu(Dense(layers_[i], x, dense_));
-  return torch::log_softmax(Dense(layers_.back(), x, dense_), 1);
+// Registers `layer`'s weight and bias, initialised as libtorch's own layer initialises them, as
+// <name>_weight and <name>_bias.
+void AddLayer(torch::jit::Module& m, const std::string& name, const torch::nn::Module& layer) {
+  for (const auto& p : layer.named_parameters(/*recurse=*/false)) {
+    m.register_parameter(absl::StrCat(name, "_", p.key()),
+                         p.value().detach().clone().set_requires_grad(true), /*is_buffer=*/false);
+  }
 }
 
-TorchScriptImpl::TorchScriptImpl(torch::jit::Module module) : module_(std::move(module)) {
+}  // namespace
+
+absl::StatusOr<torch::jit::Module> MakeBuiltinModule(const ModelSpec& spec, DenseKernel dense) {
+  std::string body;
+  torch::jit::Module m;
+  if (spec.architecture == "cnn") {
+    m = torch::jit::Module("WeftCnn");
+    m.register_attribute("training", c10::BoolType::get(), true);
+    AddLayer(m, "conv1", *torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 32, 3).padding(1)));
+    AddLayer(m, "conv2", *torch::nn::Conv2d(torch::nn::Conv2dOptions(32, 64, 3).padding(1)));
+    AddLayer(m, "fc1", *torch::nn::Linear(64 * 7 * 7, 128));
+    AddLayer(m, "fc2", *torch::nn::Linear(128, 10));
+    body = absl::StrCat(
+        "    x = torch.max_pool2d(torch.relu(torch.conv2d(x, self.conv1_weight, self.conv1_bias, "
+        "[1, 1], [1, 1])), [2, 2])\n"
+        "    x = torch.max_pool2d(torch.relu(torch.conv2d(x, self.conv2_weight, self.conv2_bias, "
+        "[1, 1], [1, 1])), [2, 2])\n"
+        "    x = torch.relu(",
+        DenseSource("fc1", "x", 64 * 7 * 7, 128, dense, "64, 7, 7"), ")\n", "    return ",
+        DenseSource("fc2", "x", 128, 10, dense), "\n");
+  } else if (spec.architecture == "mlp") {
+    m = torch::jit::Module("WeftMlp");
+    m.register_attribute("training", c10::BoolType::get(), true);
+    int64_t in = 28 * 28;
+    body = "    x = torch.flatten(x, 1)\n";
+    const size_t layers = spec.hidden_units.size() + 1;
+    for (size_t i = 0; i < layers; ++i) {
+      const int64_t out = i + 1 < layers ? spec.hidden_units[i] : 10;
+      const std::string name = absl::StrCat("fc", i + 1);
+      AddLayer(m, name, *torch::nn::Linear(in, out));
+      const std::string y = DenseSource(name, "x", in, out, dense);
+      absl::StrAppend(&body, i + 1 < layers ? absl::StrCat("    x = torch.relu(", y, ")\n")
+                                            : absl::StrCat("    return ", y, "\n"));
+      in = out;
+    }
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat("model.architecture: unknown '",
+                                                   spec.architecture, "' (cnn, mlp, torchscript)"));
+  }
+  m.define("def forward(self, x):\n" + body);
+  return m;
+}
+
+ClassifierImpl::ClassifierImpl(torch::jit::Module module) : module_(std::move(module)) {
   auto flat = [](std::string name) {
     std::replace(name.begin(), name.end(), '.', '_');
     return name;
@@ -71,24 +99,53 @@ TorchScriptImpl::TorchScriptImpl(torch::jit::Module module) : module_(std::move(
   }
 }
 
-torch::Tensor TorchScriptImpl::forward(torch::Tensor x) {
+torch::Tensor ClassifierImpl::forward(torch::Tensor x) {
+  torch::jit::GraphOptimizerEnabledGuard plain(false);
   return torch::log_softmax(module_.forward({std::move(x)}).toTensor(), 1);
 }
 
-void TorchScriptImpl::train(bool on) {
-  ClassifierImpl::train(on);
+void ClassifierImpl::train(bool on) {
+  torch::nn::Module::train(on);
   module_.train(on);
 }
 
-void TorchScriptImpl::Save(std::ostream& out) const { module_.save(out); }
+void ClassifierImpl::Save(std::ostream& out) const { module_.save(out); }
 
-torch::Tensor TorchScriptImpl::Logits(const torch::Tensor& x) {
+torch::Tensor ClassifierImpl::Logits(const torch::Tensor& x) {
   torch::NoGradGuard no_grad;
+  torch::jit::GraphOptimizerEnabledGuard plain(false);
   const bool was_training = is_training();
   train(false);
   torch::Tensor logits = module_.forward({x}).toTensor();
   train(was_training);
   return logits;
+}
+
+void LoadParameters(ClassifierImpl& model, torch::serialize::InputArchive& archive) {
+  // Every tensor is checked before any is copied: a checkpoint of another model changes nothing.
+  std::vector<std::pair<torch::Tensor, torch::Tensor>> copies;  // (model's, archive's)
+  auto find = [&archive](const std::string& name, const torch::Tensor& into) {
+    torch::Tensor value;
+    if (!archive.try_read(name, value)) {
+      // Before the built-ins were TorchScript: <layer>/<weight|bias>, e.g. fc1/weight.
+      const size_t cut = name.rfind('_');
+      torch::serialize::InputArchive layer;
+      TORCH_CHECK(cut != std::string::npos && archive.try_read(name.substr(0, cut), layer) &&
+                      layer.try_read(name.substr(cut + 1), value),
+                  "no tensor ", name, " in the archive");
+    }
+    TORCH_CHECK(value.sizes() == into.sizes(), name, " is ", value.sizes(), " in the archive, ",
+                into.sizes(), " in the model");
+    return value;
+  };
+  for (const auto& p : model.named_parameters(/*recurse=*/false)) {
+    copies.emplace_back(p.value(), find(p.key(), p.value()));
+  }
+  for (const auto& b : model.named_buffers(/*recurse=*/false)) {
+    copies.emplace_back(b.value(), find(b.key(), b.value()));
+  }
+  torch::NoGradGuard no_grad;
+  for (auto& [into, value] : copies) into.copy_(value);
 }
 
 namespace {
@@ -104,7 +161,7 @@ absl::StatusOr<std::shared_ptr<ClassifierImpl>> LoadTorchScript(const std::strin
     return absl::InvalidArgumentError(absl::StrCat(
         "model.torchscript: ", path, " is not a TorchScript module (torch.jit.save): ", what));
   }
-  auto model = std::make_shared<TorchScriptImpl>(std::move(module));
+  auto model = std::make_shared<ClassifierImpl>(std::move(module));
   bool trainable = false;
   for (const torch::Tensor& p : model->parameters()) trainable = trainable || p.requires_grad();
   if (!trainable) {
@@ -125,7 +182,7 @@ absl::StatusOr<std::shared_ptr<ClassifierImpl>> LoadTorchScript(const std::strin
     return absl::InvalidArgumentError(
         absl::StrCat("model.torchscript: forward fails on [2, 1, 28, 28] float32: ", what));
   }
-  return std::shared_ptr<ClassifierImpl>(model);
+  return model;
 }
 
 }  // namespace
@@ -133,15 +190,9 @@ absl::StatusOr<std::shared_ptr<ClassifierImpl>> LoadTorchScript(const std::strin
 absl::StatusOr<std::shared_ptr<ClassifierImpl>> BuildModel(const ModelSpec& spec,
                                                            const std::string& model_dir) {
   if (spec.architecture == "torchscript") return LoadTorchScript(model_dir);
-  const DenseKernel dense = DenseKernelFromEnvironment();
-  if (spec.architecture == "cnn") {
-    return std::shared_ptr<ClassifierImpl>(std::make_shared<CnnImpl>(dense));
-  }
-  if (spec.architecture == "mlp") {
-    return std::shared_ptr<ClassifierImpl>(std::make_shared<MlpImpl>(spec.hidden_units, dense));
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat("model.architecture: unknown '", spec.architecture, "' (cnn, mlp)"));
+  absl::StatusOr<torch::jit::Module> module = MakeBuiltinModule(spec, DenseKernelFromEnvironment());
+  if (!module.ok()) return module.status();
+  return std::make_shared<ClassifierImpl>(*std::move(module));
 }
 
 }  // namespace weft::train

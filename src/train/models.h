@@ -1,6 +1,6 @@
-// weft's built-in models for 28×28 grey-scale images with 10 classes (MNIST, Fashion-MNIST), and
-// a tenant's own as TorchScript. Input [N, 1, 28, 28] float, normalised; output [N, 10]
-// log-probabilities.
+// The models a learner trains, all TorchScript: weft's built-ins for 28×28 grey-scale images with
+// 10 classes (MNIST, Fashion-MNIST) and a tenant's own. Input [N, 1, 28, 28] float, normalised;
+// output [N, 10] logits, which ClassifierImpl turns into log-probabilities.
 #pragma once
 
 #include <torch/script.h>
@@ -15,10 +15,10 @@
 
 namespace weft::train {
 
-// How fully connected layers compute y = x·Wᵀ + b.
-//   kOneDnn: as the equivalent convolution (weight [out, in] viewed as [out, C, H, W], or
-//            [out, in, 1, 1] for a flat input), which libtorch hands to oneDNN's JIT kernels;
-//   kBlas:   torch::nn::Linear's own path, a GEMM in the system BLAS.
+// How the built-ins' fully connected layers compute y = x·Wᵀ + b (W [out, in], b [out]):
+//   kOneDnn: as the equivalent convolution (W viewed as [out, C, H, W], or [out, in, 1, 1] for a
+//            flat input), which libtorch hands to oneDNN's JIT kernels;
+//   kBlas:   aten::linear, a GEMM in the system BLAS.
 // Same parameters, same result up to float rounding (≈1e-4 on 3136 inputs). Debian's libtorch
 // calls the netlib reference BLAS, and there kOneDnn is 5–10× faster per layer: measured at
 // batch 64, one thread, forward + backward, 3136→128 47 ms vs 4–9 ms, 784→256 30–34 ms vs
@@ -29,50 +29,31 @@ enum class DenseKernel { kOneDnn, kBlas };
 // else kOneDnn.
 DenseKernel DenseKernelFromEnvironment();
 
-// y [N, out] = x·Wᵀ + b with `layer`'s weight [out, in] and bias [out]; x is [N, in] or
-// [N, C, H, W] with C·H·W = in (flattened in that order).
-torch::Tensor Dense(const torch::nn::Linear& layer, const torch::Tensor& x, DenseKernel kernel);
+// A built-in model as a TorchScript module, defined with jit::Module::define over torch.*
+// builtins, its dense layers on `dense`:
+//   cnn: two conv(3×3, pad 1)+ReLU+max-pool(2) layers (1→32→64 channels) and two fully
+//        connected layers (3136→128→10): the 2-conv baseline of the Fashion-MNIST benchmark
+//        (≈0.916 accuracy) and of ../shared/reference/pytorch_fmnist_cnn.py;
+//   mlp: 784 → hidden_units[0] → ... → 10, ReLU between layers.
+// forward maps [N, 1, 28, 28] float32 to logits [N, 10]. Parameters are named <layer>_weight and
+// <layer>_bias (conv1, conv2, fc1, fc2; fc1 … fcK for the MLP), initialised from the global RNG
+// as torch::nn::Conv2d and torch::nn::Linear initialise theirs. InvalidArgument for another
+// architecture.
+absl::StatusOr<torch::jit::Module> MakeBuiltinModule(const ModelSpec& spec, DenseKernel dense);
 
-// A classifier: forward maps images [N, 1, 28, 28] to log-probabilities [N, 10].
+// Every model a learner trains: a TorchScript module (a built-in or the tenant's own, whose
+// forward maps [N, 1, 28, 28] float32 to logits [N, 10]) seen as an nn::Module. Its parameters
+// and buffers are this module's too (the same tensors, names with '.' as '_'), so optimizers,
+// checkpoints and gradient all-reduce see them; forward adds log_softmax, making the loss
+// cross-entropy; train()/eval() switch the TorchScript module's mode too (dropout, batch norm).
+// The module runs without the graph executor's optimisations: measured on the CNN's training
+// step (batch 64, one thread) the profiling executor made it 0.71–0.82× as fast, plain
+// interpretation 1.00×, of the same layers written as an nn::Module.
 class ClassifierImpl : public torch::nn::Module {
  public:
-  virtual torch::Tensor forward(torch::Tensor x) = 0;
-};
-
-// Two conv(3×3, pad 1)+ReLU+max-pool(2) layers (1→32→64 channels) and two fully connected
-// layers (3136→128→10): the 2-conv baseline of the Fashion-MNIST benchmark (≈0.916 accuracy)
-// and of ../shared/reference/pytorch_fmnist_cnn.py.
-class CnnImpl : public ClassifierImpl {
- public:
-  explicit CnnImpl(DenseKernel dense = DenseKernel::kOneDnn);
-  torch::Tensor forward(torch::Tensor x) override;
-
- private:
-  DenseKernel dense_;
-  torch::nn::Conv2d conv1_{nullptr}, conv2_{nullptr};
-  torch::nn::Linear fc1_{nullptr}, fc2_{nullptr};
-};
-
-// A multi-layer perceptron: 784 → hidden_units[0] → ... → 10, ReLU between layers.
-class MlpImpl : public ClassifierImpl {
- public:
-  explicit MlpImpl(const std::vector<int>& hidden_units, DenseKernel dense = DenseKernel::kOneDnn);
-  torch::Tensor forward(torch::Tensor x) override;
-
- private:
-  DenseKernel dense_;
-  std::vector<torch::nn::Linear> layers_;
-};
-
-// A tenant's own model (model.torchscript): a TorchScript module whose forward maps
-// [N, 1, 28, 28] float32 to logits [N, 10]. Its parameters and buffers are this module's too (the
-// same tensors, names with '.' as '_'), so optimizers, checkpoints and gradient all-reduce treat
-// it like a built-in; forward adds log_softmax, making the loss cross-entropy; train()/eval()
-// switch the TorchScript module's mode too (dropout, batch norm).
-class TorchScriptImpl : public ClassifierImpl {
- public:
-  explicit TorchScriptImpl(torch::jit::Module module);
-  torch::Tensor forward(torch::Tensor x) override;
+  explicit ClassifierImpl(torch::jit::Module module);
+  // Log-probabilities [N, 10] for `x` [N, 1, 28, 28].
+  torch::Tensor forward(torch::Tensor x);
   void train(bool on = true) override;
   // torch.jit.save format: what torch.jit.load (Python) and torch::jit::load (C++) read.
   void Save(std::ostream& out) const;
@@ -90,5 +71,12 @@ class TorchScriptImpl : public ClassifierImpl {
 // "model.torchscript:").
 absl::StatusOr<std::shared_ptr<ClassifierImpl>> BuildModel(const ModelSpec& spec,
                                                            const std::string& model_dir = "");
+
+// Loads `model`'s parameters and buffers from `archive`, written by nn::Module::save of a model of
+// the same architecture — or, for a built-in, by weft's learners before the built-ins were
+// TorchScript, which saved one sub-archive per layer (conv1 → weight, bias): their checkpoints
+// still resume. Throws c10::Error, and changes nothing, unless one of the layouts holds every
+// parameter and buffer at the model's shape.
+void LoadParameters(ClassifierImpl& model, torch::serialize::InputArchive& archive);
 
 }  // namespace weft::train

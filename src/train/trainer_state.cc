@@ -124,7 +124,7 @@ absl::Status Trainer::Restore(const std::string& path) {
     torch::serialize::InputArchive model_ar, opt_ar;
     ar.read("model", model_ar);
     ar.read("optimizer", opt_ar);
-    model_->load(model_ar);
+    LoadParameters(*model_, model_ar);
     optimizer_->load(opt_ar);
     // A fresh tensor per key: reading into a defined tensor would set_() its storage.
     auto i64 = [&ar](const char* key) {
@@ -163,11 +163,7 @@ absl::Status Trainer::Export(const std::string& kind, double accuracy) {
   RETURN_IF_ERROR(env_.MakeDirs(ModelDir(o_.learner.result_dir, kind)));
   std::ostringstream bytes;
   try {
-    if (const auto* own = dynamic_cast<const TorchScriptImpl*>(model_.get())) {
-      own->Save(bytes);  // the tenant's module, trained: torch.jit.load reads it
-    } else {
-      torch::save(std::static_pointer_cast<torch::nn::Module>(model_), bytes);
-    }
+    model_->Save(bytes);  // TorchScript: torch.jit.load reads it, in Python or C++
   } catch (const std::exception& e) {
     return absl::InternalError(absl::StrCat("cannot serialise the model: ", TorchMessage(e)));
   }
@@ -178,9 +174,9 @@ absl::Status Trainer::Export(const std::string& kind, double accuracy) {
       {"job_id", o_.learner.job_id},
       {"kind", kind},
       {"architecture", spec_.model.architecture},
-      {"format", "torch::save of the module's parameters and buffers (libtorch C++)"},
+      {"format", "TorchScript (torch.jit.save): torch.jit.load in Python, torch::jit::load in C++"},
       {"input", "[N, 1, 28, 28] float32, (pixel/255 - 0.2860) / 0.3530"},
-      {"output", "[N, 10] log-probabilities"},
+      {"output", "[N, 10] logits"},
       {"epoch", progress_.epoch},
       {"step", progress_.step},
       {"metrics", {{"test_accuracy", accuracy}, {"best_test_accuracy", best_}}},

@@ -78,17 +78,10 @@ absl::StatusOr<LoopResult> RunTraining(const LoopOptions& options, Reporter& rep
   }
 }
 
-absl::StatusOr<double> EvaluateSavedModel(const ModelSpec& spec, const std::string& model_path,
+absl::StatusOr<double> EvaluateSavedModel(const std::string& model_path,
                                           const std::string& data_dir, int64_t limit) {
   try {
-    Model model;
-    if (spec.architecture == "torchscript") {
-      model = std::make_shared<TorchScriptImpl>(torch::jit::load(model_path));
-    } else {
-      ASSIGN_OR_RETURN(model, BuildModel(spec));
-      auto module = std::static_pointer_cast<torch::nn::Module>(model);
-      torch::load(module, model_path);
-    }
+    auto model = std::make_shared<ClassifierImpl>(torch::jit::load(model_path));
     ASSIGN_OR_RETURN(Dataset test, LoadDataset(data_dir, "test", limit));
     return Evaluate(model, test).accuracy;
   } catch (const std::exception& e) {

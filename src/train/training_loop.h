@@ -51,10 +51,10 @@ struct LoopResult {
 // reporter when a model cannot be committed.
 absl::StatusOr<LoopResult> RunTraining(const LoopOptions& options, Reporter& reporter);
 
-// Test accuracy in [0, 1] of the model saved at `model_path` (torch::save of the architecture
-// in `model`, or a TorchScript module for architecture torchscript), on the first `limit` samples
-// (0 = all) of the test split in `data_dir`.
-absl::StatusOr<double> EvaluateSavedModel(const ModelSpec& model, const std::string& model_path,
+// Test accuracy in [0, 1] of the model a learner delivered at `model_path` (TorchScript, logits
+// [N, 10] from [N, 1, 28, 28]), on the first `limit` samples (0 = all) of the test split in
+// `data_dir`. InvalidArgument when the file is not a TorchScript module of that shape.
+absl::StatusOr<double> EvaluateSavedModel(const std::string& model_path,
                                           const std::string& data_dir, int64_t limit = 0);
 
 }  // namespace weft::train

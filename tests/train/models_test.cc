@@ -16,55 +16,62 @@
 namespace weft::train {
 namespace {
 
-struct Grads {
-  torch::Tensor y, dx, dw, db;
+// Forward and backward of a built-in on `kernel`; the same parameters and input on every call
+// (fixed seed).
+struct Pass {
+  std::vector<std::string> names;
+  torch::Tensor logits;
+  std::vector<torch::Tensor> grads;
 };
 
-// Forward and backward of one dense layer on `kernel`; the layer and input are the same on
-// every call (fixed seed).
-Grads RunDense(DenseKernel kernel, std::vector<int64_t> x_shape, int64_t out) {
+Pass RunBuiltin(const ModelSpec& spec, DenseKernel kernel, int64_t batch) {
   torch::manual_seed(7);
-  int64_t in = 1;
-  for (size_t i = 1; i < x_shape.size(); ++i) in *= x_shape[i];
-  torch::nn::Linear layer(in, out);
-  torch::Tensor x = torch::randn(x_shape).requires_grad_(true);
-  torch::Tensor y = Dense(layer, x, kernel);
+  auto module = MakeBuiltinModule(spec, kernel);
+  EXPECT_TRUE(module.ok()) << module.status();
+  ClassifierImpl model(*module);
+  torch::Tensor x = torch::randn({batch, 1, 28, 28});
+  Pass pass;
+  pass.logits = model.Logits(x);
   // A loss that weighs every output differently, so a transposed result could not pass.
+  torch::Tensor y = model.forward(x);
   (y * torch::arange(y.numel()).view_as(y).to(torch::kFloat32).cos()).sum().backward();
-  return {y.detach(), x.grad(), layer->weight.grad(), layer->bias.grad()};
+  for (const auto& p : model.named_parameters()) {
+    pass.names.push_back(p.key());
+    pass.grads.push_back(p.value().grad());
+  }
+  return pass;
 }
 
-void ExpectSame(const Grads& a, const Grads& b) {
-  ASSERT_EQ(a.y.sizes(), b.y.sizes());
-  EXPECT_TRUE(torch::allclose(a.y, b.y, 1e-4, 1e-4));
-  EXPECT_TRUE(torch::allclose(a.dx, b.dx, 1e-4, 1e-4));
-  EXPECT_TRUE(torch::allclose(a.dw, b.dw, 1e-4, 1e-4));
-  EXPECT_TRUE(torch::allclose(a.db, b.db, 1e-4, 1e-4));
+void ExpectSame(const Pass& a, const Pass& b) {
+  ASSERT_EQ(a.names, b.names);
+  ASSERT_EQ(a.logits.sizes(), b.logits.sizes());
+  EXPECT_TRUE(torch::allclose(a.logits, b.logits, 1e-4, 1e-4));
+  for (size_t i = 0; i < a.grads.size(); ++i) {
+    ASSERT_TRUE(a.grads[i].defined()) << a.names[i];
+    EXPECT_TRUE(torch::allclose(a.grads[i], b.grads[i], 1e-4, 1e-4)) << a.names[i];
+  }
 }
 
-TEST(DenseTest, OneDnnAndBlasAgreeOnFlatInput) {
-  Grads blas = RunDense(DenseKernel::kBlas, {16, 784}, 256);
-  Grads onednn = RunDense(DenseKernel::kOneDnn, {16, 784}, 256);
-  EXPECT_EQ(blas.y.sizes(), (std::vector<int64_t>{16, 256}));
-  ExpectSame(blas, onednn);
+TEST(BuiltinsTest, OneDnnAndBlasDenseLayersGiveTheSameCnn) {
+  const ModelSpec cnn{"cnn", {}, ""};
+  Pass onednn = RunBuiltin(cnn, DenseKernel::kOneDnn, 8);
+  Pass blas = RunBuiltin(cnn, DenseKernel::kBlas, 8);
+  EXPECT_EQ(onednn.names,
+            (std::vector<std::string>{"conv1_weight", "conv1_bias", "conv2_weight", "conv2_bias",
+                                      "fc1_weight", "fc1_bias", "fc2_weight", "fc2_bias"}));
+  EXPECT_EQ(onednn.logits.sizes(), (std::vector<int64_t>{8, 10}));
+  EXPECT_EQ(onednn.grads[4].sizes(), (std::vector<int64_t>{128, 3136}));
+  ExpectSame(onednn, blas);
 }
 
-TEST(DenseTest, OneDnnAndBlasAgreeOnFeatureMaps) {
-  // The CNN's fc1: [N, 64, 7, 7] flattened in (channel, row, column) order.
-  Grads blas = RunDense(DenseKernel::kBlas, {8, 64, 7, 7}, 128);
-  Grads onednn = RunDense(DenseKernel::kOneDnn, {8, 64, 7, 7}, 128);
-  EXPECT_EQ(onednn.y.sizes(), (std::vector<int64_t>{8, 128}));
-  EXPECT_EQ(onednn.dx.sizes(), (std::vector<int64_t>{8, 64, 7, 7}));
-  EXPECT_EQ(onednn.dw.sizes(), (std::vector<int64_t>{128, 3136}));
-  ExpectSame(blas, onednn);
+TEST(BuiltinsTest, OneDnnAndBlasDenseLayersGiveTheSameMlpAlsoForOneSample) {
+  const ModelSpec mlp{"mlp", {256, 128}, ""};
+  ExpectSame(RunBuiltin(mlp, DenseKernel::kOneDnn, 16), RunBuiltin(mlp, DenseKernel::kBlas, 16));
+  ExpectSame(RunBuiltin(mlp, DenseKernel::kOneDnn, 1), RunBuiltin(mlp, DenseKernel::kBlas, 1));
+  EXPECT_FALSE(MakeBuiltinModule(ModelSpec{"resnet", {}, ""}, DenseKernel::kOneDnn).ok());
 }
 
-TEST(DenseTest, OneSampleBatchWorks) {
-  ExpectSame(RunDense(DenseKernel::kBlas, {1, 128}, 10),
-             RunDense(DenseKernel::kOneDnn, {1, 128}, 10));
-}
-
-TEST(DenseTest, EnvironmentSelectsTheKernel) {
+TEST(BuiltinsTest, EnvironmentSelectsTheDenseKernel) {
   unsetenv("WEFT_LEARNER_DENSE");
   EXPECT_EQ(DenseKernelFromEnvironment(), DenseKernel::kOneDnn);
   setenv("WEFT_LEARNER_DENSE", "blas", 1);
@@ -72,18 +79,79 @@ TEST(DenseTest, EnvironmentSelectsTheKernel) {
   unsetenv("WEFT_LEARNER_DENSE");
 }
 
-TEST(ModelsTest, BothKernelsGiveTheSameCnnWithTheSameParameterNames) {
-  torch::manual_seed(3);
-  auto onednn = std::make_shared<CnnImpl>(DenseKernel::kOneDnn);
-  torch::manual_seed(3);
-  auto blas = std::make_shared<CnnImpl>(DenseKernel::kBlas);
-  auto a = onednn->named_parameters();
-  auto b = blas->named_parameters();
-  ASSERT_EQ(a.keys(), b.keys());
-  EXPECT_EQ(a["fc1.weight"].sizes(), (std::vector<int64_t>{128, 3136}));
-  torch::Tensor x = torch::randn({4, 1, 28, 28});
-  torch::NoGradGuard no_grad;
-  EXPECT_TRUE(torch::allclose(onednn->forward(x), blas->forward(x), 1e-4, 1e-4));
+TEST(BuiltinsTest, ABuiltInSavesAsTorchScriptThatLoadsToTheSameLogits) {
+  for (const ModelSpec& spec : {ModelSpec{"cnn", {}, ""}, ModelSpec{"mlp", {32}, ""}}) {
+    auto built = BuildModel(spec);
+    ASSERT_TRUE(built.ok()) << built.status();
+    std::ostringstream bytes;
+    (*built)->Save(bytes);
+    std::istringstream in(bytes.str());
+    torch::jit::Module loaded = torch::jit::load(in);
+    loaded.eval();
+    torch::Tensor x = torch::randn({4, 1, 28, 28});
+    torch::NoGradGuard no_grad;
+    torch::Tensor logits = loaded.forward({x}).toTensor();
+    EXPECT_TRUE(torch::equal(logits, (*built)->Logits(x))) << spec.architecture;
+    // forward gives log-probabilities of those logits.
+    EXPECT_TRUE(torch::allclose((*built)->forward(x), torch::log_softmax(logits, 1)));
+  }
+}
+
+// The CNN as weft's learners defined it before the built-ins were TorchScript: one nn::Module
+// per layer, saved as one sub-archive per layer.
+struct ModuleCnn : torch::nn::Module {
+  ModuleCnn() {
+    register_module("conv1", torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 32, 3).padding(1)));
+    register_module("conv2", torch::nn::Conv2d(torch::nn::Conv2dOptions(32, 64, 3).padding(1)));
+    register_module("fc1", torch::nn::Linear(64 * 7 * 7, 128));
+    register_module("fc2", torch::nn::Linear(128, 10));
+  }
+};
+
+TEST(BuiltinsTest, CheckpointsOfBothLayoutsLoad) {
+  torch::manual_seed(11);
+  ModuleCnn old;
+  torch::serialize::OutputArchive old_out;
+  old.save(old_out);
+  std::ostringstream old_bytes;
+  old_out.save_to(old_bytes);
+  auto model = BuildModel(ModelSpec{"cnn", {}, ""});
+  ASSERT_TRUE(model.ok());
+  {
+    std::istringstream in(old_bytes.str());
+    torch::serialize::InputArchive ar;
+    ar.load_from(in);
+    LoadParameters(**model, ar);
+  }
+  auto now = (*model)->named_parameters();
+  for (const auto& p : old.named_parameters()) {
+    std::string name = p.key();
+    std::replace(name.begin(), name.end(), '.', '_');
+    ASSERT_TRUE(now.contains(name)) << name;
+    EXPECT_TRUE(torch::equal(now[name], p.value())) << name;
+  }
+
+  // Today's layout, into a fresh model: the same parameters again.
+  torch::serialize::OutputArchive out;
+  (*model)->save(out);
+  std::ostringstream bytes;
+  out.save_to(bytes);
+  auto fresh = BuildModel(ModelSpec{"cnn", {}, ""});
+  ASSERT_TRUE(fresh.ok());
+  std::istringstream in(bytes.str());
+  torch::serialize::InputArchive ar;
+  ar.load_from(in);
+  LoadParameters(**fresh, ar);
+  torch::Tensor x = torch::randn({2, 1, 28, 28});
+  EXPECT_TRUE(torch::equal((*fresh)->Logits(x), (*model)->Logits(x)));
+
+  // Another architecture's checkpoint is refused, not half loaded.
+  auto mlp = BuildModel(ModelSpec{"mlp", {32}, ""});
+  ASSERT_TRUE(mlp.ok());
+  std::istringstream again(bytes.str());
+  torch::serialize::InputArchive cnn_ar;
+  cnn_ar.load_from(again);
+  EXPECT_THROW(LoadParameters(**mlp, cnn_ar), c10::Error);
 }
 
 TEST(ModelsTest, TheManifestCheckCountsExactlyTheParametersTheLearnerBuilds) {
@@ -110,8 +178,7 @@ TEST(ModelsTest, ATenantsTorchScriptModelTrainsThroughTheSameTensorsAndSavesAsTo
   for (const auto& p : model->parameters()) n += p.numel();
   EXPECT_EQ(n, 64 * 784 + 64 + 10 * 64 + 10);
   // One optimizer step on the wrapper moves the TorchScript module's own parameters.
-  auto* own = dynamic_cast<TorchScriptImpl*>(model.get());
-  ASSERT_NE(own, nullptr);
+  ClassifierImpl* own = model.get();
   torch::Tensor x = torch::randn({16, 1, 28, 28});
   torch::Tensor before = own->Logits(x);
   torch::optim::SGD sgd(model->parameters(), 0.1);
