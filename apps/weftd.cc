@@ -106,7 +106,7 @@ struct Flags {
   std::string config;
   std::string learner = SelfDir() + "/weft-learner";
   weft::api::RestOptions rest;
-  std::vector<std::string> data_roots = {"/usr/share/datasets"};
+  bool default_datasets = true;
   bool insecure = false;
   int64_t max_store_bytes = 0;
   int64_t max_artifact_mb = 256;
@@ -129,10 +129,8 @@ void AddFlags(CLI::App& app, Flags& f) {
                  "largest request body the REST API accepts; larger ones get 413")
       ->capture_default_str()
       ->check(CLI::Range(size_t{1024}, size_t{1} << 30));
-  app.add_option("--data-root", f.data_roots,
-                 "directory a manifest's data.path must lie in (repeat for several; / for any)")
-      ->capture_default_str()
-      ->check(CLI::ExistingDirectory);
+  app.add_flag("!--no-default-datasets", f.default_datasets,
+               "do not register Debian's fashion-mnist and mnist for every tenant at start");
   app.add_option("--tenant-requests-per-second", f.rest.tenant_rate.requests_per_second,
                  "each tenant's sustained REST request rate; over it 429 (0: no limit)")
       ->capture_default_str()
@@ -280,6 +278,17 @@ absl::StatusOr<std::unique_ptr<weft::GrpcServer>> StartCoordinator(weft::Env& en
   return server;
 }
 
+// Registers Debian's Fashion-MNIST and MNIST, where installed, for every tenant (unless a data
+// set has the name), saying which.
+absl::Status RegisterDebianDatasets(weft::Store& store) {
+  auto registered = weft::RegisterDefaultDatasets(store, weft::SystemClock::Get());
+  if (!registered.ok()) return registered.status();
+  for (const std::string& name : *registered) {
+    spdlog::info("registered data set {} for every tenant (weft dataset list)", name);
+  }
+  return absl::OkStatus();
+}
+
 // Prints `s` and returns weftd's exit code for it: 2 for a bad flag or config, 1 otherwise.
 int Fail(const absl::Status& s) {
   std::cerr << "error: " << s.message() << "\n";
@@ -324,12 +333,15 @@ int main(int argc, char** argv) {
                             {flags.max_artifact_mb << 20, flags.tenant_artifact_mb << 20});
   if (auto s = artifacts.RemoveUnnamed(); !s.ok()) return Fail(s);
 
+  if (flags.default_datasets) {
+    if (auto s = RegisterDebianDatasets(**store); !s.ok()) return Fail(s);
+  }
+
   weft::LocalExecutor executor(flags.learner);
   weft::scheduler::FairSharePolicy policy;
   weft::ControllerOptions options;
   options.data_dir = *data_dir;
   options.learner_key = *learner_key;
-  options.data_roots = flags.data_roots;
   options.nodes = nodes;
   options.node_cpusets = cpusets;
   options.artifacts = &artifacts;

@@ -24,7 +24,7 @@ start_weftd "$WORK/data"
 cat >"$WORK/job.yaml" <<YAML
 name: recovery
 model: {architecture: cnn}
-data: {path: /usr/share/datasets/fashion-mnist}
+data: {dataset: fashion-mnist}
 training: {epochs: 1, batch_size: 64, optimizer: adam, learning_rate: 0.001, threads: 1}
 resources: {learners: 2, cpus: 1, memory_mb: 2048}
 checkpoint: {every_steps: $CKPT, every_seconds: 0}

@@ -76,6 +76,7 @@ void InstallApi(httplib::Server& server, const Services& services, RateLimiter* 
   AddTenantRoutes(router, services);
   AddClusterRoutes(router, services);
   if (services.artifacts != nullptr) AddArtifactRoutes(router, services);
+  AddDatasetRoutes(router, services);
 }
 
 RestServer::RestServer(Store& store, Controller& controller, Artifacts* artifacts,

@@ -1,6 +1,6 @@
 // The REST API's routes, one file per resource: jobs (routes_jobs.cc), tenants and their tokens
 // (routes_tenants.cc), the queue and nodes (routes_cluster.cc), tenants' uploads
-// (routes_artifacts.cc). docs/openapi.yaml lists them.
+// (routes_artifacts.cc), data sets (routes_datasets.cc). docs/openapi.yaml lists them.
 #pragma once
 
 #include "api/http.h"
@@ -40,5 +40,6 @@ void AddJobRoutes(Router& router, const Services& services);
 void AddTenantRoutes(Router& router, const Services& services);
 void AddClusterRoutes(Router& router, const Services& services);
 void AddArtifactRoutes(Router& router, const Services& services);
+void AddDatasetRoutes(Router& router, const Services& services);
 
 }  // namespace weft::api

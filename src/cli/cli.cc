@@ -27,6 +27,7 @@ int Run(int argc, char** argv) {
   AddJobCommands(app, ctx);
   AddClusterCommands(app, ctx);
   AddArtifactCommands(app, ctx);
+  AddDatasetCommands(app, ctx);
   try {
     app.parse(argc, argv);  // runs the chosen subcommand's callback
   } catch (const CLI::ParseError& e) {

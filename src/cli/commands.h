@@ -1,7 +1,7 @@
 // The `weft` command's subcommands, registered on the CLI11 app by area: jobs (job_commands.cc)
-// the cluster's tenants, tokens, queue and nodes (cluster_commands.cc), and a tenant's uploaded
-// artifacts (artifact_commands.cc). Each sets the exit
-// code in the shared context when it runs.
+// the cluster's tenants, tokens, queue and nodes (cluster_commands.cc), a tenant's uploaded
+// artifacts (artifact_commands.cc) and the data sets manifests name (dataset_commands.cc). Each
+// sets the exit code in the shared context when it runs.
 #pragma once
 
 #include <string>
@@ -21,6 +21,7 @@ struct Context {
 void AddJobCommands(CLI::App& app, Context& ctx);
 void AddClusterCommands(CLI::App& app, Context& ctx);
 void AddArtifactCommands(CLI::App& app, Context& ctx);
+void AddDatasetCommands(CLI::App& app, Context& ctx);
 
 // Uploads the file at `path` as the caller's artifact `name`, saying so; returns the exit code.
 int UploadArtifact(const Client& api, const std::string& name, const std::string& path);

@@ -22,7 +22,6 @@ Controller::Controller(Store& store, Executor& executor, scheduler::Policy& poli
       env_(env),
       options_(std::move(options)),
       layout_(options_.data_dir),
-      data_roots_(options_.data_roots),
       credentials_(options_.learner_key),
       view_(store, specs_, options_.nodes),
       coordinator_address_(options_.coordinator_address) {}
@@ -71,9 +70,18 @@ absl::StatusOr<JobRecord> Controller::Submit(const std::string& manifest, const 
                                              std::vector<FieldError>* errors) {
   ASSIGN_OR_RETURN(JobSpec spec, ParseManifest(manifest, errors));
   RETURN_IF_ERROR(CheckResourceFit(spec, errors));
-  if (absl::Status s = data_roots_.Check(spec.data.path); !s.ok()) {
-    errors->push_back({"data.path", std::string(s.message())});
-    return absl::InvalidArgumentError(absl::StrCat("data.path: ", s.message()));
+  if (!spec.data.path.empty()) {
+    const std::string problem =
+        "is no longer accepted: name a data set the admin registered with data.dataset "
+        "(weft dataset list shows yours)";
+    errors->push_back({"data.path", problem});
+    return absl::InvalidArgumentError(absl::StrCat("data.path: ", problem));
+  }
+  if (absl::StatusOr<DatasetRecord> d = ResolveDataset(store_, spec.data.dataset, tenant);
+      !d.ok()) {
+    if (!absl::IsNotFound(d.status())) return d.status();
+    errors->push_back({"data.dataset", std::string(d.status().message())});
+    return absl::InvalidArgumentError(absl::StrCat("data.dataset: ", d.status().message()));
   }
   std::string definition;  // the tenant's TorchScript model, linked into the job below
   if (spec.model.architecture == "torchscript") {

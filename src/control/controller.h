@@ -30,7 +30,7 @@
 #include "control/artifacts.h"
 #include "control/attempt_tracker.h"
 #include "control/cluster_view.h"
-#include "control/data_roots.h"
+#include "control/datasets.h"
 #include "control/learner_credentials.h"
 #include "control/learner_events.h"
 #include "control/spec_cache.h"
@@ -55,8 +55,6 @@ struct ControllerOptions {
   int64_t restart_backoff_max_ms = 60000;
   std::string learner_key;  // secret behind learner credentials; empty = none
   std::map<std::string, std::vector<int>> node_cpusets;  // node -> CPUs its learners are pinned to
-  // Directories a manifest's data.path must lie in (DataRoots); empty: any.
-  std::vector<std::string> data_roots = {"/usr/share/datasets"};
   // Tenants' uploads, where model.torchscript names an artifact (borrowed; null: a manifest
   // naming one is refused).
   Artifacts* artifacts = nullptr;
@@ -87,8 +85,9 @@ class Controller : public LearnerEvents {
   void StopLoop();
 
   // Validates, stores and queues a manifest for `tenant`. InvalidArgument with `errors` filled
-  // (field, problem) for a bad manifest, a data.path outside the data roots or a request that can
-  // never fit; nothing is stored then.
+  // (field, problem) for a bad manifest, a data set or artifact the tenant has not got (404 and
+  // refused look the same), a data.path (no longer accepted) or a request that can never fit;
+  // nothing is stored then.
   absl::StatusOr<JobRecord> Submit(const std::string& manifest, const std::string& tenant,
                                    std::vector<FieldError>* errors);
 
@@ -154,9 +153,16 @@ class Controller : public LearnerEvents {
   void StartJobLocked(JobRecord record, const scheduler::Placement& placement)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // What the executor needs to run (or adopt) learner `rank` of the current attempt of `record`;
-  // `rendezvous` is where rank 0 serves the gang's store (unused for one learner).
+  // `rendezvous` is where rank 0 serves the gang's store (unused for one learner); `data_dir`
+  // what DataDirLocked resolved (empty when adopting a learner that runs already).
   LearnerLaunch LaunchFor(const JobRecord& record, const JobSpec& spec, int rank,
-                          const std::pair<std::string, int>& rendezvous = {}) const
+                          const std::pair<std::string, int>& rendezvous = {},
+                          const std::string& data_dir = "") const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The directory the job's learners read their data from: its data set's, if the tenant may
+  // still use it, or the data.path of a spec stored before data sets were registered.
+  // NotFound (starting "data.dataset: ") when the data set is gone or no longer granted.
+  absl::StatusOr<std::string> DataDirLocked(const JobRecord& record, const JobSpec& spec)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Removes the files in the job's checkpoint directory that the store does not hold: what a
   // learner killed between writing a checkpoint and committing it left behind (a temporary file,
@@ -197,7 +203,6 @@ class Controller : public LearnerEvents {
   Env& env_;
   const ControllerOptions options_;
   const JobLayout layout_;
-  const DataRoots data_roots_;
   const LearnerCredentials credentials_;
   SpecCache specs_;
   ClusterView view_;

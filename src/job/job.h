@@ -3,6 +3,7 @@
 // that the store persists, the controller drives and the API shows; no I/O here.
 #pragma once
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
@@ -111,6 +112,22 @@ struct ArtifactRecord {
   std::string sha256;  // hex digest of the content
   int64_t bytes = 0;
   TimeMs created_ms = 0;
+};
+
+// A data set the admin registered for tenants' jobs (weft dataset add; POST /v1/datasets).
+// Manifests name it (data.dataset); weftd resolves the name to `path` when learners start, so a
+// tenant never names a host path.
+struct DatasetRecord {
+  std::string name;                  // CheckArtifactName's rule
+  std::string path;                  // absolute directory on every node
+  std::string format;                // "idx": the four IDX files of MNIST's layout
+  bool all_tenants = false;          // every tenant, present and future, may use it
+  std::vector<std::string> tenants;  // else these, by name
+  TimeMs created_ms = 0;
+
+  bool UsableBy(const std::string& tenant) const {
+    return all_tenants || std::find(tenants.begin(), tenants.end(), tenant) != tenants.end();
+  }
 };
 
 // A bearer token. Only its SHA-256 is stored; the token itself is shown once at creation.

@@ -191,7 +191,12 @@ void ReadModel(FieldReader& r, const YAML::Node& n, JobSpec* spec) {
 void ReadData(FieldReader& r, const YAML::Node& n, JobSpec* spec) {
   if (!n) return;
   if (!r.Mapping(n, "data", {"dataset", "path", "train_samples", "test_samples"})) return;
-  r.String(n, "data", "dataset", &spec->data.dataset, {"fashion-mnist", "mnist"});
+  r.String(n, "data", "dataset", &spec->data.dataset);
+  if (n["dataset"] && n["dataset"].IsScalar()) {
+    if (absl::Status s = CheckArtifactName(spec->data.dataset); !s.ok()) {
+      r.Error("data.dataset", std::string(s.message()));
+    }
+  }
   r.String(n, "data", "path", &spec->data.path);
   if (n["path"] && n["path"].IsScalar() && (spec->data.path.empty() || spec->data.path[0] != '/')) {
     r.Error("data.path", absl::StrCat("must be an absolute directory path, got '",
@@ -472,9 +477,9 @@ nlohmann::json SpecToJson(const JobSpec& s) {
   if (s.model.architecture == "mlp") j["model"]["hidden_units"] = s.model.hidden_units;
   if (s.model.architecture == "torchscript") j["model"]["torchscript"] = s.model.torchscript;
   j["data"] = {{"dataset", s.data.dataset},
-               {"path", s.data.path},
                {"train_samples", s.data.train_samples},
                {"test_samples", s.data.test_samples}};
+  if (!s.data.path.empty()) j["data"]["path"] = s.data.path;
   j["training"] = {{"epochs", s.training.epochs},
                    {"batch_size", s.training.batch_size},
                    {"optimizer", s.training.optimizer},

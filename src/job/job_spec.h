@@ -24,15 +24,20 @@ struct ModelSpec {
 };
 
 // 1 to 128 characters of A-Z a-z 0-9 '.' '_' '-', not starting with '.' or '-' (so an artifact
-// name is a safe file name and a safe command-line argument). InvalidArgument saying what is
-// wrong, e.g. "must not start with '.' or '-'".
+// or data set name is a safe file name and a safe command-line argument). InvalidArgument saying
+// what is wrong, e.g. "must not start with '.' or '-'".
 absl::Status CheckArtifactName(std::string_view name);
 
 struct DataSpec {
+  // A data set the admin registered (weft dataset add; DatasetRecord), by name (the rule of
+  // CheckArtifactName). weftd resolves it to a directory when the job's learners start.
   std::string dataset = "fashion-mnist";
-  std::string path = kDefaultDataPath;  // directory with the four IDX files (gzipped or not)
-  int64_t train_samples = 0;            // use the first N training samples; 0 = all
-  int64_t test_samples = 0;             // evaluate on the first N test samples; 0 = all
+  // A host directory of IDX files: only in specs stored before data sets were registered, whose
+  // jobs still run from it. The parser reads it so those specs load; Controller::Submit refuses
+  // a new manifest that names it.
+  std::string path;
+  int64_t train_samples = 0;  // use the first N training samples; 0 = all
+  int64_t test_samples = 0;   // evaluate on the first N test samples; 0 = all
 };
 
 struct TrainingSpec {

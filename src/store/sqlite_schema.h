@@ -5,7 +5,7 @@
 
 namespace weft::sqlite {
 
-inline constexpr int kSchemaVersion = 6;
+inline constexpr int kSchemaVersion = 7;
 
 inline constexpr char kSchema[] = R"sql(
 CREATE TABLE IF NOT EXISTS jobs (
@@ -126,9 +126,21 @@ CREATE TABLE artifacts (
 CREATE INDEX artifacts_by_digest ON artifacts(tenant, sha256);
 )sql";
 
+// Version 7: data sets the admin registers; manifests name them instead of host paths.
+// `tenants` is "*" for every tenant, else their names joined by ','.
+inline constexpr char kSchemaV7[] = R"sql(
+CREATE TABLE datasets (
+  name TEXT PRIMARY KEY,
+  path TEXT NOT NULL,
+  format TEXT NOT NULL,
+  tenants TEXT NOT NULL,
+  created_ms INTEGER NOT NULL
+);
+)sql";
+
 // Migration i (0-based) takes a store from version i to version i + 1.
-inline constexpr const char* kMigrations[] = {kSchema,   kSchemaV2, kSchemaV3,
-                                              kSchemaV4, kSchemaV5, kSchemaV6};
+inline constexpr const char* kMigrations[] = {kSchema,   kSchemaV2, kSchemaV3, kSchemaV4,
+                                              kSchemaV5, kSchemaV6, kSchemaV7};
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kSchemaVersion);
 
 }  // namespace weft::sqlite

@@ -55,6 +55,10 @@ class SqliteStore : public Store {
   absl::StatusOr<std::vector<TenantRecord>> ListTenants() override;
   absl::Status UpdateTenant(const TenantRecord& tenant) override;
   absl::Status DeleteTenant(const std::string& name) override;
+  absl::Status PutDataset(const DatasetRecord& dataset) override;
+  absl::StatusOr<DatasetRecord> GetDataset(const std::string& name) override;
+  absl::StatusOr<std::vector<DatasetRecord>> ListDatasets() override;
+  absl::Status DeleteDataset(const std::string& name) override;
   absl::Status PutArtifact(const ArtifactRecord& artifact) override;
   absl::StatusOr<ArtifactRecord> GetArtifact(const std::string& tenant,
                                              const std::string& name) override;
@@ -95,6 +99,9 @@ class SqliteStore : public Store {
   std::unordered_map<std::string, TokenRecord> tokens_ ABSL_GUARDED_BY(tokens_mu_);
   static constexpr size_t kMaxCachedTokens = 100000;
   void ForgetTokensLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Removes `tenant` from every data set's list of tenants (inside DeleteTenant's transaction).
+  absl::Status ForgetTenantInDatasetsLocked(const std::string& tenant)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 };
 
 }  // namespace weft

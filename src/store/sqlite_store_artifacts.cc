@@ -1,6 +1,9 @@
-// The SQLite store: the files tenants upload (artifacts), by tenant and name. The files
-// themselves live on disk under their SHA-256 (control/artifacts.h); here is only what names them.
+// The SQLite store: the files tenants upload (artifacts), by tenant and name — the files
+// themselves live on disk under their SHA-256 (control/artifacts.h); here is only what names
+// them — and the data sets the admin registers.
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "common/status_macros.h"
 #include "store/sqlite_query.h"
 #include "store/sqlite_store.h"
@@ -17,6 +20,25 @@ ArtifactRecord ReadArtifact(sqlite::Stmt& s) {
 }
 
 std::string NoArtifact(const std::string& name) { return absl::StrCat("no artifact '", name, "'"); }
+
+constexpr char kSelectDatasets[] = "SELECT name, path, format, tenants, created_ms FROM datasets";
+
+DatasetRecord ReadDataset(sqlite::Stmt& s) {
+  DatasetRecord d{s.Text(0), s.Text(1), s.Text(2), false, {}, s.Int(4)};
+  const std::string tenants = s.Text(3);
+  if (tenants == "*") {
+    d.all_tenants = true;
+  } else if (!tenants.empty()) {
+    d.tenants = absl::StrSplit(tenants, ',');
+  }
+  return d;
+}
+
+std::string TenantsColumn(const DatasetRecord& d) {
+  return d.all_tenants ? "*" : absl::StrJoin(d.tenants, ",");
+}
+
+std::string NoDataset(const std::string& name) { return absl::StrCat("no data set '", name, "'"); }
 
 }  // namespace
 
@@ -63,6 +85,52 @@ absl::StatusOr<int64_t> SqliteStore::DeleteArtifact(const std::string& tenant,
                        [](sqlite::Stmt& s) { return s.Int(0); }, tenant, a.sha256));
   RETURN_IF_ERROR(tx.Commit());
   return left.empty() ? 0 : left[0];
+}
+
+absl::Status SqliteStore::PutDataset(const DatasetRecord& d) {
+  absl::MutexLock lock(&mu_);
+  return sqlite::Execute(*stmts_, "put data set",
+                         "INSERT OR REPLACE INTO datasets (name, path, format, tenants, "
+                         "created_ms) VALUES (?1,?2,?3,?4,?5)",
+                         d.name, d.path, d.format, TenantsColumn(d), d.created_ms)
+      .status();
+}
+
+absl::StatusOr<DatasetRecord> SqliteStore::GetDataset(const std::string& name) {
+  absl::MutexLock lock(&mu_);
+  return sqlite::QueryOne<DatasetRecord>(*stmts_, "get data set", NoDataset(name),
+                                         absl::StrCat(kSelectDatasets, " WHERE name=?1"),
+                                         ReadDataset, name);
+}
+
+absl::StatusOr<std::vector<DatasetRecord>> SqliteStore::ListDatasets() {
+  absl::MutexLock lock(&mu_);
+  return sqlite::Query<DatasetRecord>(*stmts_, "list data sets",
+                                      absl::StrCat(kSelectDatasets, " ORDER BY name"), ReadDataset);
+}
+
+absl::Status SqliteStore::DeleteDataset(const std::string& name) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(int n, sqlite::Execute(*stmts_, "delete data set",
+                                          "DELETE FROM datasets WHERE name=?1", name));
+  if (n == 0) return absl::NotFoundError(NoDataset(name));
+  return absl::OkStatus();
+}
+
+absl::Status SqliteStore::ForgetTenantInDatasetsLocked(const std::string& tenant) {
+  ASSIGN_OR_RETURN(
+      std::vector<DatasetRecord> all,
+      sqlite::Query<DatasetRecord>(*stmts_, "list data sets", kSelectDatasets, ReadDataset));
+  for (DatasetRecord& d : all) {
+    auto it = std::find(d.tenants.begin(), d.tenants.end(), tenant);
+    if (it == d.tenants.end()) continue;
+    d.tenants.erase(it);
+    RETURN_IF_ERROR(sqlite::Execute(*stmts_, "update data set",
+                                    "UPDATE datasets SET tenants=?2 WHERE name=?1", d.name,
+                                    TenantsColumn(d))
+                        .status());
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace weft

@@ -85,6 +85,7 @@ absl::Status SqliteStore::DeleteTenant(const std::string& name) {
   RETURN_IF_ERROR(
       sqlite::Execute(*stmts_, "delete artifacts", "DELETE FROM artifacts WHERE tenant=?1", name)
           .status());
+  RETURN_IF_ERROR(ForgetTenantInDatasetsLocked(name));
   ForgetTokensLocked();
   return tx.Commit();
 }

@@ -104,8 +104,9 @@ class Store {
   virtual absl::StatusOr<TenantRecord> GetTenant(const std::string& name) = 0;
   virtual absl::StatusOr<std::vector<TenantRecord>> ListTenants() = 0;  // by name
   virtual absl::Status UpdateTenant(const TenantRecord& tenant) = 0;    // quota and weight
-  // Removes the tenant, its tokens and its artifacts' records. NotFound if unknown;
-  // FailedPrecondition while it still owns jobs (the caller deletes those first).
+  // Removes the tenant, its tokens, its artifacts' records and its name from data sets' tenants.
+  // NotFound if unknown; FailedPrecondition while it still owns jobs (the caller deletes those
+  // first).
   virtual absl::Status DeleteTenant(const std::string& name) = 0;
 
   // Tenants' uploaded artifacts. PutArtifact inserts `artifact.name` of `artifact.tenant` or
@@ -120,6 +121,14 @@ class Store {
   // (at 0 the caller deletes the file). NotFound if the tenant has no artifact of that name.
   virtual absl::StatusOr<int64_t> DeleteArtifact(const std::string& tenant,
                                                  const std::string& name) = 0;
+
+  // Data sets the admin registered. PutDataset inserts or replaces `dataset.name`.
+  virtual absl::Status PutDataset(const DatasetRecord& dataset) = 0;
+  // NotFound if no data set has that name.
+  virtual absl::StatusOr<DatasetRecord> GetDataset(const std::string& name) = 0;
+  virtual absl::StatusOr<std::vector<DatasetRecord>> ListDatasets() = 0;  // by name
+  // NotFound if no data set has that name.
+  virtual absl::Status DeleteDataset(const std::string& name) = 0;
 
   // Tokens. AlreadyExists if the id or digest is taken.
   virtual absl::Status CreateToken(const TokenRecord& token) = 0;

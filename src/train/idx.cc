@@ -36,7 +36,7 @@ absl::StatusOr<IdxArray> ReadIdx(const std::string& path, int64_t limit) {
       file = path + ".gz";
     } else {
       return absl::NotFoundError(absl::StrCat("data file not found: ", path, " (or ", path,
-                                              ".gz); check data.path in the manifest"));
+                                              ".gz); the data set's directory lacks it"));
     }
   }
   gzFile f = gzopen(file.c_str(), "rb");

@@ -54,10 +54,11 @@ absl::StatusOr<LoopResult> RunTraining(const LoopOptions& options, Reporter& rep
   try {
     torch::manual_seed(options.spec.training.seed);
     torch::set_num_threads(options.spec.EffectiveThreads());
+    // DATA_DIR: the directory weftd resolved the job's data set to.
+    const std::string& data_dir = options.learner.data_dir;
     ASSIGN_OR_RETURN(Dataset train,
-                     LoadDataset(options.spec.data.path, "train", options.spec.data.train_samples));
-    ASSIGN_OR_RETURN(Dataset test,
-                     LoadDataset(options.spec.data.path, "test", options.spec.data.test_samples));
+                     LoadDataset(data_dir, "train", options.spec.data.train_samples));
+    ASSIGN_OR_RETURN(Dataset test, LoadDataset(data_dir, "test", options.spec.data.test_samples));
     ASSIGN_OR_RETURN(Model model, BuildModel(options.spec.model, options.learner.model_dir));
     spdlog::info("dense layers: {}", DenseKernelFromEnvironment() == DenseKernel::kOneDnn
                                          ? "oneDNN, as the equivalent convolutions"

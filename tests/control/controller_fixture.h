@@ -42,6 +42,9 @@ class ControllerTest : public ::testing::Test {
     char tmpl[] = "/tmp/weft-controller-test-XXXXXX";
     dir_ = mkdtemp(tmpl);
     store_ = std::move(*SqliteStore::Open(dir_ + "/weft.db"));
+    // Manifests name fashion-mnist by default; the executor is a fake, so nothing reads it.
+    ASSERT_TRUE(
+        store_->PutDataset({"fashion-mnist", dir_ + "/fashion-mnist", "idx", true, {}, 0}).ok());
     MakeController();
   }
   void TearDown() override {

@@ -434,35 +434,42 @@ TEST_F(ControllerTest, RejectsNeverFittingRequestsAndStoresNothing) {
                !std::filesystem::is_empty(dir_ + "/jobs"));
 }
 
-TEST_F(ControllerTest, DataMustComeFromADataRootAsWrittenAndAsResolved) {
-  const std::string root = dir_ + "/datasets";
-  ASSERT_TRUE(MakeDirs(root + "/fmnist").ok());
-  std::filesystem::create_directory_symlink("/etc", root + "/escape");
-  ControllerOptions o;
-  o.data_dir = dir_;
-  o.nodes = {scheduler::Node{"local", {2, 4096, 0}, {}}};
-  o.data_roots = {root};
-  Controller controller(*store_, executor_, policy_, clock_, o, env_);
-  auto submit = [&](const std::string& path) {
+TEST_F(ControllerTest, ManifestsNameDataSetsTheTenantMayUseAndNeverAHostPath) {
+  ASSERT_TRUE(store_->PutDataset({"vision-set", "/srv/vision", "idx", false, {"vision"}, 0}).ok());
+  auto submit = [&](const std::string& data, const std::string& tenant) {
     std::vector<FieldError> errors;
-    auto job = controller.Submit(std::string(kManifest) + "data: {path: " + path + "}\n", "default",
-                                 &errors);
+    auto job =
+        controller_->Submit(std::string(kManifest) + "data: " + data + "\n", tenant, &errors);
     return std::make_pair(job.ok(),
                           errors.empty() ? "" : errors[0].field + ": " + errors[0].problem);
   };
-  EXPECT_TRUE(submit(root + "/fmnist").first);
-  EXPECT_TRUE(submit(root + "/not-yet-there").first) << "inside the root as written";
-  for (const std::string& outside : {std::string("/etc"), root + "/../../etc", root + "/escape",
-                                     root + "/escape/ssl", root + "base-named-alike"}) {
-    auto [ok, problem] = submit(outside);
-    EXPECT_FALSE(ok) << outside;
-    EXPECT_THAT(problem, ::testing::StartsWith("data.path: '" + outside + "' is not inside"));
-  }
-  // Whether the path exists is not told: the same answer for a missing directory.
-  EXPECT_EQ(submit("/no/such/dir").second,
-            "data.path: '/no/such/dir' is not inside a data directory this weftd serves (" + root +
-                "); the operator adds one with weftd --data-root");
+  EXPECT_TRUE(submit("{dataset: fashion-mnist}", "default").first);
+  EXPECT_TRUE(submit("{dataset: vision-set}", "vision").first);
+  // Another tenant's data set is the same answer as a missing one.
+  EXPECT_EQ(submit("{dataset: vision-set}", "default").second,
+            "data.dataset: no data set 'vision-set'; weft dataset list shows yours");
+  EXPECT_EQ(submit("{dataset: cifar10}", "default").second,
+            "data.dataset: no data set 'cifar10'; weft dataset list shows yours");
+  EXPECT_THAT(submit("{path: /etc}", "default").second,
+              ::testing::StartsWith("data.path: is no longer accepted"));
   EXPECT_EQ(store_->ListJobs("")->size(), 2u) << "nothing stored for the refused ones";
+}
+
+TEST_F(ControllerTest, AJobWhoseDataSetWasRemovedFailsWhenItWouldStartAndSaysWhy) {
+  ASSERT_TRUE(store_->PutDataset({"scratch", "/srv/scratch", "idx", true, {}, 0}).ok());
+  const std::string id = Submit(std::string(kManifest) + "data: {dataset: scratch}\n");
+  ASSERT_TRUE(store_->DeleteDataset("scratch").ok());
+  controller_->Tick();
+  EXPECT_EQ(State(id), JobState::kFailed);
+  EXPECT_THAT(Reason(id), HasSubstr("data.dataset: no data set 'scratch'"));
+  EXPECT_TRUE(executor_.launches.empty());
+
+  // The learners of a job that may still use its data set are told the data set's directory.
+  const std::string ok = Submit();
+  controller_->Tick();
+  ASSERT_EQ(executor_.launches.size(), 1u);
+  EXPECT_EQ(executor_.launches[0].data_dir, dir_ + "/fashion-mnist");
+  EXPECT_EQ(State(ok), JobState::kStarting);
 }
 
 }  // namespace

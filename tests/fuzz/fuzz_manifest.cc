@@ -33,7 +33,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     return 0;
   }
-  for (const std::string* s : {&spec->name, &spec->description, &spec->data.path}) {
+  for (const std::string* s :
+       {&spec->name, &spec->description, &spec->data.dataset, &spec->data.path}) {
     if (!weft::TextProblem(*s).empty()) Fail("accepted a string that is not text", text);
   }
   const std::string canonical = weft::SpecToJson(*spec).dump();

@@ -61,6 +61,8 @@ struct World {
     }
     acme_token = api::IssueToken(*store, "acme", now)->second;
     globex_token = api::IssueToken(*store, "globex", now)->second;
+    store->PutDataset({"fashion-mnist", dir + "/fashion-mnist", "idx", true, {}, now})
+        .IgnoreError();
     std::vector<FieldError> errors;
     job_id = controller
                  ->Submit("name: seed\nmodel: {architecture: mlp}\ntraining: {epochs: 1}\n", "acme",

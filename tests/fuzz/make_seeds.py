@@ -17,7 +17,7 @@ def put(target, name, data):
 
 # --- manifests
 GOOD = ("name: smoke\nmodel: {architecture: mlp, hidden_units: [64]}\n"
-        "data: {path: /usr/share/datasets/fashion-mnist, train_samples: 2000}\n"
+        "data: {dataset: fashion-mnist, train_samples: 2000}\n"
         "training: {epochs: 2, batch_size: 64, optimizer: sgd, lr: 0.1}\n"
         "resources: {cpus: 1, memory_mb: 512, learners: 2}\n"
         "targets: {deliver: 0.8, complete: 0.9}\ncheckpoint: {every_steps: 50, keep: 2}\n")
@@ -57,6 +57,12 @@ REST = [
     ("artifact-show", "acme", "GET", "/v1/artifacts/cnn.pt", ""),
     ("artifact-content", "globex", "GET", "/v1/artifacts/cnn.pt/content", ""),
     ("artifact-delete", "acme", "DELETE", "/v1/artifacts/cnn.pt", ""),
+    ("dataset-register", "admin", "POST", "/v1/datasets",
+     '{"name": "scans", "path": "/usr/share/datasets/fashion-mnist", "format": "idx", '
+     '"tenants": ["acme"]}'),
+    ("dataset-list", "globex", "GET", "/v1/datasets", ""),
+    ("dataset-show", "acme", "GET", "/v1/datasets/fashion-mnist", ""),
+    ("dataset-delete", "admin", "DELETE", "/v1/datasets/scans", ""),
 ]
 for name, token, method, path, body in REST:
     put("rest", name, bytes([TOKENS[token], METHODS[method]]) + (path + "\n" + body).encode())

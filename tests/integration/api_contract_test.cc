@@ -76,6 +76,27 @@ TEST_F(ApiContractTest, EveryAnswerOnEveryRouteMatchesTheDocument) {
   const std::string token = Call(admin, "POST", "/v1/tenants/vision/tokens", "", 201)["token"];
   Call(admin, "GET", "/v1/tenants/vision/tokens");
   Call(token, "GET", "/v1/tenants", "", 403);
+  // Data sets: the admin registers them (checked: the directory must hold the format's files),
+  // tenants see the ones granted to them, without paths.
+  Call(admin, "GET", "/v1/datasets");
+  Call(admin, "POST", "/v1/datasets",
+       R"({"name": "scans", "path": "/usr/share/datasets/fashion-mnist", "tenants": ["vision"]})",
+       201);
+  Call(admin, "POST", "/v1/datasets",
+       R"({"name": "scans", "path": "/usr/share/datasets/fashion-mnist", "tenants": "all"})", 409);
+  const json bad_set = Call(admin, "POST", "/v1/datasets",
+                            R"({"name": "etc", "path": "/etc", "tenants": ["nobody"]})", 400);
+  EXPECT_EQ(bad_set["error"]["details"][0].value("field", ""), "path");
+  EXPECT_EQ(bad_set["error"]["details"][1].value("problem", ""), "no tenant 'nobody'");
+  Call(admin, "GET", "/v1/datasets/scans");
+  Call(token, "POST", "/v1/datasets", R"({"name": "x", "path": "/", "tenants": "all"})", 403);
+  const json mine = Call(token, "GET", "/v1/datasets");
+  ASSERT_EQ(mine["datasets"].size(), 2u) << mine.dump();  // fashion-mnist (all) and scans
+  EXPECT_FALSE(mine["datasets"][0].contains("path"));
+  Call(token, "GET", "/v1/datasets/scans");
+  Call(token, "DELETE", "/v1/datasets/scans", "", 403);
+  Call(admin, "DELETE", "/v1/datasets/scans");
+  Call(token, "GET", "/v1/datasets/scans", "", 404);
   // The tenant's side: a bad manifest, then a short job run to the end.
   Call(token, "POST", "/v1/jobs", "name: x\ntraining: {epochs: -1}\n", 400);
   const json job = Call(token, "POST", "/v1/jobs",

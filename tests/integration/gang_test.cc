@@ -100,14 +100,14 @@ class GangTest : public ::testing::Test {
 // MLP on 12,000 training images for 3 epochs: the same data budget for 1 and 2 learners.
 const std::string kBudget =
     "model: {architecture: mlp, hidden_units: [128]}\n"
-    "data: {path: /usr/share/datasets/fashion-mnist, train_samples: 12000, test_samples: 2000}\n"
+    "data: {dataset: fashion-mnist, train_samples: 12000, test_samples: 2000}\n"
     "training: {epochs: 3, batch_size: 64, threads: 1, seed: 3}\n";
 // For tests that halt, kill or restart something mid-training: long enough (≈ 1,900 steps, 10 s
 // for 2 learners on the 2-core dev machine) that progress reports a second apart cannot let the
 // job finish before the test acts.
 const std::string kLongBudget =
     "model: {architecture: mlp, hidden_units: [128]}\n"
-    "data: {path: /usr/share/datasets/fashion-mnist, train_samples: 12000, test_samples: 2000}\n"
+    "data: {dataset: fashion-mnist, train_samples: 12000, test_samples: 2000}\n"
     "training: {epochs: 20, batch_size: 64, threads: 1, seed: 3}\n";
 
 TEST_F(GangTest, TwoLearnersReachTheOneLearnerAccuracyOnTheSameDataBudget) {

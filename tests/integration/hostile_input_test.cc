@@ -63,12 +63,12 @@ TEST_F(HostileInputTest, TextThatIsNotTextIsA400NamingTheField) {
       Submit("name: ab\xff\xfe\nmodel: {architecture: mlp}\ntraining: {epochs: 1}\n");
   EXPECT_EQ(status, 400) << answer.dump(2);
   EXPECT_THAT(ProblemOf(answer, "name"), HasSubstr("invalid UTF-8 at byte 2"));
-  // A NUL in the data path (in a JSON manifest) and an escape sequence in the description.
+  // A NUL in the data set's name (in a JSON manifest) and an escape sequence in the description.
   std::tie(status, answer) = Submit(
       R"({"name": "x", "model": {"architecture": "mlp"}, "training": {"epochs": 1},
-          "data": {"path": "/usr/share\u0000/etc"}, "description": "\u001b[2J"})");
+          "data": {"dataset": "fashion\u0000/etc"}, "description": "\u001b[2J"})");
   EXPECT_EQ(status, 400) << answer.dump(2);
-  EXPECT_THAT(ProblemOf(answer, "data.path"), HasSubstr("control character (0x00) at byte 10"));
+  EXPECT_THAT(ProblemOf(answer, "data.dataset"), HasSubstr("control character (0x00) at byte 7"));
   EXPECT_THAT(ProblemOf(answer, "description"), HasSubstr("control character (0x1b) at byte 0"));
   // Nothing was stored.
   auto list = weftd_->Client().Get("/v1/jobs");
@@ -167,7 +167,7 @@ TEST_F(HostileInputTest, NoSecretReachesALogAFileOrACommandLine) {
   EXPECT_THAT(wrong->body, Not(HasSubstr(tenant)));
   auto [status, answer] = Submit(
       "name: quiet\nmodel: {architecture: mlp, hidden_units: [32]}\n"
-      "data: {path: /usr/share/datasets/fashion-mnist, train_samples: 2000, test_samples: 500}\n"
+      "data: {dataset: fashion-mnist, train_samples: 2000, test_samples: 500}\n"
       "training: {epochs: 2, batch_size: 64, threads: 1}\nresources: {cpus: 1, memory_mb: 512}\n");
   ASSERT_EQ(status, 201) << answer.dump(2);
   const std::string id = answer.value("id", "");

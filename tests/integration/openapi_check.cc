@@ -71,6 +71,18 @@ void OpenApiDocument::Validate(const YAML::Node& raw, const nlohmann::json& v,
   if (schema["allOf"]) {
     for (const auto& part : schema["allOf"]) Validate(part, v, where, problems);
   }
+  if (schema["oneOf"]) {
+    int matches = 0;
+    for (const auto& alternative : schema["oneOf"]) {
+      std::vector<std::string> mismatches;
+      Validate(alternative, v, where, &mismatches);
+      matches += mismatches.empty() ? 1 : 0;
+    }
+    if (matches != 1) {
+      problems->push_back(where + ": " + v.dump() + " matches " + std::to_string(matches) +
+                          " of oneOf's schemas, not exactly one");
+    }
+  }
   if (schema["type"] && !HasType(v, schema["type"].as<std::string>())) {
     problems->push_back(where + ": " + v.dump() + " is not of type " +
                         schema["type"].as<std::string>());

@@ -19,6 +19,7 @@ namespace {
 
 using json = nlohmann::json;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using testing::WeftdProcess;
 
 class TenancyTest : public ::testing::Test {
@@ -96,7 +97,7 @@ class TenancyTest : public ::testing::Test {
 
 const char kQuickBody[] =
     "model: {architecture: mlp, hidden_units: [32]}\n"
-    "data: {path: /usr/share/datasets/fashion-mnist, train_samples: 2000, test_samples: 500}\n"
+    "data: {dataset: fashion-mnist, train_samples: 2000, test_samples: 500}\n"
     "training: {epochs: 1, batch_size: 64, threads: 1}\n";
 const std::string kQuick = std::string(kQuickBody) + "resources: {cpus: 1, memory_mb: 512}\n";
 
@@ -199,7 +200,7 @@ TEST_F(TenancyTest, QuotaHoldsAJobBackAndAHighPriorityJobPreemptsALowOneThatResu
   const std::string q = NewTenant("team-q", "cpus=1,memory=4GiB");
   const std::string slow =
       "model: {architecture: mlp, hidden_units: [256, 128]}\n"
-      "data: {path: /usr/share/datasets/fashion-mnist, train_samples: 30000, test_samples: 1000}\n"
+      "data: {dataset: fashion-mnist, train_samples: 30000, test_samples: 1000}\n"
       "training: {epochs: 8, batch_size: 32, threads: 1}\n"
       "checkpoint: {every_steps: 200}\n";
   const std::string q1 =
@@ -273,6 +274,63 @@ TEST_F(TenancyTest, TheJobListComesInPagesOfTheCallersJobs) {
   EXPECT_EQ(list.exit_code, 0) << list.output;
   for (const auto& id : ids) EXPECT_THAT(list.output, HasSubstr(id));
   EXPECT_THAT(list.output, ::testing::Not(HasSubstr(theirs)));
+}
+
+TEST_F(TenancyTest, DataSetsAreTheAdminsToGrantAndATenantTrainsOnlyOnItsOwn) {
+  if (!std::filesystem::exists(std::string(kDefaultDataPath) + "/train-images-idx3-ubyte.gz")) {
+    GTEST_SKIP() << "Fashion-MNIST is not installed";
+  }
+  // A data set of the vision team's: Fashion-MNIST's files under another directory.
+  const std::string scans = dir_ + "/scans";
+  std::filesystem::create_directory(scans);
+  for (const auto& f : std::filesystem::directory_iterator(kDefaultDataPath)) {
+    std::filesystem::create_symlink(f.path(), scans + "/" + f.path().filename().string());
+  }
+  const std::string vision = NewTenant("vision"), nlp = NewTenant("nlp");
+  auto refused =
+      weftd_->CliAs(vision, {"dataset", "add", "mine", "--path", scans, "--tenants", "vision"});
+  EXPECT_EQ(refused.exit_code, 1) << refused.output;
+  EXPECT_THAT(refused.output, HasSubstr("admin"));
+  auto bad = weftd_->CliAs(admin_, {"dataset", "add", "etc", "--path", "/etc", "--tenants", "all"});
+  EXPECT_EQ(bad.exit_code, 1) << bad.output;
+  EXPECT_THAT(bad.output, HasSubstr("path: '/etc' has no train-images-idx3-ubyte[.gz]"));
+  auto add =
+      weftd_->CliAs(admin_, {"dataset", "add", "scans", "--path", scans, "--tenants", "vision"});
+  ASSERT_EQ(add.exit_code, 0) << add.output;
+  EXPECT_THAT(add.output, HasSubstr("data set scans registered: " + scans +
+                                    " (idx), for "
+                                    "tenants vision"));
+
+  // Each tenant lists what it may use, without paths; weftd registered Debian's for everyone.
+  auto listed = weftd_->CliAs(vision, {"dataset", "list"});
+  EXPECT_THAT(listed.output, HasSubstr("fashion-mnist"));
+  EXPECT_THAT(listed.output, HasSubstr("scans"));
+  EXPECT_THAT(listed.output, Not(HasSubstr(scans)));
+  EXPECT_THAT(weftd_->CliAs(nlp, {"dataset", "list"}).output, Not(HasSubstr("scans")));
+  EXPECT_THAT(weftd_->CliAs(admin_, {"dataset", "list"}).output, HasSubstr(scans));
+
+  // Another tenant's data set is refused at submission, naming the field; so is any host path.
+  const std::string body =
+      "model: {architecture: mlp, hidden_units: [32]}\n"
+      "data: {dataset: scans, train_samples: 2000, test_samples: 500}\n"
+      "training: {epochs: 1, batch_size: 64, threads: 1}\nresources: {cpus: 1, memory_mb: 512}\n";
+  auto other = weftd_->CliAs(nlp, {"submit", Manifest("nlp-scans", body)});
+  EXPECT_EQ(other.exit_code, 1) << other.output;
+  EXPECT_THAT(other.output, HasSubstr("data.dataset: no data set 'scans'"));
+  auto path =
+      weftd_->CliAs(vision, {"submit", Manifest("by-path",
+                                                "model: {architecture: mlp}\n"
+                                                "data: {path: /usr/share/datasets/fashion-mnist}\n"
+                                                "training: {epochs: 1}\n")});
+  EXPECT_EQ(path.exit_code, 1) << path.output;
+  EXPECT_THAT(path.output, HasSubstr("data.path: is no longer accepted"));
+
+  // The owner's job trains from it.
+  const std::string id = Submit(vision, Manifest("vision-scans", body));
+  ASSERT_FALSE(id.empty());
+  json done = WaitFor(vision, id, "COMPLETED", 180);
+  EXPECT_EQ(done["spec"]["data"]["dataset"], "scans");
+  EXPECT_GE(done["models"]["final"]["test_accuracy"].get<double>(), 0.5);
 }
 
 TEST_F(TenancyTest, TheAdminTokenRotates) {

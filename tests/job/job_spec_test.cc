@@ -69,8 +69,8 @@ std::vector<BadCase> BadCases() {
        "training.epoch", "unknown field"},
       {"relative data path", std::string(kGood) + "data: {path: data/fmnist}\n", "data.path",
        "absolute"},
-      {"unknown dataset", std::string(kGood) + "data: {dataset: cifar10}\n", "data.dataset",
-       "fashion-mnist"},
+      {"dataset with a slash", std::string(kGood) + "data: {dataset: ../etc}\n", "data.dataset",
+       "must not start with '.' or '-'"},
       {"negative subset", std::string(kGood) + "data: {train_samples: -5}\n", "data.train_samples",
        "non-negative"},
       {"zero cpus", std::string(kGood) + "resources: {cpus: 0}\n", "resources.cpus", "(0, 1024]"},
@@ -158,7 +158,9 @@ TEST(JobSpecTest, FillsDefaults) {
   EXPECT_EQ(spec->training.batch_size, 64);
   EXPECT_EQ(spec->training.optimizer, "adam");
   EXPECT_DOUBLE_EQ(spec->EffectiveLearningRate(), 1e-3);
-  EXPECT_EQ(spec->data.path, kDefaultDataPath);
+  EXPECT_EQ(spec->data.dataset, "fashion-mnist");
+  EXPECT_EQ(spec->data.path, "");
+  EXPECT_FALSE(SpecToJson(*spec)["data"].contains("path"));
   EXPECT_EQ(spec->resources.learners, 1);
   EXPECT_EQ(spec->EffectiveThreads(), 1);
   EXPECT_FALSE(spec->targets.deliver.has_value());

@@ -58,7 +58,8 @@ TEST(SqliteStoreTest, AFullStoreRefusesWritesAndKeepsWhatItHad) {
   std::filesystem::remove_all(dir);
 }
 
-// A store of version 5 (a job's models in `artifacts`) opens as version 6 with its models intact.
+// A store of version 5 (a job's models in `artifacts`) opens as the latest version with its models
+// intact.
 TEST(SqliteStoreTest, VersionFiveMigratesItsModelsToTheirOwnTable) {
   char tmpl[] = "/tmp/weft-migrate-XXXXXX";
   const std::string dir = mkdtemp(tmpl);
@@ -88,6 +89,7 @@ TEST(SqliteStoreTest, VersionFiveMigratesItsModelsToTheirOwnTable) {
   EXPECT_EQ((*models)[0].bytes, 123);
   EXPECT_TRUE((*store)->ListArtifacts("t")->empty());
   EXPECT_TRUE((*store)->PutArtifact({"t", "x", "aa", 1, 1}).ok());
+  EXPECT_TRUE((*store)->ListDatasets()->empty()) << "version 7 has data sets, none registered";
   std::filesystem::remove_all(dir);
 }
 

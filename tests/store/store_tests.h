@@ -325,6 +325,42 @@ TEST_P(StoreTest, ArtifactsAreNamedPerTenantAndCountWhoSharesTheirContent) {
   EXPECT_EQ(store_->ListArtifacts("nlp")->size(), 1u);
 }
 
+TEST_P(StoreTest, DataSetsRoundTripAndForgetADeletedTenant) {
+  for (const char* name : {"vision", "nlp"}) {
+    TenantRecord t;
+    t.name = name;
+    ASSERT_TRUE(store_->CreateTenant(t).ok());
+  }
+  ASSERT_TRUE(store_->PutDataset({"fmnist", "/srv/fmnist", "idx", true, {}, 1}).ok());
+  ASSERT_TRUE(store_->PutDataset({"scans", "/srv/scans", "idx", false, {"vision", "nlp"}, 2}).ok());
+  Reopen();
+  auto all = store_->ListDatasets();
+  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_EQ(all->size(), 2u);
+  EXPECT_EQ((*all)[0].name, "fmnist");
+  EXPECT_TRUE((*all)[0].all_tenants);
+  EXPECT_TRUE((*all)[0].UsableBy("anyone"));
+  auto scans = store_->GetDataset("scans");
+  ASSERT_TRUE(scans.ok());
+  EXPECT_EQ(scans->path, "/srv/scans");
+  EXPECT_EQ(scans->format, "idx");
+  EXPECT_FALSE(scans->all_tenants);
+  EXPECT_EQ(scans->tenants, (std::vector<std::string>{"vision", "nlp"}));
+  EXPECT_EQ(scans->created_ms, 2);
+  EXPECT_TRUE(scans->UsableBy("nlp"));
+  EXPECT_FALSE(scans->UsableBy("other"));
+  // A deleted tenant's name leaves the lists: a new tenant of that name inherits nothing.
+  ASSERT_TRUE(store_->DeleteTenant("vision").ok());
+  EXPECT_EQ(store_->GetDataset("scans")->tenants, (std::vector<std::string>{"nlp"}));
+  ASSERT_TRUE(store_->DeleteTenant("nlp").ok());
+  EXPECT_TRUE(store_->GetDataset("scans")->tenants.empty());
+  EXPECT_FALSE(store_->GetDataset("scans")->UsableBy("nlp"));
+  ASSERT_TRUE(store_->DeleteDataset("scans").ok());
+  EXPECT_TRUE(absl::IsNotFound(store_->GetDataset("scans").status()));
+  EXPECT_TRUE(absl::IsNotFound(store_->DeleteDataset("scans")));
+  EXPECT_EQ(store_->ListDatasets()->size(), 1u);
+}
+
 TEST_P(StoreTest, TenantsRoundTripUpdateAndDeleteOnlyWithoutJobs) {
   TenantRecord t;
   t.name = "vision";

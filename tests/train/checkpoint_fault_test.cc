@@ -58,6 +58,7 @@ checkpoint: {every_steps: 2, every_seconds: 0, keep: 2}
     ASSERT_TRUE(spec.ok()) << spec.status();
     options_.spec = *spec;
     options_.learner.job_id = "job-ckpt-fault";
+    options_.learner.data_dir = kDefaultDataPath;
     options_.learner.result_dir = dir_ + "/results";
     options_.learner.checkpoint_dir = dir_ + "/checkpoints";
     options_.env = &env_;

@@ -1,0 +1,43 @@
+// Data sets: what the admin registers (weft dataset add; POST /v1/datasets) and manifests name
+// (data.dataset), so that a tenant never names a host path. A name resolves to a directory only
+// for the tenants the admin granted it to; to every other tenant it does not exist.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "common/clock.h"
+#include "job/job.h"
+#include "job/job_spec.h"
+#include "store/store.h"
+
+namespace weft {
+
+// The formats a data set may have: "idx" — train-images-idx3-ubyte, train-labels-idx1-ubyte,
+// t10k-images-idx3-ubyte, t10k-labels-idx1-ubyte, each plain or .gz (MNIST's layout).
+inline const std::vector<std::string>& DatasetFormats() {
+  static const std::vector<std::string> formats = {"idx"};
+  return formats;
+}
+
+// Checks a registration before it is stored: `name` by CheckArtifactName's rule, `path` an
+// absolute, lexically normal directory (no "." or ".." parts) holding the files of `format`,
+// `format` one of DatasetFormats(), and each of `tenants` an existing tenant. InvalidArgument with
+// `errors` filled (field: name, path, format or tenants; problem); errors of the store as they are.
+absl::Status CheckDataset(const DatasetRecord& dataset, Store& store,
+                          std::vector<FieldError>* errors);
+
+// The data set `name` as `tenant` may use it. NotFound with the same message whether it does not
+// exist or is not granted to `tenant` ("no data set 'x'; weft dataset list shows yours").
+absl::StatusOr<DatasetRecord> ResolveDataset(Store& store, const std::string& name,
+                                             const std::string& tenant);
+
+// Registers, for every tenant, each of Debian's data sets (dataset-fashion-mnist: fashion-mnist,
+// dataset-mnist: mnist) whose directory under `root` holds its IDX files, unless a data set of
+// that name exists. Answers the names registered now. Errors of the store.
+absl::StatusOr<std::vector<std::string>> RegisterDefaultDatasets(
+    Store& store, const Clock& clock, const std::string& root = "/usr/share/datasets");
+
+}  // namespace weft
