@@ -68,7 +68,9 @@ void AddDatasetCommands(CLI::App& app, Context& ctx) {
   auto* add = dataset->add_subcommand("add", "register a directory as a data set (admin)");
   add->add_option("NAME", a->name, "its name, as manifests give it")->required();
   add->add_option("--path", a->path, "absolute directory on every node")->required();
-  add->add_option("--format", a->format, "idx (MNIST's four IDX files)")->capture_default_str();
+  add->add_option("--format", a->format,
+                  "idx (MNIST's four IDX files), csv (train.csv, test.csv) or tensors (data.pt)")
+      ->capture_default_str();
   add->add_option("--tenants", a->tenants, "tenants who may use it: a,b or all")->required();
   run(add, [](const Client& c, const Args& x) { return Add(c, x); });
   run(dataset->add_subcommand("list", "the data sets you may use (the admin: all, with paths)"),

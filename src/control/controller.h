@@ -153,16 +153,15 @@ class Controller : public LearnerEvents {
   void StartJobLocked(JobRecord record, const scheduler::Placement& placement)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // What the executor needs to run (or adopt) learner `rank` of the current attempt of `record`;
-  // `rendezvous` is where rank 0 serves the gang's store (unused for one learner); `data_dir`
-  // what DataDirLocked resolved (empty when adopting a learner that runs already).
+  // `rendezvous` is where rank 0 serves the gang's store (unused for one learner); `data` what
+  // DataSetLocked resolved (empty when adopting a learner that runs already).
   LearnerLaunch LaunchFor(const JobRecord& record, const JobSpec& spec, int rank,
                           const std::pair<std::string, int>& rendezvous = {},
-                          const std::string& data_dir = "") const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The directory the job's learners read their data from: its data set's, if the tenant may
-  // still use it, or the data.path of a spec stored before data sets were registered.
-  // NotFound (starting "data.dataset: ") when the data set is gone or no longer granted.
-  absl::StatusOr<std::string> DataDirLocked(const JobRecord& record, const JobSpec& spec)
+                          const DatasetRecord& data = {}) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The data set the job's learners read: the one it names, if the tenant may still use it, or
+  // for a spec stored before data sets were registered its data.path (format idx). NotFound
+  // (starting "data.dataset: ") when the data set is gone or no longer granted.
+  absl::StatusOr<DatasetRecord> DataSetLocked(const JobRecord& record, const JobSpec& spec)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Removes the files in the job's checkpoint directory that the store does not hold: what a
   // learner killed between writing a checkpoint and committing it left behind (a temporary file,

@@ -66,8 +66,10 @@ void Controller::PreemptLocked(JobRecord r) {
   executor_.Stop(r.id, options_.stop_grace_ms).IgnoreError();
 }
 
-absl::StatusOr<std::string> Controller::DataDirLocked(const JobRecord& r, const JobSpec& spec) {
-  if (!spec.data.path.empty()) return spec.data.path;  // checked when it was submitted
+absl::StatusOr<DatasetRecord> Controller::DataSetLocked(const JobRecord& r, const JobSpec& spec) {
+  if (!spec.data.path.empty()) {  // checked when it was submitted
+    return DatasetRecord{spec.data.dataset, spec.data.path, "idx", false, {r.tenant}, 0};
+  }
   absl::StatusOr<DatasetRecord> d = ResolveDataset(store_, spec.data.dataset, r.tenant);
   if (!d.ok()) {
     return absl::Status(
@@ -75,12 +77,12 @@ absl::StatusOr<std::string> Controller::DataDirLocked(const JobRecord& r, const 
         absl::StrCat("data.dataset: ", d.status().message(),
                      " (removed or no longer granted since the job was submitted)"));
   }
-  return d->path;
+  return d;
 }
 
 LearnerLaunch Controller::LaunchFor(const JobRecord& r, const JobSpec& spec, int rank,
                                     const std::pair<std::string, int>& rendezvous,
-                                    const std::string& data_dir) const {
+                                    const DatasetRecord& data) const {
   LearnerLaunch l;
   l.job_id = r.id;
   l.attempt = r.attempt;
@@ -92,7 +94,8 @@ LearnerLaunch Controller::LaunchFor(const JobRecord& r, const JobSpec& spec, int
     l.rendezvous_port = rendezvous.second;
   }
   l.spec_path = layout_.SpecPath(r.id);
-  l.data_dir = data_dir;
+  l.data_dir = data.path;
+  if (!data.format.empty()) l.data_format = data.format;
   l.result_dir = layout_.ResultDir(r.id);
   l.checkpoint_dir = layout_.CheckpointDir(r.id);
   if (spec.model.architecture == "torchscript") l.model_dir = layout_.DefinitionDir(r.id);
@@ -129,12 +132,12 @@ void Controller::StartJobLocked(JobRecord r, const scheduler::Placement& p) {
   if (r.state != JobState::kQueued) return;
   auto spec = specs_.Get(r);
   if (!spec.ok()) return FailLocked(r, std::string(spec.status().message()));
-  absl::StatusOr<std::string> data_dir = DataDirLocked(r, **spec);
-  if (!data_dir.ok()) {
-    if (!absl::IsNotFound(data_dir.status())) {
-      return spdlog::error("job {}: {}", r.id, data_dir.status().message());  // next round
+  absl::StatusOr<DatasetRecord> data = DataSetLocked(r, **spec);
+  if (!data.ok()) {
+    if (!absl::IsNotFound(data.status())) {
+      return spdlog::error("job {}: {}", r.id, data.status().message());  // next round
     }
-    return FailLocked(r, std::string(data_dir.status().message()));
+    return FailLocked(r, std::string(data.status().message()));
   }
   const int world = (*spec)->resources.learners;
   r.attempt += 1;
@@ -167,8 +170,7 @@ void Controller::StartJobLocked(JobRecord r, const scheduler::Placement& p) {
   RemoveUncommittedCheckpointsLocked(r.id);
   AttemptTracker::Attempt& attempt = attempts_.Of(r.id);
   for (int rank = 0; rank < world; ++rank) {
-    absl::StatusOr<int64_t> pid =
-        executor_.Start(LaunchFor(r, **spec, rank, rendezvous, *data_dir));
+    absl::StatusOr<int64_t> pid = executor_.Start(LaunchFor(r, **spec, rank, rendezvous, *data));
     if (!pid.ok()) {
       // All or nothing: a gang missing a learner cannot train.
       executor_.Stop(r.id, 0).IgnoreError();

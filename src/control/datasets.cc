@@ -26,6 +26,13 @@ std::string MissingFile(const std::string& dir, const std::string& format) {
         return absl::StrCat(f, "[.gz]");
       }
     }
+    return "";
+  }
+  const std::vector<std::string> files = format == "csv"
+                                             ? std::vector<std::string>{"train.csv", "test.csv"}
+                                             : std::vector<std::string>{"data.pt"};
+  for (const std::string& f : files) {
+    if (!std::filesystem::is_regular_file(absl::StrCat(dir, "/", f), ec)) return f;
   }
   return "";
 }

@@ -15,10 +15,15 @@
 
 namespace weft {
 
-// The formats a data set may have: "idx" — train-images-idx3-ubyte, train-labels-idx1-ubyte,
-// t10k-images-idx3-ubyte, t10k-labels-idx1-ubyte, each plain or .gz (MNIST's layout).
+// The formats a data set may have, each with the files its directory holds (what the learner
+// reads from them: train/dataset.h):
+//   idx:     train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-images-idx3-ubyte,
+//            t10k-labels-idx1-ubyte, each plain or .gz (MNIST's layout);
+//   csv:     train.csv and test.csv (a header row; numeric features, then the class id in a last
+//            column named label);
+//   tensors: data.pt, from torch.save({"train_x", "train_y", "test_x", "test_y"}).
 inline const std::vector<std::string>& DatasetFormats() {
-  static const std::vector<std::string> formats = {"idx"};
+  static const std::vector<std::string> formats = {"idx", "csv", "tensors"};
   return formats;
 }
 

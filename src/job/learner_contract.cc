@@ -15,6 +15,7 @@ std::vector<std::pair<std::string, std::string>> LearnerEnvironment(const Learne
       {e::kCoordinator, l.coordinator_address},
       {e::kNode, l.node},
       {e::kDataDir, l.data_dir},
+      {e::kDataFormat, l.data_format},
       {e::kResultDir, l.result_dir},
       {e::kCheckpointDir, l.checkpoint_dir},
       {e::kLogDir, l.log_dir},
@@ -39,7 +40,8 @@ const std::vector<std::string>& LearnerEnvironmentNames() {
       e::kJobId,      e::kAttempt,     e::kCredential, e::kSpec,          e::kCoordinator,
       e::kNode,       e::kDataDir,     e::kResultDir,  e::kCheckpointDir, e::kLogDir,
       e::kLearnerId,  e::kNumLearners, e::kRank,       e::kLocalRank,     e::kWorldSize,
-      e::kMasterAddr, e::kMasterPort,  e::kThreads,    e::kModelDir,      e::kForbiddenToken};
+      e::kMasterAddr, e::kMasterPort,  e::kThreads,    e::kModelDir,      e::kForbiddenToken,
+      e::kDataFormat};
   return names;
 }
 
@@ -94,6 +96,8 @@ absl::StatusOr<LearnerLaunch> LearnerLaunchFromEnvironment(
   l.credential = text(e::kCredential);
   l.node = text(e::kNode);
   l.data_dir = text(e::kDataDir);
+  l.data_format = text(e::kDataFormat);
+  if (l.data_format.empty()) l.data_format = "idx";  // from a weftd that did not set it
   l.checkpoint_dir = text(e::kCheckpointDir);
   l.log_dir = text(e::kLogDir);
   l.model_dir = text(e::kModelDir);

@@ -23,6 +23,7 @@ inline constexpr char kSpec[] = "WEFT_JOB_SPEC";
 inline constexpr char kCoordinator[] = "WEFT_COORDINATOR";
 inline constexpr char kNode[] = "WEFT_NODE";
 inline constexpr char kDataDir[] = "DATA_DIR";
+inline constexpr char kDataFormat[] = "WEFT_DATA_FORMAT";  // idx, csv or tensors
 inline constexpr char kResultDir[] = "RESULT_DIR";
 inline constexpr char kCheckpointDir[] = "CHECKPOINT_DIR";
 inline constexpr char kLogDir[] = "LOG_DIR";
@@ -55,6 +56,7 @@ struct LearnerLaunch {
   std::string node;
   std::string spec_path;            // canonical job spec (JSON) the learner trains from
   std::string data_dir;             // DATA_DIR
+  std::string data_format = "idx";  // WEFT_DATA_FORMAT: how DATA_DIR's files are stored
   std::string result_dir;           // RESULT_DIR
   std::string checkpoint_dir;       // CHECKPOINT_DIR
   std::string log_dir;              // LOG_DIR; the executor sends output to LearnerLogPath()

@@ -1,13 +1,22 @@
 #include "train/dataset.h"
 
+#include <torch/script.h>
+
+#include <fstream>
+#include <iterator>
+
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "common/status_macros.h"
+#include "common/text.h"
 #include "train/idx.h"
 
 namespace weft::train {
+namespace {
 
-absl::StatusOr<Dataset> LoadDataset(const std::string& dir, const std::string& split,
-                                    int64_t limit) {
+absl::StatusOr<Dataset> LoadIdx(const std::string& dir, const std::string& split, int64_t limit) {
   std::string prefix = split == "train" ? "train" : "t10k";
   ASSIGN_OR_RETURN(IdxArray images,
                    ReadIdx(absl::StrCat(dir, "/", prefix, "-images-idx3-ubyte"), limit));
@@ -22,7 +31,7 @@ absl::StatusOr<Dataset> LoadDataset(const std::string& dir, const std::string& s
   }
   Dataset d;
   int64_t n = images.dims[0];
-  d.images =
+  d.samples =
       torch::from_blob(images.data.data(), {n, 1, images.dims[1], images.dims[2]}, torch::kUInt8)
           .to(torch::kFloat32)
           .div_(255.0)
@@ -30,6 +39,133 @@ absl::StatusOr<Dataset> LoadDataset(const std::string& dir, const std::string& s
           .div_(kFashionMnistStd);
   d.labels = torch::from_blob(labels.data.data(), {n}, torch::kUInt8).to(torch::kInt64);
   return d;
+}
+
+absl::StatusOr<Dataset> LoadCsv(const std::string& dir, const std::string& split, int64_t limit) {
+  const std::string path = absl::StrCat(dir, "/", split, ".csv");
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("data file not found: ", path));
+  auto bad = [&path](int64_t line, const std::string& what) {
+    return absl::InvalidArgumentError(absl::StrCat(path, " line ", line, ": ", what));
+  };
+  std::string line;
+  if (!std::getline(in, line)) return bad(1, "empty; a header row comes first");
+  std::vector<std::string> header = absl::StrSplit(absl::StripSuffix(line, "\r"), ',');
+  if (header.size() < 2 || absl::StripAsciiWhitespace(header.back()) != "label") {
+    return bad(1, "the header's last column must be `label` (after one or more features)");
+  }
+  const size_t features = header.size() - 1;
+  std::vector<float> x;
+  std::vector<int64_t> y;
+  for (int64_t number = 2; std::getline(in, line); ++number) {
+    absl::string_view row = absl::StripSuffix(line, "\r");
+    if (absl::StripAsciiWhitespace(row).empty()) continue;
+    if (limit > 0 && static_cast<int64_t>(y.size()) >= limit) break;
+    if (static_cast<int64_t>(y.size()) >= kMaxCsvRows) {
+      return bad(number, absl::StrCat("more than ", kMaxCsvRows, " rows"));
+    }
+    std::vector<absl::string_view> cells = absl::StrSplit(row, ',');
+    if (cells.size() != header.size()) {
+      return bad(number, absl::StrCat(cells.size(), " columns; the header has ", header.size()));
+    }
+    for (size_t c = 0; c < features; ++c) {
+      double v = 0;
+      if (!absl::SimpleAtod(absl::StripAsciiWhitespace(cells[c]), &v) || !std::isfinite(v)) {
+        return bad(number, absl::StrCat("column ", c + 1, " (", Printable(header[c], 64),
+                                        ") is not a finite number: '",
+                                        Printable(std::string(cells[c]), 64), "'"));
+      }
+      x.push_back(static_cast<float>(v));
+    }
+    int64_t label = -1;
+    if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(cells.back()), &label) || label < 0 ||
+        label >= kMaxClasses) {
+      return bad(number, absl::StrCat("label '", Printable(std::string(cells.back()), 64),
+                                      "' is not a class id in [0, ", kMaxClasses, ")"));
+    }
+    y.push_back(label);
+  }
+  if (y.empty()) return bad(2, "no rows after the header");
+  const auto n = static_cast<int64_t>(y.size());
+  Dataset d;
+  d.samples =
+      torch::from_blob(x.data(), {n, static_cast<int64_t>(features)}, torch::kFloat32).clone();
+  d.labels = torch::from_blob(y.data(), {n}, torch::kInt64).clone();
+  return d;
+}
+
+absl::StatusOr<Dataset> LoadTensors(const std::string& dir, const std::string& split,
+                                    int64_t limit) {
+  const std::string path = absl::StrCat(dir, "/data.pt");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("data file not found: ", path));
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), {});
+  auto bad = [&path](const std::string& what) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", what));
+  };
+  c10::IValue loaded;
+  try {
+    loaded = torch::pickle_load(bytes);
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    return bad(absl::StrCat("not a file of torch.save: ", what.substr(0, what.find('\n'))));
+  }
+  if (!loaded.isGenericDict()) return bad("must hold a dict of tensors (torch.save({...}))");
+  const c10::impl::GenericDict dict = loaded.toGenericDict();
+  auto get = [&dict](const std::string& key) -> torch::Tensor {
+    for (const auto& entry : dict) {
+      if (entry.key().isString() && entry.key().toStringRef() == key && entry.value().isTensor()) {
+        return entry.value().toTensor();
+      }
+    }
+    return {};
+  };
+  torch::Tensor x = get(split + "_x"), y = get(split + "_y");
+  if (!x.defined() || !y.defined()) {
+    return bad(absl::StrCat("has no tensors '", split, "_x' and '", split, "_y'"));
+  }
+  if (x.dim() < 2 || x.is_complex() || x.scalar_type() == torch::kBool) {
+    return bad(absl::StrCat(split, "_x must be real numbers [N, ...], is ", x.toString(), " ",
+                            torch::str(x.sizes())));
+  }
+  if (y.dim() != 1 || torch::isFloatingType(y.scalar_type()) || y.scalar_type() == torch::kBool ||
+      y.size(0) != x.size(0)) {
+    return bad(absl::StrCat(split, "_y must be integer class ids [N] with N = ", x.size(0), ", is ",
+                            y.toString(), " ", torch::str(y.sizes())));
+  }
+  Dataset d;
+  const int64_t n = limit > 0 ? std::min(limit, x.size(0)) : x.size(0);
+  d.samples = x.slice(0, 0, n).to(torch::kFloat32).contiguous();
+  d.labels = y.slice(0, 0, n).to(torch::kInt64).contiguous();
+  if (n == 0) return bad(absl::StrCat(split, "_x holds no samples"));
+  if (!torch::isfinite(d.samples).all().item<bool>()) {
+    return bad(absl::StrCat(split, "_x holds a value that is not finite"));
+  }
+  if (d.labels.min().item<int64_t>() < 0 || d.labels.max().item<int64_t>() >= kMaxClasses) {
+    return bad(absl::StrCat(split, "_y holds a class id outside [0, ", kMaxClasses, ")"));
+  }
+  return d;
+}
+
+}  // namespace
+
+std::vector<int64_t> Dataset::SampleShape() const {
+  auto sizes = samples.sizes();
+  return {sizes.begin() + 1, sizes.end()};
+}
+
+absl::StatusOr<Dataset> LoadDataset(const std::string& dir, const std::string& split, int64_t limit,
+                                    const std::string& format) {
+  if (format == "csv") return LoadCsv(dir, split, limit);
+  if (format == "tensors") return LoadTensors(dir, split, limit);
+  if (format == "idx") return LoadIdx(dir, split, limit);
+  return absl::InvalidArgumentError(absl::StrCat("unknown data format '", format, "'"));
+}
+
+int64_t NumClasses(const Dataset& train, const Dataset& test) {
+  int64_t top = train.labels.max().item<int64_t>();
+  if (test.size() > 0) top = std::max(top, test.labels.max().item<int64_t>());
+  return std::max<int64_t>(2, top + 1);
 }
 
 }  // namespace weft::train

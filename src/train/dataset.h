@@ -1,9 +1,20 @@
-// Image-classification data held in memory as tensors, loaded from IDX files.
+// Classification data held in memory as tensors, loaded from a data set's directory in one of
+// the formats the admin may register (control/datasets.h DatasetFormats):
+//   idx:     MNIST's four IDX files (train-images-idx3-ubyte, train-labels-idx1-ubyte,
+//            t10k-images-idx3-ubyte, t10k-labels-idx1-ubyte, each plain or .gz); samples
+//            [N, 1, 28, 28] float32, (pixel/255 - 0.2860) / 0.3530;
+//   csv:     train.csv and test.csv: a header row, then one row per sample of F numeric feature
+//            columns and a last column named `label` holding the class id (an integer in
+//            [0, kMaxClasses)); samples [N, F] float32 as written;
+//   tensors: data.pt, written by torch.save of a dict {"train_x", "train_y", "test_x",
+//            "test_y"}: x any numeric dtype [N, ...] (as float32), y an integer dtype [N] of class
+//            ids.
 #pragma once
 
 #include <torch/torch.h>
 
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 
@@ -13,16 +24,27 @@ namespace weft::train {
 inline constexpr double kFashionMnistMean = 0.2860;
 inline constexpr double kFashionMnistStd = 0.3530;
 
+// The most classes a data set may have, and the most rows a CSV file may hold.
+inline constexpr int64_t kMaxClasses = 10000;
+inline constexpr int64_t kMaxCsvRows = 10'000'000;
+
 struct Dataset {
-  torch::Tensor images;  // [N, 1, 28, 28] float32, (x/255 - mean) / std
-  torch::Tensor labels;  // [N] int64, class ids 0..9
+  torch::Tensor samples;  // [N, ...] float32 (for idx: [N, 1, 28, 28], normalised as above)
+  torch::Tensor labels;   // [N] int64, class ids in [0, kMaxClasses)
   int64_t size() const { return labels.size(0); }
+  // One sample's shape: [1, 28, 28] for idx, [F] for csv.
+  std::vector<int64_t> SampleShape() const;
 };
 
-// Loads split "train" (train-*-ubyte) or "test" (t10k-*-ubyte) from `dir`, the first `limit`
-// samples when limit > 0. NotFound / InvalidArgument from ReadIdx, InvalidArgument when the
-// image and label counts differ.
+// Loads split "train" or "test" of the data set in `dir`, stored as `format` (idx, csv,
+// tensors), the first `limit` samples when limit > 0. NotFound when a file is missing;
+// InvalidArgument, naming the file (and for CSV the line and column), when its content is not
+// of the format, samples and labels differ in number, or a class id is out of range.
 absl::StatusOr<Dataset> LoadDataset(const std::string& dir, const std::string& split,
-                                    int64_t limit = 0);
+                                    int64_t limit = 0, const std::string& format = "idx");
+
+// How many classes `train` and `test` hold between them: the largest class id plus one (at
+// least 2).
+int64_t NumClasses(const Dataset& train, const Dataset& test);
 
 }  // namespace weft::train

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "job/layout.h"
 
 namespace weft::train {
@@ -45,16 +46,24 @@ void AddLayer(torch::jit::Module& m, const std::string& name, const torch::nn::M
 
 }  // namespace
 
-absl::StatusOr<torch::jit::Module> MakeBuiltinModule(const ModelSpec& spec, DenseKernel dense) {
+absl::StatusOr<torch::jit::Module> MakeBuiltinModule(const ModelSpec& spec, DenseKernel dense,
+                                                     const std::vector<int64_t>& sample_shape,
+                                                     int64_t classes) {
   std::string body;
   torch::jit::Module m;
   if (spec.architecture == "cnn") {
+    if (sample_shape != kImageShape) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "model.architecture: cnn takes 28×28 grey images [N, 1, 28, 28]; this data set's "
+          "samples are [N, ",
+          absl::StrJoin(sample_shape, ", "), "] (the mlp takes any)"));
+    }
     m = torch::jit::Module("WeftCnn");
     m.register_attribute("training", c10::BoolType::get(), true);
     AddLayer(m, "conv1", *torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 32, 3).padding(1)));
     AddLayer(m, "conv2", *torch::nn::Conv2d(torch::nn::Conv2dOptions(32, 64, 3).padding(1)));
     AddLayer(m, "fc1", *torch::nn::Linear(64 * 7 * 7, 128));
-    AddLayer(m, "fc2", *torch::nn::Linear(128, 10));
+    AddLayer(m, "fc2", *torch::nn::Linear(128, classes));
     body = absl::StrCat(
         "    x = torch.max_pool2d(torch.relu(torch.conv2d(x, self.conv1_weight, self.conv1_bias, "
         "[1, 1], [1, 1])), [2, 2])\n"
@@ -62,15 +71,16 @@ absl::StatusOr<torch::jit::Module> MakeBuiltinModule(const ModelSpec& spec, Dens
         "[1, 1], [1, 1])), [2, 2])\n"
         "    x = torch.relu(",
         DenseSource("fc1", "x", 64 * 7 * 7, 128, dense, "64, 7, 7"), ")\n", "    return ",
-        DenseSource("fc2", "x", 128, 10, dense), "\n");
+        DenseSource("fc2", "x", 128, classes, dense), "\n");
   } else if (spec.architecture == "mlp") {
     m = torch::jit::Module("WeftMlp");
     m.register_attribute("training", c10::BoolType::get(), true);
-    int64_t in = 28 * 28;
+    int64_t in = 1;
+    for (int64_t d : sample_shape) in *= d;
     body = "    x = torch.flatten(x, 1)\n";
     const size_t layers = spec.hidden_units.size() + 1;
     for (size_t i = 0; i < layers; ++i) {
-      const int64_t out = i + 1 < layers ? spec.hidden_units[i] : 10;
+      const int64_t out = i + 1 < layers ? spec.hidden_units[i] : classes;
       const std::string name = absl::StrCat("fc", i + 1);
       AddLayer(m, name, *torch::nn::Linear(in, out));
       const std::string y = DenseSource(name, "x", in, out, dense);
@@ -150,7 +160,8 @@ void LoadParameters(ClassifierImpl& model, torch::serialize::InputArchive& archi
 
 namespace {
 
-absl::StatusOr<std::shared_ptr<ClassifierImpl>> LoadTorchScript(const std::string& model_dir) {
+absl::StatusOr<std::shared_ptr<ClassifierImpl>> LoadTorchScript(
+    const std::string& model_dir, const std::vector<int64_t>& sample_shape, int64_t classes) {
   const std::string path = TorchScriptPath(model_dir);
   torch::jit::Module module;
   try {
@@ -169,18 +180,21 @@ absl::StatusOr<std::shared_ptr<ClassifierImpl>> LoadTorchScript(const std::strin
         absl::StrCat("model.torchscript: none of its ", model->parameters().size(),
                      " parameters requires a gradient, so there is nothing to train"));
   }
+  std::vector<int64_t> batch = {2};
+  batch.insert(batch.end(), sample_shape.begin(), sample_shape.end());
+  const std::string input = absl::StrCat("[", absl::StrJoin(batch, ", "), "]");
   try {
-    torch::Tensor logits = model->Logits(torch::zeros({2, 1, 28, 28}));
-    if (logits.dim() != 2 || logits.size(0) != 2 || logits.size(1) != 10) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("model.torchscript: forward maps [2, 1, 28, 28] to ",
-                       torch::str(logits.sizes()), "; it must give logits [2, 10]"));
+    torch::Tensor logits = model->Logits(torch::zeros(batch));
+    if (logits.dim() != 2 || logits.size(0) != 2 || logits.size(1) != classes) {
+      return absl::InvalidArgumentError(absl::StrCat("model.torchscript: forward maps ", input,
+                                                     " to ", torch::str(logits.sizes()),
+                                                     "; it must give logits [2, ", classes, "]"));
     }
   } catch (const std::exception& e) {
     std::string what = e.what();
     what = what.substr(0, what.find('\n'));
     return absl::InvalidArgumentError(
-        absl::StrCat("model.torchscript: forward fails on [2, 1, 28, 28] float32: ", what));
+        absl::StrCat("model.torchscript: forward fails on ", input, " float32: ", what));
   }
   return model;
 }
@@ -188,9 +202,14 @@ absl::StatusOr<std::shared_ptr<ClassifierImpl>> LoadTorchScript(const std::strin
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<ClassifierImpl>> BuildModel(const ModelSpec& spec,
-                                                           const std::string& model_dir) {
-  if (spec.architecture == "torchscript") return LoadTorchScript(model_dir);
-  absl::StatusOr<torch::jit::Module> module = MakeBuiltinModule(spec, DenseKernelFromEnvironment());
+                                                           const std::string& model_dir,
+                                                           const std::vector<int64_t>& sample_shape,
+                                                           int64_t classes) {
+  if (spec.architecture == "torchscript") {
+    return LoadTorchScript(model_dir, sample_shape, classes);
+  }
+  absl::StatusOr<torch::jit::Module> module =
+      MakeBuiltinModule(spec, DenseKernelFromEnvironment(), sample_shape, classes);
   if (!module.ok()) return module.status();
   return std::make_shared<ClassifierImpl>(*std::move(module));
 }

@@ -1,6 +1,7 @@
-// The models a learner trains, all TorchScript: weft's built-ins for 28×28 grey-scale images with
-// 10 classes (MNIST, Fashion-MNIST) and a tenant's own. Input [N, 1, 28, 28] float, normalised;
-// output [N, 10] logits, which ClassifierImpl turns into log-probabilities.
+// The models a learner trains, all TorchScript: weft's built-ins and a tenant's own. Input a batch
+// of the data set's samples [N, ...] float32 (train/dataset.h: [N, 1, 28, 28] for IDX images,
+// [N, F] for tabular data); output logits [N, classes], which ClassifierImpl turns into
+// log-probabilities.
 #pragma once
 
 #include <torch/script.h>
@@ -29,48 +30,59 @@ enum class DenseKernel { kOneDnn, kBlas };
 // else kOneDnn.
 DenseKernel DenseKernelFromEnvironment();
 
+// One sample's shape and the number of classes of Fashion-MNIST and MNIST.
+inline const std::vector<int64_t> kImageShape = {1, 28, 28};
+inline constexpr int64_t kImageClasses = 10;
+
 // A built-in model as a TorchScript module, defined with jit::Module::define over torch.*
-// builtins, its dense layers on `dense`:
+// builtins, its dense layers on `dense`, for samples of `sample_shape` and `classes` classes:
 //   cnn: two conv(3×3, pad 1)+ReLU+max-pool(2) layers (1→32→64 channels) and two fully
-//        connected layers (3136→128→10): the 2-conv baseline of the Fashion-MNIST benchmark
-//        (≈0.916 accuracy) and of ../shared/reference/pytorch_fmnist_cnn.py;
-//   mlp: 784 → hidden_units[0] → ... → 10, ReLU between layers.
-// forward maps [N, 1, 28, 28] float32 to logits [N, 10]. Parameters are named <layer>_weight and
-// <layer>_bias (conv1, conv2, fc1, fc2; fc1 … fcK for the MLP), initialised from the global RNG
-// as torch::nn::Conv2d and torch::nn::Linear initialise theirs. InvalidArgument for another
-// architecture.
-absl::StatusOr<torch::jit::Module> MakeBuiltinModule(const ModelSpec& spec, DenseKernel dense);
+//        connected layers (3136→128→classes): the 2-conv baseline of the Fashion-MNIST benchmark
+//        (≈0.916 accuracy) and of ../shared/reference/pytorch_fmnist_cnn.py; samples [1, 28, 28]
+//        only;
+//   mlp: F → hidden_units[0] → ... → classes, ReLU between layers, F the product of
+//        `sample_shape` (784 for the images).
+// forward maps [N, sample_shape...] float32 to logits [N, classes]. Parameters are named
+// <layer>_weight and <layer>_bias (conv1, conv2, fc1, fc2; fc1 … fcK for the MLP), initialised
+// from the global RNG as torch::nn::Conv2d and torch::nn::Linear initialise theirs.
+// InvalidArgument for another architecture, or the CNN on samples that are not [1, 28, 28] (the
+// message starts with "model.architecture: ").
+absl::StatusOr<torch::jit::Module> MakeBuiltinModule(
+    const ModelSpec& spec, DenseKernel dense,
+    const std::vector<int64_t>& sample_shape = kImageShape, int64_t classes = kImageClasses);
 
 // Every model a learner trains: a TorchScript module (a built-in or the tenant's own, whose
-// forward maps [N, 1, 28, 28] float32 to logits [N, 10]) seen as an nn::Module. Its parameters
-// and buffers are this module's too (the same tensors, names with '.' as '_'), so optimizers,
-// checkpoints and gradient all-reduce see them; forward adds log_softmax, making the loss
-// cross-entropy; train()/eval() switch the TorchScript module's mode too (dropout, batch norm).
-// The module runs without the graph executor's optimisations: measured on the CNN's training
+// forward maps samples [N, ...] float32 to logits [N, classes]) seen as an nn::Module. Its
+// parameters and buffers are this module's too (the same tensors, names with '.' as '_'), so
+// optimizers, checkpoints and gradient all-reduce see them; forward adds log_softmax, making the
+// loss cross-entropy; train()/eval() switch the TorchScript module's mode too (dropout, batch
+// norm). The module runs without the graph executor's optimisations: measured on the CNN's training
 // step (batch 64, one thread) the profiling executor made it 0.71–0.82× as fast, plain
 // interpretation 1.00×, of the same layers written as an nn::Module.
 class ClassifierImpl : public torch::nn::Module {
  public:
   explicit ClassifierImpl(torch::jit::Module module);
-  // Log-probabilities [N, 10] for `x` [N, 1, 28, 28].
+  // Log-probabilities [N, classes] for samples `x` [N, ...].
   torch::Tensor forward(torch::Tensor x);
   void train(bool on = true) override;
   // torch.jit.save format: what torch.jit.load (Python) and torch::jit::load (C++) read.
   void Save(std::ostream& out) const;
-  // The module's logits [N, 10] for `x` [N, 1, 28, 28], in eval mode, without gradients.
+  // The module's logits [N, classes] for samples `x` [N, ...], in eval mode, without gradients.
   torch::Tensor Logits(const torch::Tensor& x);
 
  private:
   mutable torch::jit::Module module_;
 };
 
-// Builds the model the spec names, its dense layers on DenseKernelFromEnvironment(); for
-// architecture torchscript loads TorchScriptPath(`model_dir`) and checks that forward maps
-// [2, 1, 28, 28] to [2, 10]. InvalidArgument for an unknown architecture, a file that is not a
-// TorchScript module, or a forward of another shape (the message starts with
-// "model.torchscript:").
-absl::StatusOr<std::shared_ptr<ClassifierImpl>> BuildModel(const ModelSpec& spec,
-                                                           const std::string& model_dir = "");
+// Builds the model the spec names for samples of `sample_shape` and `classes` classes, its dense
+// layers on DenseKernelFromEnvironment(); for architecture torchscript loads
+// TorchScriptPath(`model_dir`) and checks that forward maps [2, sample_shape...] to
+// [2, classes]. InvalidArgument for an unknown architecture, the CNN on samples it cannot take, a
+// file that is not a TorchScript module, or a forward of another shape (the message starts with
+// "model.architecture:" or "model.torchscript:").
+absl::StatusOr<std::shared_ptr<ClassifierImpl>> BuildModel(
+    const ModelSpec& spec, const std::string& model_dir = "",
+    const std::vector<int64_t>& sample_shape = kImageShape, int64_t classes = kImageClasses);
 
 // Loads `model`'s parameters and buffers from `archive`, written by nn::Module::save of a model of
 // the same architecture — or, for a built-in, by weft's learners before the built-ins were

@@ -31,6 +31,7 @@ Trainer::Trainer(const LoopOptions& o, Reporter& r, Model model, Dataset train, 
       model_(std::move(model)),
       train_(std::move(train)),
       test_(std::move(test)),
+      classes_(NumClasses(train_, test_)),
       dp_(std::move(dp)) {}
 
 bool Trainer::StopRequested() const {
@@ -135,7 +136,7 @@ absl::Status Trainer::EvaluateAndCheckTargets(bool* complete) {
 
 bool Trainer::Step(const torch::Tensor& idx) {
   auto t0 = std::chrono::steady_clock::now();
-  torch::Tensor x = train_.images.index_select(0, idx);
+  torch::Tensor x = train_.samples.index_select(0, idx);
   torch::Tensor y = train_.labels.index_select(0, idx);
   optimizer_->zero_grad();
   // Every rank learns whether any was asked to stop from the step's last collective, so all

@@ -25,7 +25,7 @@ struct Evaluation {
   double loss = 0;      // mean negative log-likelihood per sample
 };
 
-// Accuracy and mean loss of `model` over `test` ([N, 1, 28, 28] images). With `dp` spanning
+// Accuracy and mean loss of `model` over `test` (samples [N, ...]). With `dp` spanning
 // several ranks each evaluates its contiguous 1/world_size of the split and the counts are
 // summed, so every rank gets the same figures (and takes the same decisions on targets).
 Evaluation Evaluate(const Model& model, const Dataset& test, DataParallel* dp = nullptr);
@@ -81,6 +81,8 @@ class Trainer {
   absl::Status Checkpoint(bool tolerate_disk_errors = false);
   // Writes and commits the `kind` model and its card. Errors from the disk or from weftd.
   absl::Status Export(const std::string& kind, double accuracy);
+  // What the delivered model's forward takes, for its model card.
+  std::string InputDescription() const;
 
   const LoopOptions& o_;
   const JobSpec& spec_;
@@ -88,6 +90,7 @@ class Trainer {
   Reporter& reporter_;
   Model model_;
   Dataset train_, test_;
+  int64_t classes_;  // NumClasses(train_, test_): the model's outputs
   std::unique_ptr<DataParallel> dp_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
 

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/clock.h"
 #include "common/env.h"
 #include "common/failpoint.h"
@@ -38,7 +39,8 @@ absl::StatusOr<int64_t> Trainer::ResumeFromCheckpoints() {
   }
   if (!paths.empty()) {
     // Nothing loaded and the model may be half-written: start clean.
-    ASSIGN_OR_RETURN(model_, BuildModel(spec_.model, o_.learner.model_dir));
+    ASSIGN_OR_RETURN(model_,
+                     BuildModel(spec_.model, o_.learner.model_dir, train_.SampleShape(), classes_));
     optimizer_ = MakeOptimizer();
     progress_ = {};
     step_in_epoch_ = 0;
@@ -159,6 +161,15 @@ absl::Status Trainer::Restore(const std::string& path) {
   return absl::OkStatus();
 }
 
+std::string Trainer::InputDescription() const {
+  const std::string shape =
+      absl::StrCat("[N, ", absl::StrJoin(train_.SampleShape(), ", "), "] float32");
+  const std::string& format = o_.learner.data_format;
+  if (format == "csv") return shape + ", the CSV's feature columns as written";
+  if (format == "tensors") return shape + ", the data set's train_x/test_x as float32";
+  return shape + ", (pixel/255 - 0.2860) / 0.3530";
+}
+
 absl::Status Trainer::Export(const std::string& kind, double accuracy) {
   RETURN_IF_ERROR(env_.MakeDirs(ModelDir(o_.learner.result_dir, kind)));
   std::ostringstream bytes;
@@ -175,8 +186,8 @@ absl::Status Trainer::Export(const std::string& kind, double accuracy) {
       {"kind", kind},
       {"architecture", spec_.model.architecture},
       {"format", "TorchScript (torch.jit.save): torch.jit.load in Python, torch::jit::load in C++"},
-      {"input", "[N, 1, 28, 28] float32, (pixel/255 - 0.2860) / 0.3530"},
-      {"output", "[N, 10] logits"},
+      {"input", InputDescription()},
+      {"output", absl::StrCat("[N, ", classes_, "] logits")},
       {"epoch", progress_.epoch},
       {"step", progress_.step},
       {"metrics", {{"test_accuracy", accuracy}, {"best_test_accuracy", best_}}},

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/failpoint.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
@@ -35,7 +36,7 @@ Evaluation Evaluate(const Model& model, const Dataset& test, DataParallel* dp) {
   const int64_t stop = test.size() * (rank + 1) / world;
   for (int64_t i = begin; i < stop; i += kEvalBatch) {
     int64_t end = std::min(stop, i + kEvalBatch);
-    torch::Tensor out = model->forward(test.images.slice(0, i, end));
+    torch::Tensor out = model->forward(test.samples.slice(0, i, end));
     torch::Tensor y = test.labels.slice(0, i, end);
     loss += torch::nll_loss(out, y, {}, torch::Reduction::Sum).item<double>();
     correct += out.argmax(1).eq(y).sum().item<int64_t>();
@@ -54,12 +55,23 @@ absl::StatusOr<LoopResult> RunTraining(const LoopOptions& options, Reporter& rep
   try {
     torch::manual_seed(options.spec.training.seed);
     torch::set_num_threads(options.spec.EffectiveThreads());
-    // DATA_DIR: the directory weftd resolved the job's data set to.
+    // DATA_DIR: the directory weftd resolved the job's data set to, in WEFT_DATA_FORMAT.
     const std::string& data_dir = options.learner.data_dir;
+    const std::string& format = options.learner.data_format;
     ASSIGN_OR_RETURN(Dataset train,
-                     LoadDataset(data_dir, "train", options.spec.data.train_samples));
-    ASSIGN_OR_RETURN(Dataset test, LoadDataset(data_dir, "test", options.spec.data.test_samples));
-    ASSIGN_OR_RETURN(Model model, BuildModel(options.spec.model, options.learner.model_dir));
+                     LoadDataset(data_dir, "train", options.spec.data.train_samples, format));
+    ASSIGN_OR_RETURN(Dataset test,
+                     LoadDataset(data_dir, "test", options.spec.data.test_samples, format));
+    if (train.SampleShape() != test.SampleShape()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("data.dataset: train samples are ", torch::str(train.samples.sizes()),
+                       ", test samples ", torch::str(test.samples.sizes()), "; they must match"));
+    }
+    const int64_t classes = NumClasses(train, test);
+    spdlog::info("data: {} train and {} test samples of shape [{}], {} classes ({})", train.size(),
+                 test.size(), absl::StrJoin(train.SampleShape(), ", "), classes, format);
+    ASSIGN_OR_RETURN(Model model, BuildModel(options.spec.model, options.learner.model_dir,
+                                             train.SampleShape(), classes));
     spdlog::info("dense layers: {}", DenseKernelFromEnvironment() == DenseKernel::kOneDnn
                                          ? "oneDNN, as the equivalent convolutions"
                                          : "the system BLAS (WEFT_LEARNER_DENSE=blas)");
@@ -80,10 +92,11 @@ absl::StatusOr<LoopResult> RunTraining(const LoopOptions& options, Reporter& rep
 }
 
 absl::StatusOr<double> EvaluateSavedModel(const std::string& model_path,
-                                          const std::string& data_dir, int64_t limit) {
+                                          const std::string& data_dir, int64_t limit,
+                                          const std::string& format) {
   try {
     auto model = std::make_shared<ClassifierImpl>(torch::jit::load(model_path));
-    ASSIGN_OR_RETURN(Dataset test, LoadDataset(data_dir, "test", limit));
+    ASSIGN_OR_RETURN(Dataset test, LoadDataset(data_dir, "test", limit, format));
     return Evaluate(model, test).accuracy;
   } catch (const std::exception& e) {
     return absl::InvalidArgumentError(

@@ -52,9 +52,11 @@ struct LoopResult {
 absl::StatusOr<LoopResult> RunTraining(const LoopOptions& options, Reporter& reporter);
 
 // Test accuracy in [0, 1] of the model a learner delivered at `model_path` (TorchScript, logits
-// [N, 10] from [N, 1, 28, 28]), on the first `limit` samples (0 = all) of the test split in
-// `data_dir`. InvalidArgument when the file is not a TorchScript module of that shape.
+// [N, classes] from samples [N, ...]), on the first `limit` samples (0 = all) of the test split
+// in `data_dir`, stored as `format` (train/dataset.h). InvalidArgument when the file is not a
+// TorchScript module or the data do not load.
 absl::StatusOr<double> EvaluateSavedModel(const std::string& model_path,
-                                          const std::string& data_dir, int64_t limit = 0);
+                                          const std::string& data_dir, int64_t limit = 0,
+                                          const std::string& format = "idx");
 
 }  // namespace weft::train

@@ -4,9 +4,11 @@
 
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <regex>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -331,6 +333,75 @@ TEST_F(TenancyTest, DataSetsAreTheAdminsToGrantAndATenantTrainsOnlyOnItsOwn) {
   json done = WaitFor(vision, id, "COMPLETED", 180);
   EXPECT_EQ(done["spec"]["data"]["dataset"], "scans");
   EXPECT_GE(done["models"]["final"]["test_accuracy"].get<double>(), 0.5);
+}
+
+// Three well-separated clusters of 8 features, `n` rows a class, as CSV with a header.
+std::string BlobsCsv(int n, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<double> noise(0, 1);
+  std::ostringstream csv;
+  csv << "f1,f2,f3,f4,f5,f6,f7,f8,label\n";
+  for (int i = 0; i < n; ++i) {
+    for (int label = 0; label < 3; ++label) {
+      for (int f = 0; f < 8; ++f) csv << (f % 3 == label ? 4.0 : 0.0) + noise(gen) << ",";
+      csv << label << "\n";
+    }
+  }
+  return csv.str();
+}
+
+TEST_F(TenancyTest, CsvAndTensorDataSetsTrainTheMlp) {
+  const std::string csv = dir_ + "/blobs-csv", pt = dir_ + "/blobs-pt";
+  std::filesystem::create_directories(csv);
+  std::filesystem::create_directories(pt);
+  std::ofstream(csv + "/train.csv") << BlobsCsv(400, 1);
+  std::ofstream(csv + "/test.csv") << BlobsCsv(100, 2);
+  // The tensor file as a PyTorch user writes it: torch.save of a dict (Debian's python3-torch).
+  auto py = testing::RunCommand(
+      {"/usr/bin/python3", "-c",
+       "import sys, torch\n"
+       "g = torch.Generator().manual_seed(0)\n"
+       "centers = torch.randn(4, 2, 3, 3, generator=g) * 3\n"
+       "def split(n):\n"
+       "    y = torch.arange(4).repeat(n)\n"
+       "    return centers[y] + torch.randn(4 * n, 2, 3, 3, generator=g), y.to(torch.int32)\n"
+       "tx, ty = split(300); vx, vy = split(50)\n"
+       "torch.save({'train_x': tx, 'train_y': ty, 'test_x': vx, 'test_y': vy}, sys.argv[1])\n",
+       pt + "/data.pt"});
+  ASSERT_EQ(py.exit_code, 0) << "python3-torch (scripts/install-deps.sh installs it): "
+                             << py.output;
+  for (const auto& [name, dir, format] :
+       {std::tuple<std::string, std::string, std::string>{"blobs-csv", csv, "csv"},
+        {"blobs-pt", pt, "tensors"}}) {
+    auto add = weftd_->CliAs(
+        admin_, {"dataset", "add", name, "--path", dir, "--format", format, "--tenants", "all"});
+    ASSERT_EQ(add.exit_code, 0) << add.output;
+  }
+  const std::string team = NewTenant("tabular");
+  auto job = [&](const std::string& name, const std::string& model, const std::string& set) {
+    return Submit(team, Manifest(name, "model: " + model + "\ndata: {dataset: " + set +
+                                           "}\ntraining: {epochs: 4, batch_size: 32, threads: "
+                                           "1}\nresources: {cpus: 1, memory_mb: 512}\n"));
+  };
+  const std::string from_csv =
+      job("from-csv", "{architecture: mlp, hidden_units: [32]}", "blobs-csv");
+  const std::string from_pt = job("from-pt", "{architecture: mlp, hidden_units: [32]}", "blobs-pt");
+  for (const auto& [id, seen] :
+       {std::pair<std::string, std::string>{from_csv, "of shape [8], 3 classes (csv)"},
+        {from_pt, "of shape [2, 3, 3], 4 classes (tensors)"}}) {
+    json done = WaitFor(team, id, "COMPLETED", 180);
+    EXPECT_GE(done["models"]["final"]["test_accuracy"].get<double>(), 0.9) << done.dump(2);
+    // The learner read the samples' shape and the number of classes from the data.
+    auto log = weftd_->CliAs(team, {"logs", id});
+    EXPECT_THAT(log.output, HasSubstr(seen)) << log.output;
+  }
+  // The CNN takes only 28×28 images: the job fails at once, saying why.
+  const std::string cnn = job("cnn-on-csv", "{architecture: cnn}", "blobs-csv");
+  json failed = WaitFor(team, cnn, "FAILED", 60);
+  EXPECT_THAT(failed.value("reason", ""),
+              HasSubstr("model.architecture: cnn takes 28×28 grey images [N, 1, 28, 28]; this "
+                        "data set's samples are [N, 8]"));
+  EXPECT_EQ(failed.value("attempt", -1), 1) << "a user error is not retried";
 }
 
 TEST_F(TenancyTest, TheAdminTokenRotates) {

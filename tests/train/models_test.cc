@@ -97,6 +97,30 @@ TEST(BuiltinsTest, ABuiltInSavesAsTorchScriptThatLoadsToTheSameLogits) {
   }
 }
 
+TEST(BuiltinsTest, TheMlpTakesSamplesOfAnyShapeAndTheCnnOnlyImages) {
+  auto mlp = BuildModel(ModelSpec{"mlp", {16}, ""}, "", {8}, 3);
+  ASSERT_TRUE(mlp.ok()) << mlp.status();
+  EXPECT_EQ((*mlp)->Logits(torch::zeros({5, 8})).sizes(), (std::vector<int64_t>{5, 3}));
+  EXPECT_EQ((*mlp)->named_parameters()["fc1_weight"].sizes(), (std::vector<int64_t>{16, 8}));
+  auto volume = BuildModel(ModelSpec{"mlp", {16}, ""}, "", {2, 3, 3}, 4);
+  ASSERT_TRUE(volume.ok()) << volume.status();
+  EXPECT_EQ((*volume)->Logits(torch::zeros({1, 2, 3, 3})).sizes(), (std::vector<int64_t>{1, 4}));
+  auto cnn = BuildModel(ModelSpec{"cnn", {}, ""}, "", {8}, 3);
+  ASSERT_FALSE(cnn.ok());
+  EXPECT_EQ(cnn.status().message(),
+            "model.architecture: cnn takes 28×28 grey images [N, 1, 28, 28]; this data set's "
+            "samples are [N, 8] (the mlp takes any)");
+  // A tenant's module for images, on tabular data: refused, saying with what input.
+  char tmpl[] = "/tmp/weft-torchscript-XXXXXX";
+  const std::string dir = mkdtemp(tmpl);
+  testing::MakeTorchScriptMlp().save(TorchScriptPath(dir));
+  auto own = BuildModel(ModelSpec{"torchscript", {}, "net.pt"}, dir, {8}, 3);
+  ASSERT_FALSE(own.ok());
+  EXPECT_THAT(std::string(own.status().message()),
+              ::testing::StartsWith("model.torchscript: forward fails on [2, 8] float32"));
+  std::filesystem::remove_all(dir);
+}
+
 // The CNN as weft's learners defined it before the built-ins were TorchScript: one nn::Module
 // per layer, saved as one sub-archive per layer.
 struct ModuleCnn : torch::nn::Module {
