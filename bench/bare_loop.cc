@@ -113,7 +113,7 @@ int main(int argc, char** argv) {
   for (int64_t s = 0; s < steps; ++s) {
     torch::Tensor idx = perm.slice(0, s * batch, std::min(n, (s + 1) * batch));
     opt.zero_grad();
-    torch::Tensor loss = torch::nll_loss(forward(train->images.index_select(0, idx)),
+    torch::Tensor loss = torch::nll_loss(forward(train->samples.index_select(0, idx)),
                                          train->labels.index_select(0, idx));
     loss.backward();
     opt.step();
