@@ -108,6 +108,7 @@ struct Flags {
   weft::api::RestOptions rest;
   bool default_datasets = true;
   bool insecure = false;
+  bool allow_unsandboxed_commands = false;
   int64_t max_store_bytes = 0;
   int64_t max_artifact_mb = 256;
   int64_t tenant_artifact_mb = 2048;
@@ -156,6 +157,10 @@ void AddFlags(CLI::App& app, Flags& f) {
                  "room each tenant's uploaded artifacts may take together, MiB; past it 413")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
+  app.add_flag("--allow-unsandboxed-commands", f.allow_unsandboxed_commands,
+               "run a command job's program without the sandbox (bubblewrap) where it cannot be "
+               "set up, instead of failing the job: the program then sees what this weftd's user "
+               "sees");
   app.add_flag("--insecure", f.insecure,
                "allow --listen and --coordinator-listen off loopback, in plain text (tokens and "
                "learner credentials cross the network unencrypted)");
@@ -345,6 +350,7 @@ int main(int argc, char** argv) {
   options.nodes = nodes;
   options.node_cpusets = cpusets;
   options.artifacts = &artifacts;
+  options.allow_unsandboxed_commands = flags.allow_unsandboxed_commands;
   weft::Controller controller(**store, executor, policy, weft::SystemClock::Get(), options, env);
   weft::CoordinatorService service(controller, controller.credentials(),
                                    static_cast<int>(options.heartbeat_interval_ms));

@@ -17,8 +17,11 @@ PACKAGES=(
   clang-format clang-tidy
   # scripts/fuzz.sh: libFuzzer and the sanitizers' runtimes for clang
   clang libclang-rt-14-dev
-  # torchscript_test: PyTorch loads a model weft delivers (torch.jit.load) and runs it
+  # torchscript_test: PyTorch loads a model weft delivers (torch.jit.load) and runs it;
+  # command jobs: the example program trains with it
   python3-torch
+  # command jobs run the tenant's program in bubblewrap's sandbox (setpriv is util-linux's)
+  bubblewrap util-linux
 )
 # scripts/lint-openapi.sh: Node.js and npm for Redocly CLI (Debian's, unless a node is present).
 if ! command -v npm >/dev/null 2>&1; then

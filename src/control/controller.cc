@@ -66,6 +66,26 @@ int Controller::WorldSize(const JobRecord& record) {
   return spec.ok() ? (*spec)->resources.learners : 1;
 }
 
+absl::StatusOr<std::string> Controller::ArtifactOfSpec(const JobSpec& spec,
+                                                       const std::string& tenant,
+                                                       std::vector<FieldError>* errors) {
+  if (spec.model.architecture != "torchscript" && !spec.IsCommandJob()) return std::string();
+  const bool command = spec.IsCommandJob();
+  const std::string field = command ? "code" : "model.torchscript";
+  const std::string& name = command ? spec.code : spec.model.torchscript;
+  absl::StatusOr<ArtifactRecord> a = options_.artifacts == nullptr
+                                         ? absl::NotFoundError("this weftd keeps no artifacts")
+                                         : options_.artifacts->Get(tenant, name);
+  if (!a.ok()) {
+    if (!absl::IsNotFound(a.status())) return a.status();
+    const std::string problem = absl::StrCat("no artifact '", name, "' (upload it first: weft ",
+                                             "artifact upload FILE --name ", name, ")");
+    errors->push_back({field, problem});
+    return absl::InvalidArgumentError(absl::StrCat(field, ": ", problem));
+  }
+  return options_.artifacts->PathOf(*a);
+}
+
 absl::StatusOr<JobRecord> Controller::Submit(const std::string& manifest, const std::string& tenant,
                                              std::vector<FieldError>* errors) {
   ASSIGN_OR_RETURN(JobSpec spec, ParseManifest(manifest, errors));
@@ -77,27 +97,17 @@ absl::StatusOr<JobRecord> Controller::Submit(const std::string& manifest, const 
     errors->push_back({"data.path", problem});
     return absl::InvalidArgumentError(absl::StrCat("data.path: ", problem));
   }
-  if (absl::StatusOr<DatasetRecord> d = ResolveDataset(store_, spec.data.dataset, tenant);
-      !d.ok()) {
-    if (!absl::IsNotFound(d.status())) return d.status();
-    errors->push_back({"data.dataset", std::string(d.status().message())});
-    return absl::InvalidArgumentError(absl::StrCat("data.dataset: ", d.status().message()));
-  }
-  std::string definition;  // the tenant's TorchScript model, linked into the job below
-  if (spec.model.architecture == "torchscript") {
-    absl::StatusOr<ArtifactRecord> a =
-        options_.artifacts == nullptr ? absl::NotFoundError("this weftd keeps no artifacts")
-                                      : options_.artifacts->Get(tenant, spec.model.torchscript);
-    if (!a.ok()) {
-      if (!absl::IsNotFound(a.status())) return a.status();
-      const std::string problem =
-          absl::StrCat("no artifact '", spec.model.torchscript, "' (upload it first: weft ",
-                       "artifact upload FILE --name ", spec.model.torchscript, ")");
-      errors->push_back({"model.torchscript", problem});
-      return absl::InvalidArgumentError(absl::StrCat("model.torchscript: ", problem));
+  if (!spec.data.dataset.empty()) {  // a command job may read no data set
+    absl::StatusOr<DatasetRecord> d = ResolveDataset(store_, spec.data.dataset, tenant);
+    if (!d.ok()) {
+      if (!absl::IsNotFound(d.status())) return d.status();
+      errors->push_back({"data.dataset", std::string(d.status().message())});
+      return absl::InvalidArgumentError(absl::StrCat("data.dataset: ", d.status().message()));
     }
-    definition = options_.artifacts->PathOf(*a);
   }
+  // The tenant's TorchScript model or code archive, linked into the job below.
+  ASSIGN_OR_RETURN(const std::string definition, ArtifactOfSpec(spec, tenant, errors));
+  const char* definition_field = spec.IsCommandJob() ? "code" : "model.torchscript";
   scheduler::JobRequest request;
   request.learners = spec.resources.learners;
   request.per_learner = {spec.resources.cpus, spec.resources.memory_mb, spec.resources.gpus};
@@ -125,10 +135,13 @@ absl::StatusOr<JobRecord> Controller::Submit(const std::string& manifest, const 
   // The job keeps the content it was submitted with, whatever becomes of the artifact's name.
   if (s.ok() && !definition.empty()) s = env_.MakeDirs(layout_.DefinitionDir(r.id));
   if (s.ok() && !definition.empty()) {
-    s = LinkOrCopyFile(env_, definition, TorchScriptPath(layout_.DefinitionDir(r.id)));
+    const std::string dir = layout_.DefinitionDir(r.id);
+    s = LinkOrCopyFile(env_, definition,
+                       spec.IsCommandJob() ? CodeArchivePath(dir) : TorchScriptPath(dir));
     if (absl::IsNotFound(s)) {  // deleted since it was looked up
-      errors->push_back({"model.torchscript", "the artifact was deleted meanwhile"});
-      s = absl::InvalidArgumentError("model.torchscript: the artifact was deleted meanwhile");
+      errors->push_back({definition_field, "the artifact was deleted meanwhile"});
+      s = absl::InvalidArgumentError(
+          absl::StrCat(definition_field, ": the artifact was deleted meanwhile"));
     }
   }
   if (s.ok()) {

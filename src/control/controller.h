@@ -58,6 +58,9 @@ struct ControllerOptions {
   // Tenants' uploads, where model.torchscript names an artifact (borrowed; null: a manifest
   // naming one is refused).
   Artifacts* artifacts = nullptr;
+  // A command job whose program cannot be sandboxed runs without the sandbox (logged) instead
+  // of failing: weftd --allow-unsandboxed-commands.
+  bool allow_unsandboxed_commands = false;
 };
 
 class Controller : public LearnerEvents {
@@ -132,6 +135,11 @@ class Controller : public LearnerEvents {
                   const std::string& reason) override;
 
  private:
+  // The file of the artifact `spec` names (model.torchscript, or a command job's code) for
+  // `tenant`, "" if it names none. InvalidArgument with `errors` filled when the tenant has no
+  // such artifact; errors from the store.
+  absl::StatusOr<std::string> ArtifactOfSpec(const JobSpec& spec, const std::string& tenant,
+                                             std::vector<FieldError>* errors);
   // --- controller.cc ---
   absl::Status TransitionLocked(JobRecord& record, JobState to, const std::string& reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -67,7 +67,8 @@ void Controller::PreemptLocked(JobRecord r) {
 }
 
 absl::StatusOr<DatasetRecord> Controller::DataSetLocked(const JobRecord& r, const JobSpec& spec) {
-  if (!spec.data.path.empty()) {  // checked when it was submitted
+  if (spec.data.dataset.empty()) return DatasetRecord{};  // a command job that reads none
+  if (!spec.data.path.empty()) {                          // checked when it was submitted
     return DatasetRecord{spec.data.dataset, spec.data.path, "idx", false, {r.tenant}, 0};
   }
   absl::StatusOr<DatasetRecord> d = ResolveDataset(store_, spec.data.dataset, r.tenant);
@@ -98,7 +99,14 @@ LearnerLaunch Controller::LaunchFor(const JobRecord& r, const JobSpec& spec, int
   if (!data.format.empty()) l.data_format = data.format;
   l.result_dir = layout_.ResultDir(r.id);
   l.checkpoint_dir = layout_.CheckpointDir(r.id);
-  if (spec.model.architecture == "torchscript") l.model_dir = layout_.DefinitionDir(r.id);
+  if (spec.model.architecture == "torchscript" || spec.IsCommandJob()) {
+    l.model_dir = layout_.DefinitionDir(r.id);
+  }
+  if (spec.IsCommandJob()) {
+    l.work_dir = WorkDir(layout_.WorkRoot(r.id), rank);
+    l.private_dir = options_.data_dir;
+    l.sandbox_required = !options_.allow_unsandboxed_commands;
+  }
   l.log_dir = layout_.LogDir(r.id);
   l.coordinator_address = coordinator_address_;
   l.threads = spec.EffectiveThreads();

@@ -9,7 +9,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "common/files.h"
 #include "common/text.h"
 #include "yaml-cpp/yaml.h"
 
@@ -310,10 +309,77 @@ void ReadCheckpoint(FieldReader& r, const YAML::Node& n, JobSpec* spec) {
   r.Integer(n, "checkpoint", "keep", &c.keep, 1, 100, "an integer in [1, 100]");
 }
 
+// command: the argv of the tenant's program, and code: the artifact it comes in.
+void ReadCommand(FieldReader& r, const YAML::Node& doc, JobSpec* spec) {
+  constexpr size_t kMaxArguments = 64;
+  YAML::Node n = doc["command"];
+  if (!n) return;
+  if (!n.IsSequence() || n.size() == 0 || n.size() > kMaxArguments) {
+    r.Error("command", absl::StrCat("must be a list of 1 to ", kMaxArguments,
+                                    " strings, the program and its arguments (e.g. [python3, "
+                                    "train.py, --epochs, \"3\"])"));
+    return;
+  }
+  std::vector<std::string> argv;
+  for (size_t i = 0; i < n.size(); ++i) {
+    const std::string field = absl::StrCat("command[", i, "]");
+    if (!n[i].IsScalar()) {
+      r.Error(field, "must be a string");
+      continue;
+    }
+    const std::string& arg = n[i].Scalar();
+    if (std::string problem = TextProblem(arg, false); !problem.empty()) {
+      r.Error(field, absl::StrCat("must be UTF-8 text without control characters; it ", problem));
+    } else if (arg.size() > kMaxStringBytes) {
+      r.Error(field, absl::StrCat("must be at most ", kMaxStringBytes, " bytes, got ", arg.size()));
+    }
+    argv.push_back(arg);
+  }
+  if (!argv.empty() && argv[0].empty()) r.Error("command[0]", "must name the program to run");
+  spec->command = argv;
+  if (!doc["code"]) {
+    r.Error("code",
+            "is required with command: the name of your .tar.gz artifact (weft artifact "
+            "upload code.tar.gz --name NAME)");
+    return;
+  }
+  r.String(doc, "", "code", &spec->code);
+  if (doc["code"].IsScalar()) {
+    if (absl::Status s = CheckArtifactName(spec->code); !s.ok()) {
+      r.Error("code", absl::StrCat("names an artifact (weft artifact upload): ", s.message()));
+    }
+  }
+}
+
+// What else a command job may say: the program trains, so there is no model, and of training
+// only the threads it gets; data names a data set only when the program reads one (DATA_DIR).
+void ReadCommandJobFields(FieldReader& r, const YAML::Node& doc, JobSpec* spec) {
+  if (doc["model"]) r.Error("model", "does not apply to a command job: your program is the model");
+  spec->data.dataset.clear();
+  if (YAML::Node d = doc["data"]) {
+    if (r.Mapping(d, "data", {"dataset"})) {
+      if (!d["dataset"]) r.Error("data.dataset", "is required when data is given");
+      ReadData(r, d, spec);
+    }
+  }
+  if (YAML::Node t = doc["training"]) {
+    if (r.Mapping(t, "training", {"threads"})) {
+      r.Integer(t, "training", "threads", &spec->training.threads, 1, kMaxThreads,
+                "a positive integer up to 256");
+    }
+  }
+  const YAML::Node c = doc["checkpoint"];
+  if (c && c.IsMap() && (c["every_steps"] || c["every_seconds"])) {
+    r.Error(c["every_steps"] ? "checkpoint.every_steps" : "checkpoint.every_seconds",
+            "does not apply to a command job: your program checkpoints when it chooses "
+            "(weft_job.save_checkpoint); checkpoint.keep does apply");
+  }
+}
+
 void ReadDocument(FieldReader& r, const YAML::Node& doc, JobSpec* spec) {
   if (!r.Mapping(doc, "",
-                 {"apiVersion", "kind", "name", "description", "model", "data", "training",
-                  "resources", "targets", "checkpoint", "max_restarts", "priority"})) {
+                 {"apiVersion", "kind", "name", "description", "command", "code", "model", "data",
+                  "training", "resources", "targets", "checkpoint", "max_restarts", "priority"})) {
     return;
   }
   std::string api = "weft/v1";
@@ -333,9 +399,15 @@ void ReadDocument(FieldReader& r, const YAML::Node& doc, JobSpec* spec) {
     }
   }
   r.String(doc, "", "description", &spec->description, {}, kMaxStringBytes, /*multiline=*/true);
-  ReadModel(r, doc["model"], spec);
-  ReadData(r, doc["data"], spec);
-  ReadTraining(r, doc["training"], spec);
+  ReadCommand(r, doc, spec);
+  if (spec->IsCommandJob()) {
+    ReadCommandJobFields(r, doc, spec);
+  } else {
+    if (doc["code"]) r.Error("code", "applies only to a command job (command: [...])");
+    ReadModel(r, doc["model"], spec);
+    ReadData(r, doc["data"], spec);
+    ReadTraining(r, doc["training"], spec);
+  }
   ReadResources(r, doc["resources"], spec);
   ReadTargets(r, doc["targets"], spec);
   ReadCheckpoint(r, doc["checkpoint"], spec);
@@ -389,7 +461,7 @@ absl::Status CheckArtifactName(std::string_view name) {
 }
 
 int64_t ModelParameters(const ModelSpec& model) {
-  if (model.architecture == "torchscript") return 0;
+  if (model.architecture == "torchscript" || model.architecture.empty()) return 0;
   auto dense = [](int64_t in, int64_t out) { return in * out + out; };
   if (model.architecture == "cnn") {
     // conv 1->32 3x3, conv 32->64 3x3, fc 64*7*7->128, fc 128->10 (train/models.cc).
@@ -466,50 +538,5 @@ absl::StatusOr<JobSpec> ParseManifest(std::string_view text, std::vector<FieldEr
   }
   return spec;
 }
-
-nlohmann::json SpecToJson(const JobSpec& s) {
-  nlohmann::json j;
-  j["apiVersion"] = "weft/v1";
-  j["kind"] = "TrainingJob";
-  j["name"] = s.name;
-  if (!s.description.empty()) j["description"] = s.description;
-  j["model"]["architecture"] = s.model.architecture;
-  if (s.model.architecture == "mlp") j["model"]["hidden_units"] = s.model.hidden_units;
-  if (s.model.architecture == "torchscript") j["model"]["torchscript"] = s.model.torchscript;
-  j["data"] = {{"dataset", s.data.dataset},
-               {"train_samples", s.data.train_samples},
-               {"test_samples", s.data.test_samples}};
-  if (!s.data.path.empty()) j["data"]["path"] = s.data.path;
-  j["training"] = {{"epochs", s.training.epochs},
-                   {"batch_size", s.training.batch_size},
-                   {"optimizer", s.training.optimizer},
-                   {"learning_rate", s.EffectiveLearningRate()},
-                   {"lr_scaling", s.EffectiveLrScaling()},
-                   {"weight_decay", s.training.weight_decay},
-                   {"seed", s.training.seed},
-                   {"eval_every_steps", s.training.eval_every_steps},
-                   {"threads", s.EffectiveThreads()}};
-  if (s.training.optimizer == "sgd") j["training"]["momentum"] = s.training.momentum;
-  j["resources"] = {{"learners", s.resources.learners},
-                    {"cpus", s.resources.cpus},
-                    {"memory_mb", s.resources.memory_mb},
-                    {"gpus", s.resources.gpus},
-                    {"placement", s.resources.placement}};
-  if (s.targets.deliver || s.targets.complete) {
-    j["targets"]["metric"] = s.targets.metric;
-    if (s.targets.deliver) j["targets"]["deliver"] = *s.targets.deliver;
-    if (s.targets.complete) j["targets"]["complete"] = *s.targets.complete;
-  }
-  j["checkpoint"] = {{"every_steps", s.checkpoint.every_steps},
-                     {"every_seconds", s.checkpoint.every_seconds},
-                     {"keep", s.checkpoint.keep}};
-  j["max_restarts"] = s.max_restarts;
-  j["priority"] = s.priority;
-  return j;
-}
-
-std::string SpecDigest(const JobSpec& spec) { return Sha256Hex(SpecToJson(spec).dump()); }
-
-bool operator==(const JobSpec& a, const JobSpec& b) { return SpecToJson(a) == SpecToJson(b); }
 
 }  // namespace weft

@@ -81,6 +81,12 @@ struct CheckpointSpec {
 struct JobSpec {
   std::string name;
   std::string description;
+  // A command job runs the tenant's own program as each learner (docs/manifest.md "Command
+  // jobs"): `command` is its argv (1 to 64 arguments, each UTF-8 text of at most 4096 bytes
+  // without control characters), run in a directory where `code`, the name of the tenant's .tar.gz
+  // artifact, is unpacked. Empty for a job whose model weft trains itself.
+  std::vector<std::string> command;
+  std::string code;
   ModelSpec model;
   DataSpec data;
   TrainingSpec training;
@@ -92,6 +98,8 @@ struct JobSpec {
   // integer in [-1000, 1000]. A higher-priority job may preempt a lower one of the same tenant.
   int priority = 0;
 
+  // Whether the tenant's own program trains (command is set) rather than weft's loop.
+  bool IsCommandJob() const { return !command.empty(); }
   // The learning rate actually used (resolves the 0 default per optimizer).
   double EffectiveLearningRate() const;
   // training.lr_scaling, or its default for the optimizer ("linear" for sgd, "sqrt" for adam).
@@ -119,7 +127,8 @@ absl::StatusOr<JobSpec> ParseManifest(std::string_view text,
                                       std::vector<FieldError>* errors = nullptr);
 
 // Parameters (weights and biases) of the built-in model: the CNN's 421,642; an MLP's from its
-// widths (784 inputs, 10 classes); 0 for a TorchScript model (not known before it is loaded).
+// widths (784 inputs, 10 classes); 0 for a TorchScript model (not known before it is loaded) and
+// for a command job.
 int64_t ModelParameters(const ModelSpec& model);
 
 // Bytes of one learner's training state in float32: the parameters, their gradients and the

@@ -23,8 +23,16 @@ std::string JobLayout::LogPath(const std::string& id, int rank) const {
 
 std::string JobLayout::DefinitionDir(const std::string& id) const { return JobDir(id) + "/model"; }
 
+std::string JobLayout::WorkRoot(const std::string& id) const { return JobDir(id) + "/work"; }
+
 std::string TorchScriptPath(const std::string& definition_dir) {
   return definition_dir + "/model.torchscript.pt";
+}
+std::string CodeArchivePath(const std::string& definition_dir) {
+  return definition_dir + "/code.tar.gz";
+}
+std::string WorkDir(const std::string& work_root, int rank) {
+  return absl::StrCat(work_root, "/rank-", rank);
 }
 std::string LearnerLogPath(const std::string& log_dir, int rank) {
   return absl::StrCat(log_dir, "/learner-", rank, ".log");

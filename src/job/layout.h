@@ -9,6 +9,9 @@
 //   <data_dir>/jobs/<id>/results/<kind>/model-card.json
 //   <data_dir>/jobs/<id>/model/model.torchscript.pt    a tenant's TorchScript model, linked from
 //                                                      its artifact at submission (MODEL_DIR)
+//   <data_dir>/jobs/<id>/model/code.tar.gz             a command job's code, likewise
+//   <data_dir>/jobs/<id>/work/rank-<rank>/             a command job's working directory, made
+//                                                      afresh for each attempt (WORK_DIR)
 #pragma once
 
 #include <cstdint>
@@ -35,6 +38,8 @@ class JobLayout {
   std::string LogPath(const std::string& id, int rank) const;
   // The tenant's model definition (MODEL_DIR).
   std::string DefinitionDir(const std::string& id) const;
+  // Where a command job's learners work, each in WorkDir(WorkRoot(id), rank).
+  std::string WorkRoot(const std::string& id) const;
 
  private:
   std::string data_dir_;
@@ -47,5 +52,7 @@ std::string ModelDir(const std::string& result_dir, std::string_view kind);
 std::string ModelPath(const std::string& result_dir, std::string_view kind);
 std::string ModelCardPath(const std::string& result_dir, std::string_view kind);
 std::string TorchScriptPath(const std::string& definition_dir);
+std::string CodeArchivePath(const std::string& definition_dir);
+std::string WorkDir(const std::string& work_root, int rank);
 
 }  // namespace weft

@@ -26,6 +26,9 @@ std::vector<std::pair<std::string, std::string>> LearnerEnvironment(const Learne
       {e::kLocalRank, absl::StrCat(l.rank)},
       {e::kWorldSize, absl::StrCat(l.world_size)},
       {e::kThreads, absl::StrCat(l.threads)},
+      {e::kWorkDir, l.work_dir},
+      {e::kPrivateDir, l.private_dir},
+      {e::kSandbox, l.sandbox_required ? "required" : "optional"},
   };
   if (!l.rendezvous_host.empty()) {
     env.emplace_back(e::kMasterAddr, l.rendezvous_host);
@@ -41,7 +44,7 @@ const std::vector<std::string>& LearnerEnvironmentNames() {
       e::kNode,       e::kDataDir,     e::kResultDir,  e::kCheckpointDir, e::kLogDir,
       e::kLearnerId,  e::kNumLearners, e::kRank,       e::kLocalRank,     e::kWorldSize,
       e::kMasterAddr, e::kMasterPort,  e::kThreads,    e::kModelDir,      e::kForbiddenToken,
-      e::kDataFormat};
+      e::kDataFormat, e::kWorkDir,     e::kPrivateDir, e::kSandbox};
   return names;
 }
 
@@ -101,6 +104,9 @@ absl::StatusOr<LearnerLaunch> LearnerLaunchFromEnvironment(
   l.checkpoint_dir = text(e::kCheckpointDir);
   l.log_dir = text(e::kLogDir);
   l.model_dir = text(e::kModelDir);
+  l.work_dir = text(e::kWorkDir);
+  l.private_dir = text(e::kPrivateDir);
+  l.sandbox_required = text(e::kSandbox) != "optional";
   l.rendezvous_host = text(e::kMasterAddr);
   if (l.world_size > 1 && l.rendezvous_host.empty()) l.rendezvous_host = "127.0.0.1";
   return l;

@@ -36,6 +36,12 @@ inline constexpr char kWorldSize[] = "WORLD_SIZE";
 inline constexpr char kMasterAddr[] = "MASTER_ADDR";
 inline constexpr char kMasterPort[] = "MASTER_PORT";
 inline constexpr char kThreads[] = "OMP_NUM_THREADS";
+// Command jobs (train/command_job.h): the learner's working directory, where the code is
+// unpacked and the program runs; the directory the sandbox hides (weftd's data directory);
+// "required" or "optional": whether a command that cannot be sandboxed may run without.
+inline constexpr char kWorkDir[] = "WORK_DIR";
+inline constexpr char kPrivateDir[] = "WEFT_PRIVATE_DIR";
+inline constexpr char kSandbox[] = "WEFT_SANDBOX";
 // Never set for a learner, and removed from what it inherits: weftd's own bearer token.
 inline constexpr char kForbiddenToken[] = "WEFT_TOKEN";
 }  // namespace learner_env
@@ -61,6 +67,9 @@ struct LearnerLaunch {
   std::string checkpoint_dir;       // CHECKPOINT_DIR
   std::string log_dir;              // LOG_DIR; the executor sends output to LearnerLogPath()
   std::string model_dir;            // MODEL_DIR: the tenant's model definition (job/layout.h)
+  std::string work_dir;             // WORK_DIR: a command job's working directory
+  std::string private_dir;          // WEFT_PRIVATE_DIR: hidden from a command job's program
+  bool sandbox_required = true;     // WEFT_SANDBOX: false if weftd allows unsandboxed commands
   std::string coordinator_address;  // host:port of weftd's Coordinator gRPC service
   // Where rank 0 serves the job's c10d TCPStore for this attempt (MASTER_ADDR, MASTER_PORT);
   // empty for a single learner.

@@ -103,6 +103,11 @@ void CoordinatorReporter::Report(const MetricSample& sample, const ProgressRepor
   progress_ = progress;
 }
 
+void CoordinatorReporter::ReportProgress(const ProgressReport& progress) {
+  absl::MutexLock lock(&mu_);
+  progress_ = progress;
+}
+
 bool CoordinatorReporter::Flush() {
   absl::MutexLock send_lock(&send_mu_);
   std::vector<MetricSample> batch;

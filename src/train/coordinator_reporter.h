@@ -27,6 +27,7 @@ class CoordinatorReporter : public Reporter {
 
   absl::Status Register(int world_size) override;
   void Report(const MetricSample& sample, const ProgressReport& progress) override;
+  void ReportProgress(const ProgressReport& progress) override;
   std::vector<std::string> ResumeFrom() const override { return resume_from_; }
   bool KeepRunning() const override { return keep_running_.load(); }
   absl::Status CommitModel(const ModelFile& model) override;

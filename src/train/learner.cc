@@ -13,6 +13,7 @@
 #include "common/logging.h"
 #include "job/learner_contract.h"
 #include "train/allocator.h"
+#include "train/command_job.h"
 #include "train/coordinator_reporter.h"
 #include "train/training_loop.h"
 
@@ -74,11 +75,15 @@ int RunLearnerFromEnvironment() {
     return kLearnerExitUserError;
   }
   options.spec = *spec;
+  const bool command = spec->IsCommandJob();
 
-  absl::StatusOr<LoopResult> result = RunTraining(options, reporter);
+  absl::StatusOr<LoopResult> result =
+      command ? RunCommandJob(options, reporter) : RunTraining(options, reporter);
   if (!result.ok()) {
     const absl::Status& s = result.status();
-    bool user_error = absl::IsInvalidArgument(s) || absl::IsNotFound(s);
+    // A command job that cannot be sandboxed fails (FailedPrecondition): a restart would too.
+    bool user_error = absl::IsInvalidArgument(s) || absl::IsNotFound(s) ||
+                      (command && absl::IsFailedPrecondition(s));
     std::string reason = std::string(s.message());
     spdlog::error("training failed: {}", reason);
     reporter.Finish(false, reason, 0);

@@ -51,6 +51,8 @@ class Reporter {
   virtual std::vector<std::string> ResumeFrom() const = 0;
   // Queues a sample and the current progress; never blocks on the network.
   virtual void Report(const MetricSample& sample, const ProgressReport& progress) = 0;
+  // Updates the progress the next heartbeat carries, without a sample; never blocks.
+  virtual void ReportProgress(const ProgressReport& progress) = 0;
   // False once weftd has told this learner to stop (halted, deleted, fenced off).
   virtual bool KeepRunning() const = 0;
   // Registers a durable model with weftd; blocks, retrying, until weftd acknowledges.

@@ -311,6 +311,60 @@ TEST(JobSpecTest, AModelWhoseTrainingStateCannotFitMemoryIsRefused) {
   EXPECT_EQ(TrainingStateBytes(*spec), 421642 * 16);
 }
 
+TEST(JobSpecTest, ACommandJobNeedsCodeAndNoModelAndRoundTrips) {
+  auto spec = ParseManifest(R"(
+name: own-code
+command: [python3, train.py, --epochs, "3"]
+code: fmnist-code
+data: {dataset: fashion-mnist}
+training: {threads: 1}
+resources: {learners: 2}
+targets: {deliver: 0.85}
+checkpoint: {keep: 3}
+)");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_TRUE(spec->IsCommandJob());
+  EXPECT_EQ(spec->command, (std::vector<std::string>{"python3", "train.py", "--epochs", "3"}));
+  EXPECT_EQ(spec->code, "fmnist-code");
+  EXPECT_EQ(spec->data.dataset, "fashion-mnist");
+  EXPECT_EQ(spec->checkpoint.keep, 3);
+  EXPECT_EQ(ModelParameters(spec->model), 0);
+  auto again = ParseManifest(SpecToJson(*spec).dump());
+  ASSERT_TRUE(again.ok()) << again.status() << SpecToJson(*spec).dump();
+  EXPECT_EQ(*again, *spec);
+
+  // Without data, a command job reads no data set.
+  auto bare = ParseManifest("name: x\ncommand: [./run]\ncode: c\n");
+  ASSERT_TRUE(bare.ok()) << bare.status();
+  EXPECT_EQ(bare->data.dataset, "");
+  EXPECT_EQ(*ParseManifest(SpecToJson(*bare).dump()), *bare);
+}
+
+TEST(JobSpecTest, ACommandJobsMistakesNameTheField) {
+  const std::pair<std::string, std::string> cases[] = {
+      {"name: x\ncommand: [python3]\n", "code: is required with command"},
+      {"name: x\ncommand: []\ncode: c\n", "command: must be a list of 1 to 64 strings"},
+      {"name: x\ncommand: python3 train.py\ncode: c\n", "command: must be a list"},
+      {"name: x\ncommand: [python3, [a]]\ncode: c\n", "command[1]: must be a string"},
+      {"name: x\ncommand: [\"\"]\ncode: c\n", "command[0]: must name the program"},
+      {"name: x\ncommand: [\"a\\x01\"]\ncode: c\n", "command[0]: must be UTF-8 text"},
+      {"name: x\ncommand: [a]\ncode: ../c\n", "code: names an artifact"},
+      {"name: x\ncommand: [a]\ncode: c\nmodel: {architecture: cnn}\n",
+       "model: does not apply to a command job"},
+      {"name: x\ncommand: [a]\ncode: c\ntraining: {epochs: 3}\n", "training.epochs: unknown field"},
+      {"name: x\ncommand: [a]\ncode: c\ndata: {path: /x}\n", "data.path: unknown field"},
+      {"name: x\ncommand: [a]\ncode: c\ncheckpoint: {every_steps: 5}\n",
+       "checkpoint.every_steps: does not apply to a command job"},
+      {"name: x\nmodel: {architecture: cnn}\ntraining: {epochs: 1}\ncode: c\n",
+       "code: applies only to a command job"},
+  };
+  for (const auto& [manifest, problem] : cases) {
+    auto spec = ParseManifest(manifest);
+    ASSERT_FALSE(spec.ok()) << manifest;
+    EXPECT_THAT(std::string(spec.status().message()), ::testing::HasSubstr(problem)) << manifest;
+  }
+}
+
 TEST(JobSpecTest, DigestChangesWithConfiguration) {
   auto a = ParseManifest(kGood);
   auto b = ParseManifest(std::string(kGood) + "resources: {cpus: 2}\n");

@@ -26,6 +26,7 @@ class RecordingReporter : public Reporter {
   absl::Status Register(int) override { return absl::OkStatus(); }
   std::vector<std::string> ResumeFrom() const override { return {}; }
   void Report(const MetricSample&, const ProgressReport&) override {}
+  void ReportProgress(const ProgressReport&) override {}
   bool KeepRunning() const override { return true; }
   absl::Status CommitModel(const ModelFile& a) override {
     models.push_back(a);

@@ -1,0 +1,71 @@
+// The canonical JSON form of a spec (job/job_spec.h SpecToJson): what weftd stores, the learner
+// reads back, and the digest a model card names.
+#include "common/files.h"
+#include "job/job_spec.h"
+
+namespace weft {
+namespace {
+
+// The fields every job has: resources, targets, restarts, priority.
+void CommonToJson(const JobSpec& s, nlohmann::json* out) {
+  nlohmann::json& j = *out;
+  j["resources"] = {{"learners", s.resources.learners},
+                    {"cpus", s.resources.cpus},
+                    {"memory_mb", s.resources.memory_mb},
+                    {"gpus", s.resources.gpus},
+                    {"placement", s.resources.placement}};
+  if (s.targets.deliver || s.targets.complete) {
+    j["targets"]["metric"] = s.targets.metric;
+    if (s.targets.deliver) j["targets"]["deliver"] = *s.targets.deliver;
+    if (s.targets.complete) j["targets"]["complete"] = *s.targets.complete;
+  }
+  j["max_restarts"] = s.max_restarts;
+  j["priority"] = s.priority;
+}
+
+}  // namespace
+
+nlohmann::json SpecToJson(const JobSpec& s) {
+  nlohmann::json j;
+  j["apiVersion"] = "weft/v1";
+  j["kind"] = "TrainingJob";
+  j["name"] = s.name;
+  if (!s.description.empty()) j["description"] = s.description;
+  if (s.IsCommandJob()) {
+    j["command"] = s.command;
+    j["code"] = s.code;
+    if (!s.data.dataset.empty()) j["data"]["dataset"] = s.data.dataset;
+    if (s.training.threads > 0) j["training"]["threads"] = s.training.threads;
+    j["checkpoint"] = {{"keep", s.checkpoint.keep}};
+    CommonToJson(s, &j);
+    return j;
+  }
+  j["model"]["architecture"] = s.model.architecture;
+  if (s.model.architecture == "mlp") j["model"]["hidden_units"] = s.model.hidden_units;
+  if (s.model.architecture == "torchscript") j["model"]["torchscript"] = s.model.torchscript;
+  j["data"] = {{"dataset", s.data.dataset},
+               {"train_samples", s.data.train_samples},
+               {"test_samples", s.data.test_samples}};
+  if (!s.data.path.empty()) j["data"]["path"] = s.data.path;
+  j["training"] = {{"epochs", s.training.epochs},
+                   {"batch_size", s.training.batch_size},
+                   {"optimizer", s.training.optimizer},
+                   {"learning_rate", s.EffectiveLearningRate()},
+                   {"lr_scaling", s.EffectiveLrScaling()},
+                   {"weight_decay", s.training.weight_decay},
+                   {"seed", s.training.seed},
+                   {"eval_every_steps", s.training.eval_every_steps},
+                   {"threads", s.EffectiveThreads()}};
+  if (s.training.optimizer == "sgd") j["training"]["momentum"] = s.training.momentum;
+  j["checkpoint"] = {{"every_steps", s.checkpoint.every_steps},
+                     {"every_seconds", s.checkpoint.every_seconds},
+                     {"keep", s.checkpoint.keep}};
+  CommonToJson(s, &j);
+  return j;
+}
+
+std::string SpecDigest(const JobSpec& spec) { return Sha256Hex(SpecToJson(spec).dump()); }
+
+bool operator==(const JobSpec& a, const JobSpec& b) { return SpecToJson(a) == SpecToJson(b); }
+
+}  // namespace weft

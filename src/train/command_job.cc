@@ -1,0 +1,556 @@
+#include "train/command_job.h"
+
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "common/clock.h"
+#include "common/files.h"
+#include "common/logging.h"
+#include "common/status_macros.h"
+#include "job/layout.h"
+#include "job/learner_contract.h"
+#include "nlohmann/json.hpp"
+#include "train/command_events.h"
+#include "train/command_process.h"
+
+namespace weft::train {
+namespace {
+
+constexpr int64_t kStopGraceMs = 8000;  // SIGTERM -> SIGKILL; under the executor's 10 s
+constexpr int kPollMs = 100;
+constexpr char kChannelDir[] = ".weft";  // in WORK_DIR: the metrics file and the resume copy
+constexpr int kEventsRefused = -2;       // the metrics file is not a regular file: never read
+
+absl::Status Errno(const std::string& what) {
+  return absl::InternalError(absl::StrCat(what, ": ", std::strerror(errno)));
+}
+
+// Opens `rel` below the directory `dir_fd` without following any symbolic link and without
+// leaving the directory (openat2 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS): the program controls
+// WORK_DIR's contents, weft-learner may run as root.
+int OpenBeneath(int dir_fd, const std::string& rel, int flags, mode_t mode = 0) {
+  open_how how{};
+  how.flags = static_cast<uint64_t>(flags | O_CLOEXEC | O_NOFOLLOW);
+  how.mode = (flags & O_CREAT) ? mode : 0;
+  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV;
+  return static_cast<int>(::syscall(SYS_openat2, dir_fd, rel.c_str(), &how, sizeof how));
+}
+
+// Copies the regular file open at `in` to `dest` (via a temporary file, fsync'd, renamed, the
+// directory fsync'd), at most `max_bytes`. Returns the bytes copied.
+absl::StatusOr<int64_t> CopyDurably(int in, const std::string& dest, int64_t max_bytes,
+                                    uid_t owner = static_cast<uid_t>(-1)) {
+  struct stat st {};
+  if (::fstat(in, &st) != 0) return Errno("fstat");
+  if (!S_ISREG(st.st_mode)) return absl::InvalidArgumentError("is not a regular file");
+  if (st.st_nlink != 1) return absl::InvalidArgumentError("has other hard links");
+  if (st.st_size > max_bytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("is ", st.st_size, " bytes; at most ", max_bytes));
+  }
+  const std::string tmp = dest + ".tmp";
+  int out = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (out < 0) return Errno(absl::StrCat("cannot create ", tmp));
+  int64_t total = 0;
+  char buf[1 << 16];
+  absl::Status s;
+  while (s.ok()) {
+    ssize_t n = ::read(in, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) s = Errno("read");
+    if (n <= 0) break;
+    total += n;
+    if (total > max_bytes) s = absl::InvalidArgumentError("grew past the limit while copied");
+    for (ssize_t off = 0; s.ok() && off < n;) {
+      ssize_t w = ::write(out, buf + off, static_cast<size_t>(n - off));
+      if (w < 0 && errno != EINTR) s = Errno(absl::StrCat("cannot write ", tmp));
+      if (w > 0) off += w;
+    }
+  }
+  if (s.ok() && owner != static_cast<uid_t>(-1) && ::fchown(out, owner, -1) != 0) {
+    s = Errno("fchown");
+  }
+  if (s.ok() && ::fsync(out) != 0) s = Errno(absl::StrCat("cannot fsync ", tmp));
+  ::close(out);
+  if (s.ok() && ::rename(tmp.c_str(), dest.c_str()) != 0) s = Errno("rename");
+  if (!s.ok()) {
+    ::unlink(tmp.c_str());
+    return s;
+  }
+  const std::string dir = std::filesystem::path(dest).parent_path();
+  if (int d = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); d >= 0) {
+    ::fsync(d);
+    ::close(d);
+  }
+  return total;
+}
+
+class CommandJob {
+ public:
+  CommandJob(const LoopOptions& o, Reporter& r)
+      : o_(o), l_(o.learner), spec_(o.spec), reporter_(r), sandbox_(true) {}
+  ~CommandJob() {
+    if (work_fd_ >= 0) ::close(work_fd_);
+    if (events_fd_ >= 0) ::close(events_fd_);
+  }
+
+  absl::StatusOr<LoopResult> Run();
+
+ private:
+  absl::Status PrepareWorkDir();
+  absl::Status LetTheCommandUserReach(const std::string& root) const;
+  absl::Status CopyResumeCheckpoint();
+  absl::Status Unpack();
+  absl::StatusOr<pid_t> GangNetwork();
+  std::vector<std::string> ProgramEnvironment() const;
+  CommandProcessOptions ProcessOptions(std::vector<std::string> argv) const;
+  absl::StatusOr<std::unique_ptr<CommandProcess>> Start(CommandProcessOptions po);
+  // Supervises the program until it ends or must stop; its wait status, or nullopt if stopped.
+  std::optional<int> Supervise(CommandProcess& p);
+  bool StopRequested() const {
+    return (o_.stop_requested && o_.stop_requested->load()) || !reporter_.KeepRunning();
+  }
+  void ReadEvents();
+  void OnEvent(const CommandEvent& e);
+  absl::Status OnCheckpoint(const CommandEvent& e);
+  absl::Status OnModel(const CommandEvent& e);
+  absl::Status CommitModel(const std::string& kind, const std::string& model_path,
+                           const CommandEvent& e, int64_t bytes);
+  std::string CandidatePath() const {
+    return ModelDir(l_.result_dir, kFinalModel) + "/candidate.pt";
+  }
+  absl::StatusOr<LoopResult> Finish(int status);
+
+  const LoopOptions& o_;
+  const LearnerLaunch& l_;
+  const JobSpec& spec_;
+  Reporter& reporter_;
+  bool sandbox_;
+  int work_fd_ = -1;
+  std::string resume_path_;  // the copy of the checkpoint to resume from, in WORK_DIR
+  // The metrics file: open once it exists, read from `events_offset_`.
+  int events_fd_ = -1;
+  std::string events_partial_;
+  int64_t event_lines_ = 0;
+  ProgressReport progress_;
+  double best_ = 0;
+  std::optional<double> complete_met_;
+  bool delivered_ = false;
+  std::optional<CommandEvent> candidate_;  // the last model announced: the final one on success
+};
+
+absl::Status CommandJob::PrepareWorkDir() {
+  if (l_.work_dir.empty() || l_.model_dir.empty()) {
+    return absl::InvalidArgumentError("WORK_DIR and MODEL_DIR must be set for a command job");
+  }
+  const std::string root = std::filesystem::path(l_.work_dir).parent_path();
+  std::error_code ec;
+  std::filesystem::remove_all(l_.work_dir, ec);  // never follows a link the program left
+  RETURN_IF_ERROR(MakeDirs(root));
+  if (::mkdir(l_.work_dir.c_str(), 0700) != 0) return Errno(absl::StrCat("mkdir ", l_.work_dir));
+  work_fd_ = ::open(l_.work_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (work_fd_ < 0) return Errno(absl::StrCat("open ", l_.work_dir));
+  const auto [uid, gid] = CommandUser();
+  if (::fchown(work_fd_, uid, gid) != 0) return Errno("fchown WORK_DIR");
+  if (::mkdirat(work_fd_, kChannelDir, 0700) != 0) return Errno("mkdir WORK_DIR/.weft");
+  if (::fchownat(work_fd_, kChannelDir, uid, gid, AT_SYMLINK_NOFOLLOW) != 0) {
+    return Errno("chown WORK_DIR/.weft");
+  }
+  return CopyResumeCheckpoint();
+}
+
+// Unsandboxed, as root, the program runs as nobody, who must be able to reach WORK_DIR: the
+// directories from weftd's data directory down to `root` get search permission for others (o+x:
+// names inside can be looked up, not listed; every file in them stays owner-only). The data
+// directory's own parents must let nobody through already.
+absl::Status CommandJob::LetTheCommandUserReach(const std::string& root) const {
+  if (::geteuid() != 0 || l_.private_dir.empty()) return absl::OkStatus();
+  if (root.rfind(l_.private_dir + "/", 0) != 0) return absl::OkStatus();
+  std::string dir = l_.private_dir;
+  std::string_view rest = std::string_view(root).substr(dir.size());
+  for (;;) {
+    struct stat st {};
+    if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return Errno(dir);
+    if ((st.st_mode & S_IXOTH) == 0 && ::chmod(dir.c_str(), (st.st_mode & 07777) | S_IXOTH) != 0) {
+      return Errno(absl::StrCat("chmod o+x ", dir));
+    }
+    if (rest.empty()) return absl::OkStatus();
+    const size_t next = rest.find('/', 1);
+    dir += std::string(rest.substr(0, next));
+    rest = next == std::string_view::npos ? std::string_view() : rest.substr(next);
+  }
+}
+
+absl::Status CommandJob::CopyResumeCheckpoint() {
+  // The newest committed checkpoint, copied where the program (as its own user) can read it.
+  for (const std::string& path : reporter_.ResumeFrom()) {
+    int in = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (in < 0) {
+      spdlog::warn("cannot open checkpoint {}: {}", path, std::strerror(errno));
+      continue;
+    }
+    const std::string dest = absl::StrCat(l_.work_dir, "/", kChannelDir, "/resume.pt");
+    absl::StatusOr<int64_t> n = CopyDurably(in, dest, kMaxCommandFileBytes, CommandUser().first);
+    ::close(in);
+    if (!n.ok()) return n.status();
+    resume_path_ = dest;
+    spdlog::info("resuming from checkpoint {} ({} bytes): WEFT_RESUME_FROM={}", path, *n, dest);
+    return absl::OkStatus();
+  }
+  return absl::OkStatus();
+}
+
+std::vector<std::string> CommandJob::ProgramEnvironment() const {
+  namespace e = learner_env;
+  std::vector<std::string> env = {
+      "PATH=/usr/local/bin:/usr/bin:/bin",
+      absl::StrCat("HOME=", l_.work_dir),
+      "LANG=C.UTF-8",
+      "TMPDIR=/tmp",
+      "PYTHONUNBUFFERED=1",
+      absl::StrCat(e::kJobId, "=", l_.job_id),
+      absl::StrCat(e::kAttempt, "=", l_.attempt),
+      absl::StrCat(e::kRank, "=", l_.rank),
+      absl::StrCat(e::kLocalRank, "=", l_.rank),
+      absl::StrCat(e::kWorldSize, "=", l_.world_size),
+      absl::StrCat(e::kLearnerId, "=", l_.rank + 1),
+      absl::StrCat(e::kNumLearners, "=", l_.world_size),
+      absl::StrCat(e::kThreads, "=", l_.threads),
+      absl::StrCat(e::kWorkDir, "=", l_.work_dir),
+      absl::StrCat("WEFT_METRICS_FILE=", l_.work_dir, "/", kChannelDir, "/metrics.jsonl"),
+  };
+  if (!l_.rendezvous_host.empty()) {
+    env.push_back(absl::StrCat(e::kMasterAddr, "=", l_.rendezvous_host));
+    env.push_back(absl::StrCat(e::kMasterPort, "=", l_.rendezvous_port));
+    // The gang's network in the sandbox has loopback only; say so to Gloo, which otherwise
+    // warns that the sandbox's host name does not resolve.
+    if (sandbox_) env.push_back("GLOO_SOCKET_IFNAME=lo");
+  }
+  if (!l_.data_dir.empty()) {
+    env.push_back(absl::StrCat(e::kDataDir, "=", l_.data_dir));
+    env.push_back(absl::StrCat(e::kDataFormat, "=", l_.data_format));
+  }
+  if (!resume_path_.empty()) env.push_back(absl::StrCat("WEFT_RESUME_FROM=", resume_path_));
+  if (spec_.targets.deliver) {
+    env.push_back(absl::StrCat("WEFT_TARGET_DELIVER=", *spec_.targets.deliver));
+  }
+  if (spec_.targets.complete) {
+    env.push_back(absl::StrCat("WEFT_TARGET_COMPLETE=", *spec_.targets.complete));
+  }
+  return env;
+}
+
+CommandProcessOptions CommandJob::ProcessOptions(std::vector<std::string> argv) const {
+  CommandProcessOptions po;
+  po.argv = std::move(argv);
+  po.env = ProgramEnvironment();
+  po.work_dir = l_.work_dir;
+  if (!l_.data_dir.empty()) po.read_only_dirs.push_back(l_.data_dir);
+  po.private_dir = l_.private_dir;
+  po.sandbox = sandbox_;
+  return po;
+}
+
+absl::StatusOr<std::unique_ptr<CommandProcess>> CommandJob::Start(CommandProcessOptions po) {
+  absl::StatusOr<std::unique_ptr<CommandProcess>> p = CommandProcess::Start(po);
+  if (p.ok() || !absl::IsFailedPrecondition(p.status()) || l_.sandbox_required) return p;
+  spdlog::warn("{}; running the command WITHOUT the sandbox (weftd --allow-unsandboxed-commands)",
+               p.status().message());
+  sandbox_ = false;
+  po.sandbox = false;
+  po.join_network_of = 0;
+  RETURN_IF_ERROR(LetTheCommandUserReach(std::filesystem::path(l_.work_dir).parent_path()));
+  return CommandProcess::Start(po);
+}
+
+absl::Status CommandJob::Unpack() {
+  const std::string archive = CodeArchivePath(l_.model_dir);
+  int in = ::open(archive.c_str(), O_RDONLY | O_CLOEXEC);
+  if (in < 0) return Errno(absl::StrCat("code: cannot open ", archive));
+  CommandProcessOptions po = ProcessOptions(
+      {"tar", "--extract", "--gzip", "--file=-", "--no-same-owner", "--no-same-permissions",
+       "--delay-directory-restore", "--warning=no-timestamp"});
+  po.stdin_fd = in;
+  absl::StatusOr<std::unique_ptr<CommandProcess>> tar = Start(po);
+  ::close(in);
+  if (!tar.ok()) return tar.status();
+  const int status = (*tar)->Wait();
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("code: the artifact '", spec_.code, "' does not unpack as a .tar.gz: tar ",
+                     DescribeWaitStatus(status), " (its message is above in this log)"));
+  }
+  spdlog::info("unpacked the code artifact '{}' into {}{}", spec_.code, l_.work_dir,
+               sandbox_ ? " (in the sandbox)" : "");
+  return absl::OkStatus();
+}
+
+// Rank 0's program makes the gang's network namespace; the others join it. Where rank 0 says
+// its pid is a file of weft-learner's own, outside every WORK_DIR.
+absl::StatusOr<pid_t> CommandJob::GangNetwork() {
+  if (l_.world_size <= 1 || l_.rank == 0 || !sandbox_) return 0;
+  const std::string root = std::filesystem::path(l_.work_dir).parent_path();
+  const std::string file = absl::StrCat(root, "/network-", l_.attempt, ".pid");
+  const auto deadline = SystemClock::Get().NowMs() + o_.rendezvous_timeout_ms;
+  while (SystemClock::Get().NowMs() < deadline && !StopRequested()) {
+    if (absl::StatusOr<std::string> text = ReadFile(file); text.ok()) {
+      int pid = 0;
+      if (absl::SimpleAtoi(*text, &pid) && pid > 1) return pid;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(kPollMs));
+  }
+  return absl::UnavailableError("rank 0's program did not start in time");
+}
+
+void CommandJob::ReadEvents() {
+  if (events_fd_ == kEventsRefused) return;
+  if (events_fd_ < 0) {
+    events_fd_ =
+        OpenBeneath(work_fd_, absl::StrCat(kChannelDir, "/metrics.jsonl"), O_RDONLY | O_NONBLOCK);
+    struct stat st {};
+    if (events_fd_ >= 0 && (::fstat(events_fd_, &st) != 0 || !S_ISREG(st.st_mode))) {
+      spdlog::warn("WEFT_METRICS_FILE is not a regular file; ignored");
+      ::close(events_fd_);
+      events_fd_ = kEventsRefused;
+    }
+    if (events_fd_ < 0) return;
+  }
+  char buf[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(events_fd_, buf, sizeof buf);
+    if (n <= 0) break;
+    events_partial_.append(buf, static_cast<size_t>(n));
+    size_t start = 0;
+    for (size_t nl; (nl = events_partial_.find('\n', start)) != std::string::npos; start = nl + 1) {
+      const absl::string_view line(events_partial_.data() + start, nl - start);
+      ++event_lines_;
+      if (line.empty()) continue;
+      absl::StatusOr<CommandEvent> e = ParseCommandEvent(line, l_.work_dir);
+      if (!e.ok()) {
+        spdlog::warn("WEFT_METRICS_FILE line {} skipped: {}", event_lines_, e.status().message());
+        continue;
+      }
+      OnEvent(*e);
+    }
+    events_partial_.erase(0, start);
+    if (events_partial_.size() > kMaxCommandEventBytes) {
+      spdlog::warn("WEFT_METRICS_FILE line {} skipped: longer than {} bytes", event_lines_ + 1,
+                   kMaxCommandEventBytes);
+      events_partial_.clear();  // the rest of that line then fails to parse: skipped too
+    }
+  }
+}
+
+void CommandJob::OnEvent(const CommandEvent& e) {
+  progress_.step = e.step;
+  progress_.epoch = e.epoch;
+  if (e.epochs_total) progress_.epochs_total = *e.epochs_total;
+  if (e.steps_total) progress_.steps_total = *e.steps_total;
+  if (e.samples) progress_.samples = *e.samples;
+  if (e.test_accuracy) {
+    best_ = std::max(best_, *e.test_accuracy);
+    if (spec_.targets.complete && *e.test_accuracy >= *spec_.targets.complete && !complete_met_) {
+      complete_met_ = *e.test_accuracy;
+    }
+  }
+  absl::Status s;
+  if (e.kind == CommandEvent::Kind::kCheckpoint) s = OnCheckpoint(e);
+  if (e.kind == CommandEvent::Kind::kModel) s = OnModel(e);
+  if (!s.ok()) spdlog::warn("{}", s.message());
+  if (l_.rank != 0 || (!e.train_loss && !e.test_accuracy)) {
+    reporter_.ReportProgress(progress_);
+    return;
+  }
+  MetricSample m;
+  m.step = e.step;
+  m.epoch = e.epoch;
+  m.wall_time_ms = SystemClock::Get().NowMs();
+  m.train_loss = e.train_loss.value_or(0);
+  m.samples_per_s = e.samples_per_s.value_or(0);
+  m.test_accuracy = e.test_accuracy;
+  m.test_loss = e.test_loss;
+  reporter_.Report(m, progress_);
+}
+
+absl::Status CommandJob::OnCheckpoint(const CommandEvent& e) {
+  if (l_.rank != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "checkpoint '", e.path, "' ignored: rank 0 commits the job's checkpoints and models"));
+  }
+  int in = OpenBeneath(work_fd_, e.path, O_RDONLY | O_NONBLOCK);
+  if (in < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("checkpoint '", e.path, "' cannot be read: ", std::strerror(errno)));
+  }
+  RETURN_IF_ERROR(MakeDirs(l_.checkpoint_dir));
+  const std::string dest = CheckpointPath(l_.checkpoint_dir, e.step);
+  absl::StatusOr<int64_t> bytes = CopyDurably(in, dest, kMaxCommandFileBytes);
+  ::close(in);
+  if (!bytes.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("checkpoint '", e.path, "' not committed: it ", bytes.status().message()));
+  }
+  RETURN_IF_ERROR(reporter_.CommitCheckpoint(dest, e.epoch, e.step, *bytes));
+  spdlog::info("checkpoint at step {} committed: {} ({} bytes, from {})", e.step, dest, *bytes,
+               e.path);
+  return absl::OkStatus();
+}
+
+absl::Status CommandJob::OnModel(const CommandEvent& e) {
+  if (l_.rank != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model '", e.path, "' ignored: rank 0 commits the job's checkpoints and models"));
+  }
+  int in = OpenBeneath(work_fd_, e.path, O_RDONLY | O_NONBLOCK);
+  if (in < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model '", e.path, "' cannot be read: ", std::strerror(errno)));
+  }
+  // The final model is the last one announced before the program exits 0: keep a copy now, as
+  // the program may overwrite its file later.
+  absl::Status s = MakeDirs(ModelDir(l_.result_dir, kFinalModel));
+  absl::StatusOr<int64_t> bytes =
+      s.ok() ? CopyDurably(in, CandidatePath(), kMaxCommandFileBytes) : s;
+  ::close(in);
+  if (!bytes.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model '", e.path, "' not kept: it ", bytes.status().message()));
+  }
+  candidate_ = e;
+  const std::optional<double>& deliver = spec_.targets.deliver;
+  if (!deliver || delivered_ || *e.test_accuracy < *deliver) return absl::OkStatus();
+  spdlog::info("deliver target met: test_accuracy {:.4f} >= {}", *e.test_accuracy, *deliver);
+  RETURN_IF_ERROR(MakeDirs(ModelDir(l_.result_dir, kDeliveredModel)));
+  const std::string dest = ModelPath(l_.result_dir, kDeliveredModel);
+  int candidate = ::open(CandidatePath().c_str(), O_RDONLY | O_CLOEXEC);
+  if (candidate < 0) return Errno("open the model's copy");
+  bytes = CopyDurably(candidate, dest, kMaxCommandFileBytes);
+  ::close(candidate);
+  if (!bytes.ok()) return bytes.status();
+  RETURN_IF_ERROR(CommitModel(kDeliveredModel, dest, e, *bytes));
+  delivered_ = true;
+  return absl::OkStatus();
+}
+
+absl::Status CommandJob::CommitModel(const std::string& kind, const std::string& model_path,
+                                     const CommandEvent& e, int64_t bytes) {
+  const std::string card_path = ModelCardPath(l_.result_dir, kind);
+  nlohmann::json card = {
+      {"job_id", l_.job_id},
+      {"kind", kind},
+      {"architecture", "command"},
+      {"command", spec_.command},
+      {"format", "the file the job's program saved (TorchScript when it used torch.jit.save)"},
+      {"epoch", e.epoch},
+      {"step", e.step},
+      {"metrics", {{"test_accuracy", *e.test_accuracy}, {"best_test_accuracy", best_}}},
+      {"manifest_digest", SpecDigest(spec_)},
+      {"spec", SpecToJson(spec_)},
+      {"created_at", FormatTimeMs(SystemClock::Get().NowMs())},
+      {"bytes", bytes},
+  };
+  RETURN_IF_ERROR(WriteFileAtomic(card_path, card.dump(2) + "\n"));
+  spdlog::info("{} model written: {} ({} bytes, test_accuracy {:.4f})", kind, model_path, bytes,
+               *e.test_accuracy);
+  return reporter_.CommitModel(
+      {kind, model_path, card_path, *e.test_accuracy, e.epoch, e.step, bytes});
+}
+
+std::optional<int> CommandJob::Supervise(CommandProcess& p) {
+  int64_t kill_at_ms = 0;
+  for (;;) {
+    ReadEvents();
+    if (std::optional<int> status = p.Poll()) {
+      ReadEvents();  // what it wrote last
+      if (kill_at_ms != 0) return std::nullopt;
+      return status;
+    }
+    const TimeMs now = SystemClock::Get().NowMs();
+    if (kill_at_ms == 0 && StopRequested()) {
+      spdlog::info("stopping the program (SIGTERM; SIGKILL in {} ms)", kStopGraceMs);
+      p.Terminate();
+      kill_at_ms = now + kStopGraceMs;
+    }
+    if (kill_at_ms != 0 && now >= kill_at_ms) {
+      spdlog::warn("the program did not stop in {} ms; killing it", kStopGraceMs);
+      p.Kill();
+      p.Wait();
+      return std::nullopt;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(kPollMs));
+  }
+}
+
+absl::StatusOr<LoopResult> CommandJob::Finish(int status) {
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    return absl::UnavailableError(absl::StrCat("the command ", DescribeWaitStatus(status)));
+  }
+  LoopResult result;
+  result.succeeded = true;
+  result.best_test_accuracy = best_;
+  if (l_.rank != 0) {
+    result.reason = absl::StrFormat("rank %d of %d: the command exited 0", l_.rank, l_.world_size);
+    return result;
+  }
+  if (!candidate_) {
+    return absl::InvalidArgumentError(
+        "the program exited 0 without announcing a model (weft_job.save_model): a job hands "
+        "back a final model");
+  }
+  const std::string dest = ModelPath(l_.result_dir, kFinalModel);
+  if (::rename(CandidatePath().c_str(), dest.c_str()) != 0) return Errno("rename final model");
+  absl::StatusOr<int64_t> bytes = FileSize(dest);
+  if (!bytes.ok()) return bytes.status();
+  RETURN_IF_ERROR(CommitModel(kFinalModel, dest, *candidate_, *bytes));
+  result.final_test_accuracy = *candidate_->test_accuracy;
+  if (complete_met_) {
+    result.reason = absl::StrFormat("target met: test_accuracy %.4f >= %g", *complete_met_,
+                                    *spec_.targets.complete);
+  } else {
+    result.reason = absl::StrFormat("the command exited 0; best test_accuracy %.4f", best_);
+  }
+  return result;
+}
+
+absl::StatusOr<LoopResult> CommandJob::Run() {
+  spdlog::info("command job: {}", absl::StrJoin(spec_.command, " "));
+  RETURN_IF_ERROR(PrepareWorkDir());
+  RETURN_IF_ERROR(Unpack());
+  ASSIGN_OR_RETURN(pid_t network, GangNetwork());
+  if (StopRequested()) return LoopResult{false, true, "stopped on request", 0, 0, -1};
+  CommandProcessOptions po = ProcessOptions(spec_.command);
+  po.join_network_of = network;
+  ASSIGN_OR_RETURN(std::unique_ptr<CommandProcess> program, Start(po));
+  spdlog::info("started the program, pid {}{}", program->program_pid(),
+               sandbox_ ? " (in the sandbox)" : " (not sandboxed)");
+  if (sandbox_ && l_.world_size > 1 && l_.rank == 0) {
+    const std::string root = std::filesystem::path(l_.work_dir).parent_path();
+    RETURN_IF_ERROR(WriteFileAtomic(absl::StrCat(root, "/network-", l_.attempt, ".pid"),
+                                    absl::StrCat(program->program_pid())));
+  }
+  std::optional<int> status = Supervise(*program);
+  if (!status) return LoopResult{false, true, "stopped on request", best_, 0, -1};
+  spdlog::info("the program {}", DescribeWaitStatus(*status));
+  return Finish(*status);
+}
+
+}  // namespace
+
+absl::StatusOr<LoopResult> RunCommandJob(const LoopOptions& options, Reporter& reporter) {
+  CommandJob job(options, reporter);
+  return job.Run();
+}
+
+}  // namespace weft::train
