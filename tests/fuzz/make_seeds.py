@@ -27,6 +27,10 @@ put("manifest", "cnn.json", '{"name": "c", "model": {"architecture": "cnn"}, '
 put("manifest", "bad-types.yaml", "name: [1]\nmodel: 3\ntraining: {epochs: -1, lr: x}\n")
 put("manifest", "anchors.yaml", "a: &a {architecture: mlp}\nname: x\nmodel: *a\n")
 put("manifest", "utf8.yaml", "name: caf\xc3\xa9\ndescription: \"\\u001b[2J\"\n")
+put("manifest", "command.yaml",
+    "name: own-code\ncommand: [python3, train.py, --epochs, \"3\"]\ncode: fmnist-code\n"
+    "data: {dataset: fashion-mnist}\ntraining: {threads: 1}\nresources: {learners: 2}\n"
+    "targets: {deliver: 0.85}\ncheckpoint: {keep: 3}\n")
 
 # --- REST: token byte, method byte, path, newline, body
 TOKENS = {"none": 0, "admin": 1, "acme": 2, "globex": 3}
@@ -118,3 +122,14 @@ put("idx", "images", idx([3, 2, 2], bytes(range(12))))
 put("idx", "labels", idx([4], bytes([1, 2, 3, 9])))
 put("idx", "images.gz", gzip.compress(idx([2, 3], bytes(6))))
 put("idx", "truncated", idx([5, 28, 28], bytes(10)))
+
+
+# --- a command job's metrics lines (train/command_events.h)
+put("command_events", "metrics.json",
+    '{"step": 120, "epoch": 1, "train_loss": 0.41, "samples_per_s": 950.5, "samples": 7680, '
+    '"epochs_total": 3, "steps_total": 300}')
+put("command_events", "eval.json", '{"step": 120, "epoch": 1, "test_accuracy": 0.86, "test_loss": 0.4}')
+put("command_events", "checkpoint.json", '{"checkpoint": "ckpt/step-40.pt", "step": 40, "epoch": 0}')
+put("command_events", "model.json",
+    '{"model": "/data/jobs/job-1/work/rank-0/model.pt", "test_accuracy": 0.86, "step": 120}')
+put("command_events", "bad.json", '{"model": "../x", "test_accuracy": 1e400, "step": -1}')
