@@ -140,7 +140,7 @@ class CommandJob {
   bool sandbox_;
   int work_fd_ = -1;
   std::string resume_path_;  // the copy of the checkpoint to resume from, in WORK_DIR
-  // The metrics file: open once it exists, read from `events_offset_`.
+  // The metrics file: opened once it exists, then read on from where the last read stopped.
   int events_fd_ = -1;
   std::string events_partial_;
   int64_t event_lines_ = 0;
