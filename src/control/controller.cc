@@ -3,6 +3,7 @@
 #include "control/controller.h"
 
 #include <chrono>
+#include <filesystem>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
@@ -66,30 +67,37 @@ int Controller::WorldSize(const JobRecord& record) {
   return spec.ok() ? (*spec)->resources.learners : 1;
 }
 
-absl::StatusOr<std::string> Controller::ArtifactOfSpec(const JobSpec& spec,
-                                                       const std::string& tenant,
-                                                       std::vector<FieldError>* errors) {
-  if (spec.model.architecture != "torchscript" && !spec.IsCommandJob()) return std::string();
-  const bool command = spec.IsCommandJob();
-  const std::string field = command ? "code" : "model.torchscript";
-  const std::string& name = command ? spec.code : spec.model.torchscript;
-  absl::StatusOr<ArtifactRecord> a = options_.artifacts == nullptr
-                                         ? absl::NotFoundError("this weftd keeps no artifacts")
-                                         : options_.artifacts->Get(tenant, name);
-  if (!a.ok()) {
-    if (!absl::IsNotFound(a.status())) return a.status();
-    const std::string problem = absl::StrCat("no artifact '", name, "' (upload it first: weft ",
-                                             "artifact upload FILE --name ", name, ")");
-    errors->push_back({field, problem});
-    return absl::InvalidArgumentError(absl::StrCat(field, ": ", problem));
+absl::StatusOr<std::vector<Controller::JobInput>> Controller::InputsOfSpec(
+    const JobSpec& spec, const std::string& tenant, const std::string& id,
+    std::vector<FieldError>* errors) {
+  std::vector<JobInput> inputs;
+  const std::string model_dir = layout_.DefinitionDir(id);
+  if (spec.IsCommandJob()) inputs.push_back({"code", spec.code, CodeArchivePath(model_dir)});
+  if (spec.model.architecture == "torchscript") {
+    inputs.push_back({"model.torchscript", spec.model.torchscript, TorchScriptPath(model_dir)});
   }
-  return options_.artifacts->PathOf(*a);
+  if (!spec.data.artifact.empty()) {
+    inputs.push_back({"data.artifact", spec.data.artifact, TensorFilePath(layout_.DataDir(id))});
+  }
+  for (JobInput& input : inputs) {
+    const std::string name = input.from;
+    absl::StatusOr<ArtifactRecord> a = options_.artifacts == nullptr
+                                           ? absl::NotFoundError("this weftd keeps no artifacts")
+                                           : options_.artifacts->Get(tenant, name);
+    if (!a.ok()) {
+      if (!absl::IsNotFound(a.status())) return a.status();
+      const std::string problem = absl::StrCat("no artifact '", name, "' (upload it first: weft ",
+                                               "artifact upload FILE --name ", name, ")");
+      errors->push_back({input.field, problem});
+      return absl::InvalidArgumentError(absl::StrCat(input.field, ": ", problem));
+    }
+    input.from = options_.artifacts->PathOf(*a);
+  }
+  return inputs;
 }
 
-absl::StatusOr<JobRecord> Controller::Submit(const std::string& manifest, const std::string& tenant,
-                                             std::vector<FieldError>* errors) {
-  ASSIGN_OR_RETURN(JobSpec spec, ParseManifest(manifest, errors));
-  RETURN_IF_ERROR(CheckResourceFit(spec, errors));
+absl::Status Controller::CheckDataOfSpec(const JobSpec& spec, const std::string& tenant,
+                                         std::vector<FieldError>* errors) {
   if (!spec.data.path.empty()) {
     const std::string problem =
         "is no longer accepted: name a data set the admin registered with data.dataset "
@@ -97,17 +105,38 @@ absl::StatusOr<JobRecord> Controller::Submit(const std::string& manifest, const 
     errors->push_back({"data.path", problem});
     return absl::InvalidArgumentError(absl::StrCat("data.path: ", problem));
   }
-  if (!spec.data.dataset.empty()) {  // a command job may read no data set
-    absl::StatusOr<DatasetRecord> d = ResolveDataset(store_, spec.data.dataset, tenant);
-    if (!d.ok()) {
-      if (!absl::IsNotFound(d.status())) return d.status();
-      errors->push_back({"data.dataset", std::string(d.status().message())});
-      return absl::InvalidArgumentError(absl::StrCat("data.dataset: ", d.status().message()));
+  if (spec.data.dataset.empty()) return absl::OkStatus();  // data.artifact, or none at all
+  absl::StatusOr<DatasetRecord> d = ResolveDataset(store_, spec.data.dataset, tenant);
+  if (d.ok() || !absl::IsNotFound(d.status())) return d.status();
+  errors->push_back({"data.dataset", std::string(d.status().message())});
+  return absl::InvalidArgumentError(absl::StrCat("data.dataset: ", d.status().message()));
+}
+
+absl::Status Controller::LinkInputs(const std::vector<JobInput>& inputs,
+                                    std::vector<FieldError>* errors) {
+  for (const JobInput& input : inputs) {
+    RETURN_IF_ERROR(env_.MakeDirs(std::filesystem::path(input.to).parent_path().string()));
+    absl::Status s = LinkOrCopyFile(env_, input.from, input.to);
+    if (absl::IsNotFound(s)) {  // deleted since it was looked up
+      errors->push_back({input.field, "the artifact was deleted meanwhile"});
+      return absl::InvalidArgumentError(
+          absl::StrCat(input.field, ": the artifact was deleted meanwhile"));
     }
+    RETURN_IF_ERROR(s);
   }
-  // The tenant's TorchScript model or code archive, linked into the job below.
-  ASSIGN_OR_RETURN(const std::string definition, ArtifactOfSpec(spec, tenant, errors));
-  const char* definition_field = spec.IsCommandJob() ? "code" : "model.torchscript";
+  return absl::OkStatus();
+}
+
+absl::StatusOr<JobRecord> Controller::Submit(const std::string& manifest, const std::string& tenant,
+                                             std::vector<FieldError>* errors) {
+  ASSIGN_OR_RETURN(JobSpec spec, ParseManifest(manifest, errors));
+  RETURN_IF_ERROR(CheckResourceFit(spec, errors));
+  RETURN_IF_ERROR(CheckDataOfSpec(spec, tenant, errors));
+  JobRecord r;
+  TimeMs now = clock_.NowMs();
+  r.id = NewJobId(now);
+  // The tenant's TorchScript model or code archive, and data set, linked into the job below.
+  ASSIGN_OR_RETURN(const std::vector<JobInput> inputs, InputsOfSpec(spec, tenant, r.id, errors));
   scheduler::JobRequest request;
   request.learners = spec.resources.learners;
   request.per_learner = {spec.resources.cpus, spec.resources.memory_mb, spec.resources.gpus};
@@ -116,9 +145,6 @@ absl::StatusOr<JobRecord> Controller::Submit(const std::string& manifest, const 
     errors->push_back({"resources", std::string(fits.message())});
     return absl::InvalidArgumentError(absl::StrCat("resources: ", fits.message()));
   }
-  JobRecord r;
-  TimeMs now = clock_.NowMs();
-  r.id = NewJobId(now);
   r.tenant = tenant;
   r.name = spec.name;
   r.state = JobState::kQueued;
@@ -128,22 +154,11 @@ absl::StatusOr<JobRecord> Controller::Submit(const std::string& manifest, const 
   r.created_ms = now;
   r.updated_ms = now;
   r.progress.epochs_total = spec.training.epochs;
-  // Files first: a job in the store always has its directory and spec. When any step fails,
-  // nothing of the job stays.
+  // Files first: a job in the store always has its directory, spec and inputs. When any step
+  // fails, nothing of the job stays.
   absl::Status s = env_.MakeDirs(layout_.LogDir(r.id));
   if (s.ok()) s = WriteFileAtomic(env_, layout_.SpecPath(r.id), r.spec_json + "\n");
-  // The job keeps the content it was submitted with, whatever becomes of the artifact's name.
-  if (s.ok() && !definition.empty()) s = env_.MakeDirs(layout_.DefinitionDir(r.id));
-  if (s.ok() && !definition.empty()) {
-    const std::string dir = layout_.DefinitionDir(r.id);
-    s = LinkOrCopyFile(env_, definition,
-                       spec.IsCommandJob() ? CodeArchivePath(dir) : TorchScriptPath(dir));
-    if (absl::IsNotFound(s)) {  // deleted since it was looked up
-      errors->push_back({definition_field, "the artifact was deleted meanwhile"});
-      s = absl::InvalidArgumentError(
-          absl::StrCat(definition_field, ": the artifact was deleted meanwhile"));
-    }
-  }
+  if (s.ok()) s = LinkInputs(inputs, errors);
   if (s.ok()) {
     specs_.Put(r.id, std::move(spec));
     absl::MutexLock lock(&mu_);

@@ -135,11 +135,27 @@ class Controller : public LearnerEvents {
                   const std::string& reason) override;
 
  private:
-  // The file of the artifact `spec` names (model.torchscript, or a command job's code) for
-  // `tenant`, "" if it names none. InvalidArgument with `errors` filled when the tenant has no
-  // such artifact; errors from the store.
-  absl::StatusOr<std::string> ArtifactOfSpec(const JobSpec& spec, const std::string& tenant,
-                                             std::vector<FieldError>* errors);
+  // One of a tenant's artifacts that a job keeps: linked at submission from `from` (the
+  // artifact store) to `to` (inside the job's directory), for the manifest's `field`.
+  struct JobInput {
+    std::string field;
+    std::string from;
+    std::string to;
+  };
+  // The artifacts `spec` names for `tenant` (model.torchscript or a command job's code, and
+  // data.artifact), each with where job `id` keeps it. InvalidArgument with `errors` filled when
+  // the tenant has no such artifact; errors from the store.
+  absl::StatusOr<std::vector<JobInput>> InputsOfSpec(const JobSpec& spec, const std::string& tenant,
+                                                     const std::string& id,
+                                                     std::vector<FieldError>* errors);
+  // Refuses data.path, and a data.dataset that `tenant` may not use (InvalidArgument naming the
+  // field, with `errors` filled); errors from the store.
+  absl::Status CheckDataOfSpec(const JobSpec& spec, const std::string& tenant,
+                               std::vector<FieldError>* errors);
+  // Links each of `inputs` into its job (the job keeps the content it was submitted with,
+  // whatever becomes of the artifact's name). InvalidArgument naming the field when an artifact
+  // was deleted meanwhile; errors of the file system.
+  absl::Status LinkInputs(const std::vector<JobInput>& inputs, std::vector<FieldError>* errors);
   // --- controller.cc ---
   absl::Status TransitionLocked(JobRecord& record, JobState to, const std::string& reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -166,8 +182,9 @@ class Controller : public LearnerEvents {
   LearnerLaunch LaunchFor(const JobRecord& record, const JobSpec& spec, int rank,
                           const std::pair<std::string, int>& rendezvous = {},
                           const DatasetRecord& data = {}) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The data set the job's learners read: the one it names, if the tenant may still use it, or
-  // for a spec stored before data sets were registered its data.path (format idx). NotFound
+  // The data set the job's learners read: the one it names, if the tenant may still use it, its
+  // own (data.artifact: the job's DataDir, format tensors), or for a spec stored before data sets
+  // were registered its data.path (format idx). NotFound
   // (starting "data.dataset: ") when the data set is gone or no longer granted.
   absl::StatusOr<DatasetRecord> DataSetLocked(const JobRecord& record, const JobSpec& spec)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

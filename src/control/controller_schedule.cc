@@ -67,6 +67,10 @@ void Controller::PreemptLocked(JobRecord r) {
 }
 
 absl::StatusOr<DatasetRecord> Controller::DataSetLocked(const JobRecord& r, const JobSpec& spec) {
+  if (!spec.data.artifact.empty()) {  // linked into the job at submission
+    return DatasetRecord{
+        spec.data.artifact, layout_.DataDir(r.id), "tensors", false, {r.tenant}, 0};
+  }
   if (spec.data.dataset.empty()) return DatasetRecord{};  // a command job that reads none
   if (!spec.data.path.empty()) {                          // checked when it was submitted
     return DatasetRecord{spec.data.dataset, spec.data.path, "idx", false, {r.tenant}, 0};

@@ -189,11 +189,26 @@ void ReadModel(FieldReader& r, const YAML::Node& n, JobSpec* spec) {
 
 void ReadData(FieldReader& r, const YAML::Node& n, JobSpec* spec) {
   if (!n) return;
-  if (!r.Mapping(n, "data", {"dataset", "path", "train_samples", "test_samples"})) return;
+  if (!r.Mapping(n, "data", {"dataset", "artifact", "path", "train_samples", "test_samples"})) {
+    return;
+  }
   r.String(n, "data", "dataset", &spec->data.dataset);
   if (n["dataset"] && n["dataset"].IsScalar()) {
     if (absl::Status s = CheckArtifactName(spec->data.dataset); !s.ok()) {
       r.Error("data.dataset", std::string(s.message()));
+    }
+  }
+  if (n["artifact"]) {
+    if (n["dataset"]) {
+      r.Error("data.artifact", "give data.dataset or data.artifact, not both");
+    }
+    spec->data.dataset.clear();
+    r.String(n, "data", "artifact", &spec->data.artifact);
+    if (n["artifact"].IsScalar()) {
+      if (absl::Status s = CheckArtifactName(spec->data.artifact); !s.ok()) {
+        r.Error("data.artifact",
+                absl::StrCat("names an artifact (weft artifact upload): ", s.message()));
+      }
     }
   }
   r.String(n, "data", "path", &spec->data.path);
@@ -357,8 +372,10 @@ void ReadCommandJobFields(FieldReader& r, const YAML::Node& doc, JobSpec* spec) 
   if (doc["model"]) r.Error("model", "does not apply to a command job: your program is the model");
   spec->data.dataset.clear();
   if (YAML::Node d = doc["data"]) {
-    if (r.Mapping(d, "data", {"dataset"})) {
-      if (!d["dataset"]) r.Error("data.dataset", "is required when data is given");
+    if (r.Mapping(d, "data", {"dataset", "artifact"})) {
+      if (!d["dataset"] && !d["artifact"]) {
+        r.Error("data", "names data.dataset or data.artifact when it is given");
+      }
       ReadData(r, d, spec);
     }
   }

@@ -32,6 +32,11 @@ struct DataSpec {
   // A data set the admin registered (weft dataset add; DatasetRecord), by name (the rule of
   // CheckArtifactName). weftd resolves it to a directory when the job's learners start.
   std::string dataset = "fashion-mnist";
+  // Or the tenant's own small data set: the name of an artifact (weft artifact upload) holding a
+  // tensor file (format tensors: torch.save of {"train_x", "train_y", "test_x", "test_y"}).
+  // weftd links it into the job's data directory at submission (job/layout.h). Giving it clears
+  // dataset; giving both is an error.
+  std::string artifact;
   // A host directory of IDX files: only in specs stored before data sets were registered, whose
   // jobs still run from it. The parser reads it so those specs load; Controller::Submit refuses
   // a new manifest that names it.

@@ -23,6 +23,8 @@ std::string JobLayout::LogPath(const std::string& id, int rank) const {
 
 std::string JobLayout::DefinitionDir(const std::string& id) const { return JobDir(id) + "/model"; }
 
+std::string JobLayout::DataDir(const std::string& id) const { return JobDir(id) + "/data"; }
+
 std::string JobLayout::WorkRoot(const std::string& id) const { return JobDir(id) + "/work"; }
 
 std::string TorchScriptPath(const std::string& definition_dir) {
@@ -31,6 +33,7 @@ std::string TorchScriptPath(const std::string& definition_dir) {
 std::string CodeArchivePath(const std::string& definition_dir) {
   return definition_dir + "/code.tar.gz";
 }
+std::string TensorFilePath(const std::string& data_dir) { return data_dir + "/data.pt"; }
 std::string WorkDir(const std::string& work_root, int rank) {
   return absl::StrCat(work_root, "/rank-", rank);
 }

@@ -10,6 +10,8 @@
 //   <data_dir>/jobs/<id>/model/model.torchscript.pt    a tenant's TorchScript model, linked from
 //                                                      its artifact at submission (MODEL_DIR)
 //   <data_dir>/jobs/<id>/model/code.tar.gz             a command job's code, likewise
+//   <data_dir>/jobs/<id>/data/data.pt                  a tenant's own data set (a tensor file),
+//                                                      linked from its artifact at submission
 //   <data_dir>/jobs/<id>/work/rank-<rank>/             a command job's working directory, made
 //                                                      afresh for each attempt (WORK_DIR)
 #pragma once
@@ -38,6 +40,8 @@ class JobLayout {
   std::string LogPath(const std::string& id, int rank) const;
   // The tenant's model definition (MODEL_DIR).
   std::string DefinitionDir(const std::string& id) const;
+  // The tenant's own data set (data.artifact), in format tensors: the job's DATA_DIR.
+  std::string DataDir(const std::string& id) const;
   // Where a command job's learners work, each in WorkDir(WorkRoot(id), rank).
   std::string WorkRoot(const std::string& id) const;
 
@@ -53,6 +57,8 @@ std::string ModelPath(const std::string& result_dir, std::string_view kind);
 std::string ModelCardPath(const std::string& result_dir, std::string_view kind);
 std::string TorchScriptPath(const std::string& definition_dir);
 std::string CodeArchivePath(const std::string& definition_dir);
+// The one file of a data set in format tensors (train/dataset.h).
+std::string TensorFilePath(const std::string& data_dir);
 std::string WorkDir(const std::string& work_root, int rank);
 
 }  // namespace weft

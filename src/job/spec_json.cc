@@ -35,6 +35,7 @@ nlohmann::json SpecToJson(const JobSpec& s) {
     j["command"] = s.command;
     j["code"] = s.code;
     if (!s.data.dataset.empty()) j["data"]["dataset"] = s.data.dataset;
+    if (!s.data.artifact.empty()) j["data"]["artifact"] = s.data.artifact;
     if (s.training.threads > 0) j["training"]["threads"] = s.training.threads;
     j["checkpoint"] = {{"keep", s.checkpoint.keep}};
     CommonToJson(s, &j);
@@ -43,9 +44,9 @@ nlohmann::json SpecToJson(const JobSpec& s) {
   j["model"]["architecture"] = s.model.architecture;
   if (s.model.architecture == "mlp") j["model"]["hidden_units"] = s.model.hidden_units;
   if (s.model.architecture == "torchscript") j["model"]["torchscript"] = s.model.torchscript;
-  j["data"] = {{"dataset", s.data.dataset},
-               {"train_samples", s.data.train_samples},
-               {"test_samples", s.data.test_samples}};
+  j["data"] = {{"train_samples", s.data.train_samples}, {"test_samples", s.data.test_samples}};
+  if (s.data.artifact.empty()) j["data"]["dataset"] = s.data.dataset;
+  if (!s.data.artifact.empty()) j["data"]["artifact"] = s.data.artifact;
   if (!s.data.path.empty()) j["data"]["path"] = s.data.path;
   j["training"] = {{"epochs", s.training.epochs},
                    {"batch_size", s.training.batch_size},

@@ -48,6 +48,25 @@ int OpenBeneath(int dir_fd, const std::string& rel, int flags, mode_t mode = 0) 
   return static_cast<int>(::syscall(SYS_openat2, dir_fd, rel.c_str(), &how, sizeof how));
 }
 
+// The file the program announced as its `what` ("checkpoint" or "model"), `rel` in WORK_DIR
+// (OpenBeneath). InvalidArgument saying why when it cannot be read or is not a regular file of its
+// own (a hard link may name a file from elsewhere).
+absl::StatusOr<int> OpenAnnounced(int work_fd, const std::string& rel, const char* what) {
+  int fd = OpenBeneath(work_fd, rel, O_RDONLY | O_NONBLOCK);
+  if (fd < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " '", rel, "' cannot be read: ", std::strerror(errno)));
+  }
+  struct stat st {};
+  std::string problem;
+  if (::fstat(fd, &st) != 0) problem = std::strerror(errno);
+  if (problem.empty() && !S_ISREG(st.st_mode)) problem = "it is not a regular file";
+  if (problem.empty() && st.st_nlink != 1) problem = "it has other hard links";
+  if (problem.empty()) return fd;
+  ::close(fd);
+  return absl::InvalidArgumentError(absl::StrCat(what, " '", rel, "' cannot be read: ", problem));
+}
+
 // Copies the regular file open at `in` to `dest` (via a temporary file, fsync'd, renamed, the
 // directory fsync'd), at most `max_bytes`. Returns the bytes copied.
 absl::StatusOr<int64_t> CopyDurably(int in, const std::string& dest, int64_t max_bytes,
@@ -55,7 +74,6 @@ absl::StatusOr<int64_t> CopyDurably(int in, const std::string& dest, int64_t max
   struct stat st {};
   if (::fstat(in, &st) != 0) return Errno("fstat");
   if (!S_ISREG(st.st_mode)) return absl::InvalidArgumentError("is not a regular file");
-  if (st.st_nlink != 1) return absl::InvalidArgumentError("has other hard links");
   if (st.st_size > max_bytes) {
     return absl::InvalidArgumentError(
         absl::StrCat("is ", st.st_size, " bytes; at most ", max_bytes));
@@ -112,6 +130,7 @@ class CommandJob {
   absl::Status PrepareWorkDir();
   absl::Status LetTheCommandUserReach(const std::string& root) const;
   absl::Status CopyResumeCheckpoint();
+  absl::Status CopyOwnDataSet();
   absl::Status Unpack();
   absl::StatusOr<pid_t> GangNetwork();
   std::vector<std::string> ProgramEnvironment() const;
@@ -140,6 +159,7 @@ class CommandJob {
   bool sandbox_;
   int work_fd_ = -1;
   std::string resume_path_;  // the copy of the checkpoint to resume from, in WORK_DIR
+  std::string data_dir_;     // DATA_DIR as the program sees it
   // The metrics file: opened once it exists, then read on from where the last read stopped.
   int events_fd_ = -1;
   std::string events_partial_;
@@ -168,7 +188,8 @@ absl::Status CommandJob::PrepareWorkDir() {
   if (::fchownat(work_fd_, kChannelDir, uid, gid, AT_SYMLINK_NOFOLLOW) != 0) {
     return Errno("chown WORK_DIR/.weft");
   }
-  return CopyResumeCheckpoint();
+  RETURN_IF_ERROR(CopyResumeCheckpoint());
+  return CopyOwnDataSet();
 }
 
 // Unsandboxed, as root, the program runs as nobody, who must be able to reach WORK_DIR: the
@@ -212,6 +233,29 @@ absl::Status CommandJob::CopyResumeCheckpoint() {
   return absl::OkStatus();
 }
 
+// A data set the admin registered is bound read-only where it is. The job's own (data.artifact)
+// lies in weftd's data directory, owner-only: it is copied to WORK_DIR/.weft/data for the
+// program's user, like the resume checkpoint.
+absl::Status CommandJob::CopyOwnDataSet() {
+  data_dir_ = l_.data_dir;
+  if (l_.data_dir.empty() || l_.private_dir.empty() ||
+      l_.data_dir.rfind(l_.private_dir + "/", 0) != 0) {
+    return absl::OkStatus();
+  }
+  const std::string dir = absl::StrCat(l_.work_dir, "/", kChannelDir, "/data");
+  if (::mkdir(dir.c_str(), 0700) != 0) return Errno(absl::StrCat("mkdir ", dir));
+  const auto [uid, gid] = CommandUser();
+  if (::chown(dir.c_str(), uid, gid) != 0) return Errno(absl::StrCat("chown ", dir));
+  const std::string from = TensorFilePath(l_.data_dir);
+  int in = ::open(from.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (in < 0) return Errno(absl::StrCat("cannot open the job's data set ", from));
+  absl::StatusOr<int64_t> n = CopyDurably(in, TensorFilePath(dir), kMaxCommandFileBytes, uid);
+  ::close(in);
+  if (!n.ok()) return n.status();
+  data_dir_ = dir;
+  return absl::OkStatus();
+}
+
 std::vector<std::string> CommandJob::ProgramEnvironment() const {
   namespace e = learner_env;
   std::vector<std::string> env = {
@@ -238,8 +282,8 @@ std::vector<std::string> CommandJob::ProgramEnvironment() const {
     // warns that the sandbox's host name does not resolve.
     if (sandbox_) env.push_back("GLOO_SOCKET_IFNAME=lo");
   }
-  if (!l_.data_dir.empty()) {
-    env.push_back(absl::StrCat(e::kDataDir, "=", l_.data_dir));
+  if (!data_dir_.empty()) {
+    env.push_back(absl::StrCat(e::kDataDir, "=", data_dir_));
     env.push_back(absl::StrCat(e::kDataFormat, "=", l_.data_format));
   }
   if (!resume_path_.empty()) env.push_back(absl::StrCat("WEFT_RESUME_FROM=", resume_path_));
@@ -257,7 +301,7 @@ CommandProcessOptions CommandJob::ProcessOptions(std::vector<std::string> argv) 
   po.argv = std::move(argv);
   po.env = ProgramEnvironment();
   po.work_dir = l_.work_dir;
-  if (!l_.data_dir.empty()) po.read_only_dirs.push_back(l_.data_dir);
+  if (!data_dir_.empty() && data_dir_ == l_.data_dir) po.read_only_dirs.push_back(data_dir_);
   po.private_dir = l_.private_dir;
   po.sandbox = sandbox_;
   return po;
@@ -389,11 +433,7 @@ absl::Status CommandJob::OnCheckpoint(const CommandEvent& e) {
     return absl::InvalidArgumentError(absl::StrCat(
         "checkpoint '", e.path, "' ignored: rank 0 commits the job's checkpoints and models"));
   }
-  int in = OpenBeneath(work_fd_, e.path, O_RDONLY | O_NONBLOCK);
-  if (in < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("checkpoint '", e.path, "' cannot be read: ", std::strerror(errno)));
-  }
+  ASSIGN_OR_RETURN(const int in, OpenAnnounced(work_fd_, e.path, "checkpoint"));
   RETURN_IF_ERROR(MakeDirs(l_.checkpoint_dir));
   const std::string dest = CheckpointPath(l_.checkpoint_dir, e.step);
   absl::StatusOr<int64_t> bytes = CopyDurably(in, dest, kMaxCommandFileBytes);
@@ -413,11 +453,7 @@ absl::Status CommandJob::OnModel(const CommandEvent& e) {
     return absl::InvalidArgumentError(absl::StrCat(
         "model '", e.path, "' ignored: rank 0 commits the job's checkpoints and models"));
   }
-  int in = OpenBeneath(work_fd_, e.path, O_RDONLY | O_NONBLOCK);
-  if (in < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("model '", e.path, "' cannot be read: ", std::strerror(errno)));
-  }
+  ASSIGN_OR_RETURN(const int in, OpenAnnounced(work_fd_, e.path, "model"));
   // The final model is the last one announced before the program exits 0: keep a copy now, as
   // the program may overwrite its file later.
   absl::Status s = MakeDirs(ModelDir(l_.result_dir, kFinalModel));

@@ -11,6 +11,7 @@
 #include "absl/strings/strip.h"
 #include "common/status_macros.h"
 #include "common/text.h"
+#include "job/layout.h"
 #include "train/idx.h"
 
 namespace weft::train {
@@ -96,7 +97,7 @@ absl::StatusOr<Dataset> LoadCsv(const std::string& dir, const std::string& split
 
 absl::StatusOr<Dataset> LoadTensors(const std::string& dir, const std::string& split,
                                     int64_t limit) {
-  const std::string path = absl::StrCat(dir, "/data.pt");
+  const std::string path = TensorFilePath(dir);
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat("data file not found: ", path));
   std::vector<char> bytes((std::istreambuf_iterator<char>(in)), {});

@@ -219,6 +219,9 @@ for path in ["/tmp/weft-escape-probe", os.path.join(data_dir, "escape"), "mine.t
         print("wrote", path, flush=True)
     except OSError as e:
         print("could not write", path, e, flush=True)
+# Its own data set (data.artifact), where DATA_DIR says.
+with open(os.path.join(os.environ["DATA_DIR"], "data.pt")) as f:
+    print("own data:", os.environ["WEFT_DATA_FORMAT"], f.read(), flush=True)
 # A job hands back a model: announce one by hand, as weft_job.save_model would.
 with open(os.environ["WEFT_METRICS_FILE"], "a") as f:
     f.write('{"model": "mine.txt", "test_accuracy": 0.5, "step": 1}\n')
@@ -227,7 +230,7 @@ with open(os.environ["WEFT_METRICS_FILE"], "a") as f:
   const std::string manifest =
       Write("probe.yaml", "name: probe\ncommand: [python3, probe.py, \"" + data_dir + "\", \"" +
                               other_dir + "\", \"" + std::to_string(weftd_->port()) +
-                              "\"]\ncode: probe-code\n");
+                              "\"]\ncode: probe-code\ndata: {artifact: probe-data}\n");
   // Another tenant cannot name this tenant's code (artifacts are per tenant).
   auto up = weftd_->Cli({"artifact", "upload", code, "--name", "probe-code"});
   ASSERT_EQ(up.exit_code, 0) << up.output;
@@ -235,7 +238,8 @@ with open(os.environ["WEFT_METRICS_FILE"], "a") as f:
   EXPECT_NE(refused.exit_code, 0);
   EXPECT_THAT(refused.output, HasSubstr("code: no artifact 'probe-code'"));
 
-  const std::string id = SubmitAs(weftd_->token(), manifest);
+  const std::string id = SubmitAs(weftd_->token(), manifest,
+                                  {"--upload", "probe-data=" + Write("data.pt", "0123456789")});
   const json done = WaitSettled(id, 120);
   EXPECT_EQ(done.value("state", ""), "COMPLETED") << done.dump(2);
   const std::string log = Log(id, 0);
@@ -245,6 +249,7 @@ with open(os.environ["WEFT_METRICS_FILE"], "a") as f:
     EXPECT_THAT(log, Not(HasSubstr(std::string("ALLOWED ") + what))) << log;
   }
   EXPECT_THAT(log, HasSubstr("wrote mine.txt"));
+  EXPECT_THAT(log, HasSubstr("own data: tensors 0123456789"));
   EXPECT_FALSE(std::filesystem::exists("/tmp/weft-escape-probe"));
   EXPECT_FALSE(std::filesystem::exists(data_dir + "/escape"));
   EXPECT_FALSE(std::filesystem::exists(data_dir + "/jobs/" + id + "/work/escape"));

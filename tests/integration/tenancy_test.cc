@@ -350,13 +350,9 @@ std::string BlobsCsv(int n, unsigned seed) {
   return csv.str();
 }
 
-TEST_F(TenancyTest, CsvAndTensorDataSetsTrainTheMlp) {
-  const std::string csv = dir_ + "/blobs-csv", pt = dir_ + "/blobs-pt";
-  std::filesystem::create_directories(csv);
-  std::filesystem::create_directories(pt);
-  std::ofstream(csv + "/train.csv") << BlobsCsv(400, 1);
-  std::ofstream(csv + "/test.csv") << BlobsCsv(100, 2);
-  // The tensor file as a PyTorch user writes it: torch.save of a dict (Debian's python3-torch).
+// A tensor file as a PyTorch user writes it: torch.save of a dict (Debian's python3-torch), four
+// classes of [2, 3, 3] samples around separated centres.
+void WriteBlobsTensorFile(const std::string& path) {
   auto py = testing::RunCommand(
       {"/usr/bin/python3", "-c",
        "import sys, torch\n"
@@ -367,9 +363,18 @@ TEST_F(TenancyTest, CsvAndTensorDataSetsTrainTheMlp) {
        "    return centers[y] + torch.randn(4 * n, 2, 3, 3, generator=g), y.to(torch.int32)\n"
        "tx, ty = split(300); vx, vy = split(50)\n"
        "torch.save({'train_x': tx, 'train_y': ty, 'test_x': vx, 'test_y': vy}, sys.argv[1])\n",
-       pt + "/data.pt"});
+       path});
   ASSERT_EQ(py.exit_code, 0) << "python3-torch (scripts/install-deps.sh installs it): "
                              << py.output;
+}
+
+TEST_F(TenancyTest, CsvAndTensorDataSetsTrainTheMlp) {
+  const std::string csv = dir_ + "/blobs-csv", pt = dir_ + "/blobs-pt";
+  std::filesystem::create_directories(csv);
+  std::filesystem::create_directories(pt);
+  std::ofstream(csv + "/train.csv") << BlobsCsv(400, 1);
+  std::ofstream(csv + "/test.csv") << BlobsCsv(100, 2);
+  WriteBlobsTensorFile(pt + "/data.pt");
   for (const auto& [name, dir, format] :
        {std::tuple<std::string, std::string, std::string>{"blobs-csv", csv, "csv"},
         {"blobs-pt", pt, "tensors"}}) {
@@ -402,6 +407,37 @@ TEST_F(TenancyTest, CsvAndTensorDataSetsTrainTheMlp) {
               HasSubstr("model.architecture: cnn takes 28×28 grey images [N, 1, 28, 28]; this "
                         "data set's samples are [N, 8]"));
   EXPECT_EQ(failed.value("attempt", -1), 1) << "a user error is not retried";
+}
+
+TEST_F(TenancyTest, ATenantsOwnDataSetIsAnUploadedTensorFileNoOtherTenantCanName) {
+  const std::string pt = dir_ + "/blobs.pt";
+  WriteBlobsTensorFile(pt);
+  const std::string team = NewTenant("own-data"), other = NewTenant("other");
+  const std::string manifest =
+      Manifest("own-data",
+               "model: {architecture: mlp, hidden_units: [32]}\n"
+               "data: {artifact: blobs}\ntraining: {epochs: 4, batch_size: 32, "
+               "threads: 1}\nresources: {cpus: 1, memory_mb: 512}\n");
+  auto submitted = weftd_->CliAs(team, {"submit", manifest, "--upload", "blobs=" + pt});
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.output;
+  std::smatch m;
+  const std::string out = submitted.output;
+  ASSERT_TRUE(std::regex_search(out, m, std::regex("job (job-[0-9a-z]+-[0-9a-z]+) submitted")));
+  const std::string id = m[1].str();
+  // Replacing the artifact afterwards does not change the submitted job's data.
+  std::ofstream(dir_ + "/garbage.pt") << "not a tensor file";
+  auto replaced =
+      weftd_->CliAs(team, {"artifact", "upload", dir_ + "/garbage.pt", "--name", "blobs"});
+  ASSERT_EQ(replaced.exit_code, 0) << replaced.output;
+  json done = WaitFor(team, id, "COMPLETED", 180);
+  EXPECT_GE(done["models"]["final"]["test_accuracy"].get<double>(), 0.9) << done.dump(2);
+  auto log = weftd_->CliAs(team, {"logs", id});
+  EXPECT_THAT(log.output, HasSubstr("of shape [2, 3, 3], 4 classes (tensors)")) << log.output;
+
+  // Another tenant naming it is refused at submission, the field named.
+  auto refused = weftd_->CliAs(other, {"submit", manifest});
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_THAT(refused.output, HasSubstr("data.artifact: no artifact 'blobs'")) << refused.output;
 }
 
 TEST_F(TenancyTest, TheAdminTokenRotates) {

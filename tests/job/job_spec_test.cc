@@ -71,6 +71,10 @@ std::vector<BadCase> BadCases() {
        "absolute"},
       {"dataset with a slash", std::string(kGood) + "data: {dataset: ../etc}\n", "data.dataset",
        "must not start with '.' or '-'"},
+      {"dataset and artifact", std::string(kGood) + "data: {dataset: a, artifact: b}\n",
+       "data.artifact", "give data.dataset or data.artifact, not both"},
+      {"data artifact as a path", std::string(kGood) + "data: {artifact: /etc/passwd}\n",
+       "data.artifact", "names an artifact (weft artifact upload): has '/' at byte 0"},
       {"negative subset", std::string(kGood) + "data: {train_samples: -5}\n", "data.train_samples",
        "non-negative"},
       {"zero cpus", std::string(kGood) + "resources: {cpus: 0}\n", "resources.cpus", "(0, 1024]"},
@@ -225,6 +229,9 @@ INSTANTIATE_TEST_SUITE_P(
                       "example:fashion-mnist-mlp-smoke.yaml",
                       "example:fashion-mnist-cnn-2-learners.yaml",
                       "name: own\nmodel: {torchscript: net.pt}\ntraining: {epochs: 1}\n",
+                      "name: own-data\nmodel: {architecture: mlp}\ndata: {artifact: blobs.pt, "
+                      "train_samples: 100}\ntraining: {epochs: 1}\n",
+                      "name: c\ncommand: [./run]\ncode: c\ndata: {artifact: d}\n",
                       "name: s\nmodel: {architecture: mlp}\ntraining: {epochs: 1, optimizer: sgd, "
                       "momentum: 0.8, learning_rate: 0.05, weight_decay: 0.0001, seed: 7}\n"
                       "resources: {cpus: 0.5, memory_mb: 512}\n"));
@@ -340,6 +347,16 @@ checkpoint: {keep: 3}
   EXPECT_EQ(*ParseManifest(SpecToJson(*bare).dump()), *bare);
 }
 
+TEST(JobSpecTest, ATenantsOwnDataSetReplacesTheDefault) {
+  auto spec = ParseManifest(std::string(kGood) + "data: {artifact: blobs.pt}\n");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->data.artifact, "blobs.pt");
+  EXPECT_EQ(spec->data.dataset, "") << "not fashion-mnist: the artifact is the data set";
+  const nlohmann::json j = SpecToJson(*spec);
+  EXPECT_EQ(j["data"].value("artifact", ""), "blobs.pt");
+  EXPECT_FALSE(j["data"].contains("dataset")) << j.dump();
+}
+
 TEST(JobSpecTest, ACommandJobsMistakesNameTheField) {
   const std::pair<std::string, std::string> cases[] = {
       {"name: x\ncommand: [python3]\n", "code: is required with command"},
@@ -353,6 +370,8 @@ TEST(JobSpecTest, ACommandJobsMistakesNameTheField) {
        "model: does not apply to a command job"},
       {"name: x\ncommand: [a]\ncode: c\ntraining: {epochs: 3}\n", "training.epochs: unknown field"},
       {"name: x\ncommand: [a]\ncode: c\ndata: {path: /x}\n", "data.path: unknown field"},
+      {"name: x\ncommand: [a]\ncode: c\ndata: {}\n",
+       "data: names data.dataset or data.artifact when it is given"},
       {"name: x\ncommand: [a]\ncode: c\ncheckpoint: {every_steps: 5}\n",
        "checkpoint.every_steps: does not apply to a command job"},
       {"name: x\nmodel: {architecture: cnn}\ntraining: {epochs: 1}\ncode: c\n",
