@@ -13,6 +13,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "job/job_spec.h"
 
 namespace weft::api {
 
@@ -36,6 +37,17 @@ void SendError(httplib::Response& res, int status, const std::string& message,
                         {"message", message}};
   if (!details.is_null()) err["details"] = details;
   SendJson(res, status, {{"error", err}});
+}
+
+std::optional<std::string> NameInPath(const httplib::Request& req, httplib::Response& res,
+                                      const std::string& what) {
+  const std::string name = req.matches[1];
+  if (absl::Status s = CheckArtifactName(name); !s.ok()) {
+    SendError(res, 400, absl::StrCat("invalid ", what, " name"),
+              nlohmann::json::array({{{"field", "name"}, {"problem", std::string(s.message())}}}));
+    return std::nullopt;
+  }
+  return name;
 }
 
 void SendStatus(httplib::Response& res, const absl::Status& s) {

@@ -50,6 +50,12 @@ absl::Status SendFile(httplib::Response& res, const std::string& path,
 // empty at its end or when it cannot be opened or read.
 std::string ReadFileChunk(const std::string& path, int64_t offset);
 
+// The {name} the route's pattern captured, for `what` ("artifact", "data set"), checked by
+// CheckArtifactName's rule (job/job_spec.h); nullopt after answering 400 "invalid <what> name"
+// with details [{field: name, problem}] when it breaks the rule.
+std::optional<std::string> NameInPath(const httplib::Request& req, httplib::Response& res,
+                                      const std::string& what);
+
 // 404 "no job '<id>'": for a job that does not exist and for another tenant's alike.
 void SendNoSuchJob(httplib::Response& res, const std::string& id);
 

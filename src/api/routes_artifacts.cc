@@ -34,17 +34,6 @@ void SendArtifactError(Response& res, const absl::Status& s) {
   SendStatus(res, s);
 }
 
-// The {name} of the path, checked: 400 naming it if it is not a valid artifact name.
-std::optional<std::string> PathName(const Request& req, Response& res) {
-  const std::string name = req.matches[1];
-  if (absl::Status s = CheckArtifactName(name); !s.ok()) {
-    SendError(res, 400, "invalid artifact name",
-              nlohmann::json::array({{{"field", "name"}, {"problem", std::string(s.message())}}}));
-    return std::nullopt;
-  }
-  return name;
-}
-
 void Upload(const Services& s, const Request& req, Response& res, const Caller& caller,
             const httplib::ContentReader& read) {
   auto drop = [&read] { read([](const char*, size_t) { return true; }); };
@@ -105,7 +94,7 @@ void List(const Services& s, const Request&, Response& res, const Caller& caller
 
 void Show(const Services& s, const Request& req, Response& res, const Caller& caller) {
   if (RefuseAdmin(caller, res)) return;
-  auto name = PathName(req, res);
+  auto name = NameInPath(req, res, "artifact");
   if (!name) return;
   auto a = s.artifacts->Get(caller.tenant, *name);
   if (!a.ok()) return SendStatus(res, a.status());
@@ -114,7 +103,7 @@ void Show(const Services& s, const Request& req, Response& res, const Caller& ca
 
 void Content(const Services& s, const Request& req, Response& res, const Caller& caller) {
   if (RefuseAdmin(caller, res)) return;
-  auto name = PathName(req, res);
+  auto name = NameInPath(req, res, "artifact");
   if (!name) return;
   auto a = s.artifacts->Get(caller.tenant, *name);
   if (!a.ok()) return SendStatus(res, a.status());
@@ -127,7 +116,7 @@ void Content(const Services& s, const Request& req, Response& res, const Caller&
 
 void Delete(const Services& s, const Request& req, Response& res, const Caller& caller) {
   if (RefuseAdmin(caller, res)) return;
-  auto name = PathName(req, res);
+  auto name = NameInPath(req, res, "artifact");
   if (!name) return;
   if (absl::Status st = s.artifacts->Delete(caller.tenant, *name); !st.ok()) {
     return SendStatus(res, st);

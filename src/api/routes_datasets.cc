@@ -108,7 +108,9 @@ void Register(const Services& s, const Request& req, Response& res, const Caller
 }
 
 void Show(const Services& s, const Request& req, Response& res, const Caller& caller) {
-  const std::string name = req.matches[1];
+  const std::optional<std::string> checked = NameInPath(req, res, "data set");
+  if (!checked) return;
+  const std::string& name = *checked;
   absl::StatusOr<DatasetRecord> d =
       caller.admin ? s.store.GetDataset(name) : ResolveDataset(s.store, name, caller.tenant);
   if (!d.ok()) return SendStatus(res, d.status());
@@ -117,7 +119,9 @@ void Show(const Services& s, const Request& req, Response& res, const Caller& ca
 
 void Delete(const Services& s, const Request& req, Response& res, const Caller& caller) {
   if (RefuseTenant(caller, res, "removing")) return;
-  const std::string name = req.matches[1];
+  const std::optional<std::string> checked = NameInPath(req, res, "data set");
+  if (!checked) return;
+  const std::string& name = *checked;
   if (absl::Status st = s.store.DeleteDataset(name); !st.ok()) return SendStatus(res, st);
   SendJson(res, 200, {{"name", name}, {"deleted", true}});
 }

@@ -97,6 +97,11 @@ TEST_F(ApiContractTest, EveryAnswerOnEveryRouteMatchesTheDocument) {
   Call(token, "DELETE", "/v1/datasets/scans", "", 403);
   Call(admin, "DELETE", "/v1/datasets/scans");
   Call(token, "GET", "/v1/datasets/scans", "", 404);
+  // A name no data set can have is a 400 naming it, not a 404.
+  const json bad_name = Call(admin, "GET", "/v1/datasets/-scans", "", 400);
+  EXPECT_EQ(bad_name["error"].value("message", ""), "invalid data set name");
+  EXPECT_EQ(bad_name["error"]["details"][0].value("problem", ""), "must not start with '.' or '-'");
+  Call(admin, "DELETE", "/v1/datasets/..", "", 400);
   // The tenant's side: a bad manifest, then a short job run to the end.
   Call(token, "POST", "/v1/jobs", "name: x\ntraining: {epochs: -1}\n", 400);
   const json job = Call(token, "POST", "/v1/jobs",
