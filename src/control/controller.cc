@@ -72,15 +72,16 @@ absl::StatusOr<std::vector<Controller::JobInput>> Controller::InputsOfSpec(
     std::vector<FieldError>* errors) {
   std::vector<JobInput> inputs;
   const std::string model_dir = layout_.DefinitionDir(id);
-  if (spec.IsCommandJob()) inputs.push_back({"code", spec.code, CodeArchivePath(model_dir)});
+  if (spec.IsCommandJob()) inputs.push_back({"code", spec.code, "", CodeArchivePath(model_dir)});
   if (spec.model.architecture == "torchscript") {
-    inputs.push_back({"model.torchscript", spec.model.torchscript, TorchScriptPath(model_dir)});
+    inputs.push_back({"model.torchscript", spec.model.torchscript, "", TorchScriptPath(model_dir)});
   }
   if (!spec.data.artifact.empty()) {
-    inputs.push_back({"data.artifact", spec.data.artifact, TensorFilePath(layout_.DataDir(id))});
+    inputs.push_back(
+        {"data.artifact", spec.data.artifact, "", TensorFilePath(layout_.DataDir(id))});
   }
   for (JobInput& input : inputs) {
-    const std::string name = input.from;
+    const std::string& name = input.artifact;
     absl::StatusOr<ArtifactRecord> a = options_.artifacts == nullptr
                                            ? absl::NotFoundError("this weftd keeps no artifacts")
                                            : options_.artifacts->Get(tenant, name);

@@ -138,8 +138,9 @@ class Controller : public LearnerEvents {
   // One of a tenant's artifacts that a job keeps: linked at submission from `from` (the
   // artifact store) to `to` (inside the job's directory), for the manifest's `field`.
   struct JobInput {
-    std::string field;
-    std::string from;
+    std::string field;     // e.g. "data.artifact"
+    std::string artifact;  // its name, as the manifest gives it
+    std::string from;      // the artifact's content file (Artifacts::PathOf)
     std::string to;
   };
   // The artifacts `spec` names for `tenant` (model.torchscript or a command job's code, and

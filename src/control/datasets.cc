@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/text.h"
+#include "job/layout.h"
 
 namespace weft {
 namespace {
@@ -30,7 +31,7 @@ std::string MissingFile(const std::string& dir, const std::string& format) {
   }
   const std::vector<std::string> files = format == "csv"
                                              ? std::vector<std::string>{"train.csv", "test.csv"}
-                                             : std::vector<std::string>{"data.pt"};
+                                             : std::vector<std::string>{kTensorFileName};
   for (const std::string& f : files) {
     if (!std::filesystem::is_regular_file(absl::StrCat(dir, "/", f), ec)) return f;
   }

@@ -18,8 +18,9 @@ struct ModelSpec {
   std::string architecture;       // "mlp" or "cnn"; "torchscript" for a tenant's own model
   std::vector<int> hidden_units;  // mlp only: widths of the hidden layers
   // torchscript only: the name of the tenant's artifact holding the module (a file from
-  // torch.jit.save) whose forward maps [N, 1, 28, 28] float32 to logits [N, 10]. weftd links it
-  // into the job's MODEL_DIR at submission (job/layout.h TorchScriptPath).
+  // torch.jit.save) whose forward maps a float32 batch shaped as the data set's samples ([N, 1,
+  // 28, 28] for IDX images, [N, F] for CSV) to logits [N, classes]. weftd links it into the job's
+  // MODEL_DIR at submission (job/layout.h TorchScriptPath).
   std::string torchscript;
 };
 

@@ -33,7 +33,9 @@ std::string TorchScriptPath(const std::string& definition_dir) {
 std::string CodeArchivePath(const std::string& definition_dir) {
   return definition_dir + "/code.tar.gz";
 }
-std::string TensorFilePath(const std::string& data_dir) { return data_dir + "/data.pt"; }
+std::string TensorFilePath(const std::string& data_dir) {
+  return absl::StrCat(data_dir, "/", kTensorFileName);
+}
 std::string WorkDir(const std::string& work_root, int rank) {
   return absl::StrCat(work_root, "/rank-", rank);
 }

@@ -57,7 +57,8 @@ std::string ModelPath(const std::string& result_dir, std::string_view kind);
 std::string ModelCardPath(const std::string& result_dir, std::string_view kind);
 std::string TorchScriptPath(const std::string& definition_dir);
 std::string CodeArchivePath(const std::string& definition_dir);
-// The one file of a data set in format tensors (train/dataset.h).
+// The one file of a data set in format tensors (train/dataset.h), and its path in `data_dir`.
+inline constexpr char kTensorFileName[] = "data.pt";
 std::string TensorFilePath(const std::string& data_dir);
 std::string WorkDir(const std::string& work_root, int rank);
 

@@ -301,6 +301,7 @@ CommandProcessOptions CommandJob::ProcessOptions(std::vector<std::string> argv) 
   po.argv = std::move(argv);
   po.env = ProgramEnvironment();
   po.work_dir = l_.work_dir;
+  // A registered data set is bound read-only; the job's own lies in WORK_DIR (CopyOwnDataSet).
   if (!data_dir_.empty() && data_dir_ == l_.data_dir) po.read_only_dirs.push_back(data_dir_);
   po.private_dir = l_.private_dir;
   po.sandbox = sandbox_;
