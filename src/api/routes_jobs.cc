@@ -162,7 +162,8 @@ void Model(const Services& s, const Request& req, Response& res, const Caller& c
 // Streams the log from the start until the job settles, polling the file every 300 ms.
 void FollowLog(const Services& s, const std::string& id, const std::string& path,
                const Caller& caller, Response& res) {
-  // The lease lives in the content provider, which the server drops when the stream ends.
+  // The lease lives in the content provider: released when the job settles, or when the server
+  // drops the provider because the client went away.
   std::shared_ptr<StreamLimiter::Lease> lease;
   if (s.streams != nullptr && !caller.admin) {
     lease = s.streams->Acquire(caller.tenant);
@@ -174,24 +175,32 @@ void FollowLog(const Services& s, const std::string& id, const std::string& path
                                     "(--follow-streams-per-tenant); close one or retry later"));
     }
   }
-  auto offset = std::make_shared<int64_t>(0);
+  // Where the stream is in the file, and its place among the tenant's streams.
+  struct Follow {
+    int64_t offset = 0;
+    std::shared_ptr<StreamLimiter::Lease> lease;
+  };
+  auto follow = std::make_shared<Follow>(Follow{0, std::move(lease)});
   Store* store = &s.store;
-  res.set_chunked_content_provider(
-      "text/plain", [store, id, path, offset, lease](size_t, httplib::DataSink& sink) {
-        // At most kFileChunkBytes per call: a long log is never read whole into memory.
-        std::string chunk = ReadFileChunk(path, *offset);
-        if (!chunk.empty()) {
-          *offset += static_cast<int64_t>(chunk.size());
-          return sink.write(chunk.data(), chunk.size());
-        }
-        auto job = store->GetJob(id);
-        if (!job.ok() || IsSettled(job->state)) {
-          sink.done();
-          return true;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(300));
-        return sink.is_writable();
-      });
+  auto provider = [store, id, path, follow](size_t, httplib::DataSink& sink) {
+    // At most kFileChunkBytes per call: a long log is never read whole into memory.
+    std::string chunk = ReadFileChunk(path, follow->offset);
+    if (!chunk.empty()) {
+      follow->offset += static_cast<int64_t>(chunk.size());
+      return sink.write(chunk.data(), chunk.size());
+    }
+    auto job = store->GetJob(id);
+    if (!job.ok() || IsSettled(job->state)) {
+      // The place comes back before the client sees the end, so a stream opened right after
+      // this one ends is never refused for it.
+      follow->lease.reset();
+      sink.done();
+      return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    return sink.is_writable();
+  };
+  res.set_chunked_content_provider("text/plain", std::move(provider));
 }
 
 void Logs(const Services& s, const Request& req, Response& res, const Caller& caller) {
