@@ -16,8 +16,10 @@
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
+#include <map>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -157,15 +159,60 @@ bool ProcessAlive(pid_t pid) {
   return state != 'Z' && state != 'X';
 }
 
-// Resident anonymous memory of `pid` in bytes (RssAnon), or -1 if it cannot be read.
-int64_t ResidentAnonymousBytes(pid_t pid) {
-  auto status = ReadFile(absl::StrCat("/proc/", pid, "/status"));
-  if (!status.ok()) return -1;
-  size_t at = status->find("\nRssAnon:");
+// The value of "<field>: N kB" in `text`, in bytes, or -1.
+int64_t KibField(const std::string& text, const std::string& field) {
+  size_t at = text.find("\n" + field + ":");
   if (at == std::string::npos) return -1;
   int64_t kib = -1;
-  if (sscanf(status->c_str() + at, "\nRssAnon: %" SCNd64 " kB", &kib) != 1) return -1;
+  if (sscanf(text.c_str() + at + field.size() + 2, " %" SCNd64 " kB", &kib) != 1) return -1;
   return kib * 1024;
+}
+
+// Resident anonymous memory of `pid` in bytes, or -1 if it cannot be read. Alone, its RssAnon
+// (/proc/<pid>/status, cheap). In a tree of processes, its share of anonymous pages
+// (Pss_Anon, /proc/<pid>/smaps_rollup), so pages a fork shares with its parent (a data loader's
+// workers) count once across the tree, not once per process.
+int64_t ResidentAnonymousBytes(pid_t pid, bool proportional) {
+  if (proportional) {
+    auto rollup = ReadFile(absl::StrCat("/proc/", pid, "/smaps_rollup"));
+    const int64_t pss = rollup.ok() ? KibField("\n" + *rollup, "Pss_Anon") : -1;
+    if (pss >= 0) return pss;
+  }
+  auto status = ReadFile(absl::StrCat("/proc/", pid, "/status"));
+  return status.ok() ? KibField(*status, "RssAnon") : -1;
+}
+
+// Every process's children, from the parent pid in each /proc/<pid>/stat: one pass over /proc.
+std::multimap<pid_t, pid_t> ChildrenByParent() {
+  std::multimap<pid_t, pid_t> children;
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return children;
+  while (dirent* d = readdir(proc)) {
+    pid_t pid = 0;
+    if (!absl::SimpleAtoi(d->d_name, &pid)) continue;
+    auto stat = ReadFile(absl::StrCat("/proc/", pid, "/stat"));
+    if (!stat.ok()) continue;  // gone meanwhile
+    // "pid (comm) state ppid …"; comm may hold spaces and parentheses, so read after the last ')'.
+    size_t paren = stat->rfind(')');
+    char state = 0;
+    int ppid = 0;
+    if (paren != std::string::npos &&
+        sscanf(stat->c_str() + paren + 1, " %c %d", &state, &ppid) == 2) {
+      children.emplace(ppid, pid);
+    }
+  }
+  closedir(proc);
+  return children;
+}
+
+// `root` and every process descended from it, by `children`, root first.
+std::vector<pid_t> ProcessTree(pid_t root, const std::multimap<pid_t, pid_t>& children) {
+  std::vector<pid_t> tree = {root};
+  for (size_t i = 0; i < tree.size() && tree.size() < 100000; ++i) {
+    auto [from, to] = children.equal_range(tree[i]);
+    for (auto it = from; it != to; ++it) tree.push_back(it->second);
+  }
+  return tree;
 }
 
 // "3.1 GiB" at or above 1 GiB, else "700 MiB".
@@ -177,16 +224,23 @@ std::string MemorySize(int64_t bytes) {
 
 }  // namespace
 
-void LocalExecutor::EnforceMemoryLimit(Child& c) {
+void LocalExecutor::EnforceMemoryLimit(Child& c, const std::multimap<pid_t, pid_t>& children) {
   if (c.launch.memory_limit_mb <= 0 || !c.killed_for.empty()) return;
-  const int64_t used = ResidentAnonymousBytes(c.pid);
+  // The learner and every process it started, wherever they went: a command job's program runs
+  // in its own process group inside the sandbox.
+  const std::vector<pid_t> tree = ProcessTree(c.pid, children);
+  int64_t used = 0;
+  for (pid_t pid : tree) {
+    used += std::max<int64_t>(ResidentAnonymousBytes(pid, tree.size() > 1), 0);
+  }
   const int64_t limit = c.launch.memory_limit_mb << 20;
   if (used <= limit) return;
   c.killed_for = absl::StrCat("out of memory: ", MemorySize(used), " used, ", MemorySize(limit),
                               " requested (resources.memory_mb)");
-  spdlog::warn("learner pid {} of job {} rank {}: {}; killing it", c.pid, c.launch.job_id,
-               c.launch.rank, c.killed_for);
+  spdlog::warn("learner pid {} of job {} rank {} ({} processes): {}; killing them", c.pid,
+               c.launch.job_id, c.launch.rank, tree.size(), c.killed_for);
   ::kill(-c.pid, SIGKILL);
+  for (pid_t pid : tree) ::kill(pid, SIGKILL);
 }
 
 bool LocalExecutor::Exited(const Child& c, LearnerExit* e) {
@@ -232,6 +286,12 @@ std::vector<LearnerExit> LocalExecutor::Reap() {
   absl::MutexLock lock(&mu_);
   std::vector<LearnerExit> exits;
   TimeMs now = clock_.NowMs();
+  // Read once per round, and only when some learner has a memory limit to check.
+  std::multimap<pid_t, pid_t> children;
+  if (std::any_of(children_.begin(), children_.end(),
+                  [](const Child& c) { return c.launch.memory_limit_mb > 0; })) {
+    children = ChildrenByParent();
+  }
   for (auto it = children_.begin(); it != children_.end();) {
     LearnerExit e;
     if (Exited(*it, &e)) {
@@ -241,7 +301,7 @@ std::vector<LearnerExit> LocalExecutor::Reap() {
       continue;
     }
     if (it->kill_at_ms != 0 && now >= it->kill_at_ms) ::kill(-it->pid, SIGKILL);
-    EnforceMemoryLimit(*it);
+    EnforceMemoryLimit(*it, children);
     ++it;
   }
   return exits;

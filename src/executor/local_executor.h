@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -24,9 +25,11 @@ class LocalExecutor : public Executor {
 
   // Starts the learner in its own process group and, when launch.cpuset is set, pins it there
   // with sched_setaffinity (a warning, not an error, where the host does not allow it). With
-  // launch.memory_limit_mb, every Reap() reads the learner's resident anonymous memory
-  // (RssAnon in /proc/<pid>/status: its heap and tensors, not the shared libraries it maps) and
-  // kills the learner's process group once that is over the limit; its exit then says so.
+  // launch.memory_limit_mb, every Reap() adds up the resident anonymous memory (heaps and
+  // tensors, not the shared libraries mapped: RssAnon of a lone learner, each process's Pss_Anon
+  // share in a tree) of the learner and every process descended from it (a command job's
+  // program included), and kills them all once that is over the limit; the learner's exit then
+  // says so.
   absl::StatusOr<int64_t> Start(const LearnerLaunch& launch) override;
   absl::Status Stop(const std::string& job_id, int64_t grace_ms) override;
   std::vector<LearnerExit> Reap() override;
@@ -50,8 +53,9 @@ class LocalExecutor : public Executor {
     bool adopted = false;    // started by an earlier weftd: not our child, no waitpid
     std::string killed_for;  // why the executor killed it (LearnerExit::killed_for)
   };
-  // Kills `c` if its memory is over its limit, noting why.
-  static void EnforceMemoryLimit(Child& c);
+  // Kills `c`'s process tree (found through `children`, ChildrenByParent) once its resident
+  // anonymous memory together is over the learner's limit.
+  static void EnforceMemoryLimit(Child& c, const std::multimap<pid_t, pid_t>& children);
   // True if `c` has exited (reaped or not). Fills `status` for our own children.
   static bool Exited(const Child& c, LearnerExit* exit);
 

@@ -82,6 +82,27 @@ TEST_F(LocalExecutorTest, ALearnerOverItsMemoryIsKilledAndTheExitSaysWhy) {
                                       "\\(resources.memory_mb\\)"));
 }
 
+TEST_F(LocalExecutorTest, MemoryOfTheLearnersChildrenCountsEvenInAnotherSession) {
+  // As a command job's program: a child in a session and process group of its own holds the
+  // memory, the learner itself almost none.
+  const std::string marker = dir_ + "/child-alive";
+  LocalExecutor ex(
+      Script("setsid sh -c 'x=$(head -c 200000000 /dev/zero | tr \"\\0\" a); "
+             "while true; do touch " +
+             marker + "; sleep 0.1; done' & wait"));
+  LearnerLaunch l = Launch();
+  l.memory_limit_mb = 64;
+  ASSERT_TRUE(ex.Start(l).ok());
+  auto exits = WaitForExit(ex);
+  ASSERT_EQ(exits.size(), 1u) << "not killed within 10 s";
+  EXPECT_THAT(exits[0].Describe(), ::testing::HasSubstr("out of memory"));
+  // The child went with it.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  std::filesystem::remove(marker);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_FALSE(std::filesystem::exists(marker)) << "the child in its own session still runs";
+}
+
 TEST_F(LocalExecutorTest, ALearnerWithinItsMemoryRunsToItsEnd) {
   LocalExecutor ex(Script("x=$(head -c 20000000 /dev/zero | tr '\\0' a); sleep 0.5; exit 0"));
   LearnerLaunch l = Launch();
