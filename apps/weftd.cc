@@ -112,6 +112,8 @@ struct Flags {
   int64_t max_store_bytes = 0;
   int64_t max_artifact_mb = 256;
   int64_t tenant_artifact_mb = 2048;
+  int64_t tenant_disk_quota_mb = 20480;
+  double disk_check_seconds = 10;
   std::string host;  // of --listen
   int port = 0;
 };
@@ -157,6 +159,16 @@ void AddFlags(CLI::App& app, Flags& f) {
                  "room each tenant's uploaded artifacts may take together, MiB; past it 413")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
+  app.add_option("--tenant-disk-quota-mb", f.tenant_disk_quota_mb,
+                 "disk a tenant's jobs' files and artifacts may take together, MiB, unless the "
+                 "admin set the tenant's own (disk_quota_mb); at it, submissions and uploads get "
+                 "507 and its active jobs are halted (0: no quota)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
+  app.add_option("--disk-check-seconds", f.disk_check_seconds,
+                 "how often the disk use of tenants with active jobs is measured")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 3600.0));
   app.add_flag("--allow-unsandboxed-commands", f.allow_unsandboxed_commands,
                "run a command job's program without the sandbox (bubblewrap) where it cannot be "
                "set up, instead of failing the job: the program then sees what this weftd's user "
@@ -300,6 +312,17 @@ int Fail(const absl::Status& s) {
   return absl::IsInvalidArgument(s) ? 2 : 1;
 }
 
+// Everything weftd and its learners create is their owner's alone: the store, secrets, specs,
+// logs, checkpoints and models of every tenant share one data directory on a shared host.
+// weftd's memory holds the learner key and, in passing, tokens: no core dump of it, and no other
+// process of its user may ptrace it or read its /proc files.
+void KeepToOwner() {
+  umask(077);
+  const rlimit no_core{0, 0};
+  setrlimit(RLIMIT_CORE, &no_core);
+  prctl(PR_SET_DUMPABLE, 0);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -308,14 +331,7 @@ int main(int argc, char** argv) {
   AddFlags(app, flags);
   CLI11_PARSE(app, argc, argv);
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ weftd: %v");
-  // Everything weftd and its learners create is their owner's alone: the store, secrets, specs,
-  // logs, checkpoints and models of every tenant share one data directory on a shared host.
-  umask(077);
-  // weftd's memory holds the learner key and, in passing, tokens: no core dump of it, and no
-  // other process of its user may ptrace it or read its /proc files.
-  const rlimit no_core{0, 0};
-  setrlimit(RLIMIT_CORE, &no_core);
-  prctl(PR_SET_DUMPABLE, 0);
+  KeepToOwner();
   if (auto s = CheckFlags(flags); !s.ok()) return Fail(s);
   std::vector<weft::scheduler::Node> nodes = {ThisHost()};
   std::map<std::string, std::vector<int>> cpusets;
@@ -351,6 +367,10 @@ int main(int argc, char** argv) {
   options.node_cpusets = cpusets;
   options.artifacts = &artifacts;
   options.allow_unsandboxed_commands = flags.allow_unsandboxed_commands;
+  weft::DiskQuota disk_quota(**store, weft::JobLayout(*data_dir), &artifacts,
+                             weft::SystemClock::Get(), {flags.tenant_disk_quota_mb});
+  options.disk_quota = &disk_quota;
+  options.disk_check_interval_ms = static_cast<int64_t>(flags.disk_check_seconds * 1000);
   weft::Controller controller(**store, executor, policy, weft::SystemClock::Get(), options, env);
   weft::CoordinatorService service(controller, controller.credentials(),
                                    static_cast<int>(options.heartbeat_interval_ms));

@@ -1,6 +1,8 @@
 // /v1/artifacts: the files a tenant uploads for its jobs (control/artifacts.h). Each tenant sees
 // only its own; another tenant's name is 404 as a missing one is. The admin token owns no
 // artifacts.
+#include <algorithm>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "api/routes.h"
@@ -51,6 +53,14 @@ void Upload(const Services& s, const Request& req, Response& res, const Caller& 
   if (req.has_header("Content-Length") &&
       !absl::SimpleAtoi(req.get_header_value("Content-Length"), &declared)) {
     declared = -1;
+  }
+  // The tenant's disk quota (jobs' files and artifacts together) before its own artifact limit.
+  if (DiskQuota* disk = s.controller.disk_quota(); disk != nullptr) {
+    if (absl::Status st = disk->CheckRoom(caller.tenant, std::max<int64_t>(declared, 0));
+        !st.ok()) {
+      drop();
+      return SendStatus(res, st);
+    }
   }
   auto upload = s.artifacts->Begin(caller.tenant, name, declared);
   if (!upload.ok()) {
@@ -121,6 +131,7 @@ void Delete(const Services& s, const Request& req, Response& res, const Caller& 
   if (absl::Status st = s.artifacts->Delete(caller.tenant, *name); !st.ok()) {
     return SendStatus(res, st);
   }
+  if (DiskQuota* disk = s.controller.disk_quota(); disk != nullptr) disk->Forget(caller.tenant);
   SendJson(res, 200, {{"name", *name}, {"deleted", true}});
 }
 

@@ -21,7 +21,19 @@ nlohmann::json TenantJson(const TenantRecord& t) {
                                             {"memory_mb", t.quota_memory_mb},
                                             {"gpus", t.quota_gpus}}
                            : nlohmann::json(nullptr);
+  j["disk_quota_mb"] = t.disk_quota_mb ? nlohmann::json(*t.disk_quota_mb) : nullptr;
   return j;
+}
+
+// The tenant's disk: its quota in effect and what its files take (control/disk_quota.h); null
+// when weftd enforces no disk quotas.
+nlohmann::json DiskJson(const Services& s, const TenantRecord& t) {
+  DiskQuota* disk = s.controller.disk_quota();
+  if (disk == nullptr) return nullptr;
+  auto used = disk->UsedBytes(t.name, /*max_age_ms=*/2000);
+  const int64_t quota = disk->QuotaBytes(t);
+  return {{"used_bytes", used.ok() ? nlohmann::json(*used) : nullptr},
+          {"quota_bytes", quota > 0 ? nlohmann::json(quota) : nullptr}};
 }
 
 using Problems = nlohmann::json;  // [{"field", "problem"}]
@@ -57,14 +69,15 @@ void ReadQuota(const nlohmann::json& q, TenantRecord* t, Problems* problems) {
   }
 }
 
-// Applies a tenant body ({"name", "quota": {"cpus", "memory_mb", "gpus"} | null, "weight"}) to
-// `t`, collecting problems by field. `creating` requires the name.
+// Applies a tenant body ({"name", "quota": {"cpus", "memory_mb", "gpus"} | null, "weight",
+// "disk_quota_mb": MiB | null}) to `t`, collecting problems by field. `creating` requires the
+// name.
 void ReadTenantBody(const nlohmann::json& body, bool creating, TenantRecord* t,
                     Problems* problems) {
   if (!body.is_object()) return Problem(problems, "(document)", "must be a JSON object");
   for (const auto& [k, v] : body.items()) {
-    if (k != "name" && k != "quota" && k != "weight") {
-      Problem(problems, FieldName(k), "unknown field; expected name, quota, weight");
+    if (k != "name" && k != "quota" && k != "weight" && k != "disk_quota_mb") {
+      Problem(problems, FieldName(k), "unknown field; expected name, quota, weight, disk_quota_mb");
     }
   }
   if (creating) {
@@ -85,6 +98,19 @@ void ReadTenantBody(const nlohmann::json& body, bool creating, TenantRecord* t,
     }
   }
   if (body.contains("quota")) ReadQuota(body["quota"], t, problems);
+  if (body.contains("disk_quota_mb")) {
+    const nlohmann::json& d = body["disk_quota_mb"];
+    if (d.is_null()) {
+      t->disk_quota_mb.reset();
+    } else if (d.is_number_integer() && d.get<int64_t>() >= 1 &&
+               d.get<int64_t>() <= (int64_t{1} << 30)) {
+      t->disk_quota_mb = d.get<int64_t>();
+    } else {
+      Problem(problems, "disk_quota_mb",
+              "must be an integer number of MiB in [1, 1073741824], or null for weftd's "
+              "--tenant-disk-quota-mb");
+    }
+  }
 }
 
 void ListTenants(const Services& s, const Request&, Response& res, const Caller&) {
@@ -98,6 +124,7 @@ void ListTenants(const Services& s, const Request&, Response& res, const Caller&
                   {"queued_jobs", u.shares.waiting_jobs},
                   {"dominant_share", u.shares.dominant_share},
                   {"fair_share", u.shares.fair_share}};
+    t["disk"] = DiskJson(s, u.tenant);
     list.push_back(t);
   }
   SendJson(res, 200, {{"tenants", list}});
@@ -118,7 +145,9 @@ void CreateTenant(const Services& s, const Request& req, Response& res, const Ca
 void ShowTenant(const Services& s, const Request& req, Response& res, const Caller&) {
   auto t = s.store.GetTenant(req.matches[1]);
   if (!t.ok()) return SendStatus(res, t.status());
-  SendJson(res, 200, TenantJson(*t));
+  nlohmann::json j = TenantJson(*t);
+  j["disk"] = DiskJson(s, *t);
+  SendJson(res, 200, j);
 }
 
 void UpdateTenant(const Services& s, const Request& req, Response& res, const Caller&) {

@@ -14,7 +14,25 @@
 namespace weft::cli {
 namespace {
 
-// "cpus=4,memory=8GiB,gpus=0" (memory in MiB unless suffixed MiB/M or GiB/G) -> quota JSON;
+// "512", "512MiB" or "8GiB" (MiB unless suffixed MiB/M/MB or GiB/G/GB) -> MiB; false if not.
+bool ParseMib(const std::string& text, int64_t* mib) {
+  int64_t mult = 1;
+  std::string num = text;
+  for (auto [suffix, m] : std::vector<std::pair<std::string, int64_t>>{
+           {"GiB", 1024}, {"G", 1024}, {"GB", 1024}, {"MiB", 1}, {"M", 1}, {"MB", 1}}) {
+    if (absl::EndsWith(num, suffix)) {
+      num.resize(num.size() - suffix.size());
+      mult = m;
+      break;
+    }
+  }
+  double v;
+  if (!absl::SimpleAtod(num, &v) || v < 0 || v * mult > 1e15) return false;
+  *mib = static_cast<int64_t>(v * mult);
+  return true;
+}
+
+// "cpus=4,memory=8GiB,gpus=0" (memory as ParseMib) -> quota JSON;
 // "none" -> null. Empty string and false on a bad spec, with `error` set.
 bool ParseQuota(const std::string& text, json* out, std::string* error) {
   if (text == "none") {
@@ -31,21 +49,9 @@ bool ParseQuota(const std::string& text, json* out, std::string* error) {
         return *error = "cpus must be a non-negative number", false;
       q["cpus"] = v;
     } else if (key == "memory" || key == "memory_mb") {
-      int64_t mult = 1;
-      std::string num = val;
-      for (auto [suffix, m] : std::vector<std::pair<std::string, int64_t>>{
-               {"GiB", 1024}, {"G", 1024}, {"GB", 1024}, {"MiB", 1}, {"M", 1}, {"MB", 1}}) {
-        if (absl::EndsWith(num, suffix)) {
-          num.resize(num.size() - suffix.size());
-          mult = m;
-          break;
-        }
-      }
-      double v;
-      if (!absl::SimpleAtod(num, &v) || v < 0) {
-        return *error = "memory must be like 512MiB or 8GiB", false;
-      }
-      q["memory_mb"] = static_cast<int64_t>(v * mult);
+      int64_t mib = 0;
+      if (!ParseMib(val, &mib)) return *error = "memory must be like 512MiB or 8GiB", false;
+      q["memory_mb"] = mib;
     } else if (key == "gpus") {
       int v;
       if (!absl::SimpleAtoi(val, &v) || v < 0)
@@ -60,6 +66,18 @@ bool ParseQuota(const std::string& text, json* out, std::string* error) {
   return true;
 }
 
+// The tenant's disk as "used/quota MiB" (the quota "-" when there is none), or "-" when weftd
+// enforces no disk quotas.
+std::string DiskText(const json& t) {
+  if (!t.contains("disk") || !t["disk"].is_object()) return "-";
+  const json& d = t["disk"];
+  auto mib = [](const json& v) {
+    return v.is_number() ? absl::StrFormat("%.0f", v.get<double>() / (1 << 20)) : "-";
+  };
+  return absl::StrCat(mib(d.value("used_bytes", json())), "/", mib(d.value("quota_bytes", json())),
+                      " MiB");
+}
+
 std::string QuotaText(const json& t) {
   if (!t.contains("quota") || t["quota"].is_null()) return "none";
   const json& q = t["quota"];
@@ -72,8 +90,8 @@ int Tenants(const Client& api, bool usage) {
   if (r.status != 200) return Fail(r);
   json j = r.Json();
   if (usage) {
-    std::cout << absl::StrFormat("%-16s %6s %8s %8s %10s %10s %10s\n", "TENANT", "WEIGHT",
-                                 "RUNNING", "QUEUED", "USED CPUS", "SHARE", "FAIR SHARE");
+    std::cout << absl::StrFormat("%-16s %6s %8s %8s %10s %10s %10s  %s\n", "TENANT", "WEIGHT",
+                                 "RUNNING", "QUEUED", "USED CPUS", "SHARE", "FAIR SHARE", "DISK");
   } else {
     std::cout << absl::StrFormat("%-16s %6s %-36s %s\n", "TENANT", "WEIGHT", "QUOTA", "CREATED");
   }
@@ -81,9 +99,10 @@ int Tenants(const Client& api, bool usage) {
     if (usage) {
       const json& u = t["usage"];
       std::cout << absl::StrFormat(
-          "%-16s %6g %8d %8d %10g %9.1f%% %9.1f%%\n", t.value("name", ""), t.value("weight", 1.0),
-          u.value("running_jobs", 0), u.value("queued_jobs", 0), u["used"].value("cpus", 0.0),
-          100 * u.value("dominant_share", 0.0), 100 * u.value("fair_share", 0.0));
+          "%-16s %6g %8d %8d %10g %9.1f%% %9.1f%%  %s\n", t.value("name", ""),
+          t.value("weight", 1.0), u.value("running_jobs", 0), u.value("queued_jobs", 0),
+          u["used"].value("cpus", 0.0), 100 * u.value("dominant_share", 0.0),
+          100 * u.value("fair_share", 0.0), DiskText(t));
     } else {
       std::cout << absl::StrFormat("%-16s %6g %-36s %s\n", t.value("name", ""),
                                    t.value("weight", 1.0), QuotaText(t), t.value("created", ""));
@@ -134,7 +153,7 @@ int Nodes(const Client& api) {
 
 // The values the tenant and token subcommands parse into.
 struct Args {
-  std::string name, quota, token_id;
+  std::string name, quota, disk_quota, token_id;
   double weight = 0;
 };
 
@@ -152,12 +171,26 @@ int PutTenant(const Client& api, const Args& a, bool creating) {
     body["quota"] = q;
   }
   if (a.weight != 0) body["weight"] = a.weight;
+  if (!a.disk_quota.empty()) {
+    int64_t mib = 0;
+    if (a.disk_quota == "default") {
+      body["disk_quota_mb"] = nullptr;
+    } else if (ParseMib(a.disk_quota, &mib) && mib >= 1) {
+      body["disk_quota_mb"] = mib;
+    } else {
+      std::cerr << "error: --disk-quota must be like 512MiB or 50GiB, or 'default'\n";
+      return 2;
+    }
+  }
   Reply r = creating ? api.Call("POST", "/v1/tenants", body.dump(), "application/json")
                      : api.Call("PATCH", "/v1/tenants/" + a.name, body.dump(), "application/json");
   if (r.status != 200 && r.status != 201) return Fail(r);
   json t = r.Json();
+  const json disk = t.value("disk_quota_mb", json());
   std::cout << (creating ? "created" : "updated") << " tenant " << t.value("name", "") << " (quota "
-            << QuotaText(t) << ", weight " << t.value("weight", 1.0) << ")\n";
+            << QuotaText(t) << ", weight " << t.value("weight", 1.0) << ", disk quota "
+            << (disk.is_number() ? absl::StrCat(disk.get<int64_t>(), " MiB") : "weftd's default")
+            << ")\n";
   return 0;
 }
 
@@ -202,15 +235,20 @@ void AddTenantCommands(CLI::App& app, Context& ctx, std::shared_ptr<Args> a) {
   create->add_option("NAME", a->name, "tenant name")->required();
   create->add_option("--quota", a->quota, "e.g. cpus=4,memory=8GiB,gpus=0 (default: no quota)");
   create->add_option("--weight", a->weight, "fair-share weight (default 1)");
+  create->add_option("--disk-quota", a->disk_quota,
+                     "disk its jobs' files and artifacts may take, e.g. 50GiB (default: weftd's "
+                     "--tenant-disk-quota-mb)");
   run(create, [](const Client& c, const Args& x) { return PutTenant(c, x, true); });
   run(tenant->add_subcommand("list", "list tenants with their quota and weight"),
       [](const Client& c, const Args&) { return Tenants(c, false); });
-  run(tenant->add_subcommand("usage", "each tenant's share of the cluster vs its fair share"),
+  run(tenant->add_subcommand("usage",
+                             "each tenant's share of the cluster vs its fair share, and its disk"),
       [](const Client& c, const Args&) { return Tenants(c, true); });
-  auto* update = tenant->add_subcommand("update", "change a tenant's quota or weight");
+  auto* update = tenant->add_subcommand("update", "change a tenant's quotas or weight");
   update->add_option("NAME", a->name, "tenant name")->required();
   update->add_option("--quota", a->quota, "e.g. cpus=8,memory=16GiB,gpus=0, or none");
   update->add_option("--weight", a->weight, "fair-share weight");
+  update->add_option("--disk-quota", a->disk_quota, "e.g. 50GiB, or default (weftd's)");
   run(update, [](const Client& c, const Args& x) { return PutTenant(c, x, false); });
   auto* remove = tenant->add_subcommand("delete", "delete a tenant (refused while it owns jobs)");
   remove->add_option("NAME", a->name, "tenant name")->required();

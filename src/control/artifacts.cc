@@ -3,19 +3,15 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "common/ids.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
+#include "control/disk_quota.h"
 
 namespace weft {
 namespace {
 
 constexpr char kUploadPrefix[] = ".upload-";
-
-std::string Mib(int64_t bytes) {
-  return absl::StrFormat("%.1f MiB", static_cast<double>(bytes) / (1 << 20));
-}
 
 // Tenant names are checked when the tenant is made (lower-case letters, digits, '-'); this only
 // guards the path derived from one.
@@ -46,7 +42,7 @@ Artifacts::Upload::~Upload() {
 absl::Status Artifacts::Upload::Append(std::string_view data) {
   if (!error_.ok()) return error_;
   if (bytes_ + static_cast<int64_t>(data.size()) > max_bytes_) {
-    error_ = absl::OutOfRangeError(absl::StrCat("the artifact is over the ", Mib(max_bytes_),
+    error_ = absl::OutOfRangeError(absl::StrCat("the artifact is over the ", FormatMib(max_bytes_),
                                                 " weftd accepts (weftd --max-artifact-mb)"));
     return error_;
   }
@@ -83,18 +79,18 @@ absl::StatusOr<std::unique_ptr<Artifacts::Upload>> Artifacts::Begin(const std::s
     return absl::InvalidArgumentError(absl::StrCat("artifact name ", s.message()));
   }
   if (declared_bytes > limits_.max_bytes) {
-    return absl::OutOfRangeError(absl::StrCat("the artifact (", Mib(declared_bytes),
-                                              ") is over the ", Mib(limits_.max_bytes),
+    return absl::OutOfRangeError(absl::StrCat("the artifact (", FormatMib(declared_bytes),
+                                              ") is over the ", FormatMib(limits_.max_bytes),
                                               " weftd accepts (weftd --max-artifact-mb)"));
   }
   if (declared_bytes > 0) {
     absl::MutexLock lock(&mu_);
     ASSIGN_OR_RETURN(int64_t used, BytesUsedLocked(tenant));
     if (used + declared_bytes > limits_.tenant_bytes) {
-      return absl::OutOfRangeError(
-          absl::StrCat("tenant '", tenant, "' has ", Mib(used), " of artifacts; ",
-                       Mib(declared_bytes), " more is over its ", Mib(limits_.tenant_bytes),
-                       " (weftd --tenant-artifact-mb); delete some first"));
+      return absl::OutOfRangeError(absl::StrCat(
+          "tenant '", tenant, "' has ", FormatMib(used), " of artifacts; ",
+          FormatMib(declared_bytes), " more is over its ", FormatMib(limits_.tenant_bytes),
+          " (weftd --tenant-artifact-mb); delete some first"));
     }
   }
   const std::string dir = TenantDir(tenant);
@@ -122,8 +118,8 @@ absl::StatusOr<Artifacts::Committed> Artifacts::Commit(std::unique_ptr<Upload> u
     // What the name pointed at is freed only if no other name keeps it; count it as still used.
     if (used + a.bytes > limits_.tenant_bytes) {
       return absl::OutOfRangeError(
-          absl::StrCat("tenant '", a.tenant, "' has ", Mib(used), " of artifacts; ", Mib(a.bytes),
-                       " more is over its ", Mib(limits_.tenant_bytes),
+          absl::StrCat("tenant '", a.tenant, "' has ", FormatMib(used), " of artifacts; ",
+                       FormatMib(a.bytes), " more is over its ", FormatMib(limits_.tenant_bytes),
                        " (weftd --tenant-artifact-mb); delete some first"));
     }
     RETURN_IF_ERROR(env_.RenameFile(u->tmp_, path));

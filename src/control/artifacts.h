@@ -97,6 +97,8 @@ class Artifacts {
   absl::StatusOr<int64_t> BytesUsed(const std::string& tenant);
   // Where the content of `artifact` lives.
   std::string PathOf(const ArtifactRecord& artifact) const;
+  // Where `tenant`'s contents live: <data_dir>/artifacts/<tenant>.
+  std::string TenantDir(const std::string& tenant) const;
   // Forgets the name; removes the content when no other name of the tenant points at it.
   absl::Status Delete(const std::string& tenant, const std::string& name);
   // Removes the directory of a tenant the store no longer has.
@@ -107,7 +109,6 @@ class Artifacts {
   absl::Status RemoveUnnamed();
 
  private:
-  std::string TenantDir(const std::string& tenant) const;
   absl::StatusOr<int64_t> BytesUsedLocked(const std::string& tenant)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Removes the content `sha256` of `tenant` if no name points at it any more.

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
@@ -133,6 +134,7 @@ absl::StatusOr<JobRecord> Controller::Submit(const std::string& manifest, const 
   ASSIGN_OR_RETURN(JobSpec spec, ParseManifest(manifest, errors));
   RETURN_IF_ERROR(CheckResourceFit(spec, errors));
   RETURN_IF_ERROR(CheckDataOfSpec(spec, tenant, errors));
+  if (options_.disk_quota != nullptr) RETURN_IF_ERROR(options_.disk_quota->CheckRoom(tenant, 0));
   JobRecord r;
   TimeMs now = clock_.NowMs();
   r.id = NewJobId(now);
@@ -176,6 +178,10 @@ absl::StatusOr<JobRecord> Controller::Submit(const std::string& manifest, const 
 
 absl::Status Controller::Halt(const std::string& id) {
   absl::MutexLock lock(&mu_);
+  return HaltLocked(id, "halted by user");
+}
+
+absl::Status Controller::HaltLocked(const std::string& id, const std::string& reason) {
   ASSIGN_OR_RETURN(JobRecord r, store_.GetJob(id));
   if (IsSettled(r.state)) {
     return absl::FailedPreconditionError(
@@ -187,13 +193,21 @@ absl::Status Controller::Halt(const std::string& id) {
   }
   bool had_learners = HoldsResources(r.state);
   r.learners.clear();
-  RETURN_IF_ERROR(TransitionLocked(r, JobState::kHalted, "halted by user"));
+  RETURN_IF_ERROR(TransitionLocked(r, JobState::kHalted, reason));
   view_.Forget(id);
   if (had_learners) RETURN_IF_ERROR(executor_.Stop(id, options_.stop_grace_ms));
   return absl::OkStatus();
 }
 
 absl::Status Controller::Resume(const std::string& id) {
+  if (options_.disk_quota != nullptr) {
+    // A tenant at its quota would only be halted again. Measured before the lock, and only for
+    // a job that can resume (for another the answer below says why not).
+    ASSIGN_OR_RETURN(JobRecord job, store_.GetJob(id));
+    if (job.state == JobState::kHalted) {
+      RETURN_IF_ERROR(options_.disk_quota->CheckRoom(job.tenant, 0));
+    }
+  }
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(JobRecord r, store_.GetJob(id));
   if (r.state != JobState::kHalted) {
@@ -205,9 +219,11 @@ absl::Status Controller::Resume(const std::string& id) {
 }
 
 absl::Status Controller::Delete(const std::string& id) {
+  std::string tenant;
   {
     absl::MutexLock lock(&mu_);
-    RETURN_IF_ERROR(store_.GetJob(id).status());
+    ASSIGN_OR_RETURN(JobRecord r, store_.GetJob(id));
+    tenant = r.tenant;
     RETURN_IF_ERROR(executor_.Stop(id, /*grace_ms=*/0));
     // Gone from the store first: from here no learner of it is accepted and no round sees it.
     RETURN_IF_ERROR(store_.DeleteJob(id));
@@ -221,6 +237,7 @@ absl::Status Controller::Delete(const std::string& id) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   RETURN_IF_ERROR(env_.RemoveAll(layout_.JobDir(id)));
+  if (options_.disk_quota != nullptr) options_.disk_quota->Forget(tenant);
   spdlog::info("job {} deleted", id);
   return absl::OkStatus();
 }
@@ -233,9 +250,14 @@ void Controller::SetCoordinatorAddress(const std::string& address) {
 void Controller::StartLoop() {
   loop_ = std::thread([this] {
     absl::MutexLock lock(&loop_mu_);
+    TimeMs disk_checked_ms = clock_.NowMs();
     while (!loop_stop_) {
       loop_mu_.Unlock();
       Tick();
+      if (clock_.NowMs() - disk_checked_ms >= options_.disk_check_interval_ms) {
+        EnforceDiskQuotas();
+        disk_checked_ms = clock_.NowMs();
+      }
       loop_mu_.Lock();
       loop_mu_.AwaitWithTimeout(absl::Condition(&loop_stop_),
                                 absl::Milliseconds(options_.schedule_interval_ms));
@@ -249,6 +271,33 @@ void Controller::StopLoop() {
     loop_stop_ = true;
   }
   if (loop_.joinable()) loop_.join();
+}
+
+void Controller::EnforceDiskQuotas() {
+  if (options_.disk_quota == nullptr) return;
+  absl::StatusOr<std::vector<JobRecord>> active = store_.ListActiveJobs();
+  std::set<std::string> tenants;
+  if (active.ok()) {
+    for (const JobRecord& j : *active) tenants.insert(j.tenant);
+  }
+  // Measured without the lock: walking a tenant's files must not hold up learners' heartbeats.
+  absl::StatusOr<std::vector<DiskQuota::Over>> over =
+      active.ok() ? options_.disk_quota->OverQuota({tenants.begin(), tenants.end()})
+                  : active.status();
+  if (!over.ok()) {
+    spdlog::warn("disk quotas not checked: {}", over.status().message());
+    return;
+  }
+  for (const DiskQuota::Over& o : *over) {
+    for (const JobRecord& j : *active) {
+      if (j.tenant != o.tenant) continue;
+      absl::MutexLock lock(&mu_);
+      // A job already settled, or between preemption and the queue, is left to the next check.
+      if (HaltLocked(j.id, absl::StrCat("halted: ", o.Reason())).ok()) {
+        spdlog::warn("job {} halted: {}", j.id, o.Reason());
+      }
+    }
+  }
 }
 
 void Controller::Tick() {

@@ -31,6 +31,7 @@
 #include "control/attempt_tracker.h"
 #include "control/cluster_view.h"
 #include "control/datasets.h"
+#include "control/disk_quota.h"
 #include "control/learner_credentials.h"
 #include "control/learner_events.h"
 #include "control/spec_cache.h"
@@ -61,6 +62,10 @@ struct ControllerOptions {
   // A command job whose program cannot be sandboxed runs without the sandbox (logged) instead
   // of failing: weftd --allow-unsandboxed-commands.
   bool allow_unsandboxed_commands = false;
+  // Tenants' disk quotas (borrowed; null: none enforced), and how often the loop checks the
+  // tenants with active jobs against theirs (EnforceDiskQuotas).
+  DiskQuota* disk_quota = nullptr;
+  int64_t disk_check_interval_ms = 10000;
 };
 
 class Controller : public LearnerEvents {
@@ -90,7 +95,7 @@ class Controller : public LearnerEvents {
   // Validates, stores and queues a manifest for `tenant`. InvalidArgument with `errors` filled
   // (field, problem) for a bad manifest, a data set or artifact the tenant has not got (404 and
   // refused look the same), a data.path (no longer accepted) or a request that can never fit;
-  // nothing is stored then.
+  // ResourceExhausted when the tenant is at its disk quota; nothing is stored then.
   absl::StatusOr<JobRecord> Submit(const std::string& manifest, const std::string& tenant,
                                    std::vector<FieldError>* errors);
 
@@ -100,13 +105,20 @@ class Controller : public LearnerEvents {
   absl::Status Halt(const std::string& id);
 
   // Puts a HALTED job back in the queue (RESUMING -> QUEUED); it continues from its latest
-  // checkpoint. NotFound; FailedPrecondition unless HALTED.
+  // checkpoint. NotFound; FailedPrecondition unless HALTED; ResourceExhausted when its tenant is
+  // at its disk quota.
   absl::Status Resume(const std::string& id);
 
   // Kills the job's learners and removes the job, its history, metrics, models and files.
   // Waits (without the lock, at most 2 s) for the learners to die before removing their files.
   // NotFound for an unknown job.
   absl::Status Delete(const std::string& id);
+
+  // Measures the disk use of every tenant with active jobs and halts the active jobs of those
+  // over their quota, each with a reason naming the usage and the quota (control/disk_quota.h).
+  // The loop runs it every disk_check_interval_ms, outside the round; nothing without a quota.
+  void EnforceDiskQuotas();
+  DiskQuota* disk_quota() const { return options_.disk_quota; }
 
   // One control round: reap learner exits, time out silent learners, schedule, start learners.
   void Tick();
@@ -158,6 +170,9 @@ class Controller : public LearnerEvents {
   // was deleted meanwhile; errors of the file system.
   absl::Status LinkInputs(const std::vector<JobInput>& inputs, std::vector<FieldError>* errors);
   // --- controller.cc ---
+  // Halt of job `id` with `reason` in its history.
+  absl::Status HaltLocked(const std::string& id, const std::string& reason)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status TransitionLocked(JobRecord& record, JobState to, const std::string& reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FailLocked(JobRecord& record, const std::string& reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -101,6 +101,9 @@ struct TenantRecord {
   int quota_gpus = 0;
   double weight = 1;
   TimeMs created_ms = 0;
+  // What the tenant's files may take on disk, MiB (control/disk_quota.h); none: weftd's
+  // --tenant-disk-quota-mb.
+  std::optional<int64_t> disk_quota_mb;
 };
 
 // A file a tenant uploaded for its jobs (POST /v1/artifacts): a TorchScript model, a code

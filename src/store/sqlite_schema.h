@@ -5,7 +5,7 @@
 
 namespace weft::sqlite {
 
-inline constexpr int kSchemaVersion = 7;
+inline constexpr int kSchemaVersion = 8;
 
 inline constexpr char kSchema[] = R"sql(
 CREATE TABLE IF NOT EXISTS jobs (
@@ -138,9 +138,14 @@ CREATE TABLE datasets (
 );
 )sql";
 
+// Version 8: a tenant's disk quota (NULL: weftd's default).
+inline constexpr char kSchemaV8[] = R"sql(
+ALTER TABLE tenants ADD COLUMN disk_quota_mb INTEGER;
+)sql";
+
 // Migration i (0-based) takes a store from version i to version i + 1.
 inline constexpr const char* kMigrations[] = {kSchema,   kSchemaV2, kSchemaV3, kSchemaV4,
-                                              kSchemaV5, kSchemaV6, kSchemaV7};
+                                              kSchemaV5, kSchemaV6, kSchemaV7, kSchemaV8};
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kSchemaVersion);
 
 }  // namespace weft::sqlite

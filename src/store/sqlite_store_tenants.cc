@@ -9,13 +9,13 @@ namespace weft {
 namespace {
 
 constexpr char kSelectTenants[] =
-    "SELECT name, has_quota, quota_cpus, quota_memory_mb, quota_gpus, weight, created_ms "
-    "FROM tenants";
+    "SELECT name, has_quota, quota_cpus, quota_memory_mb, quota_gpus, weight, created_ms, "
+    "disk_quota_mb FROM tenants";
 constexpr char kSelectTokens[] = "SELECT id, tenant, sha256, created_ms, revoked_ms FROM tokens";
 
 TenantRecord ReadTenant(sqlite::Stmt& s) {
-  return {s.Text(0), s.Int(1) != 0, s.Real(2), s.Int(3), static_cast<int>(s.Int(4)),
-          s.Real(5), s.Int(6)};
+  return {s.Text(0), s.Int(1) != 0, s.Real(2),  s.Int(3), static_cast<int>(s.Int(4)),
+          s.Real(5), s.Int(6),      s.OptInt(7)};
 }
 
 TokenRecord ReadToken(sqlite::Stmt& s) {
@@ -31,8 +31,9 @@ absl::Status SqliteStore::CreateTenant(const TenantRecord& t) {
   absl::StatusOr<int> n = sqlite::Execute(
       *stmts_, "create tenant",
       "INSERT INTO tenants (name, has_quota, quota_cpus, quota_memory_mb, quota_gpus, "
-      "weight, created_ms) VALUES (?1,?2,?3,?4,?5,?6,?7)",
-      t.name, t.has_quota, t.quota_cpus, t.quota_memory_mb, t.quota_gpus, t.weight, t.created_ms);
+      "weight, created_ms, disk_quota_mb) VALUES (?1,?2,?3,?4,?5,?6,?7,?8)",
+      t.name, t.has_quota, t.quota_cpus, t.quota_memory_mb, t.quota_gpus, t.weight, t.created_ms,
+      t.disk_quota_mb);
   if (absl::IsAlreadyExists(n.status())) {
     return absl::AlreadyExistsError(absl::StrCat("tenant '", t.name, "' already exists"));
   }
@@ -57,9 +58,10 @@ absl::Status SqliteStore::UpdateTenant(const TenantRecord& t) {
   ASSIGN_OR_RETURN(
       int n, sqlite::Execute(*stmts_, "update tenant",
                              "UPDATE tenants SET has_quota=?2, quota_cpus=?3, "
-                             "quota_memory_mb=?4, quota_gpus=?5, weight=?6 WHERE name=?1",
+                             "quota_memory_mb=?4, quota_gpus=?5, weight=?6, disk_quota_mb=?7 "
+                             "WHERE name=?1",
                              t.name, t.has_quota, t.quota_cpus, t.quota_memory_mb, t.quota_gpus,
-                             t.weight));
+                             t.weight, t.disk_quota_mb));
   if (n == 0) return absl::NotFoundError(NoTenant(t.name));
   return absl::OkStatus();
 }

@@ -103,7 +103,7 @@ class Store {
   virtual absl::Status CreateTenant(const TenantRecord& tenant) = 0;
   virtual absl::StatusOr<TenantRecord> GetTenant(const std::string& name) = 0;
   virtual absl::StatusOr<std::vector<TenantRecord>> ListTenants() = 0;  // by name
-  virtual absl::Status UpdateTenant(const TenantRecord& tenant) = 0;    // quota and weight
+  virtual absl::Status UpdateTenant(const TenantRecord& tenant) = 0;    // quotas and weight
   // Removes the tenant, its tokens, its artifacts' records and its name from data sets' tenants.
   // NotFound if unknown; FailedPrecondition while it still owns jobs (the caller deletes those
   // first).

@@ -58,6 +58,7 @@ class ControllerTest : public ::testing::Test {
     o.data_dir = dir_;
     o.nodes = {scheduler::Node{"local", {2, 4096, 0}, {}}};
     o.coordinator_address = "127.0.0.1:9";
+    o.disk_quota = disk_quota_;
     controller_ = std::make_unique<Controller>(*store_, executor_, policy ? *policy : policy_,
                                                clock_, o, env_);
   }
@@ -89,6 +90,7 @@ class ControllerTest : public ::testing::Test {
   scheduler::FifoPolicy policy_;
   std::unique_ptr<Store> store_;
   std::unique_ptr<Controller> controller_;
+  DiskQuota* disk_quota_ = nullptr;  // what MakeController gives the controller
 };
 
 }  // namespace weft

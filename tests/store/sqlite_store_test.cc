@@ -75,7 +75,9 @@ TEST(SqliteStoreTest, VersionFiveMigratesItsModelsToTheirOwnTable) {
                          "epochs_total, step, steps_total, samples) VALUES ('job-a', 't', 'n', "
                          "'COMPLETED', 'r', 'm', '{}', 1, 2, 1, 'local', 0, 1, 1, 10, 10, 100);"
                          "INSERT INTO artifacts VALUES ('job-a', 'final', '/m.pt', '/c.json', "
-                         "0.9, 1, 10, 123, 3); PRAGMA user_version=5;",
+                         "0.9, 1, 10, 123, 3);"
+                         "INSERT INTO tenants VALUES ('t', 0, 0, 0, 0, 2, 1);"
+                         "PRAGMA user_version=5;",
                          nullptr, nullptr, nullptr),
             SQLITE_OK)
       << sqlite3_errmsg(db);
@@ -90,6 +92,10 @@ TEST(SqliteStoreTest, VersionFiveMigratesItsModelsToTheirOwnTable) {
   EXPECT_TRUE((*store)->ListArtifacts("t")->empty());
   EXPECT_TRUE((*store)->PutArtifact({"t", "x", "aa", 1, 1}).ok());
   EXPECT_TRUE((*store)->ListDatasets()->empty()) << "version 7 has data sets, none registered";
+  auto tenant = (*store)->GetTenant("t");
+  ASSERT_TRUE(tenant.ok()) << tenant.status();
+  EXPECT_EQ(tenant->weight, 2);
+  EXPECT_FALSE(tenant->disk_quota_mb.has_value()) << "version 8's disk quota: unset, the default";
   std::filesystem::remove_all(dir);
 }
 

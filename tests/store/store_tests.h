@@ -380,11 +380,17 @@ TEST_P(StoreTest, TenantsRoundTripUpdateAndDeleteOnlyWithoutJobs) {
   EXPECT_EQ(got->quota_memory_mb, 8192);
   EXPECT_EQ(got->quota_gpus, 1);
   EXPECT_EQ(got->weight, 2);
+  EXPECT_FALSE(got->disk_quota_mb.has_value()) << "none set: weftd's default";
   t.weight = 3;
   t.has_quota = false;
+  t.disk_quota_mb = 512;
   ASSERT_TRUE(store_->UpdateTenant(t).ok());
   EXPECT_EQ(store_->GetTenant("vision")->weight, 3);
   EXPECT_FALSE(store_->GetTenant("vision")->has_quota);
+  EXPECT_EQ(store_->GetTenant("vision")->disk_quota_mb, std::optional<int64_t>(512));
+  t.disk_quota_mb.reset();
+  ASSERT_TRUE(store_->UpdateTenant(t).ok());
+  EXPECT_FALSE(store_->GetTenant("vision")->disk_quota_mb.has_value());
   EXPECT_TRUE(absl::IsNotFound(store_->GetTenant("nlp").status()));
 
   JobRecord j = NewJob("job-v");

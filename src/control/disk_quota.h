@@ -1,0 +1,96 @@
+// What each tenant's files take on disk, and the quota that bounds it (issue 12): a tenant's
+// artifacts (control/artifacts.h) and its jobs' directories (job/layout.h: specs, logs,
+// checkpoints, models, inputs, command jobs' working directories), each inode counted once
+// however many links it has (a job's input is a link to the artifact it came from), in bytes of
+// the blocks it holds (st_blocks × 512, what du reports). Symbolic links are not followed.
+//
+// The quota is enforced before the disk is full, in three places: a submission
+// (Controller::Submit), a resume (Controller::Resume) and an upload (POST /v1/artifacts) of a
+// tenant at or over its quota are refused with ResourceExhausted (the REST API answers 507); and
+// the control loop halts the active jobs of a tenant found over its quota
+// (Controller::EnforceDiskQuotas), with a reason naming the usage and the quota. A halted job
+// keeps its checkpoints and resumes once the tenant has freed space (weft delete, weft artifact
+// delete). The quota is soft by what a tenant's jobs write between two checks, and by the last
+// checkpoint a halted learner writes.
+//
+// Thread-safety: safe to call from many threads; a tenant's usage is measured by one caller at a
+// time and kept for `max_age_ms`, so a burst of submissions does not walk the disk each time.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "common/clock.h"
+#include "job/layout.h"
+#include "store/store.h"
+
+namespace weft {
+
+class Artifacts;
+
+// `bytes` as "12.3 MiB".
+std::string FormatMib(int64_t bytes);
+
+struct DiskQuotaOptions {
+  // A tenant's quota when the admin set none for it (TenantRecord::disk_quota_mb), MiB; 0: no
+  // quota (weftd --tenant-disk-quota-mb).
+  int64_t default_quota_mb = 20480;
+  // How old a measured usage may be when a submission or an upload is checked, milliseconds.
+  int64_t max_age_ms = 2000;
+};
+
+class DiskQuota {
+ public:
+  // `artifacts` (borrowed, may be null: no artifacts counted) and the job layout name where the
+  // tenant's files live; `store` says which jobs are whose.
+  DiskQuota(Store& store, JobLayout layout, const Artifacts* artifacts, const Clock& clock,
+            DiskQuotaOptions options = {});
+
+  // The tenant's quota in bytes; 0 when it has none.
+  int64_t QuotaBytes(const TenantRecord& tenant) const;
+
+  // Bytes the tenant's files take, measured at most `max_age_ms` ago (0: now). Errors from the
+  // store; files that vanish or cannot be read while measuring count as nothing.
+  absl::StatusOr<int64_t> UsedBytes(const std::string& tenant, int64_t max_age_ms);
+
+  // OK when `tenant` is below its quota with `more_bytes` added; ResourceExhausted naming its
+  // usage, its quota and how to free space otherwise; NotFound for an unknown tenant.
+  absl::Status CheckRoom(const std::string& tenant, int64_t more_bytes);
+
+  // Forgets the tenant's measured usage, so the next check measures afresh: after one of its
+  // jobs or artifacts is deleted.
+  void Forget(const std::string& tenant);
+
+  // A tenant found over its quota.
+  struct Over {
+    std::string tenant;
+    int64_t used_bytes = 0;
+    int64_t quota_bytes = 0;
+    std::string Reason() const;  // what a halted job's history says
+  };
+  // Measures now each of `tenants` and returns those over their quota.
+  absl::StatusOr<std::vector<Over>> OverQuota(const std::vector<std::string>& tenants);
+
+ private:
+  absl::StatusOr<int64_t> MeasureLocked(const std::string& tenant)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  struct Measured {
+    int64_t bytes = 0;
+    TimeMs at_ms = 0;
+  };
+
+  Store& store_;
+  const JobLayout layout_;
+  const Artifacts* artifacts_;
+  const Clock& clock_;
+  const DiskQuotaOptions options_;
+  absl::Mutex mu_;
+  std::map<std::string, Measured> measured_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace weft
