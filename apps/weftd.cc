@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <climits>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -25,6 +26,7 @@
 #include "common/files.h"
 #include "common/ids.h"
 #include "common/logging.h"
+#include "common/status_macros.h"
 #include "control/controller.h"
 #include "control/coordinator_service.h"
 #include "executor/local_executor.h"
@@ -114,7 +116,8 @@ struct Flags {
   int64_t tenant_artifact_mb = 2048;
   int64_t tenant_disk_quota_mb = 20480;
   double disk_check_seconds = 10;
-  std::string host;  // of --listen
+  std::string tls_cert, tls_key, tls_ca;  // PEM files; absolute once checked
+  std::string host;                       // of --listen
   int port = 0;
 };
 
@@ -173,6 +176,13 @@ void AddFlags(CLI::App& app, Flags& f) {
                "run a command job's program without the sandbox (bubblewrap) where it cannot be "
                "set up, instead of failing the job: the program then sees what this weftd's user "
                "sees");
+  app.add_option("--tls-cert", f.tls_cert,
+                 "PEM certificate chain: the REST API speaks HTTPS and the coordinator TLS with it "
+                 "(its names must match the hosts clients and learners dial)");
+  app.add_option("--tls-key", f.tls_key, "PEM private key of --tls-cert");
+  app.add_option("--tls-ca", f.tls_ca,
+                 "PEM certificates learners verify the coordinator by (default: --tls-cert itself, "
+                 "for a self-signed certificate)");
   app.add_flag("--insecure", f.insecure,
                "allow --listen and --coordinator-listen off loopback, in plain text (tokens and "
                "learner credentials cross the network unencrypted)");
@@ -188,17 +198,19 @@ bool IsLoopback(const std::string& host) {
   return absl::StartsWith(host, "127.") || host == "localhost" || host == "::1" || host == "[::1]";
 }
 
-// weftd speaks plain HTTP and gRPC: bearer tokens and learner credentials in the clear.
+// Without TLS weftd speaks plain HTTP and gRPC: bearer tokens and learner credentials in the
+// clear.
 absl::Status CheckLoopback(const Flags& f) {
-  if (f.insecure) return absl::OkStatus();
+  if (f.insecure || !f.tls_cert.empty()) return absl::OkStatus();
   for (const auto& [flag, address] : {std::pair<std::string, std::string>{"--listen", f.listen},
                                       {"--coordinator-listen", f.coordinator_listen}}) {
     if (!IsLoopback(HostOf(address))) {
       return absl::InvalidArgumentError(absl::StrCat(
           flag, " ", address,
           " is not a loopback address, and weftd speaks plain text: tokens and learner "
-          "credentials would cross the network unencrypted. Listen on 127.0.0.1, or pass "
-          "--insecure on a network you trust (docs/security.md)"));
+          "credentials would cross the network unencrypted. Listen on 127.0.0.1, give weftd a "
+          "certificate (--tls-cert, --tls-key), or pass --insecure on a network you trust "
+          "(docs/security.md)"));
     }
   }
   return absl::OkStatus();
@@ -212,6 +224,17 @@ absl::Status CheckFlags(Flags& f) {
         absl::StrCat("--listen must be host:port, got '", f.listen, "'"));
   }
   f.host = f.listen.substr(0, colon);
+  if (f.tls_cert.empty() != f.tls_key.empty() || (!f.tls_ca.empty() && f.tls_cert.empty())) {
+    return absl::InvalidArgumentError(
+        "--tls-cert and --tls-key go together (and --tls-ca with them)");
+  }
+  for (std::string* path : {&f.tls_cert, &f.tls_key, &f.tls_ca}) {
+    if (path->empty()) continue;
+    if (access(path->c_str(), R_OK) != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(*path, " cannot be read: ", strerror(errno)));
+    }
+    *path = std::filesystem::absolute(*path).string();  // learners start elsewhere
+  }
   if (auto s = CheckLoopback(f); !s.ok()) return s;
   if (access(f.learner.c_str(), X_OK) != 0) {
     return absl::InvalidArgumentError(
@@ -271,8 +294,14 @@ absl::Status SetUpTenancy(weft::Env& env, weft::Store& store, const std::string&
 // with port 0 asked for, the address of the previous weftd on this data directory is reused.
 absl::StatusOr<std::unique_ptr<weft::GrpcServer>> StartCoordinator(weft::Env& env,
                                                                    const std::string& data_dir,
-                                                                   const std::string& listen,
+                                                                   const Flags& flags,
                                                                    grpc::Service* service) {
+  const std::string& listen = flags.coordinator_listen;
+  std::string cert, key;  // PEM; empty: plain text
+  if (!flags.tls_cert.empty()) {
+    ASSIGN_OR_RETURN(cert, env.ReadFile(flags.tls_cert));
+    ASSIGN_OR_RETURN(key, env.ReadFile(flags.tls_key));
+  }
   const std::string addr_file = data_dir + "/coordinator.addr";
   absl::StatusOr<std::unique_ptr<weft::GrpcServer>> server = absl::UnavailableError("not started");
   auto previous = env.ReadFile(addr_file);
@@ -281,7 +310,7 @@ absl::StatusOr<std::unique_ptr<weft::GrpcServer>> StartCoordinator(weft::Env& en
   // Only on the host asked for now: an address saved under another --coordinator-listen is stale.
   if (absl::EndsWith(listen, ":0") && !previous_address.empty() &&
       HostOf(previous_address) == HostOf(listen)) {
-    server = weft::GrpcServer::Start(previous_address, service);
+    server = weft::GrpcServer::Start(previous_address, service, cert, key);
     if (!server.ok()) {
       spdlog::warn(
           "previous coordinator address {} is taken; learners still running from the "
@@ -289,7 +318,7 @@ absl::StatusOr<std::unique_ptr<weft::GrpcServer>> StartCoordinator(weft::Env& en
           *previous);
     }
   }
-  if (!server.ok()) server = weft::GrpcServer::Start(listen, service);
+  if (!server.ok()) server = weft::GrpcServer::Start(listen, service, cert, key);
   if (!server.ok()) return server.status();
   if (auto s = weft::WriteFileAtomic(env, addr_file, (*server)->address()); !s.ok()) return s;
   return server;
@@ -371,16 +400,19 @@ int main(int argc, char** argv) {
                              weft::SystemClock::Get(), {flags.tenant_disk_quota_mb});
   options.disk_quota = &disk_quota;
   options.disk_check_interval_ms = static_cast<int64_t>(flags.disk_check_seconds * 1000);
+  options.coordinator_ca_path = flags.tls_ca.empty() ? flags.tls_cert : flags.tls_ca;
   weft::Controller controller(**store, executor, policy, weft::SystemClock::Get(), options, env);
   weft::CoordinatorService service(controller, controller.credentials(),
                                    static_cast<int>(options.heartbeat_interval_ms));
-  auto grpc_server = StartCoordinator(env, *data_dir, flags.coordinator_listen, &service);
+  auto grpc_server = StartCoordinator(env, *data_dir, flags, &service);
   if (!grpc_server.ok()) return Fail(grpc_server.status());
   controller.SetCoordinatorAddress((*grpc_server)->address());
   if (auto s = controller.Recover(); !s.ok()) {
     return Fail(absl::InternalError(absl::StrCat("recovery failed: ", s.message())));
   }
   flags.rest.admin_token_path = *data_dir + "/admin.token";
+  flags.rest.tls_cert_path = flags.tls_cert;
+  flags.rest.tls_key_path = flags.tls_key;
   weft::api::RestServer rest(**store, controller, &artifacts, weft::SystemClock::Get(), flags.rest);
   if (auto s = rest.Start(flags.host, flags.port); !s.ok()) return Fail(s);
   controller.StartLoop();
@@ -393,8 +425,9 @@ int main(int argc, char** argv) {
   double cpus = 0;
   for (const auto& n : nodes) cpus += n.capacity.cpus;
   spdlog::info(
-      "listening on http://{}:{} (data dir {}, {} node(s), {} cpus, learners report to {})",
-      flags.host, flags.port, *data_dir, nodes.size(), cpus, (*grpc_server)->address());
+      "listening on {}://{}:{} (data dir {}, {} node(s), {} cpus, learners report to {}{})",
+      flags.tls_cert.empty() ? "http" : "https", flags.host, flags.port, *data_dir, nodes.size(),
+      cpus, (*grpc_server)->address(), flags.tls_cert.empty() ? "" : " over TLS");
   while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(200));
   spdlog::info("shutting down");
   rest.Stop();

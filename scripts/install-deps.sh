@@ -22,6 +22,8 @@ PACKAGES=(
   python3-torch
   # command jobs run the tenant's program in bubblewrap's sandbox (setpriv is util-linux's)
   bubblewrap util-linux
+  # tls_test makes a self-signed certificate
+  openssl
 )
 # scripts/lint-openapi.sh: Node.js and npm for Redocly CLI (Debian's, unless a node is present).
 if ! command -v npm >/dev/null 2>&1; then

@@ -84,7 +84,10 @@ RestServer::RestServer(Store& store, Controller& controller, Artifacts* artifact
     : limiter_(std::make_unique<RateLimiter>(options.tenant_rate, clock)),
       streams_(std::make_unique<StreamLimiter>(options.follow_streams_per_tenant,
                                                std::max(1, options.threads / 2))),
-      server_(std::make_unique<httplib::Server>()) {
+      server_(options.tls_cert_path.empty()
+                  ? std::make_unique<httplib::Server>()
+                  : std::make_unique<httplib::SSLServer>(options.tls_cert_path.c_str(),
+                                                         options.tls_key_path.c_str())) {
   services_ = std::make_unique<Services>(
       Services{store, controller, clock, options.admin_token_path, streams_.get(), artifacts});
   InstallApi(*server_, *services_, limiter_.get(), options);
@@ -93,6 +96,11 @@ RestServer::RestServer(Store& store, Controller& controller, Artifacts* artifact
 RestServer::~RestServer() { Stop(); }
 
 absl::Status RestServer::Start(const std::string& host, int port) {
+  if (!server_->is_valid()) {
+    return absl::InvalidArgumentError(
+        "the TLS certificate (--tls-cert) and private key (--tls-key) do not load as a matching "
+        "PEM pair");
+  }
   if (!server_->bind_to_port(host.c_str(), port)) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", host, ":", port,
                                                " (in use? try --listen with another port)"));

@@ -38,6 +38,9 @@ struct RestOptions {
   int read_timeout_s = 5;
   // Where POST /v1/admin/token/rotate writes the new admin token (weftd: <data-dir>/admin.token).
   std::string admin_token_path;
+  // HTTPS with this certificate chain and private key (PEM files); both empty: plain HTTP.
+  std::string tls_cert_path;
+  std::string tls_key_path;
 };
 
 class RestServer {
@@ -49,7 +52,8 @@ class RestServer {
   RestServer(const RestServer&) = delete;
   RestServer& operator=(const RestServer&) = delete;
 
-  // Binds host:port and serves on a background thread. Unavailable if it cannot bind.
+  // Binds host:port and serves on a background thread. Unavailable if it cannot bind;
+  // InvalidArgument if the TLS certificate or key does not load.
   absl::Status Start(const std::string& host, int port);
   // Stops accepting and waits for the serving thread.
   void Stop();

@@ -18,9 +18,13 @@ int Run(int argc, char** argv) {
   Context ctx;
   if (const char* env = std::getenv("WEFT_SERVER"); env && *env) ctx.server = env;
   if (const char* env = std::getenv("WEFT_TOKEN")) ctx.token = env;
+  if (const char* env = std::getenv("WEFT_CA_CERT")) ctx.ca_cert = env;
   app.add_option(
       "--server", ctx.server,
       "weftd's REST address (default $WEFT_SERVER or " + std::string(kDefaultServer) + ")");
+  app.add_option("--ca-cert", ctx.ca_cert,
+                 "PEM file of the certificates an https:// weftd's must chain to (default "
+                 "$WEFT_CA_CERT, else the system's; a self-signed weftd: its --tls-cert)");
   app.add_option("--token", ctx.token,
                  "bearer token (default $WEFT_TOKEN): a tenant token, or the admin token from "
                  "<data-dir>/admin.token for tenant and token commands");

@@ -20,8 +20,14 @@ namespace {
 Reply ToReply(const httplib::Result& r, const std::string& server) {
   Reply out;
   if (!r) {
-    out.error = absl::StrCat("cannot reach weftd at ", server, ": ", httplib::to_string(r.error()),
-                             " (is weftd running? set --server or WEFT_SERVER)");
+    const httplib::Error e = r.error();
+    const bool tls = e == httplib::Error::SSLConnection || e == httplib::Error::SSLLoadingCerts ||
+                     e == httplib::Error::SSLServerVerification;
+    out.error = absl::StrCat(
+        "cannot reach weftd at ", server, ": ", httplib::to_string(e),
+        tls ? " (is its certificate one you trust? a self-signed weftd's: --ca-cert or "
+              "WEFT_CA_CERT)"
+            : " (is weftd running? set --server or WEFT_SERVER)");
     return out;
   }
   out.status = r->status;
@@ -32,9 +38,18 @@ Reply ToReply(const httplib::Result& r, const std::string& server) {
 
 }  // namespace
 
-Client::Client(std::string server, std::string token)
-    : server_(std::move(server)), token_(std::move(token)) {
+Client::Client(std::string server, std::string token, std::string ca_cert)
+    : server_(std::move(server)), token_(std::move(token)), ca_cert_(std::move(ca_cert)) {
   if (server_.find("://") == std::string::npos) server_ = "http://" + server_;
+}
+
+std::unique_ptr<httplib::Client> Client::Connect() const {
+  auto c = std::make_unique<httplib::Client>(server_);
+  if (!ca_cert_.empty()) c->set_ca_cert_path(ca_cert_.c_str());
+  if (!token_.empty()) c->set_bearer_token_auth(token_);
+  c->set_connection_timeout(5, 0);
+  c->set_read_timeout(120, 0);
+  return c;
 }
 
 Reply Client::Call(const std::string& method, const std::string& path, const std::string& body,
@@ -53,15 +68,12 @@ Reply Client::Call(const std::string& method, const std::string& path, const std
 
 Reply Client::CallOnce(const std::string& method, const std::string& path, const std::string& body,
                        const std::string& content_type) const {
-  httplib::Client c(server_);
-  c.set_connection_timeout(5, 0);
-  c.set_read_timeout(120, 0);
-  if (!token_.empty()) c.set_bearer_token_auth(token_);
+  std::unique_ptr<httplib::Client> c = Connect();
   httplib::Result r{nullptr, httplib::Error::Unknown};
-  if (method == "GET") r = c.Get(path);
-  if (method == "POST") r = c.Post(path, body, content_type);
-  if (method == "PATCH") r = c.Patch(path, body, content_type);
-  if (method == "DELETE") r = c.Delete(path);
+  if (method == "GET") r = c->Get(path);
+  if (method == "POST") r = c->Post(path, body, content_type);
+  if (method == "PATCH") r = c->Patch(path, body, content_type);
+  if (method == "DELETE") r = c->Delete(path);
   return ToReply(r, server_);
 }
 
@@ -74,11 +86,8 @@ Reply Client::Upload(const std::string& path, const std::string& file) const {
   }
   const auto size = static_cast<size_t>(in.tellg());
   in.seekg(0);
-  httplib::Client c(server_);
-  c.set_connection_timeout(5, 0);
-  c.set_read_timeout(120, 0);
-  c.set_write_timeout(120, 0);
-  if (!token_.empty()) c.set_bearer_token_auth(token_);
+  std::unique_ptr<httplib::Client> c = Connect();
+  c->set_write_timeout(120, 0);
   bool read_failed = false;
   auto provide = [&](size_t offset, size_t length, httplib::DataSink& sink) {
     char buf[64 * 1024];
@@ -91,16 +100,15 @@ Reply Client::Upload(const std::string& path, const std::string& file) const {
     sink.write(buf, static_cast<size_t>(in.gcount()));
     return true;
   };
-  httplib::Result r = c.Post(path, size, provide, "application/octet-stream");
+  httplib::Result r = c->Post(path, size, provide, "application/octet-stream");
   out = ToReply(r, server_);
   if (read_failed) out.error = absl::StrCat("cannot read ", file, " while sending it");
   return out;
 }
 
 bool Client::Stream(const std::string& path, std::ostream& out, std::string* error) const {
-  httplib::Client c(server_);
-  c.set_read_timeout(24 * 3600, 0);
-  if (!token_.empty()) c.set_bearer_token_auth(token_);
+  std::unique_ptr<httplib::Client> c = Connect();
+  c->set_read_timeout(24 * 3600, 0);
   int status = 0;
   std::string err_body;
   auto on_response = [&](const httplib::Response& resp) {
@@ -116,7 +124,7 @@ bool Client::Stream(const std::string& path, std::ostream& out, std::string* err
     }
     return true;
   };
-  auto r = c.Get(path, on_response, on_data);
+  auto r = c->Get(path, on_response, on_data);
   if (!r) {
     *error = absl::StrCat("cannot reach weftd at ", server_, ": ", httplib::to_string(r.error()));
     return false;

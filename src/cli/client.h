@@ -2,10 +2,15 @@
 // an error reply is shown to a person, and the formatting the commands share.
 #pragma once
 
+#include <memory>
 #include <ostream>
 #include <string>
 
 #include "nlohmann/json.hpp"
+
+namespace httplib {
+class Client;
+}
 
 namespace weft::cli {
 
@@ -23,8 +28,10 @@ struct Reply {
 
 class Client {
  public:
-  // `server`: host:port or a URL; `token`: the bearer token (empty: none).
-  Client(std::string server, std::string token);
+  // `server`: host:port or a URL (https://… for a weftd with --tls-cert); `token`: the bearer
+  // token (empty: none); `ca_cert`: a PEM file of the certificates an https weftd's must chain
+  // to (empty: the system's trusted ones).
+  Client(std::string server, std::string token, std::string ca_cert = "");
   const std::string& server() const { return server_; }
 
   // One request (GET, POST, PATCH or DELETE); status 0 with `error` set when weftd cannot be
@@ -46,8 +53,11 @@ class Client {
  private:
   Reply CallOnce(const std::string& method, const std::string& path, const std::string& body,
                  const std::string& content_type) const;
+  // A connection to the server, with the token and the certificates to verify it by.
+  std::unique_ptr<httplib::Client> Connect() const;
   std::string server_;
   std::string token_;
+  std::string ca_cert_;
 };
 
 // Prints an error reply (the message and each field's problem); returns the exit code: 1 when

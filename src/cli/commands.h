@@ -14,8 +14,9 @@ namespace weft::cli {
 struct Context {
   std::string server = kDefaultServer;
   std::string token;
-  int exit_code = 2;  // what Run returns; a subcommand sets it
-  Client client() const { return Client(server, token); }
+  std::string ca_cert;  // PEM file to verify an https:// weftd by; empty: the system's
+  int exit_code = 2;    // what Run returns; a subcommand sets it
+  Client client() const { return Client(server, token, ca_cert); }
 };
 
 void AddJobCommands(CLI::App& app, Context& ctx);

@@ -47,6 +47,7 @@ struct ControllerOptions {
   std::string data_dir;                  // jobs live in <data_dir>/jobs/<id>/
   std::vector<scheduler::Node> nodes;    // the cluster's inventory
   std::string coordinator_address;       // host:port learners report to
+  std::string coordinator_ca_path;       // PEM roots learners verify it by; empty: plain text
   int64_t schedule_interval_ms = 200;    // scheduling round period
   int64_t heartbeat_interval_ms = 1000;  // what learners are told to use
   int64_t heartbeat_timeout_ms = 60000;  // a RUNNING learner silent this long is failed

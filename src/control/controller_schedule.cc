@@ -113,6 +113,7 @@ LearnerLaunch Controller::LaunchFor(const JobRecord& r, const JobSpec& spec, int
   }
   l.log_dir = layout_.LogDir(r.id);
   l.coordinator_address = coordinator_address_;
+  l.coordinator_ca_path = options_.coordinator_ca_path;
   l.threads = spec.EffectiveThreads();
   l.memory_limit_mb = spec.resources.memory_mb;
   l.credential = credentials_.For(r.id);

@@ -106,17 +106,27 @@ grpc::Status CoordinatorService::ReportFinished(grpc::ServerContext*,
 }
 
 absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(const std::string& address,
-                                                              grpc::Service* service) {
+                                                              grpc::Service* service,
+                                                              const std::string& cert_pem,
+                                                              const std::string& key_pem) {
   auto server = std::unique_ptr<GrpcServer>(new GrpcServer());
   int port = 0;
   grpc::ServerBuilder builder;
   // A port another process holds must fail to bind, not be shared.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port);
+  std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
+  if (!cert_pem.empty()) {
+    grpc::SslServerCredentialsOptions tls;
+    tls.pem_key_cert_pairs.push_back({key_pem, cert_pem});
+    credentials = grpc::SslServerCredentials(tls);
+  }
+  builder.AddListeningPort(address, credentials, &port);
   builder.RegisterService(service);
   server->server_ = builder.BuildAndStart();
   if (!server->server_ || port == 0) {
-    return absl::UnavailableError(absl::StrCat("cannot listen for learners on ", address));
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen for learners on ", address,
+                     cert_pem.empty() ? "" : " (or the TLS certificate and key do not load)"));
   }
   std::string host = address.substr(0, address.rfind(':'));
   server->address_ = absl::StrCat(host, ":", port);

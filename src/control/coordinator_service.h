@@ -52,9 +52,13 @@ class CoordinatorService final : public weft::v1::Coordinator::Service {
 // A running gRPC server hosting one service.
 class GrpcServer {
  public:
-  // Binds `address` ("127.0.0.1:0" picks a free port). Unavailable if it cannot bind.
+  // Binds `address` ("127.0.0.1:0" picks a free port), with TLS when `cert_pem` (the
+  // certificate chain) and `key_pem` (its private key) are given, else in plain text.
+  // Unavailable if it cannot bind (or the certificate and key do not load).
   static absl::StatusOr<std::unique_ptr<GrpcServer>> Start(const std::string& address,
-                                                           grpc::Service* service);
+                                                           grpc::Service* service,
+                                                           const std::string& cert_pem = "",
+                                                           const std::string& key_pem = "");
   ~GrpcServer();
   // The address learners should dial, with the port actually bound.
   const std::string& address() const { return address_; }

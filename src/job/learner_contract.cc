@@ -13,6 +13,7 @@ std::vector<std::pair<std::string, std::string>> LearnerEnvironment(const Learne
       {e::kAttempt, absl::StrCat(l.attempt)},
       {e::kSpec, l.spec_path},
       {e::kCoordinator, l.coordinator_address},
+      {e::kCoordinatorCa, l.coordinator_ca_path},
       {e::kNode, l.node},
       {e::kDataDir, l.data_dir},
       {e::kDataFormat, l.data_format},
@@ -44,7 +45,7 @@ const std::vector<std::string>& LearnerEnvironmentNames() {
       e::kNode,       e::kDataDir,     e::kResultDir,  e::kCheckpointDir, e::kLogDir,
       e::kLearnerId,  e::kNumLearners, e::kRank,       e::kLocalRank,     e::kWorldSize,
       e::kMasterAddr, e::kMasterPort,  e::kThreads,    e::kModelDir,      e::kForbiddenToken,
-      e::kDataFormat, e::kWorkDir,     e::kPrivateDir, e::kSandbox};
+      e::kDataFormat, e::kWorkDir,     e::kPrivateDir, e::kSandbox,       e::kCoordinatorCa};
   return names;
 }
 
@@ -97,6 +98,7 @@ absl::StatusOr<LearnerLaunch> LearnerLaunchFromEnvironment(
         absl::StrCat(e::kMasterPort, " must be set when ", e::kWorldSize, " > 1"));
   }
   l.credential = text(e::kCredential);
+  l.coordinator_ca_path = text(e::kCoordinatorCa);
   l.node = text(e::kNode);
   l.data_dir = text(e::kDataDir);
   l.data_format = text(e::kDataFormat);

@@ -21,6 +21,9 @@ inline constexpr char kAttempt[] = "WEFT_ATTEMPT";
 inline constexpr char kCredential[] = "WEFT_JOB_CREDENTIAL";
 inline constexpr char kSpec[] = "WEFT_JOB_SPEC";
 inline constexpr char kCoordinator[] = "WEFT_COORDINATOR";
+// PEM certificates the learner verifies the coordinator by (weftd --tls-cert, or --tls-ca);
+// unset or empty: the coordinator speaks plain text.
+inline constexpr char kCoordinatorCa[] = "WEFT_COORDINATOR_CA";
 inline constexpr char kNode[] = "WEFT_NODE";
 inline constexpr char kDataDir[] = "DATA_DIR";
 inline constexpr char kDataFormat[] = "WEFT_DATA_FORMAT";  // idx, csv or tensors
@@ -71,6 +74,7 @@ struct LearnerLaunch {
   std::string private_dir;          // WEFT_PRIVATE_DIR: hidden from a command job's program
   bool sandbox_required = true;     // WEFT_SANDBOX: false if weftd allows unsandboxed commands
   std::string coordinator_address;  // host:port of weftd's Coordinator gRPC service
+  std::string coordinator_ca_path;  // WEFT_COORDINATOR_CA; empty: plain text
   // Where rank 0 serves the job's c10d TCPStore for this attempt (MASTER_ADDR, MASTER_PORT);
   // empty for a single learner.
   std::string rendezvous_host;

@@ -47,12 +47,20 @@ grpc::Status Retry(Rpc rpc) {
   }
 }
 
+std::shared_ptr<grpc::ChannelCredentials> ChannelCredentials(const std::string& ca_pem) {
+  if (ca_pem.empty()) return grpc::InsecureChannelCredentials();
+  grpc::SslCredentialsOptions tls;
+  tls.pem_root_certs = ca_pem;
+  return grpc::SslCredentials(tls);
+}
+
 }  // namespace
 
 CoordinatorReporter::CoordinatorReporter(const std::string& address, std::string job_id, int rank,
-                                         int64_t attempt, std::string credential)
-    : stub_(weft::v1::Coordinator::NewStub(
-          grpc::CreateChannel(address, grpc::InsecureChannelCredentials()))),
+                                         int64_t attempt, std::string credential,
+                                         const std::string& ca_pem)
+    : stub_(
+          weft::v1::Coordinator::NewStub(grpc::CreateChannel(address, ChannelCredentials(ca_pem)))),
       job_id_(std::move(job_id)),
       rank_(rank),
       attempt_(attempt),

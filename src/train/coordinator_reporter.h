@@ -19,8 +19,10 @@ class CoordinatorReporter : public Reporter {
  public:
   // `address`: host:port of the Coordinator service.
   // `credential` is the job's WEFT_JOB_CREDENTIAL, sent with every call.
+  // `ca_pem`: the PEM certificates the coordinator's TLS certificate must chain to (its host
+  // must match `address`); empty: plain text.
   CoordinatorReporter(const std::string& address, std::string job_id, int rank, int64_t attempt,
-                      std::string credential = "");
+                      std::string credential = "", const std::string& ca_pem = "");
   ~CoordinatorReporter() override;
   CoordinatorReporter(const CoordinatorReporter&) = delete;
   CoordinatorReporter& operator=(const CoordinatorReporter&) = delete;

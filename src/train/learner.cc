@@ -57,8 +57,18 @@ int RunLearnerFromEnvironment() {
                options.learner.world_size, attempt, ::getpid());
   spdlog::info("{}", TuneAllocatorForTraining());
 
+  std::string ca_pem;
+  if (!launch->coordinator_ca_path.empty()) {
+    auto pem = ReadFile(launch->coordinator_ca_path);
+    if (!pem.ok()) {
+      spdlog::error("cannot read {} {}: {}", learner_env::kCoordinatorCa,
+                    launch->coordinator_ca_path, pem.status().message());
+      return kLearnerExitRetry;
+    }
+    ca_pem = *pem;
+  }
   CoordinatorReporter reporter(launch->coordinator_address, options.learner.job_id,
-                               options.learner.rank, attempt, launch->credential);
+                               options.learner.rank, attempt, launch->credential, ca_pem);
   absl::Status registered = reporter.Register(options.learner.world_size);
   if (!registered.ok()) {
     spdlog::error("{}", registered.message());

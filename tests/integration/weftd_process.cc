@@ -111,15 +111,20 @@ WeftdProcess::~WeftdProcess() { Stop(); }
 
 std::string WeftdProcess::server() const { return "127.0.0.1:" + std::to_string(port_); }
 
+std::string WeftdProcess::url() const {
+  return (tls_cert_.empty() ? "http://" : "https://") + server();
+}
+
 bool WeftdProcess::Start() {
   port_ = FreePort();
   int fd = open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
   std::vector<std::string> argv = {std::string(WEFT_BIN_DIR) + "/weftd", "--data-dir", data_dir_,
                                    "--listen", server()};
+  if (!tls_cert_.empty()) argv.insert(argv.end(), {"--tls-cert", tls_cert_, "--tls-key", tls_key_});
   argv.insert(argv.end(), args_.begin(), args_.end());
   pid_ = Spawn(argv, env_, fd);
   close(fd);
-  httplib::Client c("127.0.0.1", port_);
+  httplib::Client c = ClientAs("");
   c.set_connection_timeout(1, 0);
   for (int i = 0; i < 200; ++i) {
     auto r = c.Get("/healthz");
@@ -186,8 +191,9 @@ CommandResult WeftdProcess::Cli(const std::vector<std::string>& args, int timeou
 
 CommandResult WeftdProcess::CliAs(const std::string& token, const std::vector<std::string>& args,
                                   int timeout_s) const {
-  std::vector<std::string> argv = {std::string(WEFT_BIN_DIR) + "/weft", "--server", server(),
+  std::vector<std::string> argv = {std::string(WEFT_BIN_DIR) + "/weft", "--server", url(),
                                    "--token", token};
+  if (!tls_cert_.empty()) argv.insert(argv.end(), {"--ca-cert", tls_cert_});
   argv.insert(argv.end(), args.begin(), args.end());
   return RunCommand(argv, {}, timeout_s);
 }
@@ -200,7 +206,8 @@ std::string WeftdProcess::admin_token() const {
 }
 
 httplib::Client WeftdProcess::ClientAs(const std::string& token) const {
-  httplib::Client c("127.0.0.1", port_);
+  httplib::Client c(url());
+  if (!tls_cert_.empty()) c.set_ca_cert_path(tls_cert_.c_str());
   if (!token.empty()) c.set_bearer_token_auth(token);
   return c;
 }

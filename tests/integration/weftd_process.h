@@ -39,6 +39,12 @@ class WeftdProcess {
 
   // Extra weftd flags for the next Start() (e.g. {"--config", path}).
   void set_args(std::vector<std::string> args) { args_ = std::move(args); }
+  // Serve over TLS from the next Start() with this certificate chain and key (PEM files); the
+  // clients and the CLI then speak https and trust `cert`.
+  void set_tls(std::string cert, std::string key) {
+    tls_cert_ = std::move(cert);
+    tls_key_ = std::move(key);
+  }
   // Extra environment ("NAME=value") for the next Start(); learners inherit it.
   void set_env(std::vector<std::string> env) { env_ = std::move(env); }
   // Whether the weftd process is still running (reaps it if it died).
@@ -53,6 +59,7 @@ class WeftdProcess {
   int port() const { return port_; }
   pid_t pid() const { return pid_; }
   std::string server() const;  // "127.0.0.1:PORT"
+  std::string url() const;     // "http://127.0.0.1:PORT", or https with TLS
   std::string log() const;     // weftd's own output
 
   // Runs the weft CLI against this weftd, as tenant `default` (token()).
@@ -74,6 +81,7 @@ class WeftdProcess {
   std::string token_;
   std::vector<std::string> args_;
   std::vector<std::string> env_;
+  std::string tls_cert_, tls_key_;
   int port_ = 0;
   pid_t pid_ = 0;
   std::string log_path_;

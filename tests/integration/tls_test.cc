@@ -1,0 +1,98 @@
+// weftd with a certificate: the REST API speaks HTTPS, the coordinator TLS, and a job trains
+// through both (its learner verifies the coordinator by the certificate weftd hands it). A
+// client that does not trust the certificate is refused and told what to do; plain HTTP gets
+// no answer; with TLS weftd may listen off loopback without --insecure.
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <thread>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "integration/weftd_process.h"
+#include "nlohmann/json.hpp"
+
+namespace weft {
+namespace {
+
+using json = nlohmann::json;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using testing::RunCommand;
+using testing::WeftdProcess;
+
+class TlsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/weft-tls-XXXXXX";
+    dir_ = mkdtemp(tmpl);
+    cert_ = dir_ + "/cert.pem";
+    key_ = dir_ + "/key.pem";
+    // A self-signed certificate for the address the clients and learners dial.
+    auto made = RunCommand({"/usr/bin/openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                            "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key_, "-out",
+                            cert_, "-days", "2", "-subj", "/CN=localhost", "-addext",
+                            "subjectAltName=IP:127.0.0.1,DNS:localhost"});
+    ASSERT_EQ(made.exit_code, 0) << made.output;
+    weftd_ = std::make_unique<WeftdProcess>(dir_ + "/data");
+    weftd_->set_tls(cert_, key_);
+  }
+  void TearDown() override {
+    weftd_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  std::string dir_, cert_, key_;
+  std::unique_ptr<WeftdProcess> weftd_;
+};
+
+TEST_F(TlsTest, TheApiAndTheCoordinatorSpeakTlsAndAJobTrainsThroughThem) {
+  ASSERT_TRUE(weftd_->Start()) << weftd_->log();
+  EXPECT_THAT(weftd_->log(), HasSubstr("listening on https://"));
+  // Plain HTTP on the port gets no HTTP answer.
+  EXPECT_THAT(testing::RawExchange(weftd_->port(), "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"),
+              Not(HasSubstr("200 OK")));
+  // A client that does not trust the certificate is refused, and told what to do.
+  auto untrusted = RunCommand({std::string(WEFT_BIN_DIR) + "/weft", "--server", weftd_->url(),
+                               "--token", weftd_->token(), "list"});
+  EXPECT_EQ(untrusted.exit_code, 2) << untrusted.output;
+  EXPECT_THAT(untrusted.output, HasSubstr("--ca-cert"));
+
+  // The CLI trusts it (WeftdProcess passes --ca-cert); the learner reports over TLS.
+  auto submit = weftd_->Cli(
+      {"submit", std::string(WEFT_SOURCE_DIR) + "/examples/fashion-mnist-mlp-smoke.yaml",
+       "--follow"});
+  ASSERT_EQ(submit.exit_code, 0) << submit.output << weftd_->log();
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(submit.output, m, std::regex("job (job-[0-9a-z]+-[0-9a-z]+)")));
+  auto job = weftd_->Client().Get("/v1/jobs/" + m[1].str());
+  ASSERT_TRUE(job);
+  json j = json::parse(job->body);
+  EXPECT_EQ(j.value("state", ""), "COMPLETED") << j.dump(2);
+  EXPECT_TRUE(j["models"].contains("final")) << j.dump(2);
+  EXPECT_THAT(weftd_->log(), HasSubstr("over TLS"));
+}
+
+TEST_F(TlsTest, WithACertificateWeftdMayListenOffLoopbackWithoutInsecure) {
+  weftd_->set_args({"--coordinator-listen", "0.0.0.0:0"});
+  ASSERT_TRUE(weftd_->Start()) << weftd_->log();
+  weftd_->Stop();
+  // Without one it refuses, naming the way out.
+  weftd_->set_tls("", "");
+  EXPECT_FALSE(weftd_->Start());
+  EXPECT_THAT(weftd_->log(), HasSubstr("give weftd a certificate (--tls-cert, --tls-key)"));
+}
+
+TEST_F(TlsTest, ACertificateThatDoesNotLoadStopsWeftdWithTheReason) {
+  std::ofstream(dir_ + "/bad.pem") << "not a certificate\n";
+  weftd_->set_tls(dir_ + "/bad.pem", key_);
+  EXPECT_FALSE(weftd_->Start());
+  EXPECT_THAT(weftd_->log(), HasSubstr("do not load"));
+  weftd_->set_tls(cert_, "");
+  EXPECT_FALSE(weftd_->Start());
+  EXPECT_THAT(weftd_->log(), HasSubstr("--tls-cert and --tls-key go together"));
+}
+
+}  // namespace
+}  // namespace weft
