@@ -12,6 +12,7 @@
 #include "common/status_macros.h"
 #include "common/text.h"
 #include "job/layout.h"
+#include "train/csv.h"
 #include "train/idx.h"
 
 namespace weft::train {
@@ -46,52 +47,11 @@ absl::StatusOr<Dataset> LoadCsv(const std::string& dir, const std::string& split
   const std::string path = absl::StrCat(dir, "/", split, ".csv");
   std::ifstream in(path);
   if (!in) return absl::NotFoundError(absl::StrCat("data file not found: ", path));
-  auto bad = [&path](int64_t line, const std::string& what) {
-    return absl::InvalidArgumentError(absl::StrCat(path, " line ", line, ": ", what));
-  };
-  std::string line;
-  if (!std::getline(in, line)) return bad(1, "empty; a header row comes first");
-  std::vector<std::string> header = absl::StrSplit(absl::StripSuffix(line, "\r"), ',');
-  if (header.size() < 2 || absl::StripAsciiWhitespace(header.back()) != "label") {
-    return bad(1, "the header's last column must be `label` (after one or more features)");
-  }
-  const size_t features = header.size() - 1;
-  std::vector<float> x;
-  std::vector<int64_t> y;
-  for (int64_t number = 2; std::getline(in, line); ++number) {
-    absl::string_view row = absl::StripSuffix(line, "\r");
-    if (absl::StripAsciiWhitespace(row).empty()) continue;
-    if (limit > 0 && static_cast<int64_t>(y.size()) >= limit) break;
-    if (static_cast<int64_t>(y.size()) >= kMaxCsvRows) {
-      return bad(number, absl::StrCat("more than ", kMaxCsvRows, " rows"));
-    }
-    std::vector<absl::string_view> cells = absl::StrSplit(row, ',');
-    if (cells.size() != header.size()) {
-      return bad(number, absl::StrCat(cells.size(), " columns; the header has ", header.size()));
-    }
-    for (size_t c = 0; c < features; ++c) {
-      double v = 0;
-      if (!absl::SimpleAtod(absl::StripAsciiWhitespace(cells[c]), &v) || !std::isfinite(v)) {
-        return bad(number, absl::StrCat("column ", c + 1, " (", Printable(header[c], 64),
-                                        ") is not a finite number: '",
-                                        Printable(std::string(cells[c]), 64), "'"));
-      }
-      x.push_back(static_cast<float>(v));
-    }
-    int64_t label = -1;
-    if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(cells.back()), &label) || label < 0 ||
-        label >= kMaxClasses) {
-      return bad(number, absl::StrCat("label '", Printable(std::string(cells.back()), 64),
-                                      "' is not a class id in [0, ", kMaxClasses, ")"));
-    }
-    y.push_back(label);
-  }
-  if (y.empty()) return bad(2, "no rows after the header");
-  const auto n = static_cast<int64_t>(y.size());
+  ASSIGN_OR_RETURN(CsvTable t, ParseCsv(in, path, limit, kMaxCsvRows, kMaxClasses));
+  const auto n = static_cast<int64_t>(t.labels.size());
   Dataset d;
-  d.samples =
-      torch::from_blob(x.data(), {n, static_cast<int64_t>(features)}, torch::kFloat32).clone();
-  d.labels = torch::from_blob(y.data(), {n}, torch::kInt64).clone();
+  d.samples = torch::from_blob(t.samples.data(), {n, t.features}, torch::kFloat32).clone();
+  d.labels = torch::from_blob(t.labels.data(), {n}, torch::kInt64).clone();
   return d;
 }
 

@@ -124,6 +124,15 @@ put("idx", "images.gz", gzip.compress(idx([2, 3], bytes(6))))
 put("idx", "truncated", idx([5, 28, 28], bytes(10)))
 
 
+# --- the csv data set format (train/csv.h)
+put("csv", "good.csv", "x1,x2,label\n0.5,1.5,3\n-2,1e3,0\n\n4, 5 ,9\r\n")
+put("csv", "bad-label.csv", "a,label\n1,10\n")
+put("csv", "bad-cell.csv", "a,b,label\n1,nan,2\n1,inf,2\n")
+put("csv", "columns.csv", "a,b,label\n1,2\n")
+put("csv", "no-label.csv", "a,b\n1,2\n")
+put("csv", "huge.csv", "a,label\n1e300,1\n")
+
+
 # --- a command job's metrics lines (train/command_events.h)
 put("command_events", "metrics.json",
     '{"step": 120, "epoch": 1, "train_loss": 0.41, "samples_per_s": 950.5, "samples": 7680, '

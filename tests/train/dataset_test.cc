@@ -63,6 +63,9 @@ TEST_F(DatasetFormatsTest, ABrokenCsvIsRefusedNamingTheLineAndColumn) {
   EXPECT_THAT(Problem("train", "csv"), HasSubstr("no rows after the header"));
   Write("train.csv", "a,label\nnan,1\n");
   EXPECT_THAT(Problem("train", "csv"), HasSubstr("not a finite number: 'nan'"));
+  // Finite as a double, infinite as the float32 it would become.
+  Write("train.csv", "a,label\n1e300,1\n");
+  EXPECT_THAT(Problem("train", "csv"), HasSubstr("not a finite number: '1e300'"));
   auto missing = LoadDataset(dir_, "test", 0, "csv");
   EXPECT_TRUE(absl::IsNotFound(missing.status())) << missing.status();
 }
