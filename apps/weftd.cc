@@ -308,7 +308,16 @@ absl::StatusOr<std::unique_ptr<weft::GrpcServer>> StartCoordinator(weft::Env& en
   const std::string previous_address =
       previous.ok() ? std::string(absl::StripAsciiWhitespace(*previous)) : "";
   // Only on the host asked for now: an address saved under another --coordinator-listen is stale.
-  if (absl::EndsWith(listen, ":0") && !previous_address.empty() &&
+  // Nor one the REST API is to listen on: a killed weftd frees its coordinator's port, and the
+  // next free port a supervisor picks for --listen may be that one.
+  const bool rest_address = !previous_address.empty() && previous_address == flags.listen;
+  if (rest_address) {
+    spdlog::warn(
+        "previous coordinator address {} is the address of --listen; the coordinator takes "
+        "another and learners still running from the previous weftd will be requeued",
+        previous_address);
+  }
+  if (absl::EndsWith(listen, ":0") && !previous_address.empty() && !rest_address &&
       HostOf(previous_address) == HostOf(listen)) {
     server = weft::GrpcServer::Start(previous_address, service, cert, key);
     if (!server.ok()) {

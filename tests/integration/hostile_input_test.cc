@@ -262,6 +262,27 @@ TEST_F(HostileInputTest, PlainTextOffLoopbackNeedsInsecureAndIsNotReusedAfterwar
   EXPECT_THAT(address, ::testing::StartsWith("127.0.0.1:"));
 }
 
+// The coordinator's saved address is reused only if it is not the address the REST API is asked
+// to listen on: a port freed by a killed weftd is the next free one, and may be given to --listen.
+TEST_F(HostileInputTest, ASavedCoordinatorAddressNeverTakesTheRestApisPort) {
+  weftd_ = std::make_unique<WeftdProcess>(dir_ + "/data");
+  ASSERT_TRUE(weftd_->Start()) << weftd_->log();
+  weftd_->Kill();
+  auto saved = [&] {
+    std::ifstream in(dir_ + "/data/coordinator.addr");
+    std::string address;
+    std::getline(in, address);
+    return address;
+  };
+  const std::string before = saved();
+  ASSERT_THAT(before, ::testing::StartsWith("127.0.0.1:"));
+  weftd_->set_port(std::stoi(before.substr(before.find(':') + 1)));
+  ASSERT_TRUE(weftd_->Start()) << weftd_->log();
+  EXPECT_EQ(weftd_->server(), before);
+  EXPECT_NE(saved(), before);
+  EXPECT_THAT(weftd_->log(), HasSubstr("is the address of --listen"));
+}
+
 TEST_F(HostileInputTest, AFullStoreAnswers507LosesNothingAndWeftdKeepsServing) {
   StartWeftd({"--max-store-bytes", "262144"});
   // A tenant quota nothing fits keeps the jobs queued.

@@ -116,7 +116,8 @@ std::string WeftdProcess::url() const {
 }
 
 bool WeftdProcess::Start() {
-  port_ = FreePort();
+  port_ = next_port_ > 0 ? next_port_ : FreePort();
+  next_port_ = 0;
   int fd = open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
   std::vector<std::string> argv = {std::string(WEFT_BIN_DIR) + "/weftd", "--data-dir", data_dir_,
                                    "--listen", server()};

@@ -45,6 +45,8 @@ class WeftdProcess {
     tls_cert_ = std::move(cert);
     tls_key_ = std::move(key);
   }
+  // The REST port of the next Start() (0, the default: a free one).
+  void set_port(int port) { next_port_ = port; }
   // Extra environment ("NAME=value") for the next Start(); learners inherit it.
   void set_env(std::vector<std::string> env) { env_ = std::move(env); }
   // Whether the weftd process is still running (reaps it if it died).
@@ -83,6 +85,7 @@ class WeftdProcess {
   std::vector<std::string> env_;
   std::string tls_cert_, tls_key_;
   int port_ = 0;
+  int next_port_ = 0;
   pid_t pid_ = 0;
   std::string log_path_;
 };
