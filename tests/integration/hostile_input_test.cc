@@ -283,6 +283,48 @@ TEST_F(HostileInputTest, ASavedCoordinatorAddressNeverTakesTheRestApisPort) {
   EXPECT_THAT(weftd_->log(), HasSubstr("is the address of --listen"));
 }
 
+// A learner whose log the disk refuses (every write to /dev/full fails with ENOSPC) loses only
+// those lines: it trains, reports, checkpoints and delivers as if the log were written.
+TEST_F(HostileInputTest, ALearnerWhoseLogTheDiskRefusesStillTrainsAndDelivers) {
+  StartWeftd();
+  auto admin = weftd_->ClientAs(weftd_->admin_token());
+  // Held in the queue by a quota until its log is in place.
+  admin.Patch("/v1/tenants/default", R"({"quota": {"cpus": 0.1}})", "application/json");
+  auto [status, answer] = Submit(
+      "name: nolog\nmodel: {architecture: mlp, hidden_units: [16]}\n"
+      "data: {dataset: fashion-mnist, train_samples: 500, test_samples: 100}\n"
+      "training: {epochs: 1, batch_size: 50, threads: 1}\n"
+      "targets: {deliver: 0.1}\nresources: {cpus: 1}\n");
+  ASSERT_EQ(status, 201) << answer.dump(2);
+  const std::string id = answer.value("id", "");
+  const std::string logs = dir_ + "/data/jobs/" + id + "/logs";
+  std::filesystem::create_directories(logs);
+  std::filesystem::create_symlink("/dev/full", logs + "/learner-0.log");
+  auto raised = admin.Patch("/v1/tenants/default", R"({"quota": null})", "application/json");
+  ASSERT_TRUE(raised);
+  ASSERT_EQ(raised->status, 200) << raised->body;
+  std::string state;
+  json job;
+  for (int i = 0; i < 900 && state != "COMPLETED" && state != "FAILED"; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    auto r = weftd_->Client().Get("/v1/jobs/" + id);
+    if (r && r->status == 200) job = json::parse(r->body);
+    state = job.value("state", "");
+  }
+  ASSERT_EQ(state, "COMPLETED") << job.dump(2) << weftd_->log();
+  for (const std::string kind : {"delivered", "final"}) {
+    auto model = weftd_->Client().Get("/v1/jobs/" + id + "/model?which=" + kind);
+    ASSERT_TRUE(model);
+    EXPECT_EQ(model->status, 200) << kind;
+    EXPECT_GT(model->body.size(), 1000u) << kind;
+  }
+  auto metrics = weftd_->Client().Get("/v1/jobs/" + id + "/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_THAT(metrics->body, HasSubstr("accuracy"));
+  EXPECT_EQ(std::filesystem::read_symlink(logs + "/learner-0.log"), "/dev/full")
+      << "the learner wrote its log where weft put it";
+}
+
 TEST_F(HostileInputTest, AFullStoreAnswers507LosesNothingAndWeftdKeepsServing) {
   StartWeftd({"--max-store-bytes", "262144"});
   // A tenant quota nothing fits keeps the jobs queued.
