@@ -24,7 +24,7 @@ BUILD_DIR="${WEFT_FUZZ_BUILD_DIR:-build-fuzz}"
 
 if [[ ! -f "$BUILD_DIR/CMakeCache.txt" ]]; then
   CC=clang CXX=clang++ cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DWEFT_FUZZ=ON -DWEFT_BUILD_TESTS=OFF -DWEFT_BUILD_BENCH=OFF \
+    -DWEFT_FUZZ=ON -DWEFT_BUILD_TESTS=ON -DWEFT_BUILD_BENCH=OFF \
     -DWEFT_SANITIZE=fuzzer-no-link,address,undefined >/dev/null
 fi
 cmake --build "$BUILD_DIR" -j"${WEFT_JOBS:-2}" --target "${TARGETS[@]}" >"$BUILD_DIR.log" 2>&1 ||

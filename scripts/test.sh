@@ -2,7 +2,8 @@
 # README command (2): installs dependencies, builds with warnings as errors, checks the habits the
 # tools enforce (scripts/check.sh: format, thread-safety analysis, sizes), lints the API document
 # (scripts/lint-openapi.sh, Redocly CLI), runs the whole test suite (ctest), then each fuzz
-# target for 10,000 inputs (scripts/fuzz.sh, clang + libFuzzer).
+# target for 10,000 inputs (scripts/fuzz.sh, clang + libFuzzer) and the unit tests that need no
+# libtorch under ASan + UBSan (scripts/unit-asan.sh, with the fuzzers' objects).
 #
 #   scripts/test.sh                               the default run (CI)
 #   scripts/test.sh --sanitize address,undefined  the whole suite under ASan + UBSan, in
@@ -44,4 +45,5 @@ fi
 (cd "$BUILD_DIR" && ctest -j2 --output-on-failure --timeout 1800 "${CTEST_ARGS[@]}")
 if [[ -z "$SANITIZE" && ${#CTEST_ARGS[@]} -eq 0 ]]; then
   ./scripts/fuzz.sh --runs "${WEFT_FUZZ_RUNS:-10000}"
+  ./scripts/unit-asan.sh
 fi
