@@ -8,33 +8,7 @@
 
 namespace weft::api {
 
-std::optional<Caller> TokenCache::Find(const std::string& digest) const {
-  absl::MutexLock lock(&mu_);
-  auto it = entries_.find(digest);
-  if (it == entries_.end() || it->second.expires_ms <= clock_.NowMs()) return std::nullopt;
-  return it->second.caller;
-}
-
-uint64_t TokenCache::Generation() const {
-  absl::MutexLock lock(&mu_);
-  return generation_;
-}
-
-void TokenCache::Put(const std::string& digest, const Caller& caller, uint64_t generation) {
-  absl::MutexLock lock(&mu_);
-  if (generation != generation_) return;
-  if (entries_.size() >= capacity_) entries_.clear();
-  entries_[digest] = Entry{caller, clock_.NowMs() + ttl_ms_};
-}
-
-void TokenCache::Clear() {
-  absl::MutexLock lock(&mu_);
-  entries_.clear();
-  ++generation_;
-}
-
-absl::StatusOr<Caller> Authenticate(Store& store, const std::string& authorization,
-                                    TokenCache* cache) {
+absl::StatusOr<Caller> Authenticate(Store& store, const std::string& authorization) {
   absl::string_view v = absl::StripAsciiWhitespace(authorization);
   if (v.empty()) {
     return absl::UnauthenticatedError(
@@ -46,12 +20,7 @@ absl::StatusOr<Caller> Authenticate(Store& store, const std::string& authorizati
     return absl::UnauthenticatedError("the Authorization header must be 'Bearer <token>'");
   }
   v = absl::StripAsciiWhitespace(v);
-  const std::string digest = Sha256Hex(std::string(v));
-  if (cache != nullptr) {
-    if (std::optional<Caller> cached = cache->Find(digest)) return *cached;
-  }
-  const uint64_t generation = cache != nullptr ? cache->Generation() : 0;
-  auto token = store.FindToken(digest);
+  auto token = store.FindToken(Sha256Hex(std::string(v)));
   if (!token.ok()) {
     if (absl::IsNotFound(token.status())) return absl::UnauthenticatedError("invalid token");
     return token.status();
@@ -61,7 +30,6 @@ absl::StatusOr<Caller> Authenticate(Store& store, const std::string& authorizati
   c.admin = token->tenant.empty();
   c.tenant = token->tenant;
   c.token_id = token->id;
-  if (cache != nullptr) cache->Put(digest, c, generation);
   return c;
 }
 

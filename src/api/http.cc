@@ -147,9 +147,9 @@ bool OverRate(RateLimiter* limiter, const Caller& caller, httplib::Response& res
 
 // The caller, or nothing when the request is answered already (401, 403, 429).
 std::optional<Caller> Admit(const httplib::Request& req, httplib::Response& res, Access access,
-                            const Gate& gate) {
+                            Store* store, RateLimiter* limiter) {
   if (access == Access::kPublic) return Caller{};
-  auto c = Authenticate(*gate.store, req.get_header_value("Authorization"), gate.tokens);
+  auto c = Authenticate(*store, req.get_header_value("Authorization"));
   if (!c.ok()) {
     if (absl::IsUnauthenticated(c.status())) {
       res.set_header("WWW-Authenticate", "Bearer realm=\"weft\"");
@@ -161,13 +161,13 @@ std::optional<Caller> Admit(const httplib::Request& req, httplib::Response& res,
     SendError(res, 403, "this route needs the admin token");
     return std::nullopt;
   }
-  if (OverRate(gate.limiter, *c, res)) return std::nullopt;
+  if (OverRate(limiter, *c, res)) return std::nullopt;
   return *c;
 }
 
-RawHandler Authenticated(Handler h, Access access, Gate gate) {
-  return [h, access, gate](const httplib::Request& req, httplib::Response& res) {
-    if (std::optional<Caller> caller = Admit(req, res, access, gate)) {
+RawHandler Authenticated(Handler h, Access access, Store* store, RateLimiter* limiter) {
+  return [h, access, store, limiter](const httplib::Request& req, httplib::Response& res) {
+    if (std::optional<Caller> caller = Admit(req, res, access, store, limiter)) {
       h(req, res, *caller);
     }
   };
@@ -183,7 +183,7 @@ void Router::Route(const std::string& pattern, std::map<std::string, Handler> me
   auto pick = [&](const std::string& method) -> RawHandler {
     auto it = methods.find(method);
     return Authenticated(it == methods.end() ? NotAllowed(method, allow) : it->second, access,
-                         gate_);
+                         &store_, limiter_);
   };
   server_.Get(pattern, pick("GET"));
   server_.Post(pattern, pick("POST"));
@@ -194,11 +194,13 @@ void Router::Route(const std::string& pattern, std::map<std::string, Handler> me
 
 void Router::Route(const std::string& pattern, std::map<std::string, Handler> methods,
                    Access access, UploadHandler upload) {
+  Store* store = &store_;
+  RateLimiter* limiter = limiter_;
   // Served before the plain POST handler Route registers (httplib tries readers first).
   server_.Post(pattern,
-               [upload, access, gate = gate_](const httplib::Request& req, httplib::Response& res,
-                                              const httplib::ContentReader& read) {
-                 std::optional<Caller> caller = Admit(req, res, access, gate);
+               [upload, access, store, limiter](const httplib::Request& req, httplib::Response& res,
+                                                const httplib::ContentReader& read) {
+                 std::optional<Caller> caller = Admit(req, res, access, store, limiter);
                  if (!caller) {
                    read([](const char*, size_t) { return true; });  // the body is dropped, unread
                    return;

@@ -70,20 +70,11 @@ std::optional<JobRecord> FindJob(Store& store, const std::string& id, const Call
 using UploadHandler = std::function<void(const httplib::Request&, httplib::Response&, const Caller&,
                                          const httplib::ContentReader& read)>;
 
-// What a request passes before its handler: the token (through the cache), then the rate.
-struct Gate {
-  Store* store;
-  RateLimiter* limiter;  // null: no limits
-  TokenCache* tokens;    // null: no cache
-};
-
 class Router {
  public:
-  // `limiter` (may be null: no limits) is asked once per authenticated tenant request; tokens
-  // are looked up through `tokens` (may be null: in the store every time).
-  Router(httplib::Server& server, Store& store, RateLimiter* limiter = nullptr,
-         TokenCache* tokens = nullptr)
-      : server_(server), gate_{&store, limiter, tokens} {}
+  // `limiter` (may be null: no limits) is asked once per authenticated tenant request.
+  Router(httplib::Server& server, Store& store, RateLimiter* limiter = nullptr)
+      : server_(server), store_(store), limiter_(limiter) {}
   // Registers `pattern` for the given methods behind `access`, and answers every other method
   // with 405. A missing, invalid or revoked token gets 401; a tenant on an admin route 403; a
   // tenant over its request rate 429 with Retry-After (seconds). The admin is not rate-limited.
@@ -95,7 +86,8 @@ class Router {
 
  private:
   httplib::Server& server_;
-  Gate gate_;
+  Store& store_;
+  RateLimiter* limiter_;
 };
 
 // What a request body may be, checked before a byte of it is read. For

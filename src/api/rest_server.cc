@@ -65,7 +65,7 @@ void InstallApi(httplib::Server& server, const Services& services, RateLimiter* 
   server.set_payload_max_length(std::max(options.max_request_bytes, max_upload));
   server.set_pre_routing_handler(BodyLimits{options.max_request_bytes, max_upload, kUploadPath});
   AddFallbacks(server, std::max(options.max_request_bytes, max_upload));
-  Router router(server, services.store, limiter, services.tokens);
+  Router router(server, services.store, limiter);
   router.Route("/healthz",
                {{"GET",
                  [](const httplib::Request&, httplib::Response& res, const Caller&) {
@@ -84,14 +84,12 @@ RestServer::RestServer(Store& store, Controller& controller, Artifacts* artifact
     : limiter_(std::make_unique<RateLimiter>(options.tenant_rate, clock)),
       streams_(std::make_unique<StreamLimiter>(options.follow_streams_per_tenant,
                                                std::max(1, options.threads / 2))),
-      tokens_(std::make_unique<TokenCache>(clock)),
       server_(options.tls_cert_path.empty()
                   ? std::make_unique<httplib::Server>()
                   : std::make_unique<httplib::SSLServer>(options.tls_cert_path.c_str(),
                                                          options.tls_key_path.c_str())) {
-  services_ =
-      std::make_unique<Services>(Services{store, controller, clock, options.admin_token_path,
-                                          streams_.get(), artifacts, tokens_.get()});
+  services_ = std::make_unique<Services>(
+      Services{store, controller, clock, options.admin_token_path, streams_.get(), artifacts});
   InstallApi(*server_, *services_, limiter_.get(), options);
 }
 

@@ -22,7 +22,6 @@ class Server;
 namespace weft::api {
 
 struct Services;
-class TokenCache;
 
 struct RestOptions {
   // A request body over this many bytes is answered 413 without being read.
@@ -63,7 +62,6 @@ class RestServer {
   std::unique_ptr<Services> services_;  // store, controller and clock; the handlers hold on to it
   std::unique_ptr<RateLimiter> limiter_;
   std::unique_ptr<StreamLimiter> streams_;
-  std::unique_ptr<TokenCache> tokens_;
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
 };

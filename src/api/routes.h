@@ -20,7 +20,6 @@ struct Services {
   std::string admin_token_path;      // RestOptions::admin_token_path
   StreamLimiter* streams = nullptr;  // follow streams' places; null: unlimited
   Artifacts* artifacts = nullptr;    // tenants' uploads; null: no /v1/artifacts routes
-  TokenCache* tokens = nullptr;      // cleared by every revocation; null: no cache
 };
 
 // A route's handler over the services; Bind makes it a Handler. `services` must outlive it.

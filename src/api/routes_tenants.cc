@@ -168,9 +168,7 @@ void UpdateTenant(const Services& s, const Request& req, Response& res, const Ca
 void DeleteTenant(const Services& s, const Request& req, Response& res, const Caller&) {
   std::string name = req.matches[1];
   if (name == "default") return SendError(res, 409, "tenant 'default' cannot be deleted");
-  absl::Status deleted = s.store.DeleteTenant(name);
-  if (s.tokens != nullptr) s.tokens->Clear();  // its tokens went with it
-  if (!deleted.ok()) return SendStatus(res, deleted);
+  if (absl::Status st = s.store.DeleteTenant(name); !st.ok()) return SendStatus(res, st);
   if (s.artifacts != nullptr) {
     // The names are gone with the tenant; a file left by an error here is nobody's to name.
     if (absl::Status st = s.artifacts->RemoveTenant(name); !st.ok()) {
@@ -209,7 +207,6 @@ void CreateToken(const Services& s, const Request& req, Response& res, const Cal
 
 void RevokeToken(const Services& s, const Request& req, Response& res, const Caller&) {
   absl::Status st = s.store.RevokeToken(req.matches[1], req.matches[2], s.clock.NowMs());
-  if (s.tokens != nullptr) s.tokens->Clear();
   if (!st.ok()) return SendStatus(res, st);
   SendJson(res, 200, {{"id", req.matches[2]}, {"revoked", true}});
 }
@@ -219,7 +216,6 @@ void RotateAdmin(const Services& s, const Request&, Response& res, const Caller&
     return SendError(res, 409, "this weftd keeps no admin token file to rotate");
   }
   auto issued = RotateAdminToken(s.store, s.admin_token_path, s.clock.NowMs());
-  if (s.tokens != nullptr) s.tokens->Clear();
   if (!issued.ok()) return SendStatus(res, issued.status());
   SendJson(res, 201,
            {{"id", issued->first.id},
