@@ -37,12 +37,25 @@ else
   WEFT_BUILD_DIR="$BUILD_DIR" WEFT_CMAKE_ARGS="${WEFT_CMAKE_ARGS:-} -DWEFT_WERROR=ON \
     -DWEFT_BUILD_BENCH=OFF -DWEFT_SANITIZE=$SANITIZE" ./scripts/build.sh
   SUPP="$PWD/tests/sanitizers"
-  export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:halt_on_error=1:detect_stack_use_after_return=0"
+  # Every report of every process (tests, weftd, learners) goes to a file in REPORTS: a learner
+  # that a report stops is restarted from its checkpoint like any crashed learner, so its test
+  # may pass; the run fails on any report all the same.
+  REPORTS=$(mktemp -d /tmp/weft-sanitizer-reports-XXXXXX)
+  LOG="log_path=$REPORTS/report"
+  export ASAN_OPTIONS="$LOG:detect_leaks=1:abort_on_error=0:halt_on_error=1:detect_stack_use_after_return=0"
   export LSAN_OPTIONS="suppressions=$SUPP/lsan.supp:print_suppressions=0"
-  export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:suppressions=$SUPP/ubsan.supp"
-  export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$SUPP/tsan.supp"
+  export UBSAN_OPTIONS="$LOG:print_stacktrace=1:halt_on_error=1:suppressions=$SUPP/ubsan.supp"
+  export TSAN_OPTIONS="$LOG:halt_on_error=1:second_deadlock_stack=1:suppressions=$SUPP/tsan.supp"
 fi
-(cd "$BUILD_DIR" && ctest -j2 --output-on-failure --timeout 1800 "${CTEST_ARGS[@]}")
+rc=0
+(cd "$BUILD_DIR" && ctest -j2 --output-on-failure --timeout 1800 "${CTEST_ARGS[@]}") || rc=$?
+if [[ -n "$SANITIZE" ]]; then
+  reports=$(find "$REPORTS" -type f | wc -l)
+  echo "== $SANITIZE: $reports report(s) from all processes (in $REPORTS)"
+  for f in $(find "$REPORTS" -type f | head -5); do echo "--- $f"; head -60 "$f"; done
+  [[ $reports -eq 0 ]] || rc=1
+fi
+[[ $rc -eq 0 ]] || exit $rc
 if [[ -z "$SANITIZE" && ${#CTEST_ARGS[@]} -eq 0 ]]; then
   ./scripts/fuzz.sh --runs "${WEFT_FUZZ_RUNS:-10000}"
   ./scripts/unit-asan.sh
