@@ -6,7 +6,6 @@
 #include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
-#include <spawn.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -32,6 +31,38 @@ extern char** environ;
 
 namespace weft {
 
+namespace {
+
+// A learner built with AddressSanitizer (scripts/test.sh --sanitize address,undefined) carries
+// ASan's shadow memory, redzones and quarantine, which its job did not ask for: the watchdog
+// allows it twice the memory it requested, so the suite's jobs run as they do uninstrumented.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr int64_t kInstrumentedMemoryFactor = 2;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr int64_t kInstrumentedMemoryFactor = 2;
+#else
+constexpr int64_t kInstrumentedMemoryFactor = 1;
+#endif
+#else
+constexpr int64_t kInstrumentedMemoryFactor = 1;
+#endif
+
+// "3.1 GiB" at or above 1 GiB, else "700 MiB".
+std::string MemorySize(int64_t bytes) {
+  constexpr int64_t kMiB = int64_t{1} << 20;
+  if (bytes >= 1024 * kMiB) return absl::StrFormat("%.1f GiB", bytes / (1024.0 * kMiB));
+  return absl::StrCat(bytes / kMiB, " MiB");
+}
+
+// The reason an over-limit learner was killed, as LearnerExit::killed_for.
+std::string OutOfMemory(int64_t used_bytes, int64_t limit_bytes) {
+  return absl::StrCat("out of memory: ", MemorySize(used_bytes), " used, ", MemorySize(limit_bytes),
+                      " requested (resources.memory_mb)");
+}
+
+}  // namespace
+
 std::string LearnerExit::Describe() const {
   if (!killed_for.empty()) return killed_for;
   if (status_unknown) return "exited (status unknown: started by an earlier weftd)";
@@ -41,8 +72,15 @@ std::string LearnerExit::Describe() const {
   return absl::StrCat("exit code ", exit_code);
 }
 
-LocalExecutor::LocalExecutor(std::string learner_binary, const Clock& clock)
-    : learner_binary_(std::move(learner_binary)), clock_(clock) {}
+LocalExecutor::LocalExecutor(std::string learner_binary, const Clock& clock,
+                             std::unique_ptr<MemoryCgroups> cgroups)
+    : learner_binary_(std::move(learner_binary)), clock_(clock), cgroups_(std::move(cgroups)) {
+  if (cgroups_) {
+    const int removed = cgroups_->RemoveUnused();
+    if (removed > 0)
+      spdlog::info("removed {} empty learner cgroups an earlier weftd left", removed);
+  }
+}
 
 LocalExecutor::~LocalExecutor() {
   absl::MutexLock lock(&mu_);
@@ -50,6 +88,14 @@ LocalExecutor::~LocalExecutor() {
     ::kill(-c.pid, SIGKILL);
     int status;
     if (!c.adopted) ::waitpid(c.pid, &status, 0);
+    if (!c.cgroup.empty()) exited_cgroups_.push_back(c.cgroup);
+  }
+  RemoveCgroups();
+  if (cgroups_) {
+    // The parent goes too once it is empty; a learner's cgroup still busy (a process the
+    // kernel has not yet taken out) keeps it for the next weftd to clear.
+    cgroups_->RemoveUnused();
+    (void)cgroups_->Remove(cgroups_->parent());
   }
 }
 
@@ -74,21 +120,18 @@ absl::StatusOr<int64_t> LocalExecutor::Start(const LearnerLaunch& launch) {
   RETURN_IF_ERROR(MakeDirs(launch.result_dir));
   RETURN_IF_ERROR(MakeDirs(launch.checkpoint_dir));
   std::string log_path = LearnerLogPath(launch.log_dir, launch.rank);
-
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log_path.c_str(),
-                                   O_WRONLY | O_CREAT | O_APPEND, 0600);
-  posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  // Own process group, so Stop() reaches anything the learner starts; default signal mask.
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK);
-  posix_spawnattr_setpgroup(&attr, 0);
-  sigset_t empty;
-  sigemptyset(&empty);
-  posix_spawnattr_setsigmask(&attr, &empty);
+  std::string cgroup;
+  if (cgroups_ && launch.memory_limit_mb > 0) {
+    auto dir =
+        cgroups_->Create(absl::StrCat(launch.job_id, ".a", launch.attempt, ".r", launch.rank),
+                         (launch.memory_limit_mb << 20) * kInstrumentedMemoryFactor);
+    if (dir.ok()) {
+      cgroup = *dir;
+    } else {
+      spdlog::warn("job {} rank {}: no memory cgroup ({}); a watchdog holds its limit instead",
+                   launch.job_id, launch.rank, dir.status().message());
+    }
+  }
 
   std::vector<std::string> env = LearnerEnvironment(launch);
   std::vector<char*> envp;
@@ -96,44 +139,131 @@ absl::StatusOr<int64_t> LocalExecutor::Start(const LearnerLaunch& launch) {
   envp.push_back(nullptr);
   std::string argv0 = learner_binary_;
   std::vector<char*> argv = {argv0.data(), nullptr};
-
-  pid_t pid = 0;
-  int rc = posix_spawn(&pid, learner_binary_.c_str(), &actions, &attr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
-  if (rc != 0) {
-    return absl::InternalError(
-        absl::StrCat("cannot start learner ", learner_binary_, ": ", strerror(rc)));
+  SpawnRequest req{
+      learner_binary_.c_str(), argv.data(),   envp.data(),
+      log_path.c_str(),        launch.cpuset, cgroup.empty() ? "" : cgroup + "/cgroup.procs"};
+  SpawnResult spawned = Spawn(req);
+  if (spawned.failed_step == SpawnResult::kCgroup) {
+    spdlog::warn(
+        "job {} rank {}: cannot enter its memory cgroup {} ({}); a watchdog holds its "
+        "limit instead",
+        launch.job_id, launch.rank, cgroup, strerror(spawned.error));
+    (void)cgroups_->Remove(cgroup);
+    cgroup.clear();
+    req.cgroup_procs.clear();
+    spawned = Spawn(req);
   }
-  if (!launch.cpuset.empty()) Pin(pid, launch.cpuset);
+  if (spawned.failed_step != SpawnResult::kNone) {
+    if (!cgroup.empty()) (void)cgroups_->Remove(cgroup);
+    return absl::InternalError(absl::StrCat("cannot start learner ", learner_binary_, ": ",
+                                            SpawnResult::StepName(spawned.failed_step), ": ",
+                                            strerror(spawned.error)));
+  }
+  if (spawned.pin_error != 0) {
+    spdlog::warn("learner pid {}: cannot pin to cpus {} on this host ({}); it runs unpinned",
+                 spawned.pid, absl::StrJoin(launch.cpuset, ","), strerror(spawned.pin_error));
+  }
   absl::MutexLock lock(&mu_);
-  children_.push_back({launch, pid, 0, false, ""});
-  return static_cast<int64_t>(pid);
+  children_.push_back({launch, spawned.pid, 0, false, "", cgroup});
+  return static_cast<int64_t>(spawned.pid);
 }
 
-void LocalExecutor::Pin(int64_t pid, const std::vector<int>& cpus) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  for (int c : cpus) {
-    if (c >= 0 && c < CPU_SETSIZE) CPU_SET(c, &set);
+const char* LocalExecutor::SpawnResult::StepName(Step step) {
+  switch (step) {
+    case kNone:
+      return "ok";
+    case kFork:
+      return "fork";
+    case kCgroup:
+      return "joining its memory cgroup";
+    case kStdio:
+      return "opening its log";
+    case kExec:
+      return "exec";
   }
-  // Every thread the learner has by now; threads it starts later inherit the mask.
-  int pinned = 0, failed = 0;
-  DIR* d = opendir(absl::StrCat("/proc/", pid, "/task").c_str());
-  while (dirent* e = d ? readdir(d) : nullptr) {
-    int tid = atoi(e->d_name);
-    if (tid <= 0) continue;
-    (sched_setaffinity(tid, sizeof(set), &set) == 0 ? pinned : failed)++;
+  return "?";
+}
+
+LocalExecutor::SpawnResult LocalExecutor::Spawn(const SpawnRequest& req) {
+  // Everything the child needs is prepared here: between fork and exec it calls only
+  // async-signal-safe functions (weftd has many threads; the child has one).
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  for (int c : req.cpuset) {
+    if (c >= 0 && c < CPU_SETSIZE) CPU_SET(c, &cpus);
   }
-  if (d) closedir(d);
-  if (pinned == 0) {
-    // sched_setaffinity on the pid itself (a learner that has not started its threads yet).
-    if (sched_setaffinity(static_cast<pid_t>(pid), sizeof(set), &set) == 0) pinned = 1;
+  const bool pin = !req.cpuset.empty();
+  const char* cgroup_procs = req.cgroup_procs.empty() ? nullptr : req.cgroup_procs.c_str();
+  sigset_t empty;
+  sigemptyset(&empty);
+  // The child reports a failed step as {step, errno} on this pipe; a successful exec closes it.
+  int report[2];
+  SpawnResult result;
+  if (::pipe2(report, O_CLOEXEC) != 0) {
+    result.failed_step = SpawnResult::kFork;
+    result.error = errno;
+    return result;
   }
-  if (pinned == 0 || failed > 0) {
-    spdlog::warn("learner pid {}: cannot pin to cpus {} on this host ({}); it runs unpinned", pid,
-                 absl::StrJoin(cpus, ","), strerror(errno));
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    auto fail = [&](int step) {
+      int msg[2] = {step, errno};
+      (void)!::write(report[1], msg, sizeof(msg));
+      ::_exit(127);
+    };
+    ::close(report[0]);
+    // Into the cgroup first ("0": this process), so the learner and all it starts are born there
+    // and held to its limit from the first byte.
+    if (cgroup_procs != nullptr) {
+      int fd = ::open(cgroup_procs, O_WRONLY | O_CLOEXEC);
+      if (fd < 0 || ::write(fd, "0", 1) != 1) fail(SpawnResult::kCgroup);
+      ::close(fd);
+    }
+    if (pin && ::sched_setaffinity(0, sizeof(cpus), &cpus) != 0) {
+      int msg[2] = {-1, errno};  // not fatal: the parent warns
+      (void)!::write(report[1], msg, sizeof(msg));
+    }
+    // Own process group, so Stop() reaches anything the learner starts; default signal mask.
+    ::setpgid(0, 0);
+    ::sigprocmask(SIG_SETMASK, &empty, nullptr);
+    int in = ::open("/dev/null", O_RDONLY);
+    int out = ::open(req.log_path, O_WRONLY | O_CREAT | O_APPEND, 0600);
+    if (in < 0 || out < 0 || ::dup2(in, STDIN_FILENO) < 0 || ::dup2(out, STDOUT_FILENO) < 0 ||
+        ::dup2(out, STDERR_FILENO) < 0) {
+      fail(SpawnResult::kStdio);
+    }
+    if (in > STDERR_FILENO) ::close(in);
+    if (out > STDERR_FILENO) ::close(out);
+    ::execve(req.binary, req.argv, req.envp);
+    fail(SpawnResult::kExec);
   }
+  ::close(report[1]);
+  if (pid < 0) {
+    result.failed_step = SpawnResult::kFork;
+    result.error = errno;
+    ::close(report[0]);
+    return result;
+  }
+  int msg[2];
+  ssize_t n;
+  while ((n = ::read(report[0], msg, sizeof(msg))) != 0) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n != static_cast<ssize_t>(sizeof(msg))) break;
+    if (msg[0] < 0) {
+      result.pin_error = msg[1];
+    } else {
+      result.failed_step = static_cast<SpawnResult::Step>(msg[0]);
+      result.error = msg[1];
+    }
+  }
+  ::close(report[0]);
+  if (result.failed_step != SpawnResult::kNone) {
+    int status;
+    ::waitpid(pid, &status, 0);
+    return result;
+  }
+  result.pid = pid;
+  return result;
 }
 
 absl::Status LocalExecutor::Stop(const std::string& job_id, int64_t grace_ms) {
@@ -215,32 +345,10 @@ std::vector<pid_t> ProcessTree(pid_t root, const std::multimap<pid_t, pid_t>& ch
   return tree;
 }
 
-// A learner built with AddressSanitizer (scripts/test.sh --sanitize address,undefined) carries
-// ASan's shadow memory, redzones and quarantine, which its job did not ask for: the watchdog
-// allows it twice the memory it requested, so the suite's jobs run as they do uninstrumented.
-#if defined(__SANITIZE_ADDRESS__)
-constexpr int64_t kInstrumentedMemoryFactor = 2;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr int64_t kInstrumentedMemoryFactor = 2;
-#else
-constexpr int64_t kInstrumentedMemoryFactor = 1;
-#endif
-#else
-constexpr int64_t kInstrumentedMemoryFactor = 1;
-#endif
-
-// "3.1 GiB" at or above 1 GiB, else "700 MiB".
-std::string MemorySize(int64_t bytes) {
-  constexpr int64_t kMiB = int64_t{1} << 20;
-  if (bytes >= 1024 * kMiB) return absl::StrFormat("%.1f GiB", bytes / (1024.0 * kMiB));
-  return absl::StrCat(bytes / kMiB, " MiB");
-}
-
 }  // namespace
 
 void LocalExecutor::EnforceMemoryLimit(Child& c, const std::multimap<pid_t, pid_t>& children) {
-  if (c.launch.memory_limit_mb <= 0 || !c.killed_for.empty()) return;
+  if (c.launch.memory_limit_mb <= 0 || !c.killed_for.empty() || !c.cgroup.empty()) return;
   // The learner and every process it started, wherever they went: a command job's program runs
   // in its own process group inside the sandbox.
   const std::vector<pid_t> tree = ProcessTree(c.pid, children);
@@ -250,12 +358,39 @@ void LocalExecutor::EnforceMemoryLimit(Child& c, const std::multimap<pid_t, pid_
   }
   const int64_t limit = c.launch.memory_limit_mb << 20;
   if (used <= limit * kInstrumentedMemoryFactor) return;
-  c.killed_for = absl::StrCat("out of memory: ", MemorySize(used), " used, ", MemorySize(limit),
-                              " requested (resources.memory_mb)");
+  c.killed_for = OutOfMemory(used, limit);
   spdlog::warn("learner pid {} of job {} rank {} ({} processes): {}; killing them", c.pid,
                c.launch.job_id, c.launch.rank, tree.size(), c.killed_for);
   ::kill(-c.pid, SIGKILL);
   for (pid_t pid : tree) ::kill(pid, SIGKILL);
+}
+
+void LocalExecutor::CheckCgroup(Child& c) {
+  if (c.cgroup.empty() || !c.killed_for.empty() || cgroups_->OomKills(c.cgroup) == 0) return;
+  const int64_t limit = c.launch.memory_limit_mb << 20;
+  // The kernel killed the process that went over (perhaps a command job's program, not the
+  // learner): what is left of the learner goes too, as under the watchdog.
+  c.killed_for = OutOfMemory(std::max<int64_t>(cgroups_->PeakBytes(c.cgroup), limit), limit);
+  spdlog::warn(
+      "learner pid {} of job {} rank {}: {} (killed by the kernel in {}); killing the "
+      "rest",
+      c.pid, c.launch.job_id, c.launch.rank, c.killed_for, c.cgroup);
+  ::kill(-c.pid, SIGKILL);
+  for (pid_t pid : cgroups_->Processes(c.cgroup)) ::kill(pid, SIGKILL);
+}
+
+void LocalExecutor::RemoveCgroups() {
+  for (auto it = exited_cgroups_.begin(); it != exited_cgroups_.end();) {
+    absl::Status s = cgroups_->Remove(*it);
+    if (absl::IsFailedPrecondition(s)) {
+      // Something the learner started outlived it: it goes now, the cgroup at a later Reap().
+      for (pid_t pid : cgroups_->Processes(*it)) ::kill(pid, SIGKILL);
+      ++it;
+      continue;
+    }
+    if (!s.ok()) spdlog::warn("{}", s.message());
+    it = exited_cgroups_.erase(it);
+  }
 }
 
 bool LocalExecutor::Exited(const Child& c, LearnerExit* e) {
@@ -292,8 +427,9 @@ absl::Status LocalExecutor::Adopt(const LearnerLaunch& launch, int64_t pid) {
     return absl::NotFoundError(absl::StrCat("no live learner of ", launch.job_id, " attempt ",
                                             launch.attempt, " at pid ", pid));
   }
+  std::string cgroup = cgroups_ ? cgroups_->CgroupOf(static_cast<pid_t>(pid)) : "";
   absl::MutexLock lock(&mu_);
-  children_.push_back({launch, static_cast<pid_t>(pid), 0, /*adopted=*/true, ""});
+  children_.push_back({launch, static_cast<pid_t>(pid), 0, /*adopted=*/true, "", cgroup});
   return absl::OkStatus();
 }
 
@@ -303,14 +439,22 @@ std::vector<LearnerExit> LocalExecutor::Reap() {
   TimeMs now = clock_.NowMs();
   // Read once per round, and only when some learner has a memory limit to check.
   std::multimap<pid_t, pid_t> children;
-  if (std::any_of(children_.begin(), children_.end(),
-                  [](const Child& c) { return c.launch.memory_limit_mb > 0; })) {
+  if (std::any_of(children_.begin(), children_.end(), [](const Child& c) {
+        return c.launch.memory_limit_mb > 0 && c.cgroup.empty();
+      })) {
     children = ChildrenByParent();
   }
   for (auto it = children_.begin(); it != children_.end();) {
+    CheckCgroup(*it);  // before Exited(): a learner the kernel killed says why
     LearnerExit e;
     if (Exited(*it, &e)) {
       ::kill(-it->pid, SIGKILL);  // anything the learner left behind in its group
+      if (!it->cgroup.empty()) {
+        // The kernel may have killed it since the look above.
+        CheckCgroup(*it);
+        e.killed_for = it->killed_for;
+        exited_cgroups_.push_back(it->cgroup);
+      }
       exits.push_back(e);
       it = children_.erase(it);
       continue;
@@ -319,6 +463,7 @@ std::vector<LearnerExit> LocalExecutor::Reap() {
     EnforceMemoryLimit(*it, children);
     ++it;
   }
+  if (cgroups_) RemoveCgroups();
   return exits;
 }
 

@@ -3,7 +3,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -11,6 +13,8 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
+
+#include "absl/strings/str_cat.h"
 
 namespace weft {
 namespace {
@@ -68,9 +72,42 @@ class LocalExecutorTest : public ::testing::Test {
   std::string dir_;
 };
 
-TEST_F(LocalExecutorTest, ALearnerOverItsMemoryIsKilledAndTheExitSaysWhy) {
+// The memory limit is held by the kernel (a memory cgroup per learner, where the host gives this
+// process one) or by the watchdog: the same promises either way.
+enum class Limits { kWatchdog, kCgroup };
+
+class MemoryLimitTest : public LocalExecutorTest, public ::testing::WithParamInterface<Limits> {
+ protected:
+  void TearDown() override {
+    if (cgroups_) std::filesystem::remove(cgroups_->parent());  // empty by then (rmdir)
+    LocalExecutorTest::TearDown();
+  }
+
+  // The cgroups for this test's executor, or null under the watchdog. Skips the test where the
+  // host gives this process no memory cgroup it may use.
+  std::unique_ptr<MemoryCgroups> Cgroups() {
+    if (GetParam() == Limits::kWatchdog) return nullptr;
+    auto found = MemoryCgroups::ForThisProcess(absl::StrCat("test-", getpid()));
+    if (!found.ok()) return nullptr;
+    cgroups_ = MemoryCgroups::Open((*found)->version(), (*found)->parent()).value();
+    return *std::move(found);
+  }
+  bool Skip() {
+    if (GetParam() == Limits::kWatchdog) return false;
+    auto found = MemoryCgroups::ForThisProcess(absl::StrCat("test-", getpid()));
+    if (found.ok()) return false;
+    std::cerr << "no memory cgroup here: " << found.status() << "\n";
+    return true;
+  }
+
+  std::unique_ptr<MemoryCgroups> cgroups_;  // a second handle on the executor's parent
+};
+
+TEST_P(MemoryLimitTest, ALearnerOverItsMemoryIsKilledAndTheExitSaysWhy) {
+  if (Skip()) GTEST_SKIP();
   // The stand-in holds ~200 MB in a shell variable, far over a 64 MiB limit.
-  LocalExecutor ex(Script("x=$(head -c 200000000 /dev/zero | tr '\\0' a); sleep 30"));
+  LocalExecutor ex(Script("x=$(head -c 200000000 /dev/zero | tr '\\0' a); sleep 30"),
+                   SystemClock::Get(), Cgroups());
   LearnerLaunch l = Launch();
   l.memory_limit_mb = 64;
   ASSERT_TRUE(ex.Start(l).ok());
@@ -80,16 +117,37 @@ TEST_F(LocalExecutorTest, ALearnerOverItsMemoryIsKilledAndTheExitSaysWhy) {
   EXPECT_THAT(exits[0].Describe(),
               ::testing::MatchesRegex("out of memory: [0-9]+ MiB used, 64 MiB requested "
                                       "\\(resources.memory_mb\\)"));
+  if (cgroups_) {
+    EXPECT_FALSE(std::filesystem::exists(cgroups_->parent() + "/job-1.a3.r0"))
+        << "the learner's cgroup outlived it";
+  }
 }
 
-TEST_F(LocalExecutorTest, MemoryOfTheLearnersChildrenCountsEvenInAnotherSession) {
+TEST_P(MemoryLimitTest, AStoppedExecutorLeavesNoCgroupBehind) {
+  if (Skip()) GTEST_SKIP();
+  {
+    LocalExecutor ex(Script("sleep 30"), SystemClock::Get(), Cgroups());
+    LearnerLaunch l = Launch();
+    l.memory_limit_mb = 64;
+    ASSERT_TRUE(ex.Start(l).ok());
+    if (cgroups_) {
+      ASSERT_TRUE(std::filesystem::exists(cgroups_->parent() + "/job-1.a3.r0"));
+    }
+  }  // weftd stops: its learners are killed
+  if (cgroups_) {
+    EXPECT_FALSE(std::filesystem::exists(cgroups_->parent()));
+  }
+}
+
+TEST_P(MemoryLimitTest, MemoryOfTheLearnersChildrenCountsEvenInAnotherSession) {
+  if (Skip()) GTEST_SKIP();
   // As a command job's program: a child in a session and process group of its own holds the
   // memory, the learner itself almost none.
   const std::string marker = dir_ + "/child-alive";
-  LocalExecutor ex(
-      Script("setsid sh -c 'x=$(head -c 200000000 /dev/zero | tr \"\\0\" a); "
-             "while true; do touch " +
-             marker + "; sleep 0.1; done' & wait"));
+  LocalExecutor ex(Script("setsid sh -c 'x=$(head -c 200000000 /dev/zero | tr \"\\0\" a); "
+                          "while true; do touch " +
+                          marker + "; sleep 0.1; done' & wait"),
+                   SystemClock::Get(), Cgroups());
   LearnerLaunch l = Launch();
   l.memory_limit_mb = 64;
   ASSERT_TRUE(ex.Start(l).ok());
@@ -103,8 +161,10 @@ TEST_F(LocalExecutorTest, MemoryOfTheLearnersChildrenCountsEvenInAnotherSession)
   EXPECT_FALSE(std::filesystem::exists(marker)) << "the child in its own session still runs";
 }
 
-TEST_F(LocalExecutorTest, ALearnerWithinItsMemoryRunsToItsEnd) {
-  LocalExecutor ex(Script("x=$(head -c 20000000 /dev/zero | tr '\\0' a); sleep 0.5; exit 0"));
+TEST_P(MemoryLimitTest, ALearnerWithinItsMemoryRunsToItsEnd) {
+  if (Skip()) GTEST_SKIP();
+  LocalExecutor ex(Script("x=$(head -c 20000000 /dev/zero | tr '\\0' a); sleep 0.5; exit 0"),
+                   SystemClock::Get(), Cgroups());
   LearnerLaunch l = Launch();
   l.memory_limit_mb = 512;
   ASSERT_TRUE(ex.Start(l).ok());
@@ -113,6 +173,58 @@ TEST_F(LocalExecutorTest, ALearnerWithinItsMemoryRunsToItsEnd) {
   EXPECT_EQ(exits[0].exit_code, 0);
   EXPECT_EQ(exits[0].killed_for, "");
 }
+
+INSTANTIATE_TEST_SUITE_P(Limits, MemoryLimitTest,
+                         ::testing::Values(Limits::kWatchdog, Limits::kCgroup),
+                         [](const auto& info) {
+                           return info.param == Limits::kWatchdog ? "Watchdog" : "Cgroup";
+                         });
+
+class CgroupLimitTest : public MemoryLimitTest {};
+
+TEST_P(CgroupLimitTest, TheKernelStopsABurstBetweenTwoLooksOfTheWatchdog) {
+  if (Skip()) GTEST_SKIP();
+  // 300 MB touched and let go within a few tens of milliseconds, then a clean exit: a watchdog
+  // polling /proc would most likely never see it. The kernel does.
+  LocalExecutor ex(Script("/usr/bin/python3 -c 'x = bytearray(300 << 20)' && exit 0"),
+                   SystemClock::Get(), Cgroups());
+  LearnerLaunch l = Launch();
+  l.memory_limit_mb = 64;
+  ASSERT_TRUE(ex.Start(l).ok());
+  auto exits = WaitForExit(ex);
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_NE(exits[0].exit_code, 0);
+  EXPECT_THAT(exits[0].Describe(),
+              ::testing::MatchesRegex("out of memory: [0-9]+ MiB used, 64 MiB requested "
+                                      "\\(resources.memory_mb\\)"));
+}
+
+TEST_P(CgroupLimitTest, EmptyCgroupsAnEarlierWeftdLeftGoAndOnesInUseStay) {
+  if (Skip()) GTEST_SKIP();
+  std::unique_ptr<MemoryCgroups> before = Cgroups();
+  auto stale = before->Create("old-job.a1.r0", 64 << 20);
+  ASSERT_TRUE(stale.ok()) << stale.status();
+  auto busy = before->Create("running-job.a1.r0", 64 << 20);
+  ASSERT_TRUE(busy.ok()) << busy.status();
+  pid_t child = fork();
+  if (child == 0) {
+    pause();
+    _exit(0);
+  }
+  ASSERT_TRUE(before->Join(*busy, child).ok());
+  EXPECT_EQ(before->CgroupOf(child), *busy);
+  EXPECT_EQ(before->CgroupOf(getpid()), "") << "a process outside weft's cgroups";
+
+  LocalExecutor ex(Script("exit 0"), SystemClock::Get(), std::move(before));
+  EXPECT_FALSE(std::filesystem::exists(*stale));
+  EXPECT_TRUE(std::filesystem::exists(*busy));
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  EXPECT_TRUE(cgroups_->Remove(*busy).ok());
+}
+
+INSTANTIATE_TEST_SUITE_P(Limits, CgroupLimitTest, ::testing::Values(Limits::kCgroup),
+                         [](const auto&) { return "Cgroup"; });
 
 TEST_F(LocalExecutorTest, LearnerGetsTheEnvironmentContractAndItsLogIsKept) {
   LocalExecutor ex(
