@@ -30,6 +30,7 @@
 #include "control/controller.h"
 #include "control/coordinator_service.h"
 #include "executor/local_executor.h"
+#include "executor/memory_cgroups.h"
 #include "job/layout.h"
 #include "scheduler/fair_share_policy.h"
 #include "store/sqlite_store.h"
@@ -116,6 +117,7 @@ struct Flags {
   int64_t tenant_artifact_mb = 2048;
   int64_t tenant_disk_quota_mb = 20480;
   double disk_check_seconds = 10;
+  std::string memory_limits = "auto";     // auto | cgroup | watchdog
   std::string tls_cert, tls_key, tls_ca;  // PEM files; absolute once checked
   std::string host;                       // of --listen
   int port = 0;
@@ -172,6 +174,12 @@ void AddFlags(CLI::App& app, Flags& f) {
                  "how often the disk use of tenants with active jobs is measured")
       ->capture_default_str()
       ->check(CLI::Range(0.1, 3600.0));
+  app.add_option("--memory-limits", f.memory_limits,
+                 "how learners are held to resources.memory_mb: cgroup (the kernel, a memory "
+                 "cgroup per learner; weftd fails to start without one), watchdog (weftd kills a "
+                 "learner it sees over), auto (cgroup where the host gives weftd one)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "cgroup", "watchdog"}));
   app.add_flag("--allow-unsandboxed-commands", f.allow_unsandboxed_commands,
                "run a command job's program without the sandbox (bubblewrap) where it cannot be "
                "set up, instead of failing the job: the program then sees what this weftd's user "
@@ -235,6 +243,8 @@ absl::Status CheckFlags(Flags& f) {
     }
     *path = std::filesystem::absolute(*path).string();  // learners start elsewhere
   }
+  f.rest.tls_cert_path = f.tls_cert;
+  f.rest.tls_key_path = f.tls_key;
   if (auto s = CheckLoopback(f); !s.ok()) return s;
   if (access(f.learner.c_str(), X_OK) != 0) {
     return absl::InvalidArgumentError(
@@ -361,6 +371,28 @@ void KeepToOwner() {
   prctl(PR_SET_DUMPABLE, 0);
 }
 
+// How learners are held to resources.memory_mb (--memory-limits): a memory cgroup per learner
+// where the host gives weftd one, else (null) the executor's watchdog. FailedPrecondition under
+// `cgroup` on a host without one.
+absl::StatusOr<std::unique_ptr<weft::MemoryCgroups>> MemoryLimits(const std::string& mode,
+                                                                  const std::string& data_dir) {
+  std::unique_ptr<weft::MemoryCgroups> cgroups;
+  if (mode == "watchdog") spdlog::info("memory limits: a watchdog (--memory-limits watchdog)");
+  if (mode != "watchdog") {
+    // One parent cgroup per data directory: weftd processes sharing a cgroup keep apart.
+    auto found = weft::MemoryCgroups::ForThisProcess(weft::Sha256Hex(data_dir).substr(0, 12));
+    if (found.ok()) {
+      cgroups = *std::move(found);
+    } else if (mode == "cgroup") {
+      return found.status();
+    } else {
+      spdlog::info("memory limits: a watchdog ({})", found.status().message());
+    }
+  }
+  if (cgroups) spdlog::info("memory limits: the kernel, a memory {}", cgroups->Describe());
+  return cgroups;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -396,7 +428,9 @@ int main(int argc, char** argv) {
     if (auto s = RegisterDebianDatasets(**store); !s.ok()) return Fail(s);
   }
 
-  weft::LocalExecutor executor(flags.learner);
+  auto cgroups = MemoryLimits(flags.memory_limits, *data_dir);
+  if (!cgroups.ok()) return Fail(cgroups.status());
+  weft::LocalExecutor executor(flags.learner, weft::SystemClock::Get(), *std::move(cgroups));
   weft::scheduler::FairSharePolicy policy;
   weft::ControllerOptions options;
   options.data_dir = *data_dir;
@@ -420,8 +454,6 @@ int main(int argc, char** argv) {
     return Fail(absl::InternalError(absl::StrCat("recovery failed: ", s.message())));
   }
   flags.rest.admin_token_path = *data_dir + "/admin.token";
-  flags.rest.tls_cert_path = flags.tls_cert;
-  flags.rest.tls_key_path = flags.tls_key;
   weft::api::RestServer rest(**store, controller, &artifacts, weft::SystemClock::Get(), flags.rest);
   if (auto s = rest.Start(flags.host, flags.port); !s.ok()) return Fail(s);
   controller.StartLoop();
