@@ -13,9 +13,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <map>
+#include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -90,13 +92,19 @@ LocalExecutor::~LocalExecutor() {
     if (!c.adopted) ::waitpid(c.pid, &status, 0);
     if (!c.cgroup.empty()) exited_cgroups_.push_back(c.cgroup);
   }
+  if (!cgroups_) return;
+  // A learner's children (reparented when it was killed) leave its cgroup only once the kernel
+  // has reaped them: a few milliseconds. Wait up to 2 s, killing whatever is left, then the
+  // parent goes too; a cgroup still busy after that is left for the next weftd to clear.
+  // (Real time, not clock_: a test's fake clock must not make this wait forever.)
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(2);
   RemoveCgroups();
-  if (cgroups_) {
-    // The parent goes too once it is empty; a learner's cgroup still busy (a process the
-    // kernel has not yet taken out) keeps it for the next weftd to clear.
-    cgroups_->RemoveUnused();
-    (void)cgroups_->Remove(cgroups_->parent());
+  while (!exited_cgroups_.empty() && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    RemoveCgroups();
   }
+  cgroups_->RemoveUnused();
+  (void)cgroups_->Remove(cgroups_->parent());
 }
 
 std::vector<std::string> LocalExecutor::LearnerEnvironment(const LearnerLaunch& launch) {
