@@ -251,12 +251,38 @@ void ReadTraining(FieldReader& r, const YAML::Node& n, JobSpec* spec) {
   r.Integer(n, "training", "threads", &t.threads, 1, kMaxThreads, "a positive integer up to 256");
 }
 
+// `learners: N` (a fixed gang) or `learners: {min: M, max: N}` (elastic, 1 <= M <= N <= 1024).
+void ReadLearners(FieldReader& r, const YAML::Node& n, ResourceSpec* res) {
+  if (!n) return;
+  if (!n.IsMap()) {
+    r.IntegerNode(n, "resources.learners", &res->learners, 1, kMaxLearners,
+                  "a positive integer up to 1024, or {min: M, max: N}");
+    res->min_learners = res->learners;
+    return;
+  }
+  if (!r.Mapping(n, "resources.learners", {"min", "max"})) return;
+  for (const char* key : {"min", "max"}) {
+    if (!n[key]) r.Error(absl::StrCat("resources.learners.", key), "is required");
+  }
+  int min = 0, max = 0;
+  r.Integer(n, "resources.learners", "min", &min, 1, kMaxLearners, "a positive integer up to 1024");
+  r.Integer(n, "resources.learners", "max", &max, 1, kMaxLearners, "a positive integer up to 1024");
+  if (min == 0 || max == 0) return;
+  if (min > max) {
+    r.Error("resources.learners.min",
+            absl::StrCat("must not exceed resources.learners.max (", min, " > ", max, ")"));
+    return;
+  }
+  res->min_learners = min;
+  res->learners = max;
+  res->elastic = true;
+}
+
 void ReadResources(FieldReader& r, const YAML::Node& n, JobSpec* spec) {
   if (!n) return;
   if (!r.Mapping(n, "resources", {"learners", "cpus", "memory_mb", "gpus", "placement"})) return;
   ResourceSpec& res = spec->resources;
-  r.Integer(n, "resources", "learners", &res.learners, 1, kMaxLearners,
-            "a positive integer up to 1024");
+  ReadLearners(r, n["learners"], &res);
   r.Real(n, "resources", "cpus", &res.cpus, 0, 1024, true, "a number of cores in (0, 1024]");
   r.Integer(n, "resources", "memory_mb", &res.memory_mb, 64, int64_t{1} << 30,
             "an integer number of MiB, at least 64");
@@ -426,6 +452,11 @@ void ReadDocument(FieldReader& r, const YAML::Node& doc, JobSpec* spec) {
     ReadTraining(r, doc["training"], spec);
   }
   ReadResources(r, doc["resources"], spec);
+  if (spec->IsCommandJob() && spec->resources.elastic) {
+    r.Error("resources.learners",
+            "a command job asks for a fixed number of learners: your program, not weft, would "
+            "have to follow a change of world size");
+  }
   ReadTargets(r, doc["targets"], spec);
   ReadCheckpoint(r, doc["checkpoint"], spec);
   r.Integer(doc, "", "max_restarts", &spec->max_restarts, 0, 100, "an integer in [0, 100]");

@@ -63,7 +63,13 @@ struct TrainingSpec {
 };
 
 struct ResourceSpec {
-  int learners = 1;                // processes in the gang
+  // A fixed gang: `learners` processes, all or none. An elastic job (manifest
+  // `learners: {min: M, max: N}`): `min_learners` = M to `learners` = N, as many as the scheduler
+  // gives it; each learner keeps `training.batch_size` and the learning rate follows the world
+  // size through `training.lr_scaling`.
+  int learners = 1;
+  int min_learners = 1;  // == learners for a fixed gang
+  bool elastic = false;
   double cpus = 1;                 // per learner
   int64_t memory_mb = 2048;        // per learner, MiB
   int gpus = 0;                    // per learner

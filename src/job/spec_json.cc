@@ -9,7 +9,11 @@ namespace {
 // The fields every job has: resources, targets, restarts, priority.
 void CommonToJson(const JobSpec& s, nlohmann::json* out) {
   nlohmann::json& j = *out;
-  j["resources"] = {{"learners", s.resources.learners},
+  nlohmann::json learners = s.resources.learners;
+  if (s.resources.elastic) {
+    learners = {{"min", s.resources.min_learners}, {"max", s.resources.learners}};
+  }
+  j["resources"] = {{"learners", learners},
                     {"cpus", s.resources.cpus},
                     {"memory_mb", s.resources.memory_mb},
                     {"gpus", s.resources.gpus},

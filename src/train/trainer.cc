@@ -164,13 +164,21 @@ absl::StatusOr<Trainer::EpochEnd> Trainer::TrainEpoch(int epoch) {
   auto gen = at::detail::createCPUGenerator(spec_.training.seed * 1000003 + epoch);
   torch::Tensor perm =
       torch::randperm(train_.size(), gen, torch::TensorOptions().dtype(torch::kInt64));
-  torch::Tensor mine =
-      perm.slice(0, o_.learner.rank, per_rank_ * o_.learner.world_size, o_.learner.world_size);
+  // The permutation from epoch_offset_ on, dealt round-robin to the ranks: the same count for
+  // every rank (up to world_size - 1 samples at the epoch's end are left out), so all take the
+  // same number of steps. The samples before the offset were trained, whatever the world size
+  // then: a gang restarted at another size (an elastic job) picks the epoch up at that sample.
+  const int64_t world = o_.learner.world_size;
+  const int64_t start = epoch_offset_;
+  const int64_t per_rank = (train_.size() - start) / world;
+  torch::Tensor mine = perm.slice(0, start + o_.learner.rank, start + per_rank * world, world);
   const int64_t bs = spec_.training.batch_size;
-  step_in_epoch_at_start_ = step_in_epoch_;
-  for (int64_t s = step_in_epoch_; s < steps_per_epoch_; ++s) {
-    const bool stop = Step(mine.slice(0, s * bs, std::min(per_rank_, (s + 1) * bs)));
-    step_in_epoch_ = s + 1;
+  const int64_t steps = (per_rank + bs - 1) / bs;
+  steps_this_run_ = steps;
+  for (int64_t s = 0; s < steps; ++s) {
+    const int64_t end = std::min(per_rank, (s + 1) * bs);
+    const bool stop = Step(mine.slice(0, s * bs, end));
+    epoch_offset_ = start + end * world;
     if (stop) {
       // Keep what was trained: halt and preemption resume from here.
       ReportTraining(/*force=*/true);
@@ -181,7 +189,7 @@ absl::StatusOr<Trainer::EpochEnd> Trainer::TrainEpoch(int epoch) {
     ReportTraining(/*force=*/false);
     if (CheckpointDue()) RETURN_IF_ERROR(Checkpoint(/*tolerate_disk_errors=*/true));
     const int64_t every = spec_.training.eval_every_steps;
-    if (every > 0 && progress_.step % every == 0 && s + 1 < steps_per_epoch_) {
+    if (every > 0 && progress_.step % every == 0 && s + 1 < steps) {
       bool complete = false;
       eval_pending_ = true;
       RETURN_IF_ERROR(EvaluateAndCheckTargets(&complete));
@@ -191,7 +199,7 @@ absl::StatusOr<Trainer::EpochEnd> Trainer::TrainEpoch(int epoch) {
   }
   progress_.epoch = epoch + 1;
   LogEpochTimes(epoch);
-  step_in_epoch_ = 0;
+  epoch_offset_ = 0;
   bool complete = false;
   eval_pending_ = true;
   RETURN_IF_ERROR(EvaluateAndCheckTargets(&complete));
@@ -201,7 +209,7 @@ absl::StatusOr<Trainer::EpochEnd> Trainer::TrainEpoch(int epoch) {
 
 void Trainer::LogEpochTimes(int epoch) {
   if (o_.learner.world_size > 1) {
-    const int64_t steps = std::max<int64_t>(1, steps_per_epoch_ - step_in_epoch_at_start_);
+    const int64_t steps = std::max<int64_t>(1, steps_this_run_);
     const double wait_ms = dp_->TakeWaitMs();
     spdlog::info(
         "epoch {}: {:.1f} ms per step, of which {:.1f} ms waiting for the gradient allreduce "
@@ -272,7 +280,7 @@ absl::StatusOr<LoopResult> Trainer::Run() {
   try {
     if (eval_pending_) {
       // The gang lost a learner during this evaluation last time: do it now, before training on.
-      epoch_in_progress_ = step_in_epoch_ == 0 ? progress_.epoch : progress_.epoch + 1;
+      epoch_in_progress_ = epoch_offset_ == 0 ? progress_.epoch : progress_.epoch + 1;
       spdlog::info("evaluating step {} first: its evaluation was interrupted", progress_.step);
       RETURN_IF_ERROR(EvaluateAndCheckTargets(&complete));
       eval_pending_ = false;

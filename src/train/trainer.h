@@ -51,7 +51,7 @@ class Trainer {
   absl::Status SyncGang();
   // Steps per epoch and the budget; logs the plan.
   void Plan();
-  // Trains the rest of the epoch `epoch` (0-based) from step_in_epoch_.
+  // Trains the rest of the epoch `epoch` (0-based) from epoch_offset_.
   absl::StatusOr<EpochEnd> TrainEpoch(int epoch);
   // One optimizer step on `idx` (sample indices); returns whether the gang must stop now.
   bool Step(const torch::Tensor& idx);
@@ -107,11 +107,14 @@ class Trainer {
   double last_accuracy_ = 0;
   bool delivered_ = false;
   double complete_met_ = 0;
-  int64_t step_in_epoch_ = 0;  // steps done in the epoch in progress
+  // Samples of the epoch in progress trained so far, over all ranks: the length of the prefix of
+  // the epoch's permutation that applied steps consumed. Independent of the world size.
+  int64_t epoch_offset_ = 0;
   int64_t last_checkpoint_step_ = -1;
-  int64_t step_in_epoch_at_start_ = 0;  // where this epoch's loop began (after a resume: > 0)
-  double epoch_train_seconds_ = 0;      // this epoch's time in training steps
-  double last_checkpoint_s_ = 0;        // when a checkpoint was last written or attempted
+  int64_t steps_this_run_ =
+      0;  // steps of this epoch's loop in this process (after a resume: fewer)
+  double epoch_train_seconds_ = 0;  // this epoch's time in training steps
+  double last_checkpoint_s_ = 0;    // when a checkpoint was last written or attempted
   // An evaluation was due at progress_.step and has not finished: set while it runs, so a
   // checkpoint written when a peer is lost mid-evaluation makes the restart evaluate first.
   bool eval_pending_ = false;

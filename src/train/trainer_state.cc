@@ -31,8 +31,8 @@ absl::StatusOr<int64_t> Trainer::ResumeFromCheckpoints() {
   for (const std::string& path : paths) {
     absl::Status s = Restore(path);
     if (s.ok()) {
-      spdlog::info("resumed from {}: epoch {}, step {} ({} into the epoch)", path, progress_.epoch,
-                   progress_.step, step_in_epoch_);
+      spdlog::info("resumed from {}: epoch {}, step {} ({} samples into the epoch)", path,
+                   progress_.epoch, progress_.step, epoch_offset_);
       return progress_.step;
     }
     spdlog::warn("skipping checkpoint: {}", s.message());
@@ -43,7 +43,7 @@ absl::StatusOr<int64_t> Trainer::ResumeFromCheckpoints() {
                      BuildModel(spec_.model, o_.learner.model_dir, train_.SampleShape(), classes_));
     optimizer_ = MakeOptimizer();
     progress_ = {};
-    step_in_epoch_ = 0;
+    epoch_offset_ = 0;
     best_ = last_accuracy_ = 0;
     delivered_ = false;
     eval_pending_ = false;
@@ -70,7 +70,7 @@ absl::Status Trainer::Checkpoint(bool tolerate_disk_errors) {
     ar.write("epoch", i64(progress_.epoch));
     ar.write("step", i64(progress_.step));
     ar.write("samples", i64(progress_.samples));
-    ar.write("step_in_epoch", i64(step_in_epoch_));
+    ar.write("epoch_offset", i64(epoch_offset_));
     ar.write("delivered", i64(delivered_ ? 1 : 0));
     ar.write("eval_pending", i64(eval_pending_ ? 1 : 0));
     ar.write("best", torch::tensor(best_, torch::kFloat64));
@@ -142,7 +142,18 @@ absl::Status Trainer::Restore(const std::string& path) {
     progress_.epoch = static_cast<int>(i64("epoch"));
     progress_.step = i64("step");
     progress_.samples = i64("samples");
-    step_in_epoch_ = i64("step_in_epoch");
+    torch::Tensor offset;
+    if (ar.try_read("epoch_offset", offset)) {
+      epoch_offset_ = offset.item<int64_t>();
+    } else {
+      // Written before the offset existed, by a fixed gang of this same size: whole steps of
+      // batch_size samples per rank.
+      epoch_offset_ = i64("step_in_epoch") * spec_.training.batch_size * o_.learner.world_size;
+    }
+    if (epoch_offset_ < 0 || epoch_offset_ > train_.size()) {
+      return absl::DataLossError(absl::StrCat("checkpoint ", path, " is ", epoch_offset_,
+                                              " samples into an epoch of ", train_.size()));
+    }
     delivered_ = i64("delivered") != 0;
     best_ = f64("best");
     last_accuracy_ = f64("last_accuracy");

@@ -189,6 +189,60 @@ TEST(JobSpecTest, LearningRateScalesWithTheGang) {
   EXPECT_DOUBLE_EQ(none->ScaledLearningRate(8), 1e-3);
 }
 
+TEST(JobSpecTest, ElasticLearnersAreARangeAndRoundTrip) {
+  auto spec = ParseManifest(std::string(kGood) + "resources: {learners: {min: 1, max: 3}}\n");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_TRUE(spec->resources.elastic);
+  EXPECT_EQ(spec->resources.min_learners, 1);
+  EXPECT_EQ(spec->resources.learners, 3);
+  nlohmann::json j = SpecToJson(*spec);
+  EXPECT_EQ(j["resources"]["learners"], nlohmann::json({{"min", 1}, {"max", 3}}));
+  auto again = ParseManifest(j.dump());
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE(again->resources.elastic);
+  EXPECT_EQ(again->resources.min_learners, 1);
+  EXPECT_EQ(again->resources.learners, 3);
+
+  auto fixed = ParseManifest(std::string(kGood) + "resources: {learners: 2}\n");
+  ASSERT_TRUE(fixed.ok());
+  EXPECT_FALSE(fixed->resources.elastic);
+  EXPECT_EQ(fixed->resources.min_learners, 2);
+  EXPECT_EQ(SpecToJson(*fixed)["resources"]["learners"], 2);
+}
+
+TEST(JobSpecTest, BadElasticRangesNameTheField) {
+  struct Case {
+    const char* resources;
+    const char* field;
+    const char* problem;
+  };
+  for (const Case& c : {
+           Case{"{learners: {min: 3, max: 2}}", "resources.learners.min", "must not exceed"},
+           Case{"{learners: {min: 0, max: 2}}", "resources.learners.min", "positive integer"},
+           Case{"{learners: {max: 2}}", "resources.learners.min", "is required"},
+           Case{"{learners: {min: 1, max: 2000}}", "resources.learners.max", "up to 1024"},
+           Case{"{learners: {min: 1, max: 2, step: 1}}", "resources.learners.step",
+                "unknown field"},
+           Case{"{learners: [1, 2]}", "resources.learners", "{min: M, max: N}"},
+       }) {
+    std::vector<FieldError> errors;
+    auto spec = ParseManifest(std::string(kGood) + "resources: " + c.resources + "\n", &errors);
+    ASSERT_FALSE(spec.ok()) << c.resources;
+    ASSERT_FALSE(errors.empty()) << c.resources;
+    EXPECT_EQ(errors[0].field, c.field) << c.resources;
+    EXPECT_THAT(errors[0].problem, ::testing::HasSubstr(c.problem)) << c.resources;
+  }
+  std::vector<FieldError> errors;
+  auto command = ParseManifest(
+      "name: x\ncommand: [python3, train.py]\ncode: c.tar.gz\n"
+      "resources: {learners: {min: 1, max: 2}}\n",
+      &errors);
+  ASSERT_FALSE(command.ok());
+  ASSERT_EQ(errors.size(), 1u) << command.status();
+  EXPECT_EQ(errors[0].field, "resources.learners");
+  EXPECT_THAT(errors[0].problem, ::testing::HasSubstr("fixed number"));
+}
+
 TEST(JobSpecTest, JsonManifestIsAccepted) {
   auto spec = ParseManifest(
       R"({"name": "j", "model": {"architecture": "mlp", "hidden_units": [32, 16]},
