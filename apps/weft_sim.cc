@@ -34,6 +34,7 @@ struct Flags {
   std::string policy_name, workloads, app_traces, out_dir;
   weft::sim::SimOptions opts;
   bool plot = false, quiet = false;
+  bool elastic = false;  // every job elastic, whatever the policy's default mode
 };
 
 void AddFlags(CLI::App& app, Flags& f) {
@@ -55,6 +56,9 @@ void AddFlags(CLI::App& app, Flags& f) {
   app.add_option("--out", f.out_dir, "write per-job CSVs, summary.json (and plots) here");
   app.add_flag("--plot", f.plot, "with --out: JCT CDF and allocation PNGs (needs gnuplot)");
   app.add_flag("-q,--quiet", f.quiet, "only the final JSON line");
+  app.add_flag("--elastic", f.elastic,
+               "jobs of a Pollux workload run elastic (1 GPU up to what their batch allows, the "
+               "batch fixed) under any policy, e.g. fairshare; default: the policy's own mode");
 }
 
 // Simulates one workload file; its result, or the message and exit code of why not.
@@ -81,7 +85,10 @@ Outcome RunOne(const Flags& f, const std::string& file, weft::sim::AppCatalog& a
   }
   // Policies keep state across rounds (Tiresias's queues): a fresh one per workload.
   auto policy = weft::scheduler::MakePolicy(f.policy_name);
-  auto r = weft::sim::Simulate(*w, apps, **policy, weft::sim::JobModeFor(f.policy_name), run);
+  const weft::sim::JobMode mode = f.elastic && f.policy_name != "goodput"
+                                      ? weft::sim::JobMode::kElasticFixedBatch
+                                      : weft::sim::JobModeFor(f.policy_name);
+  auto r = weft::sim::Simulate(*w, apps, **policy, mode, run);
   if (!r.ok()) return {std::nullopt, absl::StrCat(w->name, ": ", r.status().message()), 1};
   if (!f.out_dir.empty()) {
     auto s = weft::sim::WriteJobsCsv(

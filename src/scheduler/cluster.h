@@ -35,7 +35,8 @@ class JobModel;
 
 // An active job as a policy sees it: what it asks for, what it holds now, and how much service it
 // has had. A rigid (gang) job asks for exactly `learners`; an elastic policy may give any count in
-// [min_learners, max_learners].
+// [min_learners, max_learners] (the fair-share policy starts an elastic job, max_learners >
+// min_learners, at min_learners and grows it into idle capacity; fifo gives it `learners`).
 struct JobRequest {
   std::string job_id;
   std::string tenant;
@@ -87,6 +88,9 @@ struct ClusterSnapshot {
 struct Placement {
   std::string job_id;
   std::vector<std::string> learner_nodes;
+  // Why a running job is resized, for its history ("grow to 3: idle capacity", "shrink to 1:
+  // another tenant is below its fair share"); empty for a start (weftd says where it was placed).
+  std::string reason;
 };
 
 // How a waiting reason of `job` names job `other`: by id when both are the same tenant's,

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "scheduler/placement.h"
 #include "scheduler/shares.h"
 
@@ -27,7 +28,19 @@ std::string QuotaOverrun(const Resources& used, const Resources& gang, const Res
   return "";
 }
 
-Resources Gang(const JobRequest& j) { return j.per_learner.Times(j.learners); }
+bool Elastic(const JobRequest& j) { return j.max_learners > j.min_learners; }
+
+// The learners a waiting job starts with: its gang, or an elastic job's minimum.
+int StartSize(const JobRequest& j) { return Elastic(j) ? j.min_learners : j.learners; }
+
+Resources Gang(const JobRequest& j) { return j.per_learner.Times(StartSize(j)); }
+
+// "2 learners" or, for an elastic job, "2 learners (elastic, 2 to 4)".
+std::string LearnersOf(const JobRequest& j) {
+  std::string s = absl::StrCat(StartSize(j), StartSize(j) == 1 ? " learner" : " learners");
+  if (Elastic(j)) absl::StrAppend(&s, " (elastic, ", j.min_learners, " to ", j.max_learners, ")");
+  return s;
+}
 
 // One tenant during a round: its figures (`used` grows as the round starts its jobs), its
 // waiting jobs in the order it wants them, and what it has left waiting so far.
@@ -67,8 +80,12 @@ class Round {
   void Reserve(const JobRequest& j);
   void Explain(size_t i, WaitCode code, std::string reason);
   void PreemptFor(size_t blocked);
-  std::vector<size_t> Victims(const JobRequest& b) const;
+  std::vector<size_t> Victims(const JobRequest& b, bool shrink) const;
   std::vector<Node> RoomWithoutVictims() const;
+  void MakeRoom(const JobRequest& b, const std::vector<std::pair<size_t, int>>& kept);
+  void Grow();
+  std::string ShrinkReason(const JobRequest& victim, const JobRequest& b) const;
+  std::vector<size_t> Growable(const std::string& tenant) const;
 
   const ClusterSnapshot& s_;
   const std::vector<JobRequest>& jobs_;
@@ -76,7 +93,8 @@ class Round {
   std::map<std::string, TenantRound> tenants_;
   FreeMap free_;
   Decisions d_;
-  int blocked_ = -1;  // the first gang that did not fit; nodes are reserved for it
+  int blocked_ = -1;          // the first gang that did not fit; nodes are reserved for it
+  bool making_room_ = false;  // this round shrinks or preempts jobs for the blocked one
 };
 
 Round::Round(const ClusterSnapshot& s)
@@ -99,6 +117,8 @@ Decisions Round::Run() {
   // Progressive filling: the tenant with the smallest weighted dominant share goes next.
   while (TenantRound* t = NextTenant()) Consider(*t, t->waiting[t->next++]);
   if (blocked_ >= 0) PreemptFor(static_cast<size_t>(blocked_));
+  // Room being made for a blocked job is not handed to elastic jobs in the same round.
+  if (d_.preempted.empty() && !making_room_) Grow();
   return std::move(d_);
 }
 
@@ -129,12 +149,15 @@ void Round::Consider(TenantRound& t, size_t i) {
   }
   Placement p;
   p.job_id = j.job_id;
-  bool placed = free_.TotalFree().Fits(Gang(j)) &&
-                (j.spread ? free_.PlaceSpread(j.learners, j.per_learner, &p.learner_nodes)
-                          : free_.PlacePacked(j.learners, j.per_learner, {}, &p.learner_nodes));
-  if (!placed) return LeaveWaiting(t, i);
-  t.figures.used += Gang(j);
-  d_.placements.push_back(std::move(p));
+  const int n = StartSize(j);
+  if (free_.TotalFree().Fits(Gang(j)) &&
+      (j.spread ? free_.PlaceSpread(n, j.per_learner, &p.learner_nodes)
+                : free_.PlacePacked(n, j.per_learner, {}, &p.learner_nodes))) {
+    t.figures.used += Gang(j);
+    d_.placements.push_back(std::move(p));
+    return;
+  }
+  LeaveWaiting(t, i);
 }
 
 void Round::LeaveWaiting(TenantRound& t, size_t i) {
@@ -150,7 +173,7 @@ void Round::LeaveWaiting(TenantRound& t, size_t i) {
         absl::StrCat("waiting: behind ", ahead, " higher-priority ", ahead == 1 ? "job" : "jobs"));
   }
   std::string why = absl::StrCat(
-      "waiting: no node set fits ", j.learners, " learners × ", Num(j.per_learner.cpus), " cpus",
+      "waiting: no node set fits ", LearnersOf(j), " × ", Num(j.per_learner.cpus), " cpus",
       j.per_learner.gpus ? absl::StrCat(", ", j.per_learner.gpus, " gpus") : "", " (",
       j.spread ? "spread" : "pack", ")");
   if (blocked_ < 0) {
@@ -168,11 +191,11 @@ void Round::LeaveWaiting(TenantRound& t, size_t i) {
 void Round::Reserve(const JobRequest& j) {
   std::vector<std::pair<int, int>> by_room;  // (-room now, index)
   for (size_t n = 0; n < s_.nodes.size(); ++n) {
-    by_room.emplace_back(-LearnerSlots(free_.free()[n], j.per_learner, j.learners),
+    by_room.emplace_back(-LearnerSlots(free_.free()[n], j.per_learner, StartSize(j)),
                          static_cast<int>(n));
   }
   std::sort(by_room.begin(), by_room.end());
-  int need = j.learners;
+  int need = StartSize(j);
   for (auto [neg_room, n] : by_room) {
     if (need <= 0) break;
     int cap = LearnerSlots(s_.nodes[n].capacity, j.per_learner, need);
@@ -182,10 +205,13 @@ void Round::Reserve(const JobRequest& j) {
   }
 }
 
-// Running jobs the blocked gang may preempt, cheapest first (lowest priority, then youngest:
-// least attained service lost): lower-priority jobs of its own tenant, and jobs of tenants above
-// their fair share while its tenant is below its own, only towards fairness.
-std::vector<size_t> Round::Victims(const JobRequest& b) const {
+// Running jobs the blocked gang may shrink to their minimum (`shrink` true: every elastic job
+// above it, whose learners above it came from idle capacity; PreemptFor keeps shrinks between
+// tenants towards fairness) or preempt whole (`shrink` false: lower-priority jobs of its own
+// tenant, and jobs of tenants above their fair share while its tenant is below its own, only
+// towards fairness), cheapest first (lowest priority, then youngest: least attained service
+// lost).
+std::vector<size_t> Round::Victims(const JobRequest& b, bool shrink) const {
   const TenantRound& bt = tenants_.at(b.tenant);
   const double b_share = DominantShare(bt.figures.used, total_, 1);
   Resources b_after = bt.figures.used;
@@ -193,7 +219,15 @@ std::vector<size_t> Round::Victims(const JobRequest& b) const {
   std::vector<size_t> victims;
   for (size_t i = 0; i < jobs_.size(); ++i) {
     const JobRequest& v = jobs_[i];
-    if (v.Waiting()) continue;
+    const int held = static_cast<int>(v.allocation.size());
+    if (v.Waiting() || (shrink && (!Elastic(v) || held <= v.min_learners))) continue;
+    const int released = shrink ? held - v.min_learners : held;
+    if (shrink) {
+      // What an elastic job holds above its minimum it grew into while nobody could use it:
+      // any waiting job may have it back.
+      victims.push_back(i);
+      continue;
+    }
     if (v.tenant == b.tenant) {
       if (v.priority < b.priority) victims.push_back(i);
       continue;
@@ -202,7 +236,7 @@ std::vector<size_t> Round::Victims(const JobRequest& b) const {
     // After the swap the victim's tenant must still have at least the weighted share the blocked
     // job's tenant will have, or the two would preempt each other back and forth.
     Resources v_after = vt.figures.used;
-    v_after -= v.per_learner.Times(static_cast<int>(v.allocation.size()));
+    v_after -= v.per_learner.Times(released);
     if (b_share < bt.figures.fair_share &&
         DominantShare(vt.figures.used, total_, 1) > vt.figures.fair_share &&
         DominantShare(v_after, total_, vt.weight()) >=
@@ -238,9 +272,23 @@ std::vector<Node> Round::RoomWithoutVictims() const {
   return room;
 }
 
-// Releases victims one by one until the blocked gang fits, and preempts them if it does. At most
-// one such preemption per round; the gang starts in a later round, once they have released
-// their nodes.
+// Whether `b`'s starting gang fits on `room` (capacity minus what stays allocated).
+bool FitsOn(const JobRequest& b, const std::vector<Node>& room) {
+  std::vector<Node> left = room;
+  for (auto& n : left) {
+    n.capacity -= n.allocated;
+    n.allocated = {};
+  }
+  FreeMap trial(left);
+  std::vector<std::string> out;
+  return b.spread ? trial.PlaceSpread(StartSize(b), b.per_learner, &out)
+                  : trial.PlacePacked(StartSize(b), b.per_learner, {}, &out);
+}
+
+// Makes room for the blocked gang, cheapest first: the learners elastic victims hold above their
+// minimum (last ranks first), then whole victims, until it fits; then shrinks and preempts what
+// that took. At most one blocked gang per round; it starts in a later round, once the learners
+// have left (a shrink at a step boundary, a preemption after its checkpoint).
 void Round::PreemptFor(size_t blocked) {
   const JobRequest& b = jobs_[blocked];
   const TenantRound& bt = tenants_.at(b.tenant);
@@ -248,35 +296,162 @@ void Round::PreemptFor(size_t blocked) {
       !QuotaOverrun(bt.figures.used, Gang(b), bt.figures.share.quota).empty()) {
     return;
   }
-  std::vector<size_t> victims = Victims(b);
-  if (victims.empty()) return;
+  std::vector<std::pair<size_t, int>> steps;  // (victim, learners it keeps after the step)
+  for (size_t v : Victims(b, /*shrink=*/true)) {
+    const JobRequest& j = jobs_[v];
+    for (int keep = static_cast<int>(j.allocation.size()) - 1; keep >= j.min_learners; --keep) {
+      steps.emplace_back(v, keep);
+    }
+  }
+  for (size_t v : Victims(b, /*shrink=*/false)) steps.emplace_back(v, 0);
+  if (steps.empty()) return;
   std::map<std::string, int> index;
   for (size_t n = 0; n < s_.nodes.size(); ++n) index[s_.nodes[n].name] = static_cast<int>(n);
   std::vector<Node> room = RoomWithoutVictims();
-  std::vector<std::string> chosen;
-  for (size_t v : victims) {
-    for (const auto& node : jobs_[v].allocation) {
-      room[index[node]].allocated -= jobs_[v].per_learner;
+  std::vector<std::pair<size_t, int>> kept;   // (victim, learners it keeps), in victim order
+  std::map<std::string, Resources> released;  // by tenant, so far
+  Resources b_after = bt.figures.used;
+  b_after += Gang(b);
+  for (auto [v, keep] : steps) {
+    const JobRequest& j = jobs_[v];
+    auto it =
+        std::find_if(kept.begin(), kept.end(), [v = v](const auto& k) { return k.first == v; });
+    if (it == kept.end()) it = kept.emplace(kept.end(), v, static_cast<int>(j.allocation.size()));
+    int& held = it->second;
+    if (keep > 0 && j.tenant != b.tenant) {
+      // Another tenant's learners go back only while that tenant keeps at least the weighted
+      // share the blocked job's tenant will have: nobody shrinks anybody back and forth.
+      const TenantRound& vt = tenants_.at(j.tenant);
+      Resources v_after = vt.figures.used;
+      v_after -= released[j.tenant];
+      v_after -= j.per_learner.Times(held - keep);
+      if (DominantShare(v_after, total_, vt.weight()) <
+          DominantShare(b_after, total_, bt.weight())) {
+        continue;
+      }
     }
-    chosen.push_back(jobs_[v].job_id);
-    std::vector<Node> left = room;
-    for (auto& n : left) {
-      n.capacity -= n.allocated;
-      n.allocated = {};
+    released[j.tenant] += j.per_learner.Times(held - std::min(held, keep));
+    for (int r = keep; r < held; ++r) room[index[j.allocation[r]]].allocated -= j.per_learner;
+    held = std::min(held, keep);
+    if (FitsOn(b, room)) return MakeRoom(b, kept);
+  }
+}
+
+// Why `victim` gives learners back to the blocked job `b`.
+std::string Round::ShrinkReason(const JobRequest& victim, const JobRequest& b) const {
+  const TenantRound& bt = tenants_.at(b.tenant);
+  if (victim.tenant == b.tenant) {
+    return victim.priority < b.priority ? "a higher-priority job of its tenant needs room"
+                                        : "a waiting job needs the idle capacity it grew into";
+  }
+  return DominantShare(bt.figures.used, total_, 1) < bt.figures.fair_share
+             ? "another tenant is below its fair share"
+             : "a waiting job needs the idle capacity it grew into";
+}
+
+// Shrinks (kept > 0) and preempts (kept = 0) the victims in `kept`, and says so in the blocked
+// job's reason.
+void Round::MakeRoom(const JobRequest& b, const std::vector<std::pair<size_t, int>>& kept) {
+  int shrunk = 0, preempted = 0;
+  for (auto [v, keep] : kept) {
+    const JobRequest& j = jobs_[v];
+    if (keep == static_cast<int>(j.allocation.size())) continue;
+    if (keep == 0) {
+      d_.preempted.push_back(j.job_id);
+      ++preempted;
+      continue;
     }
-    FreeMap trial(left);
-    std::vector<std::string> out;
-    bool fits = b.spread ? trial.PlaceSpread(b.learners, b.per_learner, &out)
-                         : trial.PlacePacked(b.learners, b.per_learner, {}, &out);
-    if (!fits) continue;
-    d_.preempted.insert(d_.preempted.end(), chosen.begin(), chosen.end());
-    for (auto& w : d_.waiting) {
-      if (w.job_id != b.job_id) continue;
-      w.code = WaitCode::kPreempting;
-      w.reason = absl::StrCat("waiting: preempting ", chosen.size(),
-                              chosen.size() == 1 ? " job" : " jobs", " to make room");
+    Placement p;
+    p.job_id = j.job_id;
+    p.learner_nodes.assign(j.allocation.begin(), j.allocation.begin() + keep);
+    p.reason = absl::StrCat("shrink to ", keep, ": ", ShrinkReason(j, b));
+    d_.placements.push_back(std::move(p));
+    ++shrunk;
+  }
+  making_room_ = true;
+  std::vector<std::string> what;
+  if (shrunk > 0)
+    what.push_back(absl::StrCat("shrinking ", shrunk, shrunk == 1 ? " job" : " jobs"));
+  if (preempted > 0) {
+    what.push_back(absl::StrCat("preempting ", preempted, preempted == 1 ? " job" : " jobs"));
+  }
+  for (auto& w : d_.waiting) {
+    if (w.job_id != b.job_id) continue;
+    w.code = WaitCode::kPreempting;
+    w.reason = absl::StrCat("waiting: ", absl::StrJoin(what, " and "), " to make room");
+  }
+}
+
+// The running or just-started elastic jobs of `tenant` below their maximum, higher priority then
+// older first.
+std::vector<size_t> Round::Growable(const std::string& tenant) const {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < jobs_.size(); ++i) {
+    const JobRequest& j = jobs_[i];
+    if (j.tenant == tenant && Elastic(j)) out.push_back(i);
+  }
+  std::stable_sort(out.begin(), out.end(), [&](size_t a, size_t b) {
+    if (jobs_[a].priority != jobs_[b].priority) return jobs_[a].priority > jobs_[b].priority;
+    return jobs_[a].submitted_ms < jobs_[b].submitted_ms;
+  });
+  return out;
+}
+
+// Elastic jobs grow one learner at a time into what is still free outside the reserved nodes:
+// capacity no waiting job could use this round (every waiting job was offered it first). The
+// tenant with the smallest weighted dominant share grows next, within its quota; a running job
+// that grows gets a resize ("grow to 3: idle capacity").
+void Round::Grow() {
+  std::map<size_t, std::vector<std::string>> now;  // job -> its learners' nodes this round
+  std::map<std::string, size_t> started;           // job id -> index in d_.placements
+  for (size_t k = 0; k < d_.placements.size(); ++k) started[d_.placements[k].job_id] = k;
+  std::map<std::string, std::vector<size_t>> candidates;
+  for (auto& [name, t] : tenants_) {
+    for (size_t i : Growable(name)) {
+      auto it = started.find(jobs_[i].job_id);
+      if (jobs_[i].Waiting() && it == started.end()) continue;
+      now[i] = jobs_[i].Waiting() ? d_.placements[it->second].learner_nodes : jobs_[i].allocation;
+      if (static_cast<int>(now[i].size()) < jobs_[i].max_learners) candidates[name].push_back(i);
     }
-    return;
+  }
+  for (;;) {
+    TenantRound* pick = nullptr;
+    std::string pick_name;
+    double best = 0;
+    for (auto& [name, list] : candidates) {
+      if (list.empty()) continue;
+      TenantRound& t = tenants_.at(name);
+      double share = DominantShare(t.figures.used, total_, t.weight());
+      if (pick == nullptr || share < best) {
+        pick = &t;
+        pick_name = name;
+        best = share;
+      }
+    }
+    if (pick == nullptr) break;
+    std::vector<size_t>& list = candidates[pick_name];
+    const size_t i = list.front();
+    const JobRequest& j = jobs_[i];
+    std::vector<std::string> one;
+    const bool quota_ok =
+        !pick->figures.share.has_quota ||
+        QuotaOverrun(pick->figures.used, j.per_learner, pick->figures.share.quota).empty();
+    if (!quota_ok || !free_.PlacePacked(1, j.per_learner, now[i], &one)) {
+      list.erase(list.begin());  // this job cannot grow this round
+      continue;
+    }
+    now[i].push_back(one[0]);
+    pick->figures.used += j.per_learner;
+    if (static_cast<int>(now[i].size()) >= j.max_learners) list.erase(list.begin());
+  }
+  for (auto& [i, nodes] : now) {
+    const JobRequest& j = jobs_[i];
+    if (auto it = started.find(j.job_id); it != started.end()) {
+      d_.placements[it->second].learner_nodes = nodes;
+    } else if (nodes.size() != j.allocation.size()) {
+      d_.placements.push_back(
+          {j.job_id, nodes, absl::StrCat("grow to ", nodes.size(), ": idle capacity")});
+    }
   }
 }
 

@@ -19,7 +19,8 @@ class OverCommittingPolicy : public scheduler::Policy {
   scheduler::Decisions Schedule(const scheduler::ClusterSnapshot& s) override {
     scheduler::Decisions d;
     for (const auto& j : s.jobs) {
-      if (j.Waiting()) d.placements.push_back({j.job_id, {size_t(j.learners), s.nodes[0].name}});
+      if (j.Waiting())
+        d.placements.push_back({j.job_id, {size_t(j.learners), s.nodes[0].name}, ""});
     }
     return d;
   }

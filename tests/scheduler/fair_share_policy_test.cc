@@ -36,12 +36,21 @@ JobRequest Job(const std::string& id, const std::string& tenant, int learners, R
   return j;
 }
 
+// An elastic job of `min` to `max` learners.
+JobRequest Elastic(const std::string& id, const std::string& tenant, int min, int max,
+                   Resources per, int priority = 0, TimeMs submitted = 0) {
+  JobRequest j = Job(id, tenant, max, per, priority, submitted);
+  j.min_learners = min;
+  return j;
+}
+
 // Applies decisions and recomputes node allocations, as weftd or weft-sim would. Every round
-// must pass weftd's own check: preempted jobs keep their nodes until they exit, no resizes.
-void Apply(ClusterSnapshot& s, const Decisions& d) {
+// must pass weftd's own check: preempted jobs keep their nodes until they exit; resizes only
+// where `resizes` allows them.
+void Apply(ClusterSnapshot& s, const Decisions& d, bool resizes = false) {
   absl::Status ok = CheckDecisions(s, d,
                                    {/*preemption_frees_at_once=*/false,
-                                    /*allow_resize=*/false});
+                                    /*allow_resize=*/resizes});
   EXPECT_TRUE(ok.ok()) << ok;
   for (auto& j : s.jobs) {
     for (const auto& id : d.preempted) {
@@ -254,6 +263,167 @@ TEST(FairSharePolicyTest, BehindHigherPriorityJobsIsTheReasonForLowerOnes) {
   FairSharePolicy policy;
   Decisions d = policy.Schedule(s);
   EXPECT_EQ(ReasonFor(d, "big-low"), "priority: waiting: behind 1 higher-priority job");
+}
+
+const Placement* PlacementOf(const Decisions& d, const std::string& id) {
+  for (const Placement& p : d.placements) {
+    if (p.job_id == id) return &p;
+  }
+  return nullptr;
+}
+
+TEST(FairSharePolicyTest, AnElasticJobStartsAtItsMinimumAndGrowsIntoWhatNoWaitingJobCanUse) {
+  ClusterSnapshot s = Cluster(4, 1, 4096);
+  s.jobs = {Elastic("e", "a", 1, 4, {1, 1024}, 0, 1), Job("gang", "b", 2, {1, 1024}, 0, 2)};
+  FairSharePolicy policy;
+  Decisions d = policy.Schedule(s);
+  // Both start in the same round: the gang gets its 2, the elastic job its 1 and then the one
+  // node left; it never takes what the gang needed.
+  ASSERT_NE(PlacementOf(d, "gang"), nullptr);
+  ASSERT_NE(PlacementOf(d, "e"), nullptr);
+  EXPECT_EQ(PlacementOf(d, "gang")->learner_nodes.size(), 2u);
+  EXPECT_EQ(PlacementOf(d, "e")->learner_nodes.size(), 2u);
+  EXPECT_EQ(PlacementOf(d, "e")->reason, "") << "a start, not a resize";
+  Apply(s, d);
+  ExpectNoNodeOverCommitted(s);
+  EXPECT_TRUE(policy.Schedule(s).placements.empty()) << "a full cluster: nothing to grow into";
+}
+
+TEST(FairSharePolicyTest, ARunningElasticJobGrowsKeepingItsRanksWhereTheyAre) {
+  ClusterSnapshot s = Cluster(3, 1, 4096);
+  s.jobs = {Elastic("e", "a", 1, 3, {1, 1024}, 0, 1), Job("other", "b", 1, {1, 1024}, 0, 2)};
+  s.jobs[0].allocation = {"n1"};
+  s.jobs[1].allocation = {"n0"};
+  s.nodes[0].allocated = s.nodes[1].allocated = {1, 1024};
+  s.jobs.push_back(Job("late", "b", 1, {1, 1024}, 0, 3));  // waiting: offered the room first
+  FairSharePolicy policy;
+  Decisions d = policy.Schedule(s);
+  ASSERT_NE(PlacementOf(d, "late"), nullptr);
+  EXPECT_EQ(PlacementOf(d, "e"), nullptr) << "no room left to grow into";
+  Apply(s, d);
+  s.jobs.pop_back();  // late and other finish
+  s.jobs.pop_back();
+  Apply(s, {});
+  d = policy.Schedule(s);
+  const Placement* grow = PlacementOf(d, "e");
+  ASSERT_NE(grow, nullptr);
+  EXPECT_EQ(grow->learner_nodes, (std::vector<std::string>{"n1", "n0", "n2"}));
+  EXPECT_EQ(grow->reason, "grow to 3: idle capacity");
+  Apply(s, d, /*resizes=*/true);
+  EXPECT_TRUE(policy.Schedule(s).placements.empty()) << "at its maximum";
+}
+
+TEST(FairSharePolicyTest, ElasticJobsShrinkBeforeAnyJobIsPreemptedAndTheReasonSaysWhy) {
+  ClusterSnapshot s = Cluster(3, 1, 4096);
+  s.jobs = {Elastic("e", "a", 1, 3, {1, 1024}, 0, 1)};
+  FairSharePolicy policy;
+  Apply(s, policy.Schedule(s));
+  ASSERT_EQ(s.jobs[0].allocation.size(), 3u);
+  s.jobs.push_back(Job("b1", "b", 1, {1, 1024}, 0, 2));
+  Decisions d = policy.Schedule(s);
+  EXPECT_TRUE(d.preempted.empty());
+  const Placement* shrink = PlacementOf(d, "e");
+  ASSERT_NE(shrink, nullptr);
+  EXPECT_EQ(shrink->learner_nodes, (std::vector<std::string>{"n0", "n1"})) << "last rank goes";
+  EXPECT_EQ(shrink->reason, "shrink to 2: another tenant is below its fair share");
+  EXPECT_EQ(ReasonFor(d, "b1"), "preempting: waiting: shrinking 1 job to make room");
+  EXPECT_EQ(PlacementOf(d, "b1"), nullptr) << "it starts once the learner has left";
+  Apply(s, d, /*resizes=*/true);
+  d = policy.Schedule(s);
+  ASSERT_NE(PlacementOf(d, "b1"), nullptr);
+  EXPECT_EQ(PlacementOf(d, "b1")->learner_nodes, std::vector<std::string>{"n2"});
+  EXPECT_EQ(PlacementOf(d, "e"), nullptr) << "no growing back into the room it just gave";
+  Apply(s, d, /*resizes=*/true);
+  Decisions calm = policy.Schedule(s);  // a 2/3, b 1/3: b is not below a to take more
+  EXPECT_TRUE(calm.placements.empty() && calm.preempted.empty());
+  s.jobs.pop_back();  // b1 finishes: e grows back
+  Apply(s, {});
+  d = policy.Schedule(s);
+  ASSERT_NE(PlacementOf(d, "e"), nullptr);
+  EXPECT_EQ(PlacementOf(d, "e")->learner_nodes.size(), 3u);
+}
+
+TEST(FairSharePolicyTest, AnElasticJobIsNeverShrunkBelowItsMinimum) {
+  ClusterSnapshot s = Cluster(3, 1, 4096);
+  s.jobs = {Elastic("e", "a", 2, 3, {1, 1024}, 0, 1)};
+  FairSharePolicy policy;
+  Apply(s, policy.Schedule(s));
+  ASSERT_EQ(s.jobs[0].allocation.size(), 3u);
+  // b needs 2: shrinking e to its minimum frees only 1, and preempting e whole would leave a
+  // (0) below b (2/3), so nothing happens and b waits.
+  s.jobs.push_back(Job("b2", "b", 2, {1, 1024}, 0, 2));
+  Decisions d = policy.Schedule(s);
+  EXPECT_TRUE(d.placements.empty());
+  EXPECT_TRUE(d.preempted.empty());
+  EXPECT_THAT(ReasonFor(d, "b2"), ::testing::StartsWith("no_room: waiting: no node set fits 2"));
+  // A job of b that needs one learner gets it by a shrink to e's minimum.
+  s.jobs.back() = Job("b1", "b", 1, {1, 1024}, 0, 2);
+  d = policy.Schedule(s);
+  ASSERT_NE(PlacementOf(d, "e"), nullptr);
+  EXPECT_EQ(PlacementOf(d, "e")->learner_nodes.size(), 2u);
+}
+
+TEST(FairSharePolicyTest, AHigherPriorityJobShrinksAnElasticJobOfItsTenantFirst) {
+  ClusterSnapshot s = Cluster(4, 1, 4096);
+  s.jobs = {Job("fixed-low", "t", 1, {1, 1024}, -100, 1),
+            Elastic("e-low", "t", 1, 3, {1, 1024}, -100, 2)};
+  FairSharePolicy policy;
+  Apply(s, policy.Schedule(s));
+  ASSERT_EQ(s.jobs[1].allocation.size(), 3u);
+  s.jobs.push_back(Job("urgent", "t", 2, {1, 1024}, 100, 3));
+  Decisions d = policy.Schedule(s);
+  EXPECT_TRUE(d.preempted.empty()) << "the fixed job is younger-first, but shrinks come first";
+  ASSERT_NE(PlacementOf(d, "e-low"), nullptr);
+  EXPECT_EQ(PlacementOf(d, "e-low")->learner_nodes.size(), 1u);
+  EXPECT_EQ(PlacementOf(d, "e-low")->reason,
+            "shrink to 1: a higher-priority job of its tenant needs room");
+}
+
+TEST(FairSharePolicyTest, GrowthStaysWithinTheTenantsQuotaAndWaitingReasonsNameTheRange) {
+  ClusterSnapshot s = Cluster(4, 1, 4096);
+  s.tenants["a"].has_quota = true;
+  s.tenants["a"].quota = {2, 100000, 0};
+  s.jobs = {Elastic("e", "a", 1, 4, {1, 1024}, 0, 1)};
+  FairSharePolicy policy;
+  Decisions d = policy.Schedule(s);
+  ASSERT_NE(PlacementOf(d, "e"), nullptr);
+  EXPECT_EQ(PlacementOf(d, "e")->learner_nodes.size(), 2u);
+  ClusterSnapshot small = Cluster(1, 1, 4096);
+  small.jobs = {Elastic("big", "a", 2, 4, {1, 1024}, 0, 1)};
+  d = policy.Schedule(small);
+  EXPECT_EQ(ReasonFor(d, "big"),
+            "no_room: waiting: no node set fits 2 learners (elastic, 2 to 4) × 1 cpus (pack), "
+            "nodes reserved for it");
+}
+
+TEST(FairSharePolicyTest, WhatAnElasticJobGrewIntoGoesBackToAWaitingJobOfItsOwnTenant) {
+  ClusterSnapshot s = Cluster(3, 1, 4096);
+  s.jobs = {Elastic("e", "a", 1, 3, {1, 1024}, 0, 1)};
+  FairSharePolicy policy;
+  Apply(s, policy.Schedule(s));
+  ASSERT_EQ(s.jobs[0].allocation.size(), 3u);
+  // Same tenant, same priority: no preemption would be allowed, but the learners above e's
+  // minimum were idle capacity, and a waiting job may have them back.
+  s.jobs.push_back(Job("next", "a", 2, {1, 1024}, 0, 2));
+  Decisions d = policy.Schedule(s);
+  ASSERT_NE(PlacementOf(d, "e"), nullptr);
+  EXPECT_EQ(PlacementOf(d, "e")->learner_nodes.size(), 1u);
+  EXPECT_EQ(PlacementOf(d, "e")->reason,
+            "shrink to 1: a waiting job needs the idle capacity it grew into");
+  EXPECT_TRUE(d.preempted.empty());
+}
+
+TEST(FairSharePolicyTest, ATenantAboveItsShareCannotShrinkAnotherBelowItsOwn) {
+  ClusterSnapshot s = Cluster(4, 1, 4096);
+  s.jobs = {Job("b-fixed", "b", 2, {1, 1024}, 0, 1), Elastic("e", "a", 1, 2, {1, 1024}, 0, 2)};
+  FairSharePolicy policy;
+  Apply(s, policy.Schedule(s));
+  ASSERT_EQ(s.jobs[1].allocation.size(), 2u);  // a 1/2, b 1/2
+  // b wants one more: taking one of e's learners would leave a (1/4) below b (3/4).
+  s.jobs.push_back(Job("b-more", "b", 1, {1, 1024}, 0, 3));
+  Decisions d = policy.Schedule(s);
+  EXPECT_EQ(PlacementOf(d, "e"), nullptr);
+  EXPECT_TRUE(d.preempted.empty());
 }
 
 }  // namespace

@@ -89,7 +89,7 @@ class GreedyBadPolicy : public scheduler::Policy {
     scheduler::Decisions d;
     for (const auto& j : s.jobs) {
       if (j.Waiting())
-        d.placements.push_back({j.job_id, std::vector<std::string>(j.learners, "n0")});
+        d.placements.push_back({j.job_id, std::vector<std::string>(j.learners, "n0"), ""});
     }
     return d;
   }

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 #include "gtest/gtest.h"
@@ -105,6 +106,24 @@ TEST(WeftSimCliTest, PhillyLogWithATraceSizedCluster) {
   EXPECT_GT(last["mean_jct"].get<double>(), 0);
   EXPECT_NE(r.out.find("philly-head: 2000 jobs"), std::string::npos) << r.out;
   std::system((std::string("rm -rf ") + tmpl).c_str());
+}
+
+// Elastic jobs under weft's fair-share policy: started at 1 GPU, grown into idle GPUs and shrunk
+// back for waiting jobs. The simulation is deterministic, so the comparison is exact.
+TEST(WeftSimCliTest, ElasticJobsUnderFairShareFinishSoonerThanRigidGangs) {
+  WEFT_REQUIRE_TRACES();
+  const std::string root = weft::testing::TracesDir() + "/pollux";
+  const std::string args = "--policy fairshare -q --workloads " + root +
+                           "/workloads/workload-2.csv --app-traces " + root + "/app-traces";
+  SimRun rigid = Sim(args);
+  SimRun elastic = Sim(args + " --elastic");
+  ASSERT_EQ(rigid.exit_code, 0) << rigid.out;
+  ASSERT_EQ(elastic.exit_code, 0) << elastic.out;
+  const double rigid_jct = nlohmann::json::parse(LastLine(rigid.out))["mean_jct"];
+  const double elastic_jct = nlohmann::json::parse(LastLine(elastic.out))["mean_jct"];
+  std::cout << "workload-2, fairshare: mean JCT " << rigid_jct << " s rigid, " << elastic_jct
+            << " s elastic\n";
+  EXPECT_LT(elastic_jct, rigid_jct / 2);
 }
 
 }  // namespace
