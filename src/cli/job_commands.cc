@@ -171,10 +171,24 @@ int List(const Client& api) {
   }
 }
 
+// "learners:  rank 0 on node-a (pid 12); ..." and, for an elastic job, how many it holds of its
+// range: "learners:  2 (elastic, 1 to 3): rank 0 ...".
 void PrintLearners(const json& j) {
-  if (!j.contains("learners") || j["learners"].empty()) return;
+  const json none = json::array();
+  const json& learners = j.contains("learners") && j["learners"].is_array() ? j["learners"] : none;
+  json range;
+  if (j.contains("spec") && j["spec"].is_object() && j["spec"].contains("resources") &&
+      j["spec"]["resources"].is_object()) {
+    range = j["spec"]["resources"].value("learners", json());
+  }
+  const bool elastic = range.is_object();
+  if (!elastic && learners.empty()) return;
   std::cout << "learners: ";
-  for (const auto& l : j["learners"]) {
+  if (elastic) {
+    std::cout << " " << learners.size() << " (elastic, " << range.value("min", 0) << " to "
+              << range.value("max", 0) << ")" << (learners.empty() ? "" : ":");
+  }
+  for (const auto& l : learners) {
     std::cout << " rank " << l.value("rank", 0) << " on " << l.value("node", "")
               << (l["pid"].is_number() ? " (pid " + std::to_string(l["pid"].get<int64_t>()) + ")"
                                        : std::string())

@@ -26,7 +26,8 @@ scheduler::JobRequest ClusterView::Request(const JobRecord& r, const JobSpec& sp
   req.job_id = r.id;
   req.tenant = r.tenant;
   req.submitted_ms = r.created_ms;
-  req.learners = req.min_learners = req.max_learners = spec.resources.learners;
+  req.learners = req.max_learners = spec.resources.learners;
+  req.min_learners = spec.resources.min_learners;
   req.per_learner = PerLearner(spec);
   req.restarts = r.restarts;
   req.priority = spec.priority;

@@ -64,6 +64,8 @@ absl::StatusOr<JobRecord> Controller::AttemptLocked(const std::string& id, int64
 }
 
 int Controller::WorldSize(const JobRecord& record) {
+  // The current attempt's gang; an elastic job's may be any size in its range.
+  if (!record.learners.empty()) return static_cast<int>(record.learners.size());
   auto spec = specs_.Get(record);
   return spec.ok() ? (*spec)->resources.learners : 1;
 }
@@ -141,7 +143,7 @@ absl::StatusOr<JobRecord> Controller::Submit(const std::string& manifest, const 
   // The tenant's TorchScript model or code archive, and data set, linked into the job below.
   ASSIGN_OR_RETURN(const std::vector<JobInput> inputs, InputsOfSpec(spec, tenant, r.id, errors));
   scheduler::JobRequest request;
-  request.learners = spec.resources.learners;
+  request.learners = spec.resources.min_learners;  // an elastic job runs once its minimum fits
   request.per_learner = {spec.resources.cpus, spec.resources.memory_mb, spec.resources.gpus};
   absl::Status fits = scheduler::CheckFeasible(request, options_.nodes);
   if (!fits.ok()) {

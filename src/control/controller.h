@@ -190,7 +190,13 @@ class Controller : public LearnerEvents {
   void ScheduleLocked(const std::vector<JobRecord>& jobs) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // RUNNING -> PREEMPTED and SIGTERM to its learners, which checkpoint and exit; the last exit
   // moves the job back to QUEUED (controller_exits.cc). It keeps its nodes until then.
-  void PreemptLocked(JobRecord r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Moves a running job to PREEMPTED and has its learners checkpoint and exit; `reason` goes to
+  // its history.
+  void PreemptLocked(JobRecord r, const std::string& reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Applies a resize of a running job: a shrink restarts it from its checkpoint (it comes back
+  // with what fits); a grow waits for in-place resizing, so it is left alone.
+  void ResizeLocked(const JobRecord& r, const scheduler::Placement& p)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void StartJobLocked(JobRecord record, const scheduler::Placement& placement)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // What the executor needs to run (or adopt) learner `rank` of the current attempt of `record`;

@@ -24,10 +24,11 @@ void Controller::ScheduleLocked(const std::vector<JobRecord>& jobs) {
     return;
   }
   scheduler::Decisions d = policy_.Schedule(round.snapshot);
-  // weftd keeps a preempted job's nodes until its learners have checkpointed and exited, and
-  // does not resize running jobs: a round that assumes otherwise is refused whole.
+  // weftd keeps a preempted job's nodes until its learners have checkpointed and exited: a round
+  // that assumes otherwise is refused whole. Only elastic jobs are ever resized (the check holds
+  // every placement to the job's range).
   absl::Status ok = scheduler::CheckDecisions(
-      round.snapshot, d, {/*preemption_frees_at_once=*/false, /*allow_resize=*/false});
+      round.snapshot, d, {/*preemption_frees_at_once=*/false, /*allow_resize=*/true});
   if (!ok.ok()) {
     std::string refusal = absl::StrCat("policy ", policy_.Name(), " ", ok.message());
     if (refusal != last_refusal_) {
@@ -47,16 +48,30 @@ void Controller::ScheduleLocked(const std::vector<JobRecord>& jobs) {
   last_refusal_.clear();
   for (const scheduler::Waiting& w : d.waiting) waiting[w.job_id] = w;
   view_.SetWaiting(std::move(waiting));
-  for (const std::string& id : d.preempted) PreemptLocked(round.jobs.at(id));
-  for (const scheduler::Placement& p : d.placements) StartJobLocked(round.jobs.at(p.job_id), p);
+  for (const std::string& id : d.preempted) {
+    PreemptLocked(round.jobs.at(id),
+                  "preempted by the scheduler for a higher-priority job or a tenant below its "
+                  "fair share; checkpointing before it goes back to the queue");
+  }
+  for (const scheduler::Placement& p : d.placements) {
+    const JobRecord& r = round.jobs.at(p.job_id);
+    if (r.state == JobState::kQueued) {
+      StartJobLocked(r, p);
+    } else {
+      ResizeLocked(r, p);
+    }
+  }
 }
 
-void Controller::PreemptLocked(JobRecord r) {
+void Controller::ResizeLocked(const JobRecord& r, const scheduler::Placement& p) {
+  if (p.learner_nodes.size() >= r.learners.size()) return;  // grows wait for in-place resizing
+  PreemptLocked(r, absl::StrCat(p.reason.empty() ? "shrink" : p.reason,
+                                "; checkpointing, then it restarts with the learners that fit"));
+}
+
+void Controller::PreemptLocked(JobRecord r, const std::string& reason) {
   if (!RunsLearners(r.state)) return;  // PLACED: its learners are being started this round
-  absl::Status s = TransitionLocked(
-      r, JobState::kPreempted,
-      "preempted by the scheduler for a higher-priority job or a tenant below its fair share; "
-      "checkpointing before it goes back to the queue");
+  absl::Status s = TransitionLocked(r, JobState::kPreempted, reason);
   if (!s.ok()) {
     spdlog::error("job {}: {}", r.id, s.message());
     return;
@@ -92,7 +107,7 @@ LearnerLaunch Controller::LaunchFor(const JobRecord& r, const JobSpec& spec, int
   l.job_id = r.id;
   l.attempt = r.attempt;
   l.rank = rank;
-  l.world_size = spec.resources.learners;
+  l.world_size = static_cast<int>(r.learners.size());  // an elastic job's: as placed
   l.node = rank < static_cast<int>(r.learners.size()) ? r.learners[rank].node : "";
   if (l.world_size > 1) {
     l.rendezvous_host = rendezvous.first;
@@ -152,7 +167,7 @@ void Controller::StartJobLocked(JobRecord r, const scheduler::Placement& p) {
     }
     return FailLocked(r, std::string(data.status().message()));
   }
-  const int world = (*spec)->resources.learners;
+  const int world = static_cast<int>(p.learner_nodes.size());  // elastic: anywhere in its range
   r.attempt += 1;
   r.learners.clear();
   for (const std::string& node : p.learner_nodes) r.learners.push_back({node, 0});

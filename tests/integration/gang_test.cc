@@ -274,5 +274,53 @@ TEST_F(GangTest, AGangOutlivesAKilledWeftdAndIsAdoptedWhole) {
   EXPECT_EQ(sum0, Matches(log1, "parameters checksum (\\S+)"));
 }
 
+// An elastic job {min 1, max 2} takes both nodes while nobody else wants them. When another
+// job arrives it gives one back: it checkpoints and restarts as a gang of 1, which picks the
+// epoch up at the sample the gang of 2 stopped at, so every epoch still trains each of its
+// 12,000 samples once.
+TEST_F(GangTest, AnElasticJobGivesBackWhatItGrewIntoAndResumesTheEpochAtTheSameSample) {
+  const std::string id = Submit("elastic", kLongBudget +
+                                               "resources: {learners: {min: 1, max: 2}, cpus: 1}\n"
+                                               "checkpoint: {every_steps: 25, keep: 2}\n");
+  json running = WaitUntil(
+      id, [](const json& j) { return j["progress"].value("step", 0) >= 60; }, 300, "step 60");
+  EXPECT_EQ(running["learners"].size(), 2u) << "grown to its maximum on an idle cluster";
+  auto show = weftd_->Cli({"show", id});
+  EXPECT_THAT(show.output, HasSubstr("learners:  2 (elastic, 1 to 2): rank 0 on node-"));
+
+  // Another job of the same tenant and priority: it could preempt nothing, but the elastic job's
+  // second learner came from idle capacity.
+  const std::string other = Submit("other", kLongBudget + "resources: {learners: 1, cpus: 1}\n");
+  json other_running = WaitFor(other, "RUNNING", 120);
+  json back = WaitUntil(
+      id, [](const json& j) { return j.value("state", "") == "RUNNING" && j["attempt"] == 2; }, 120,
+      "attempt 2 running");
+  EXPECT_EQ(back["learners"].size(), 1u) << back.dump(2);
+  EXPECT_NE(back["learners"][0]["node"], other_running["learners"][0]["node"]);
+
+  json done = WaitFor(id, "COMPLETED", 400);
+  // 20 epochs of 12,000 samples, each trained once: part of one epoch by 2 learners, the rest by 1.
+  EXPECT_EQ(done["progress"]["samples"].get<int64_t>(), 20 * 12000) << done.dump(2);
+  EXPECT_GT(done["models"]["final"]["test_accuracy"].get<double>(), 0.80);
+  const std::string log0 = Log(id, 0);
+  EXPECT_NE(log0.find("rank 0/2 attempt 1"), std::string::npos) << "no attempt as 2 learners";
+  EXPECT_NE(log0.find("rank 0/1 attempt 2"), std::string::npos) << "no attempt as 1 learner";
+  // The gang of 1 started where the gang of 2 stopped: 128 samples (2 × 64) per step of 2,
+  // 94 steps per epoch of 2.
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(
+      log0, m, std::regex("resumed from \\S+: epoch (\\d+), step (\\d+) \\((\\d+) samples into")))
+      << "no resume in the log";
+  const int64_t epoch = std::stoll(m[1]), step = std::stoll(m[2]), offset = std::stoll(m[3]);
+  EXPECT_EQ(offset, std::min<int64_t>((step - epoch * 94) * 128, 12000)) << m[0];
+  std::string history;
+  for (const auto& e : done["history"]) history += e["reason"].get<std::string>() + "\n";
+  EXPECT_THAT(history, HasSubstr("placed 2 learners on nodes node-a, node-b"));
+  EXPECT_THAT(history, HasSubstr("shrink to 1: a waiting job needs the idle capacity it grew "
+                                 "into; checkpointing, then it restarts with the learners that "
+                                 "fit"));
+  EXPECT_THAT(history, ::testing::ContainsRegex("placed on node node-[ab]\n"));
+}
+
 }  // namespace
 }  // namespace weft
