@@ -31,6 +31,9 @@ put("manifest", "command.yaml",
     "name: own-code\ncommand: [python3, train.py, --epochs, \"3\"]\ncode: fmnist-code\n"
     "data: {dataset: fashion-mnist}\ntraining: {threads: 1}\nresources: {learners: 2}\n"
     "targets: {deliver: 0.85}\ncheckpoint: {keep: 3}\n")
+put("manifest", "elastic.yaml",
+    "name: el\nmodel: {architecture: mlp}\ntraining: {epochs: 1}\n"
+    "resources: {learners: {min: 1, max: 3}, cpus: 1}\n")
 
 # --- REST: token byte, method byte, path, newline, body
 TOKENS = {"none": 0, "admin": 1, "acme": 2, "globex": 3}
