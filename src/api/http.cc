@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <memory>
 #include <set>
@@ -13,6 +14,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/metrics.h"
 #include "job/job_spec.h"
 
 namespace weft::api {
@@ -175,15 +177,50 @@ RawHandler Authenticated(Handler h, Access access, Store* store, RateLimiter* li
 
 }  // namespace
 
+namespace {
+
+constexpr char kRequestSeconds[] = "weft_http_request_duration_seconds";
+
+// A route's regex as people read it: "/v1/jobs/([^/]+)/logs" -> "/v1/jobs/{id}/logs".
+std::string RouteLabel(const std::string& pattern) {
+  std::string out;
+  int depth = 0;
+  for (char c : pattern) {
+    if (c == '(' && depth++ == 0) out += "{id}";
+    if (depth == 0) out += c;
+    if (c == ')') --depth;
+  }
+  return out;
+}
+
+// `h`, timed into weft_http_request_duration_seconds{method, route, code}.
+RawHandler Timed(const std::string& method, const std::string& route, RawHandler h) {
+  MetricsRegistry::Global().DeclareHistogram(
+      kRequestSeconds, "REST requests by method, route and status code, in seconds",
+      SecondsBuckets());
+  return [method, route, h = std::move(h)](const httplib::Request& req, httplib::Response& res) {
+    const auto t0 = std::chrono::steady_clock::now();
+    h(req, res);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    MetricsRegistry::Global().Observe(
+        kRequestSeconds, {{"method", method}, {"route", route}, {"code", absl::StrCat(res.status)}},
+        s);
+  };
+}
+
+}  // namespace
+
 void Router::Route(const std::string& pattern, std::map<std::string, Handler> methods,
                    Access access) {
   std::set<std::string> allowed;
   for (const auto& [m, h] : methods) allowed.insert(m);
   const std::string allow = absl::StrJoin(allowed, ", ");
+  const std::string route = RouteLabel(pattern);
   auto pick = [&](const std::string& method) -> RawHandler {
     auto it = methods.find(method);
-    return Authenticated(it == methods.end() ? NotAllowed(method, allow) : it->second, access,
-                         &store_, limiter_);
+    return Timed(method, route,
+                 Authenticated(it == methods.end() ? NotAllowed(method, allow) : it->second, access,
+                               &store_, limiter_));
   };
   server_.Get(pattern, pick("GET"));
   server_.Post(pattern, pick("POST"));

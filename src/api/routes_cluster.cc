@@ -1,7 +1,13 @@
 // /v1/queue and /v1/nodes: what waits and why, and what each node holds. A tenant sees its own
-// jobs by name and only a count of the others'.
+// jobs by name and only a count of the others'. /metrics: the same and more for Prometheus, to
+// the admin only.
+#include <algorithm>
+#include <map>
+
 #include "api/job_json.h"
 #include "api/routes.h"
+#include "common/metrics.h"
+#include "common/status_macros.h"
 
 namespace weft::api {
 namespace {
@@ -58,11 +64,64 @@ void Nodes(const Services& s, const Request&, Response& res, const Caller& calle
   SendJson(res, 200, {{"nodes", list}});
 }
 
+// The gauges a scrape computes now: active jobs by tenant and state, the queue per tenant, each
+// running job's samples and restarts, and each node's capacity and allocation.
+absl::Status AppendGauges(const Services& s, std::string* out) {
+  ASSIGN_OR_RETURN(std::vector<JobRecord> jobs, s.store.ListActiveJobs());
+  ASSIGN_OR_RETURN(auto queue, s.controller.view().Queue(""));
+  ASSIGN_OR_RETURN(auto nodes, s.controller.view().Nodes());
+  std::map<Labels, double> by_state, queued, oldest;
+  std::vector<std::pair<Labels, double>> samples, restarts;
+  for (const JobRecord& r : jobs) {
+    by_state[{{"tenant", r.tenant}, {"state", JobStateName(r.state)}}] += 1;
+    if (r.learners.empty()) continue;
+    samples.push_back(
+        {{{"tenant", r.tenant}, {"job", r.id}}, static_cast<double>(r.progress.samples)});
+    restarts.push_back({{{"tenant", r.tenant}, {"job", r.id}}, static_cast<double>(r.restarts)});
+  }
+  const TimeMs now = s.clock.NowMs();
+  for (const auto& e : queue) {
+    const Labels tenant = {{"tenant", e.job.tenant}};
+    queued[tenant] += 1;
+    oldest[tenant] = std::max(oldest[tenant], (now - e.job.created_ms) / 1000.0);
+  }
+  std::vector<std::pair<Labels, double>> cpus, allocated;
+  for (const auto& u : nodes) {
+    cpus.push_back({{{"node", u.node.name}}, u.node.capacity.cpus});
+    allocated.push_back({{{"node", u.node.name}}, u.node.allocated.cpus});
+  }
+  auto list = [](const std::map<Labels, double>& m) {
+    return std::vector<std::pair<Labels, double>>(m.begin(), m.end());
+  };
+  RenderGauge("weft_jobs", "active jobs (not yet ended) by tenant and state", list(by_state), out);
+  RenderGauge("weft_queue_length", "jobs waiting to be placed, by tenant", list(queued), out);
+  RenderGauge("weft_queue_oldest_wait_seconds",
+              "seconds since the submission of the oldest waiting job, by tenant", list(oldest),
+              out);
+  RenderGauge("weft_job_samples",
+              "training samples a job holding learners has trained (rate() gives samples/s)",
+              samples, out);
+  RenderGauge("weft_job_restarts", "restarts of a job holding learners", restarts, out);
+  RenderGauge("weft_node_cpus", "cpus of each node", cpus, out);
+  RenderGauge("weft_node_allocated_cpus", "cpus of each node held by jobs", allocated, out);
+  return absl::OkStatus();
+}
+
+// GET /metrics (admin token): Prometheus's text format, counters and histograms as they were
+// counted and the gauges as they are now.
+void Metrics(const Services& s, const Request&, Response& res, const Caller&) {
+  std::string out = MetricsRegistry::Global().Render();
+  if (absl::Status g = AppendGauges(s, &out); !g.ok()) return SendStatus(res, g);
+  res.status = 200;
+  res.set_content(out, "text/plain; version=0.0.4; charset=utf-8");
+}
+
 }  // namespace
 
 void AddClusterRoutes(Router& r, const Services& s) {
   r.Route("/v1/queue", {{"GET", Bind(s, Queue)}});
   r.Route("/v1/nodes", {{"GET", Bind(s, Nodes)}});
+  r.Route("/metrics", {{"GET", Bind(s, Metrics)}}, Access::kAdmin);
 }
 
 }  // namespace weft::api

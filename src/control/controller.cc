@@ -26,7 +26,17 @@ Controller::Controller(Store& store, Executor& executor, scheduler::Policy& poli
       layout_(options_.data_dir),
       credentials_(options_.learner_key),
       view_(store, specs_, options_.nodes),
-      coordinator_address_(options_.coordinator_address) {}
+      coordinator_address_(options_.coordinator_address) {
+  MetricsRegistry& m = MetricsRegistry::Global();
+  m.DeclareCounter(kTransitionsMetric, "job state transitions by tenant and the state entered");
+  m.DeclareCounter(kRestartsMetric, "job restarts after a learner failure, by tenant");
+  m.DeclareCounter(kModelsMetric, "models committed by tenant and kind (delivered, final)");
+  m.DeclareCounter(kCheckpointsMetric, "checkpoints committed, by tenant");
+  m.DeclareCounter(kCheckpointBytesMetric, "bytes of the checkpoints committed, by tenant");
+  m.DeclareHistogram(
+      kRoundMetric, "scheduling rounds that ran the policy, in seconds",
+      {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1});
+}
 
 Controller::~Controller() { StopLoop(); }
 
@@ -40,6 +50,8 @@ absl::Status Controller::TransitionLocked(JobRecord& record, JobState to,
   RETURN_IF_ERROR(store_.TransitionJob(next, from));
   Failpoint("after-transition");
   spdlog::info("job {}: {} -> {} ({})", record.id, JobStateName(from), JobStateName(to), reason);
+  MetricsRegistry::Global().Add(kTransitionsMetric,
+                                {{"tenant", record.tenant}, {"state", JobStateName(to)}});
   record = std::move(next);
   return absl::OkStatus();
 }

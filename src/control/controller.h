@@ -27,6 +27,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/clock.h"
 #include "common/env.h"
+#include "common/metrics.h"
 #include "control/artifacts.h"
 #include "control/attempt_tracker.h"
 #include "control/cluster_view.h"
@@ -42,6 +43,14 @@
 #include "store/store.h"
 
 namespace weft {
+
+// What the controller counts into MetricsRegistry::Global() (docs/operations.md lists them).
+inline constexpr char kTransitionsMetric[] = "weft_job_transitions_total";
+inline constexpr char kRestartsMetric[] = "weft_job_restarts_total";
+inline constexpr char kModelsMetric[] = "weft_models_committed_total";
+inline constexpr char kCheckpointsMetric[] = "weft_checkpoints_committed_total";
+inline constexpr char kCheckpointBytesMetric[] = "weft_checkpoint_bytes_committed_total";
+inline constexpr char kRoundMetric[] = "weft_scheduling_round_duration_seconds";
 
 struct ControllerOptions {
   std::string data_dir;                  // jobs live in <data_dir>/jobs/<id>/

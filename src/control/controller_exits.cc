@@ -119,6 +119,7 @@ void Controller::RestartOrFailLocked(JobRecord& r, const std::string& reason) {
                              : absl::StrCat(reason, " (gave up after ", r.restarts, " restarts)"));
   }
   r.restarts += 1;
+  MetricsRegistry::Global().Add(kRestartsMetric, {{"tenant", r.tenant}});
   int64_t backoff = options_.restart_backoff_ms << std::min(r.restarts - 1, 16);
   backoff = std::min(backoff, options_.restart_backoff_max_ms);
   auto checkpoints = store_.Checkpoints(r.id);

@@ -112,6 +112,7 @@ absl::Status Controller::OnCommitModel(const std::string& id, int64_t attempt,
   ModelRecord a = model;
   a.created_ms = clock_.NowMs();
   RETURN_IF_ERROR(store_.PutModel(id, a));
+  MetricsRegistry::Global().Add(kModelsMetric, {{"tenant", r.tenant}, {"kind", model.kind}});
   ASSIGN_OR_RETURN(SpecCache::SpecPtr spec, specs_.Get(r));
   if (model.kind == kDeliveredModel && !r.deliver_met_ms) {
     r.deliver_met_ms = a.created_ms;
@@ -141,6 +142,9 @@ absl::Status Controller::OnCommitCheckpoint(const std::string& id, int64_t attem
   CheckpointRecord c = checkpoint;
   c.created_ms = clock_.NowMs();
   RETURN_IF_ERROR(store_.PutCheckpoint(id, c));
+  MetricsRegistry::Global().Add(kCheckpointsMetric, {{"tenant", r.tenant}});
+  MetricsRegistry::Global().Add(kCheckpointBytesMetric, {{"tenant", r.tenant}},
+                                static_cast<double>(std::max<int64_t>(c.bytes, 0)));
   attempts_.Of(id).last_seen_ms[0] = c.created_ms;  // rank 0 writes the checkpoints
   ASSIGN_OR_RETURN(SpecCache::SpecPtr spec, specs_.Get(r));
   ASSIGN_OR_RETURN(std::vector<CheckpointRecord> all, store_.Checkpoints(id));

@@ -1,6 +1,7 @@
 // The controller's scheduling rounds: the cluster view's snapshot goes to the policy, its
 // decisions are checked (scheduler/decision_check.h) and applied: preemptions, then starts.
 #include <algorithm>
+#include <chrono>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -23,7 +24,11 @@ void Controller::ScheduleLocked(const std::vector<JobRecord>& jobs) {
     view_.SetWaiting(std::move(waiting));
     return;
   }
+  const auto t0 = std::chrono::steady_clock::now();
   scheduler::Decisions d = policy_.Schedule(round.snapshot);
+  MetricsRegistry::Global().Observe(
+      kRoundMetric, {{"policy", policy_.Name()}},
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   // weftd keeps a preempted job's nodes until its learners have checkpointed and exited: a round
   // that assumes otherwise is refused whole. Only elastic jobs are ever resized (the check holds
   // every placement to the job's range).

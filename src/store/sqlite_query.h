@@ -5,6 +5,7 @@
 
 #include <sqlite3.h>
 
+#include <chrono>
 #include <map>
 #include <optional>
 #include <string>
@@ -13,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "common/metrics.h"
 
 namespace weft::sqlite {
 
@@ -165,10 +167,24 @@ absl::StatusOr<T> QueryOne(StatementCache& cache, const std::string& what,
   return std::move(rows->front());
 }
 
+// Records a committed write transaction's time, BEGIN to durable COMMIT, in
+// weft_store_commit_duration_seconds (docs/operations.md).
+inline void ObserveCommit(double seconds) {
+  static const bool declared = [] {
+    MetricsRegistry::Global().DeclareHistogram(
+        "weft_store_commit_duration_seconds",
+        "store write transactions, from BEGIN to a durable COMMIT, in seconds", SecondsBuckets());
+    return true;
+  }();
+  (void)declared;
+  MetricsRegistry::Global().Observe("weft_store_commit_duration_seconds", {{"store", "sqlite"}},
+                                    seconds);
+}
+
 // BEGIN IMMEDIATE ... COMMIT, rolled back unless Commit() succeeded.
 class Transaction {
  public:
-  explicit Transaction(sqlite3* db) : db_(db) {
+  explicit Transaction(sqlite3* db) : db_(db), begun_(std::chrono::steady_clock::now()) {
     ok_ = sqlite3_exec(db_, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) == SQLITE_OK;
   }
   ~Transaction() {
@@ -182,11 +198,13 @@ class Transaction {
       return Error(db_, "commit");
     }
     committed_ = true;
+    ObserveCommit(std::chrono::duration<double>(std::chrono::steady_clock::now() - begun_).count());
     return absl::OkStatus();
   }
 
  private:
   sqlite3* db_;
+  std::chrono::steady_clock::time_point begun_;
   bool ok_ = false;
   bool committed_ = false;
 };

@@ -129,6 +129,24 @@ TEST_F(ApiContractTest, EveryAnswerOnEveryRouteMatchesTheDocument) {
   Call(token, "GET", "/v1/jobs/" + id + "/logs?rank=7", "", 400);
   Call(token, "GET", "/v1/jobs/" + id + "/model?which=delivered");
   Call(token, "GET", "/v1/jobs/" + id + "/model?which=best", "", 400);
+  // Prometheus's view, for the admin only: the job's transitions and models were counted, the
+  // REST requests timed by route template.
+  Call(token, "GET", "/metrics", "", 403);
+  Call(admin, "GET", "/metrics");
+  auto scraped = weftd_->ClientAs(admin).Get("/metrics");
+  ASSERT_TRUE(scraped);
+  const std::string& text = scraped->body;
+  EXPECT_NE(text.find("weft_job_transitions_total{state=\"COMPLETED\",tenant=\"vision\"} 1\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("weft_models_committed_total{kind=\"delivered\",tenant=\"vision\"} 1\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("weft_http_request_duration_seconds_bucket{code=\"200\",le=\"+Inf\","
+                      "method=\"GET\",route=\"/v1/jobs/{id}\"}"),
+            std::string::npos);
+  EXPECT_NE(text.find("# TYPE weft_scheduling_round_duration_seconds histogram\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("weft_node_cpus{node=\"local\"}"), std::string::npos);
   Call(token, "POST", "/v1/jobs/" + id + "/halt", "", 409);
   Call(token, "POST", "/v1/jobs/" + id + "/resume", "", 409);
   Call(token, "GET", "/v1/jobs/job-0000000000-none", "", 404);
