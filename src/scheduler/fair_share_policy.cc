@@ -85,7 +85,7 @@ class Round {
   void MakeRoom(const JobRequest& b, const std::vector<std::pair<size_t, int>>& kept);
   void Grow();
   std::string ShrinkReason(const JobRequest& victim, const JobRequest& b) const;
-  std::vector<size_t> Growable(const std::string& tenant) const;
+  std::map<std::string, std::vector<size_t>> ElasticByTenant() const;
 
   const ClusterSnapshot& s_;
   const std::vector<JobRequest>& jobs_;
@@ -382,18 +382,18 @@ void Round::MakeRoom(const JobRequest& b, const std::vector<std::pair<size_t, in
   }
 }
 
-// The running or just-started elastic jobs of `tenant` below their maximum, higher priority then
-// older first.
-std::vector<size_t> Round::Growable(const std::string& tenant) const {
-  std::vector<size_t> out;
+// The elastic jobs of each tenant, higher priority then older first: one pass over the jobs.
+std::map<std::string, std::vector<size_t>> Round::ElasticByTenant() const {
+  std::map<std::string, std::vector<size_t>> out;
   for (size_t i = 0; i < jobs_.size(); ++i) {
-    const JobRequest& j = jobs_[i];
-    if (j.tenant == tenant && Elastic(j)) out.push_back(i);
+    if (Elastic(jobs_[i])) out[jobs_[i].tenant].push_back(i);
   }
-  std::stable_sort(out.begin(), out.end(), [&](size_t a, size_t b) {
-    if (jobs_[a].priority != jobs_[b].priority) return jobs_[a].priority > jobs_[b].priority;
-    return jobs_[a].submitted_ms < jobs_[b].submitted_ms;
-  });
+  for (auto& [tenant, list] : out) {
+    std::stable_sort(list.begin(), list.end(), [&](size_t a, size_t b) {
+      if (jobs_[a].priority != jobs_[b].priority) return jobs_[a].priority > jobs_[b].priority;
+      return jobs_[a].submitted_ms < jobs_[b].submitted_ms;
+    });
+  }
   return out;
 }
 
@@ -406,8 +406,8 @@ void Round::Grow() {
   std::map<std::string, size_t> started;           // job id -> index in d_.placements
   for (size_t k = 0; k < d_.placements.size(); ++k) started[d_.placements[k].job_id] = k;
   std::map<std::string, std::vector<size_t>> candidates;
-  for (auto& [name, t] : tenants_) {
-    for (size_t i : Growable(name)) {
+  for (const auto& [name, elastic] : ElasticByTenant()) {
+    for (size_t i : elastic) {
       auto it = started.find(jobs_[i].job_id);
       if (jobs_[i].Waiting() && it == started.end()) continue;
       now[i] = jobs_[i].Waiting() ? d_.placements[it->second].learner_nodes : jobs_[i].allocation;
