@@ -111,8 +111,8 @@ class Trainer {
   // the epoch's permutation that applied steps consumed. Independent of the world size.
   int64_t epoch_offset_ = 0;
   int64_t last_checkpoint_step_ = -1;
-  int64_t steps_this_run_ =
-      0;  // steps of this epoch's loop in this process (after a resume: fewer)
+  // Steps of this epoch's loop in this process (after a resume: fewer than a whole epoch's).
+  int64_t steps_this_run_ = 0;
   double epoch_train_seconds_ = 0;  // this epoch's time in training steps
   double last_checkpoint_s_ = 0;    // when a checkpoint was last written or attempted
   // An evaluation was due at progress_.step and has not finished: set while it runs, so a
