@@ -34,6 +34,23 @@ if [[ "${WEFT_WITH_BENCH_DEPS:-0}" == "1" ]]; then
   PACKAGES+=(python3-numpy wrk)
 fi
 
+# api_contract_test checks GET /metrics with Prometheus's own `promtool check metrics`. Only the
+# tool is wanted, not a Prometheus server (the package's scripts would add a user and start one):
+# the package is unpacked into PROMTOOL_DIR, outside the package system.
+PROMTOOL_DIR=/usr/local/lib/weft/prometheus
+ensure_promtool() {
+  [[ -x "$PROMTOOL_DIR/usr/bin/promtool" ]] && return 0
+  local tmp
+  tmp=$(mktemp -d)
+  chmod 755 "$tmp"  # apt's download user writes here
+  (cd "$tmp" && { apt-get download -qq prometheus 2>/dev/null ||
+    { ${SUDO:-} apt-get update -qq && apt-get download -qq prometheus; }; })
+  ${SUDO:-} mkdir -p "$PROMTOOL_DIR"
+  ${SUDO:-} dpkg-deb -x "$tmp"/prometheus_*.deb "$PROMTOOL_DIR"
+  rm -rf "$tmp"
+  echo "install-deps: promtool in $PROMTOOL_DIR/usr/bin"
+}
+
 missing=()
 for p in "${PACKAGES[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
@@ -41,15 +58,17 @@ for p in "${PACKAGES[@]}"; do
   fi
 done
 
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
 if [[ ${#missing[@]} -eq 0 ]]; then
   echo "install-deps: all ${#PACKAGES[@]} packages present"
+  ensure_promtool
   exit 0
 fi
 
-SUDO=""
-if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
 echo "install-deps: installing ${#missing[@]} packages: ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+ensure_promtool
 echo "install-deps: done"

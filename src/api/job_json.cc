@@ -10,6 +10,10 @@ nlohmann::json TimeJson(std::optional<TimeMs> t) {
   return FormatTimeMs(*t);
 }
 
+nlohmann::json OptionalJson(const std::optional<double>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
 nlohmann::json ProgressJson(const JobProgress& p) {
   nlohmann::json j = {{"epoch", p.epoch},
                       {"epochs_total", p.epochs_total},
@@ -68,12 +72,49 @@ nlohmann::json JobSummaryJson(const JobRecord& r,
       {"node", r.learners.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.learners[0].node)},
       {"learners", LearnersJson(r.learners)},
       {"progress", ProgressJson(r.progress)},
-      {"best_test_accuracy",
-       r.best_test_accuracy ? nlohmann::json(*r.best_test_accuracy) : nlohmann::json(nullptr)},
+      {"best_test_accuracy", OptionalJson(r.best_test_accuracy)},
   };
   if (waiting) {
     j["waiting_code"] = scheduler::WaitCodeName(waiting->code);
     j["waiting_reason"] = waiting->reason;
+  }
+  return j;
+}
+
+nlohmann::json EventJson(const JobEvent& e) {
+  nlohmann::json j = {{"job", e.job},
+                      {"tenant", e.tenant},
+                      {"time", FormatTimeMs(e.time_ms)},
+                      {"state", std::string(JobStateName(e.to))}};
+  switch (e.type) {
+    case JobEventType::kState:
+      j["from"] = e.from ? nlohmann::json(std::string(JobStateName(*e.from))) : nullptr;
+      j["reason"] = e.reason;
+      break;
+    case JobEventType::kWaiting:
+      j["reason"] = e.reason;
+      break;
+    case JobEventType::kProgress: {
+      j["progress"] = ProgressJson(e.progress);
+      nlohmann::json points = nlohmann::json::array();
+      for (const MetricRecord& m : e.points) points.push_back(MetricJson(m));
+      j["metrics"] = std::move(points);
+      j["best_test_accuracy"] = OptionalJson(e.best_test_accuracy);
+      break;
+    }
+    case JobEventType::kModel:
+      if (e.model) {
+        const ModelRecord& m = *e.model;
+        j["model"] = {{"kind", m.kind},
+                      {"test_accuracy", m.test_accuracy},
+                      {"epoch", m.epoch},
+                      {"step", m.step},
+                      {"bytes", m.bytes},
+                      {"download", absl::StrCat("/v1/jobs/", e.job, "/model?which=", m.kind)}};
+      }
+      break;
+    case JobEventType::kDeleted:
+      break;
   }
   return j;
 }

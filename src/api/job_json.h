@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "control/event_hub.h"
 #include "job/job.h"
 #include "job/job_spec.h"
 #include "nlohmann/json.hpp"
@@ -37,5 +38,13 @@ nlohmann::json ResourcesJson(const scheduler::Resources& r);
 // One metric point: step, epoch, wall_time_ms (unix ms), train_loss, samples_per_s, and
 // test_accuracy / test_loss on evaluation points.
 nlohmann::json MetricJson(const MetricRecord& m);
+
+// The `data:` of an event on the SSE streams (docs/openapi.yaml, JobEvent): always "job",
+// "tenant", "time" and "state" (the job's state as of the event; for "deleted" the last one
+// known), then by type: "state" adds "from" and "reason"; "progress" adds "progress" (as in the
+// job summary), "metrics" (the points this report added, as MetricJson) and
+// "best_test_accuracy"; "model" adds "model" {kind, test_accuracy, epoch, step, bytes,
+// download}; "waiting" adds "reason".
+nlohmann::json EventJson(const JobEvent& event);
 
 }  // namespace weft::api

@@ -73,6 +73,7 @@ void InstallApi(httplib::Server& server, const Services& services, RateLimiter* 
                  }}},
                Access::kPublic);
   AddJobRoutes(router, services);
+  AddEventRoutes(router, services);
   AddTenantRoutes(router, services);
   AddClusterRoutes(router, services);
   if (services.artifacts != nullptr) AddArtifactRoutes(router, services);

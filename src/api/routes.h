@@ -3,6 +3,8 @@
 // (routes_artifacts.cc), data sets (routes_datasets.cc). docs/openapi.yaml lists them.
 #pragma once
 
+#include <memory>
+
 #include "api/http.h"
 #include "api/rest_server.h"
 #include "common/clock.h"
@@ -36,7 +38,14 @@ inline Handler Bind(const Services& services, RouteFn fn) {
 void InstallApi(httplib::Server& server, const Services& services, RateLimiter* limiter,
                 const RestOptions& options);
 
+// A place for one more long-lived stream of the caller (a followed log, an event stream) in
+// `lease`: left null for the admin, who is not counted, or without a limiter. False after
+// answering 429 with Retry-After when the caller's tenant or the server is at its limit.
+bool AcquireStream(const Services& services, const Caller& caller, httplib::Response& res,
+                   std::shared_ptr<StreamLimiter::Lease>* lease);
+
 void AddJobRoutes(Router& router, const Services& services);
+void AddEventRoutes(Router& router, const Services& services);
 void AddTenantRoutes(Router& router, const Services& services);
 void AddClusterRoutes(Router& router, const Services& services);
 void AddArtifactRoutes(Router& router, const Services& services);

@@ -165,16 +165,7 @@ void FollowLog(const Services& s, const std::string& id, const std::string& path
   // The lease lives in the content provider: released when the job settles, or when the server
   // drops the provider because the client went away.
   std::shared_ptr<StreamLimiter::Lease> lease;
-  if (s.streams != nullptr && !caller.admin) {
-    lease = s.streams->Acquire(caller.tenant);
-    if (lease == nullptr) {
-      res.set_header("Retry-After", "5");
-      return SendError(res, 429,
-                       absl::StrCat("tenant '", caller.tenant,
-                                    "' has as many log streams open as weftd allows "
-                                    "(--follow-streams-per-tenant); close one or retry later"));
-    }
-  }
+  if (!AcquireStream(s, caller, res, &lease)) return;
   // Where the stream is in the file, and its place among the tenant's streams.
   struct Follow {
     int64_t offset = 0;

@@ -77,6 +77,39 @@ Reply Client::CallOnce(const std::string& method, const std::string& path, const
   return ToReply(r, server_);
 }
 
+Reply Client::Events(const std::string& path,
+                     const std::function<bool(const SseEvent&)>& on_event) const {
+  std::unique_ptr<httplib::Client> c = Connect();
+  c->set_read_timeout(60, 0);  // weftd writes a keep-alive every 15 s
+  Reply out;
+  SseParser parser;
+  bool stopped = false;  // on_event asked to stop
+  auto on_response = [&](const httplib::Response& resp) {
+    out.status = resp.status;
+    return true;
+  };
+  auto on_data = [&](const char* data, size_t n) {
+    if (out.status != 200) {
+      if (out.body.size() < (1 << 20)) out.body.append(data, n);
+      return true;
+    }
+    bool ok = parser.Feed(std::string_view(data, n), [&](const SseEvent& e) {
+      if (!stopped && !on_event(e)) stopped = true;
+    });
+    if (!ok) out.error = "weftd sent an event stream line over 8 MiB";
+    return ok && !stopped;
+  };
+  httplib::Result r = c->Get(path, on_response, on_data);
+  if (!r && !stopped) {
+    out.status = 0;
+    if (out.error.empty()) {
+      out.error = absl::StrCat("lost the event stream from weftd at ", server_, ": ",
+                               httplib::to_string(r.error()));
+    }
+  }
+  return out;
+}
+
 Reply Client::Upload(const std::string& path, const std::string& file) const {
   Reply out;
   std::ifstream in(file, std::ios::binary | std::ios::ate);

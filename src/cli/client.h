@@ -2,10 +2,12 @@
 // an error reply is shown to a person, and the formatting the commands share.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <ostream>
 #include <string>
 
+#include "common/sse.h"
 #include "nlohmann/json.hpp"
 
 namespace httplib {
@@ -47,6 +49,12 @@ class Client {
   // Streams a GET body to `out` as it arrives. False with `error` set on a transport error or an
   // error reply.
   bool Stream(const std::string& path, std::ostream& out, std::string* error) const;
+
+  // Reads the server-sent events of a GET of `path` (an events route), calling `on_event` for
+  // each as it arrives until it returns false or weftd ends the stream. Status 200 then; 0 with
+  // `error` set when weftd cannot be reached or the connection broke; an error reply's status
+  // and body otherwise.
+  Reply Events(const std::string& path, const std::function<bool(const SseEvent&)>& on_event) const;
 
   static constexpr int kRateLimitedTries = 4;
 

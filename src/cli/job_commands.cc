@@ -78,45 +78,115 @@ class ProgressLine {
   std::deque<std::pair<double, int64_t>> rate_;  // (seconds, step) over the last ~60 s
 };
 
-// Follows a job until it settles: each state change with its reason, and a live progress line
-// (redrawn on a terminal, every 10 s otherwise). Returns 0 if it COMPLETED.
-int Follow(const Client& api, const std::string& id) {
-  const bool tty = ::isatty(STDOUT_FILENO);
-  size_t seen_history = 0;
-  ProgressLine progress;
-  auto last_plain = std::chrono::steady_clock::now() - std::chrono::hours(1);
-  for (int failures = 0;; std::this_thread::sleep_for(std::chrono::seconds(1))) {
-    Reply r = api.Call("GET", "/v1/jobs/" + id);
-    if (r.status == 0 && ++failures < 30) continue;  // weftd restarting: keep trying
-    if (r.status != 200) {
-      if (tty) std::cout << "\n";
-      return Fail(r);
+// What `weft follow` shows of one job, built from its event stream: each state change with its
+// reason, and a live progress line (redrawn on a terminal, every 10 s otherwise).
+class FollowView {
+ public:
+  FollowView() : tty_(::isatty(STDOUT_FILENO)) {}
+
+  // Takes one event of GET /v1/jobs/{id}/events; false once the job settled or was deleted.
+  bool On(const SseEvent& e) {
+    json data = json::parse(e.data, nullptr, false);
+    if (!data.is_object()) return true;
+    if (e.event == "job") {  // the opening snapshot (again after a reconnect)
+      job_ = std::move(data);
+      const json& hist = job_["history"];
+      for (; seen_history_ < hist.size(); ++seen_history_) {
+        const json& h = hist[seen_history_];
+        Print(h.value("time", ""), h.value("to", ""), h.value("reason", ""));
+      }
+    } else if (e.event == "state") {
+      ++seen_history_;
+      Print(data.value("time", ""), data.value("state", ""), data.value("reason", ""));
+      job_["state"] = data["state"];
+      job_["reason"] = data["reason"];
+      job_.erase("waiting_reason");
+    } else if (e.event == "waiting") {
+      job_["waiting_reason"] = data["reason"];
+    } else if (e.event == "progress") {
+      job_["progress"] = data["progress"];
+      json& m = job_["metrics"];
+      for (const json& p : data["metrics"]) {
+        for (const char* key : {"train_loss", "samples_per_s", "test_accuracy"}) {
+          if (p.contains(key)) m[key] = p[key];
+        }
+      }
+      if (!data["best_test_accuracy"].is_null())
+        m["best_test_accuracy"] = data["best_test_accuracy"];
+    } else if (e.event == "deleted") {
+      deleted_ = true;
+      return false;
     }
-    failures = 0;
-    json j = r.Json();
-    const json& hist = j["history"];
-    for (; seen_history < hist.size(); ++seen_history) {
-      const json& e = hist[seen_history];
-      if (tty) std::cout << "\r\033[K";
-      std::cout << e.value("time", "") << "  " << e.value("to", "") << "  " << e.value("reason", "")
-                << "\n";
-    }
-    const std::string state = j.value("state", "?");
-    if (IsEnded(state)) {
-      if (tty) std::cout << "\r\033[K";
-      std::cout << "job " << id << " " << state << ": " << j.value("reason", "") << "\n";
-      PrintModels(j);
-      return state == "COMPLETED" ? 0 : 1;
-    }
-    const std::string line = progress.Of(j);
-    auto wall = std::chrono::steady_clock::now();
-    if (tty) {
+    if (IsEnded(job_.value("state", ""))) return false;
+    Redraw();
+    return true;
+  }
+
+  bool deleted() const { return deleted_; }
+  bool settled() const { return IsEnded(job_.value("state", "")); }
+  // Ends the live line before something else is printed.
+  void Clear() const {
+    if (tty_) std::cout << "\r\033[K";
+  }
+
+ private:
+  void Print(const std::string& time, const std::string& state, const std::string& reason) {
+    Clear();
+    std::cout << time << "  " << state << "  " << reason << "\n";
+  }
+  void Redraw() {
+    const std::string line = progress_.Of(job_);
+    const auto now = std::chrono::steady_clock::now();
+    if (tty_) {
       std::cout << "\r\033[K" << line << std::flush;
-    } else if (wall - last_plain > std::chrono::seconds(10)) {
+    } else if (now - last_plain_ > std::chrono::seconds(10)) {
       std::cout << line << "\n" << std::flush;
-      last_plain = wall;
+      last_plain_ = now;
     }
   }
+
+  const bool tty_;
+  json job_ = json::object();
+  size_t seen_history_ = 0;  // the history entries printed
+  bool deleted_ = false;
+  ProgressLine progress_;
+  std::chrono::steady_clock::time_point last_plain_ =
+      std::chrono::steady_clock::now() - std::chrono::hours(1);
+};
+
+// Follows a job until it settles, on its event stream (GET /v1/jobs/{id}/events); reconnects
+// while weftd restarts (up to 30 tries a second apart). Returns 0 if it COMPLETED.
+int Follow(const Client& api, const std::string& id) {
+  FollowView view;
+  for (int failures = 0;;) {
+    Reply r =
+        api.Events("/v1/jobs/" + id + "/events", [&view](const SseEvent& e) { return view.On(e); });
+    if (view.deleted()) {
+      view.Clear();
+      std::cout << "job " << id << " was deleted\n";
+      return 1;
+    }
+    if (view.settled()) break;
+    if (r.status != 0 && r.status != 200) {
+      view.Clear();
+      return Fail(r);
+    }
+    if (r.status == 200) failures = 0;  // ended without settling: read it again
+    if (r.status == 0 && ++failures >= 30) {
+      view.Clear();
+      return Fail(r);
+    }
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+  // The final view, with the models and where to download them.
+  Reply r = api.Call("GET", "/v1/jobs/" + id);
+  view.Clear();
+  if (r.status != 200) return Fail(r);
+  json j = r.Json();
+  const std::string state = j.value("state", "?");
+  std::cout << "job " << id << " " << state << ": " << j.value("reason", "") << "\n";
+  PrintModels(j);
+  return state == "COMPLETED" ? 0 : 1;
 }
 
 int Submit(const Client& api, const std::string& file, bool follow,

@@ -33,6 +33,10 @@ Controller::Controller(Store& store, Executor& executor, scheduler::Policy& poli
   m.DeclareCounter(kModelsMetric, "models committed by tenant and kind (delivered, final)");
   m.DeclareCounter(kCheckpointsMetric, "checkpoints committed, by tenant");
   m.DeclareCounter(kCheckpointBytesMetric, "bytes of the checkpoints committed, by tenant");
+  m.DeclareHistogram(kCheckpointSecondsMetric,
+                     "seconds a learner took to serialise and durably write a checkpoint it "
+                     "committed, as it reported, by tenant",
+                     {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60});
   m.DeclareHistogram(
       kRoundMetric, "scheduling rounds that ran the policy, in seconds",
       {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1});
@@ -52,6 +56,15 @@ absl::Status Controller::TransitionLocked(JobRecord& record, JobState to,
   spdlog::info("job {}: {} -> {} ({})", record.id, JobStateName(from), JobStateName(to), reason);
   MetricsRegistry::Global().Add(kTransitionsMetric,
                                 {{"tenant", record.tenant}, {"state", JobStateName(to)}});
+  JobEvent e;
+  e.type = JobEventType::kState;
+  e.job = record.id;
+  e.tenant = record.tenant;
+  e.time_ms = next.updated_ms;
+  e.from = from;
+  e.to = to;
+  e.reason = reason;
+  events_.Publish(std::move(e));
   record = std::move(next);
   return absl::OkStatus();
 }
@@ -180,7 +193,18 @@ absl::StatusOr<JobRecord> Controller::Submit(const std::string& manifest, const 
     specs_.Put(r.id, std::move(spec));
     absl::MutexLock lock(&mu_);
     s = store_.CreateJob(r, "submitted");
-    if (!s.ok()) specs_.Erase(r.id);
+    if (!s.ok()) {
+      specs_.Erase(r.id);
+    } else {
+      JobEvent e;
+      e.type = JobEventType::kState;
+      e.job = r.id;
+      e.tenant = r.tenant;
+      e.time_ms = r.created_ms;
+      e.to = r.state;
+      e.reason = "submitted";
+      events_.Publish(std::move(e));
+    }
   }
   if (!s.ok()) {
     env_.RemoveAll(layout_.JobDir(r.id)).IgnoreError();
@@ -234,14 +258,24 @@ absl::Status Controller::Resume(const std::string& id) {
 
 absl::Status Controller::Delete(const std::string& id) {
   std::string tenant;
+  JobState last_state = JobState::kQueued;
   {
     absl::MutexLock lock(&mu_);
     ASSIGN_OR_RETURN(JobRecord r, store_.GetJob(id));
     tenant = r.tenant;
+    last_state = r.state;
     RETURN_IF_ERROR(executor_.Stop(id, /*grace_ms=*/0));
     // Gone from the store first: from here no learner of it is accepted and no round sees it.
     RETURN_IF_ERROR(store_.DeleteJob(id));
     attempts_.Erase(id);
+    published_waiting_.erase(id);
+    JobEvent e;
+    e.type = JobEventType::kDeleted;
+    e.job = id;
+    e.tenant = tenant;
+    e.to = last_state;
+    e.time_ms = clock_.NowMs();
+    events_.Publish(std::move(e));
   }
   specs_.Erase(id);
   view_.Forget(id);
@@ -254,6 +288,15 @@ absl::Status Controller::Delete(const std::string& id) {
   if (options_.disk_quota != nullptr) options_.disk_quota->Forget(tenant);
   spdlog::info("job {} deleted", id);
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::pair<Store::JobSnapshot, int64_t>> Controller::SnapshotForEvents(
+    const std::string& id, int64_t metrics_limit) {
+  // Every event is published under mu_, right after the store write it reports.
+  absl::MutexLock lock(&mu_);
+  const int64_t seq = events_.LastSeq();
+  ASSIGN_OR_RETURN(Store::JobSnapshot snapshot, store_.GetJobSnapshot(id, metrics_limit));
+  return std::make_pair(std::move(snapshot), seq);
 }
 
 void Controller::SetCoordinatorAddress(const std::string& address) {

@@ -33,6 +33,7 @@
 #include "control/cluster_view.h"
 #include "control/datasets.h"
 #include "control/disk_quota.h"
+#include "control/event_hub.h"
 #include "control/learner_credentials.h"
 #include "control/learner_events.h"
 #include "control/spec_cache.h"
@@ -50,6 +51,7 @@ inline constexpr char kRestartsMetric[] = "weft_job_restarts_total";
 inline constexpr char kModelsMetric[] = "weft_models_committed_total";
 inline constexpr char kCheckpointsMetric[] = "weft_checkpoints_committed_total";
 inline constexpr char kCheckpointBytesMetric[] = "weft_checkpoint_bytes_committed_total";
+inline constexpr char kCheckpointSecondsMetric[] = "weft_checkpoint_write_duration_seconds";
 inline constexpr char kRoundMetric[] = "weft_scheduling_round_duration_seconds";
 
 struct ControllerOptions {
@@ -139,6 +141,13 @@ class Controller : public LearnerEvents {
   ClusterView& view() { return view_; }
   // Where a job's files live.
   const JobLayout& layout() const { return layout_; }
+  // The live feed of what happens to jobs (control/event_hub.h).
+  const EventHub& events() const { return events_; }
+  // Job `id` as the store holds it, with the sequence number of the newest event it already
+  // reflects: a reader of events() that starts after that number misses nothing and sees
+  // nothing twice. NotFound for an unknown job; errors from the store.
+  absl::StatusOr<std::pair<Store::JobSnapshot, int64_t>> SnapshotForEvents(const std::string& id,
+                                                                           int64_t metrics_limit);
   // The credentials learners present to the coordination service.
   const LearnerCredentials& credentials() const { return credentials_; }
 
@@ -186,6 +195,10 @@ class Controller : public LearnerEvents {
   absl::Status TransitionLocked(JobRecord& record, JobState to, const std::string& reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FailLocked(JobRecord& record, const std::string& reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Publishes why each queued job waits (a kWaiting event when a job's reason changed, at most
+  // one a second per job) and hands `waiting` to the view; `jobs` names their tenants.
+  void SetWaitingLocked(std::map<std::string, scheduler::Waiting> waiting,
+                        const std::vector<JobRecord>& jobs) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The job, if `attempt` is its current attempt and its state passes `accepts`.
   // FailedPrecondition otherwise; NotFound for an unknown job.
   absl::StatusOr<JobRecord> AttemptLocked(const std::string& id, int64_t attempt,
@@ -267,6 +280,9 @@ class Controller : public LearnerEvents {
   AttemptTracker attempts_ ABSL_GUARDED_BY(mu_);
   std::string coordinator_address_ ABSL_GUARDED_BY(mu_);
   std::string last_refusal_ ABSL_GUARDED_BY(mu_);  // the policy's latest refused round
+  EventHub events_;
+  // The waiting reason last published per queued job, and when.
+  std::map<std::string, std::pair<std::string, TimeMs>> published_waiting_ ABSL_GUARDED_BY(mu_);
 
   absl::Mutex loop_mu_;
   bool loop_stop_ ABSL_GUARDED_BY(loop_mu_) = false;

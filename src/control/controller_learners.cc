@@ -2,6 +2,8 @@
 // metrics, commit checkpoints and models, and say how they finished. Every call names the
 // attempt it belongs to; a stale attempt is refused (FailedPrecondition). What a learner reports
 // is tenant input: a file it commits must be at the path weftd derives for it.
+#include <cmath>
+
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -91,7 +93,20 @@ bool Controller::OnMetrics(const std::string& id, int rank, int64_t attempt,
   }
   if (progress.steps_total > 0) r.progress = progress;
   absl::Status s = store_.UpdateJob(r);
-  if (!s.ok()) spdlog::error("job {}: cannot store progress: {}", id, s.message());
+  if (!s.ok()) {
+    spdlog::error("job {}: cannot store progress: {}", id, s.message());
+    return true;
+  }
+  JobEvent e;
+  e.type = JobEventType::kProgress;
+  e.job = id;
+  e.tenant = r.tenant;
+  e.time_ms = clock_.NowMs();
+  e.to = r.state;
+  e.progress = r.progress;
+  e.points = points;
+  e.best_test_accuracy = r.best_test_accuracy;
+  events_.Publish(std::move(e));
   return true;
 }
 
@@ -113,6 +128,14 @@ absl::Status Controller::OnCommitModel(const std::string& id, int64_t attempt,
   a.created_ms = clock_.NowMs();
   RETURN_IF_ERROR(store_.PutModel(id, a));
   MetricsRegistry::Global().Add(kModelsMetric, {{"tenant", r.tenant}, {"kind", model.kind}});
+  JobEvent e;
+  e.type = JobEventType::kModel;
+  e.job = id;
+  e.tenant = r.tenant;
+  e.time_ms = a.created_ms;
+  e.to = r.state;
+  e.model = a;
+  events_.Publish(std::move(e));
   ASSIGN_OR_RETURN(SpecCache::SpecPtr spec, specs_.Get(r));
   if (model.kind == kDeliveredModel && !r.deliver_met_ms) {
     r.deliver_met_ms = a.created_ms;
@@ -145,6 +168,11 @@ absl::Status Controller::OnCommitCheckpoint(const std::string& id, int64_t attem
   MetricsRegistry::Global().Add(kCheckpointsMetric, {{"tenant", r.tenant}});
   MetricsRegistry::Global().Add(kCheckpointBytesMetric, {{"tenant", r.tenant}},
                                 static_cast<double>(std::max<int64_t>(c.bytes, 0)));
+  // Reported by the learner: a value no write can take is left out rather than trusted.
+  if (std::isfinite(c.write_seconds) && c.write_seconds > 0 && c.write_seconds < 86400) {
+    MetricsRegistry::Global().Observe(kCheckpointSecondsMetric, {{"tenant", r.tenant}},
+                                      c.write_seconds);
+  }
   attempts_.Of(id).last_seen_ms[0] = c.created_ms;  // rank 0 writes the checkpoints
   ASSIGN_OR_RETURN(SpecCache::SpecPtr spec, specs_.Get(r));
   ASSIGN_OR_RETURN(std::vector<CheckpointRecord> all, store_.Checkpoints(id));

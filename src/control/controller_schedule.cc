@@ -11,6 +11,32 @@
 
 namespace weft {
 
+void Controller::SetWaitingLocked(std::map<std::string, scheduler::Waiting> waiting,
+                                  const std::vector<JobRecord>& jobs) {
+  const TimeMs now = clock_.NowMs();
+  for (auto it = published_waiting_.begin(); it != published_waiting_.end();) {
+    it = waiting.count(it->first) > 0 ? std::next(it) : published_waiting_.erase(it);
+  }
+  for (const JobRecord& r : jobs) {
+    auto w = waiting.find(r.id);
+    if (w == waiting.end()) continue;
+    auto [known, fresh] = published_waiting_.try_emplace(r.id);
+    auto& [reason, at] = known->second;
+    if (!fresh && (reason == w->second.reason || now - at < 1000)) continue;
+    reason = w->second.reason;
+    at = now;
+    JobEvent e;
+    e.type = JobEventType::kWaiting;
+    e.job = r.id;
+    e.tenant = r.tenant;
+    e.time_ms = now;
+    e.to = r.state;
+    e.reason = w->second.reason;
+    events_.Publish(std::move(e));
+  }
+  view_.SetWaiting(std::move(waiting));
+}
+
 void Controller::ScheduleLocked(const std::vector<JobRecord>& jobs) {
   std::map<std::string, int> stopping;
   for (const JobRecord& r : jobs) {
@@ -21,7 +47,7 @@ void Controller::ScheduleLocked(const std::vector<JobRecord>& jobs) {
   std::map<std::string, scheduler::Waiting> waiting = round.held;
   const auto& queued = round.snapshot.jobs;
   if (std::none_of(queued.begin(), queued.end(), [](const auto& j) { return j.Waiting(); })) {
-    view_.SetWaiting(std::move(waiting));
+    SetWaitingLocked(std::move(waiting), jobs);
     return;
   }
   const auto t0 = std::chrono::steady_clock::now();
@@ -47,12 +73,12 @@ void Controller::ScheduleLocked(const std::vector<JobRecord>& jobs) {
             absl::StrCat("waiting: weftd refused the scheduler's decision (", refusal, ")")};
       }
     }
-    view_.SetWaiting(std::move(waiting));
+    SetWaitingLocked(std::move(waiting), jobs);
     return;
   }
   last_refusal_.clear();
   for (const scheduler::Waiting& w : d.waiting) waiting[w.job_id] = w;
-  view_.SetWaiting(std::move(waiting));
+  SetWaitingLocked(std::move(waiting), jobs);
   for (const std::string& id : d.preempted) {
     PreemptLocked(round.jobs.at(id),
                   "preempted by the scheduler for a higher-priority job or a tenant below its "

@@ -91,7 +91,7 @@ grpc::Status CoordinatorService::CommitModel(grpc::ServerContext*,
 grpc::Status CoordinatorService::CommitCheckpoint(grpc::ServerContext*,
                                                   const weft::v1::CommitCheckpointRequest* req,
                                                   weft::v1::CommitCheckpointResponse* resp) {
-  CheckpointRecord c{req->step(), req->epoch(), req->path(), req->bytes(), 0};
+  CheckpointRecord c{req->step(), req->epoch(), req->path(), req->bytes(), 0, req->write_seconds()};
   return Commit(req, resp, c, &LearnerEvents::OnCommitCheckpoint);
 }
 

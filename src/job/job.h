@@ -89,6 +89,9 @@ struct CheckpointRecord {
   std::string path;
   int64_t bytes = 0;
   TimeMs created_ms = 0;
+  // How long the learner took to serialise and durably write it, as it reported (untrusted);
+  // counted into weft_checkpoint_write_duration_seconds, not stored.
+  double write_seconds = 0;
 };
 
 // A tenant: a team sharing the cluster, with a quota no set of its running jobs may exceed and a

@@ -437,13 +437,16 @@ absl::Status CommandJob::OnCheckpoint(const CommandEvent& e) {
   ASSIGN_OR_RETURN(const int in, OpenAnnounced(work_fd_, e.path, "checkpoint"));
   RETURN_IF_ERROR(MakeDirs(l_.checkpoint_dir));
   const std::string dest = CheckpointPath(l_.checkpoint_dir, e.step);
+  const auto t0 = std::chrono::steady_clock::now();
   absl::StatusOr<int64_t> bytes = CopyDurably(in, dest, kMaxCommandFileBytes);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ::close(in);
   if (!bytes.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("checkpoint '", e.path, "' not committed: it ", bytes.status().message()));
   }
-  RETURN_IF_ERROR(reporter_.CommitCheckpoint(dest, e.epoch, e.step, *bytes));
+  RETURN_IF_ERROR(reporter_.CommitCheckpoint(dest, e.epoch, e.step, *bytes, seconds));
   spdlog::info("checkpoint at step {} committed: {} ({} bytes, from {})", e.step, dest, *bytes,
                e.path);
   return absl::OkStatus();

@@ -207,13 +207,14 @@ absl::Status CoordinatorReporter::CommitModel(const ModelFile& a) {
 }
 
 absl::Status CoordinatorReporter::CommitCheckpoint(const std::string& path, int epoch, int64_t step,
-                                                   int64_t bytes) {
+                                                   int64_t bytes, double write_seconds) {
   weft::v1::CommitCheckpointRequest req;
   *req.mutable_learner() = Identity();
   req.set_path(path);
   req.set_epoch(epoch);
   req.set_step(step);
   req.set_bytes(bytes);
+  req.set_write_seconds(write_seconds);
   weft::v1::CommitCheckpointResponse resp;
   grpc::Status s = Retry([&] { return stub_->CommitCheckpoint(Context().get(), req, &resp); });
   if (!s.ok()) {

@@ -33,8 +33,8 @@ class CoordinatorReporter : public Reporter {
   std::vector<std::string> ResumeFrom() const override { return resume_from_; }
   bool KeepRunning() const override { return keep_running_.load(); }
   absl::Status CommitModel(const ModelFile& model) override;
-  absl::Status CommitCheckpoint(const std::string& path, int epoch, int64_t step,
-                                int64_t bytes) override;
+  absl::Status CommitCheckpoint(const std::string& path, int epoch, int64_t step, int64_t bytes,
+                                double write_seconds) override;
   void Finish(bool succeeded, const std::string& reason, double best_test_accuracy) override;
 
  private:

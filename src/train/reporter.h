@@ -59,10 +59,11 @@ class Reporter {
   // FailedPrecondition if weftd refuses it; Unavailable if it cannot be reached in time.
   virtual absl::Status CommitModel(const ModelFile& model) = 0;
   // Registers a durable checkpoint (`bytes` long at `path`, written after `step` steps and
-  // `epoch` completed epochs); blocks, retrying, until weftd acknowledges. FailedPrecondition if
-  // weftd refuses it; Unavailable if it cannot be reached in time.
+  // `epoch` completed epochs, in `write_seconds` of serialising and durable writing); blocks,
+  // retrying, until weftd acknowledges. FailedPrecondition if weftd refuses it; Unavailable if it
+  // cannot be reached in time.
   virtual absl::Status CommitCheckpoint(const std::string& path, int epoch, int64_t step,
-                                        int64_t bytes) = 0;
+                                        int64_t bytes, double write_seconds) = 0;
   // Flushes queued samples, then reports the end of training.
   virtual void Finish(bool succeeded, const std::string& reason, double best_test_accuracy) = 0;
 };

@@ -99,7 +99,7 @@ absl::Status Trainer::Checkpoint(bool tolerate_disk_errors) {
                bytes.str().size(), ms);
   Failpoint("checkpoint-before-commit");
   RETURN_IF_ERROR(reporter_.CommitCheckpoint(path, progress_.epoch, progress_.step,
-                                             static_cast<int64_t>(bytes.str().size())));
+                                             static_cast<int64_t>(bytes.str().size()), ms / 1000));
   last_checkpoint_step_ = progress_.step;
   last_checkpoint_eval_pending_ = eval_pending_;
   last_checkpoint_s_ = NowS();

@@ -116,7 +116,8 @@ TEST_F(ControllerTest, OneDeadLearnerStopsTheGangAndRestartsTheJob) {
   std::string dir = controller_->layout().JobDir(id) + "/checkpoints";
   ASSERT_TRUE(MakeDirs(dir).ok());
   ASSERT_TRUE(WriteFileAtomic(CheckpointPath(dir, 77), "0123456789").ok());
-  EXPECT_TRUE(controller_->OnCommitCheckpoint(id, 1, {77, 0, CheckpointPath(dir, 77), 10, 0}).ok());
+  EXPECT_TRUE(
+      controller_->OnCommitCheckpoint(id, 1, {77, 0, CheckpointPath(dir, 77), 10, 0, 0}).ok());
   // Rank 0 exits (its allreduce failed): the gang restarts from that checkpoint, with the reason
   // of the learner that died.
   executor_.Exit(id, 1, 1, 0, /*rank=*/0);

@@ -85,6 +85,46 @@ TEST_F(ControllerTest, HappyPathThroughDeliveredToCompleted) {
   EXPECT_TRUE(store_->GetJob(id)->learners.empty());
 }
 
+TEST_F(ControllerTest, TheEventFeedTellsWhatTheStoreRecordsInTheSameOrder) {
+  std::string a = Submit();
+  clock_.Advance(1);
+  std::string b = Submit();
+  auto [before, seq0] = *controller_->SnapshotForEvents(a, 10);
+  EXPECT_EQ(before.history.size(), 1u);  // QUEUED, published before the snapshot's cursor
+  EXPECT_EQ(seq0, 2);                    // a's and b's submissions
+  controller_->Tick();                   // a starts; b waits for the node
+  ASSERT_TRUE(controller_->OnRegister(a, 0, 1, 4242, 0).accepted);
+  MetricRecord m;
+  m.step = 10;
+  m.test_accuracy = 0.85;
+  ASSERT_TRUE(controller_->OnMetrics(a, 0, 1, {m}, JobProgress{1, 2, 10, 20, 640}));
+  ASSERT_TRUE(controller_->OnCommitModel(a, 1, Model(a, "delivered", 0.85)).ok());
+  ASSERT_TRUE(controller_->Delete(b).ok());
+
+  EventHub::Batch batch = controller_->events().Wait(seq0, absl::ZeroDuration(), nullptr);
+  std::vector<std::string> seen;
+  for (const JobEvent& e : batch.events) {
+    seen.push_back(
+        absl::StrCat(e.job == a ? "a " : "b ", JobEventTypeName(e.type), " ", JobStateName(e.to)));
+    if (e.type == JobEventType::kProgress) {
+      EXPECT_EQ(e.progress.step, 10);
+      ASSERT_EQ(e.points.size(), 1u);
+      EXPECT_DOUBLE_EQ(*e.best_test_accuracy, 0.85);
+    }
+    if (e.type == JobEventType::kWaiting) {
+      EXPECT_THAT(e.reason, HasSubstr("no free node"));
+    }
+  }
+  EXPECT_THAT(seen,
+              ::testing::ElementsAre("b waiting QUEUED", "a state PLACED", "a state STARTING",
+                                     "a state RUNNING", "a progress RUNNING", "a model RUNNING",
+                                     "a state DELIVERED", "b deleted QUEUED"));
+  // A snapshot now reflects all of it: a reader from its cursor on has nothing to catch up.
+  auto [after, seq1] = *controller_->SnapshotForEvents(a, 10);
+  EXPECT_EQ(seq1, batch.last);
+  EXPECT_EQ(after.history.size(), 5u);
+}
+
 TEST_F(ControllerTest, SecondJobWaitsWithAReasonUntilTheFirstEnds) {
   std::string a = Submit();
   clock_.Advance(1);
@@ -199,23 +239,31 @@ TEST_F(ControllerTest, CheckpointsAreKeptPerSpecAndHandedToTheNextAttempt) {
     std::string p = CheckpointPath(dir, step);
     ASSERT_TRUE(WriteFileAtomic(p, "0123456789").ok());
     paths.push_back(p);
-    ASSERT_TRUE(controller_->OnCommitCheckpoint(id, 1, {step, 1, p, 10, 0}).ok());
+    ASSERT_TRUE(controller_->OnCommitCheckpoint(id, 1, {step, 1, p, 10, 0, 0.2}).ok());
   }
+  // The write times the learner reported, as a histogram by tenant.
+  const std::string metrics = MetricsRegistry::Global().Render();
+  EXPECT_THAT(metrics,
+              HasSubstr("weft_checkpoint_write_duration_seconds_count{tenant=\"default\"} 3\n"));
+  EXPECT_THAT(
+      metrics,
+      HasSubstr(
+          "weft_checkpoint_write_duration_seconds_bucket{le=\"0.25\",tenant=\"default\"} 3\n"));
   EXPECT_FALSE(std::filesystem::exists(paths[0])) << "only `keep` checkpoints stay";
   EXPECT_TRUE(std::filesystem::exists(paths[2]));
   EXPECT_EQ(store_->Checkpoints(id)->size(), 2u);
   // Refused: wrong size, a path that is not the one weftd derives for that step (another step's
   // file, a file outside the job, a way out of the job's directory), stale attempt.
   EXPECT_TRUE(
-      absl::IsInvalidArgument(controller_->OnCommitCheckpoint(id, 1, {300, 1, paths[2], 5, 0})));
-  EXPECT_TRUE(
-      absl::IsInvalidArgument(controller_->OnCommitCheckpoint(id, 1, {400, 1, paths[2], 10, 0})));
+      absl::IsInvalidArgument(controller_->OnCommitCheckpoint(id, 1, {300, 1, paths[2], 5, 0, 0})));
   EXPECT_TRUE(absl::IsInvalidArgument(
-      controller_->OnCommitCheckpoint(id, 1, {400, 1, "/etc/hosts", 10, 0})));
+      controller_->OnCommitCheckpoint(id, 1, {400, 1, paths[2], 10, 0, 0})));
+  EXPECT_TRUE(absl::IsInvalidArgument(
+      controller_->OnCommitCheckpoint(id, 1, {400, 1, "/etc/hosts", 10, 0, 0})));
   EXPECT_TRUE(absl::IsInvalidArgument(controller_->OnCommitCheckpoint(
-      id, 1, {400, 1, dir + "/../../other/checkpoints/ckpt-0000000400.pt", 10, 0})));
+      id, 1, {400, 1, dir + "/../../other/checkpoints/ckpt-0000000400.pt", 10, 0, 0})));
   EXPECT_TRUE(absl::IsFailedPrecondition(
-      controller_->OnCommitCheckpoint(id, 9, {300, 1, paths[2], 10, 0})));
+      controller_->OnCommitCheckpoint(id, 9, {300, 1, paths[2], 10, 0, 0})));
   EXPECT_EQ(store_->Checkpoints(id)->size(), 2u);
   // The learner is killed after writing step 400 but before committing it, and in the middle of
   // writing step 500: neither file is the job's; the next attempt starts without them.
@@ -248,7 +296,7 @@ TEST_F(ControllerTest, HaltedLearnerMayCommitItsLastCheckpoint) {
   std::string p = CheckpointPath(controller_->layout().CheckpointDir(id), 7);
   ASSERT_TRUE(MakeDirs(controller_->layout().JobDir(id) + "/checkpoints").ok());
   ASSERT_TRUE(WriteFileAtomic(p, "abc").ok());
-  EXPECT_TRUE(controller_->OnCommitCheckpoint(id, 1, {7, 0, p, 3, 0}).ok());
+  EXPECT_TRUE(controller_->OnCommitCheckpoint(id, 1, {7, 0, p, 3, 0, 0}).ok());
   executor_.Exit(id, 1, 143);
   ASSERT_TRUE(controller_->Resume(id).ok());
   controller_->Tick();
@@ -274,7 +322,7 @@ TEST_F(ControllerTest, AJobResumedRightAfterHaltWaitsForItsHaltedLearners) {
   std::string p = CheckpointPath(controller_->layout().CheckpointDir(id), 9);
   ASSERT_TRUE(MakeDirs(controller_->layout().CheckpointDir(id)).ok());
   ASSERT_TRUE(WriteFileAtomic(p, "abc").ok());
-  EXPECT_TRUE(controller_->OnCommitCheckpoint(id, 1, {9, 0, p, 3, 0}).ok());
+  EXPECT_TRUE(controller_->OnCommitCheckpoint(id, 1, {9, 0, p, 3, 0, 0}).ok());
   executor_.Exit(id, 1, 143);
   controller_->Tick();
   EXPECT_EQ(State(id), JobState::kStarting);

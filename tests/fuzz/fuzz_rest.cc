@@ -27,7 +27,13 @@ class MemoryStream : public httplib::Stream {
  public:
   explicit MemoryStream(std::string in) : in_(std::move(in)) {}
   bool is_readable() const override { return true; }
-  bool is_writable() const override { return true; }
+  // Until a streamed answer's head is out: a stream (a followed log, an event stream) writes for
+  // as long as its client listens, and this one would listen forever.
+  bool is_writable() const override {
+    const size_t head = out_.find("\r\n\r\n");
+    return head == std::string::npos ||
+           out_.substr(0, head).find("Transfer-Encoding: chunked") == std::string::npos;
+  }
   ssize_t read(char* ptr, size_t size) override {
     size_t n = std::min(size, in_.size() - pos_);
     in_.copy(ptr, n, pos_);

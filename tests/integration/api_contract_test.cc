@@ -4,6 +4,7 @@
 // here until the document says so too.
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "gmock/gmock.h"
@@ -127,6 +128,29 @@ TEST_F(ApiContractTest, EveryAnswerOnEveryRouteMatchesTheDocument) {
   Call(token, "GET", "/v1/jobs/" + id + "/metrics?limit=5");
   Call(token, "GET", "/v1/jobs/" + id + "/logs");
   Call(token, "GET", "/v1/jobs/" + id + "/logs?rank=7", "", 400);
+  // The job's stream is its snapshot and the end now that it is settled; the tenant's stream
+  // from event 0 replays its life (read until the server's read timeout, then checked).
+  Call(token, "GET", "/v1/jobs/" + id + "/events");
+  {
+    auto c = weftd_->ClientAs(token);
+    c.set_read_timeout(2, 0);
+    std::string body, type;
+    c.Get(
+        "/v1/events?after=0",
+        [&](const httplib::Response& r) {
+          type = r.get_header_value("Content-Type");
+          return true;
+        },
+        [&](const char* d, size_t n) {
+          body.append(d, n);
+          return body.find("\"state\":\"COMPLETED\"") == std::string::npos;
+        });
+    EXPECT_EQ(type, "text/event-stream");
+    EXPECT_NE(body.find("event: progress"), std::string::npos) << body;
+    for (const std::string& problem : doc_.Check("GET", "/v1/events", 200, type, body)) {
+      ADD_FAILURE() << problem << "\n" << body;
+    }
+  }
   Call(token, "GET", "/v1/jobs/" + id + "/model?which=delivered");
   Call(token, "GET", "/v1/jobs/" + id + "/model?which=best", "", 400);
   // Prometheus's view, for the admin only: the job's transitions and models were counted, the
@@ -147,6 +171,17 @@ TEST_F(ApiContractTest, EveryAnswerOnEveryRouteMatchesTheDocument) {
   EXPECT_NE(text.find("# TYPE weft_scheduling_round_duration_seconds histogram\n"),
             std::string::npos);
   EXPECT_NE(text.find("weft_node_cpus{node=\"local\"}"), std::string::npos);
+  // Prometheus's own parser and linter agree (scripts/install-deps.sh unpacks promtool).
+  const std::string promtool = "/usr/local/lib/weft/prometheus/usr/bin/promtool";
+  if (!std::filesystem::exists(promtool)) {
+    ADD_FAILURE() << promtool << " is missing: run scripts/install-deps.sh";
+  } else {
+    std::ofstream(dir_ + "/scrape.txt") << text;
+    auto check = testing::RunCommand(
+        {"/bin/sh", "-c", promtool + " check metrics < " + dir_ + "/scrape.txt"}, {}, 60);
+    EXPECT_EQ(check.exit_code, 0) << check.output;
+    EXPECT_EQ(check.output, "") << "promtool's lint";
+  }
   Call(token, "POST", "/v1/jobs/" + id + "/halt", "", 409);
   Call(token, "POST", "/v1/jobs/" + id + "/resume", "", 409);
   Call(token, "GET", "/v1/jobs/job-0000000000-none", "", 404);

@@ -386,7 +386,9 @@ TEST_F(HostileInputTest, LogStreamsAreCappedPerTenantAndTheirPlacesComeBack) {
   EXPECT_TRUE(refused) << (second ? second->body : "no answer");
   if (refused) {
     EXPECT_EQ(second->get_header_value("Retry-After"), "5");
-    EXPECT_THAT(second->body, HasSubstr("as many log streams open as weftd allows"));
+    EXPECT_THAT(
+        second->body,
+        HasSubstr("as many streams open (followed logs and event streams) as weftd allows"));
   }
   // The admin is not counted; halting the job ends the stream and gives its place back.
   auto admin = weftd_->ClientAs(weftd_->admin_token()).Get("/v1/jobs?limit=1");

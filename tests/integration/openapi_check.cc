@@ -3,6 +3,8 @@
 #include <regex>
 #include <set>
 
+#include "common/sse.h"
+
 namespace weft::testing {
 namespace {
 
@@ -144,12 +146,33 @@ std::vector<std::string> OpenApiDocument::Check(const std::string& method, const
     return {what + ": the status is not in the document"};
   }
   response.reset(Resolve(response));
+  if (content_type.rfind("text/event-stream", 0) == 0) return CheckEvents(what, body);
   if (content_type.rfind("application/json", 0) != 0) return {};
   auto json = nlohmann::json::parse(body, nullptr, false);
   if (json.is_discarded()) return {what + ": the body is not JSON"};
   const YAML::Node schema = response["content"]["application/json"]["schema"];
   std::vector<std::string> problems;
   if (schema) Validate(schema, json, what + " body", &problems);
+  return problems;
+}
+
+std::vector<std::string> OpenApiDocument::CheckEvents(const std::string& what,
+                                                      const std::string& body) const {
+  std::vector<std::string> problems;
+  SseParser parser;
+  int n = 0;
+  parser.Feed(body, [&](const SseEvent& e) {
+    const std::string where = what + " event " + std::to_string(n++) + " (" + e.event + ")";
+    auto data = nlohmann::json::parse(e.data, nullptr, false);
+    if (data.is_discarded()) {
+      problems.push_back(where + ": data is not JSON");
+    } else if (e.event == "job") {
+      Validate(doc_["components"]["schemas"]["JobDetail"], data, where, &problems);
+    } else if (e.event != "reset") {
+      Validate(doc_["components"]["schemas"]["JobEvent"], data, where, &problems);
+    }
+  });
+  if (n == 0) problems.push_back(what + ": an event stream without events");
   return problems;
 }
 

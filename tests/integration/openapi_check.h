@@ -2,7 +2,7 @@
 // the route and method are documented, the status is listed for them (401, 405, 413, 429 and 507
 // are documented once, for every route), and a JSON body conforms to the response's schema. The
 // schema subset weft's document uses: type, properties, required, items, enum, nullable, allOf and
-// $ref (local).
+// $ref (local). An event stream's events are checked one by one (CheckEvents).
 #pragma once
 
 #include <string>
@@ -24,6 +24,8 @@ class OpenApiDocument {
 
  private:
   YAML::Node Resolve(YAML::Node node) const;  // follows a local $ref
+  // A text/event-stream body: every event's data against JobDetail (`event: job`) or JobEvent.
+  std::vector<std::string> CheckEvents(const std::string& what, const std::string& body) const;
   void Validate(const YAML::Node& schema, const nlohmann::json& value, const std::string& where,
                 std::vector<std::string>* problems) const;
 

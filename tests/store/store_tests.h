@@ -261,9 +261,9 @@ TEST_P(StoreTest, DeleteRemovesEverythingOfTheJob) {
 
 TEST_P(StoreTest, CheckpointsNewestFirstAndSurviveReopen) {
   ASSERT_TRUE(store_->CreateJob(NewJob("job-a"), "s").ok());
-  ASSERT_TRUE(store_->PutCheckpoint("job-a", {100, 1, "/c100", 10, 1}).ok());
-  ASSERT_TRUE(store_->PutCheckpoint("job-a", {300, 2, "/c300", 10, 3}).ok());
-  ASSERT_TRUE(store_->PutCheckpoint("job-a", {200, 1, "/c200", 10, 2}).ok());
+  ASSERT_TRUE(store_->PutCheckpoint("job-a", {100, 1, "/c100", 10, 1, 0}).ok());
+  ASSERT_TRUE(store_->PutCheckpoint("job-a", {300, 2, "/c300", 10, 3, 0}).ok());
+  ASSERT_TRUE(store_->PutCheckpoint("job-a", {200, 1, "/c200", 10, 2, 0}).ok());
   Reopen();
   auto c = store_->Checkpoints("job-a");
   ASSERT_TRUE(c.ok());
@@ -274,7 +274,7 @@ TEST_P(StoreTest, CheckpointsNewestFirstAndSurviveReopen) {
   ASSERT_TRUE(store_->DeleteCheckpoint("job-a", 100).ok());
   EXPECT_EQ(store_->Checkpoints("job-a")->size(), 2u);
   EXPECT_TRUE(store_->DeleteCheckpoint("job-a", 999).ok());
-  EXPECT_TRUE(absl::IsNotFound(store_->PutCheckpoint("nope", {1, 0, "/x", 1, 1})));
+  EXPECT_TRUE(absl::IsNotFound(store_->PutCheckpoint("nope", {1, 0, "/x", 1, 1, 0})));
   ASSERT_TRUE(store_->DeleteJob("job-a").ok());
   ASSERT_TRUE(store_->CreateJob(NewJob("job-a"), "again").ok());
   EXPECT_TRUE(store_->Checkpoints("job-a")->empty());

@@ -32,8 +32,8 @@ class RecordingReporter : public Reporter {
     models.push_back(a);
     return absl::OkStatus();
   }
-  absl::Status CommitCheckpoint(const std::string& path, int, int64_t step,
-                                int64_t bytes) override {
+  absl::Status CommitCheckpoint(const std::string& path, int, int64_t step, int64_t bytes,
+                                double) override {
     checkpoints[step] = {path, bytes};
     return absl::OkStatus();
   }
