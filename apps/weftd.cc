@@ -148,9 +148,15 @@ void AddFlags(CLI::App& app, Flags& f) {
       ->capture_default_str()
       ->check(CLI::Range(1.0, 1e6));
   app.add_option("--follow-streams-per-tenant", f.rest.follow_streams_per_tenant,
-                 "log streams (weft logs -f) a tenant may hold open at once; over it 429")
+                 "streams (weft logs -f, event streams, weft follow) a tenant may hold open at "
+                 "once; over it 429")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
+  app.add_option("--webhook-allow", f.rest.webhooks.allowed_hosts,
+                 "hosts tenants' webhook receivers may be on, comma-separated (names or IP "
+                 "literals, compared exactly); anything else is refused at registration")
+      ->delimiter(',')
+      ->capture_default_str();
   app.add_option("--max-store-bytes", f.max_store_bytes,
                  "cap on the store's size (0: the disk's); past it, writes get 507 as on a full "
                  "disk")
@@ -393,6 +399,15 @@ absl::StatusOr<std::unique_ptr<weft::MemoryCgroups>> MemoryLimits(const std::str
   return cgroups;
 }
 
+// SIGINT and SIGTERM set g_stop (main then shuts down); SIGPIPE is ignored.
+void HandleSignals() {
+  struct sigaction sa {};
+  sa.sa_handler = OnSignal;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -457,12 +472,11 @@ int main(int argc, char** argv) {
   weft::api::RestServer rest(**store, controller, &artifacts, weft::SystemClock::Get(), flags.rest);
   if (auto s = rest.Start(flags.host, flags.port); !s.ok()) return Fail(s);
   controller.StartLoop();
+  // Deliveries the outbox holds from before a restart go out now.
+  weft::api::WebhookDispatcher webhooks(**store, weft::SystemClock::Get(), flags.rest.webhooks);
+  webhooks.Start();
 
-  struct sigaction sa {};
-  sa.sa_handler = OnSignal;
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-  signal(SIGPIPE, SIG_IGN);
+  HandleSignals();
   double cpus = 0;
   for (const auto& n : nodes) cpus += n.capacity.cpus;
   spdlog::info(
@@ -472,6 +486,7 @@ int main(int argc, char** argv) {
   while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(200));
   spdlog::info("shutting down");
   rest.Stop();
+  webhooks.Stop();
   controller.StopLoop();
   (*grpc_server)->Shutdown();
   return 0;

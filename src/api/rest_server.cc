@@ -78,19 +78,21 @@ void InstallApi(httplib::Server& server, const Services& services, RateLimiter* 
   AddClusterRoutes(router, services);
   if (services.artifacts != nullptr) AddArtifactRoutes(router, services);
   AddDatasetRoutes(router, services);
+  if (services.webhooks != nullptr) AddWebhookRoutes(router, services);
 }
 
 RestServer::RestServer(Store& store, Controller& controller, Artifacts* artifacts,
                        const Clock& clock, RestOptions options)
-    : limiter_(std::make_unique<RateLimiter>(options.tenant_rate, clock)),
+    : webhooks_(options.webhooks),
+      limiter_(std::make_unique<RateLimiter>(options.tenant_rate, clock)),
       streams_(std::make_unique<StreamLimiter>(options.follow_streams_per_tenant,
                                                std::max(1, options.threads / 2))),
       server_(options.tls_cert_path.empty()
                   ? std::make_unique<httplib::Server>()
                   : std::make_unique<httplib::SSLServer>(options.tls_cert_path.c_str(),
                                                          options.tls_key_path.c_str())) {
-  services_ = std::make_unique<Services>(
-      Services{store, controller, clock, options.admin_token_path, streams_.get(), artifacts});
+  services_ = std::make_unique<Services>(Services{
+      store, controller, clock, options.admin_token_path, streams_.get(), artifacts, &webhooks_});
   InstallApi(*server_, *services_, limiter_.get(), options);
 }
 

@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "api/rate_limit.h"
+#include "api/webhooks.h"
 #include "common/clock.h"
 #include "control/artifacts.h"
 #include "control/controller.h"
@@ -41,6 +42,8 @@ struct RestOptions {
   // HTTPS with this certificate chain and private key (PEM files); both empty: plain HTTP.
   std::string tls_cert_path;
   std::string tls_key_path;
+  // Tenants' webhooks: the hosts receivers may be on, and how deliveries are made.
+  WebhookOptions webhooks;
 };
 
 class RestServer {
@@ -59,6 +62,7 @@ class RestServer {
   void Stop();
 
  private:
+  const WebhookOptions webhooks_;       // what Services::webhooks points at
   std::unique_ptr<Services> services_;  // store, controller and clock; the handlers hold on to it
   std::unique_ptr<RateLimiter> limiter_;
   std::unique_ptr<StreamLimiter> streams_;

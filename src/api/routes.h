@@ -7,6 +7,7 @@
 
 #include "api/http.h"
 #include "api/rest_server.h"
+#include "api/webhooks.h"
 #include "common/clock.h"
 #include "control/artifacts.h"
 #include "control/controller.h"
@@ -18,10 +19,11 @@ namespace weft::api {
 struct Services {
   Store& store;
   Controller& controller;
-  const Clock& clock;                // stamps what the API creates (tenants, tokens)
-  std::string admin_token_path;      // RestOptions::admin_token_path
-  StreamLimiter* streams = nullptr;  // follow streams' places; null: unlimited
-  Artifacts* artifacts = nullptr;    // tenants' uploads; null: no /v1/artifacts routes
+  const Clock& clock;                        // stamps what the API creates (tenants, tokens)
+  std::string admin_token_path;              // RestOptions::admin_token_path
+  StreamLimiter* streams = nullptr;          // follow streams' places; null: unlimited
+  Artifacts* artifacts = nullptr;            // tenants' uploads; null: no /v1/artifacts routes
+  const WebhookOptions* webhooks = nullptr;  // receivers allowed etc.; null: no /v1/webhooks
 };
 
 // A route's handler over the services; Bind makes it a Handler. `services` must outlive it.
@@ -46,6 +48,7 @@ bool AcquireStream(const Services& services, const Caller& caller, httplib::Resp
 
 void AddJobRoutes(Router& router, const Services& services);
 void AddEventRoutes(Router& router, const Services& services);
+void AddWebhookRoutes(Router& router, const Services& services);
 void AddTenantRoutes(Router& router, const Services& services);
 void AddClusterRoutes(Router& router, const Services& services);
 void AddArtifactRoutes(Router& router, const Services& services);

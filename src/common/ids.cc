@@ -38,6 +38,10 @@ std::string NewSecretToken() { return "weft_" + RandomHex(32); }
 
 std::string NewTokenId() { return "tok-" + RandomHex(5); }
 
+std::string NewWebhookId() { return "hook-" + RandomHex(5); }
+
+std::string NewWebhookSecret() { return "whsec_" + RandomHex(32); }
+
 std::string NewJobId(TimeMs now) {
   static thread_local std::mt19937_64 rng(std::random_device{}());
   uint64_t r = rng() % (36ull * 36 * 36 * 36);

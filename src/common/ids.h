@@ -19,4 +19,9 @@ std::string NewSecretToken();
 // A token's public id, "tok-" + 10 hex characters (not secret: names the token to revoke it).
 std::string NewTokenId();
 
+// A webhook's id, "hook-" + 10 hex characters, and its signing secret, "whsec_" + 64 hex
+// characters of 256 bits from the CSPRNG (aborts if it fails, as NewSecretToken).
+std::string NewWebhookId();
+std::string NewWebhookSecret();
+
 }  // namespace weft

@@ -123,6 +123,36 @@ struct ArtifactRecord {
 // A data set the admin registered for tenants' jobs (weft dataset add; POST /v1/datasets).
 // Manifests name it (data.dataset); weftd resolves the name to `path` when learners start, so a
 // tenant never names a host path.
+// A tenant's webhook: weftd POSTs every transition of the tenant's jobs into one of `events` to
+// `url`, signed with `secret` (api/webhooks.h).
+struct WebhookRecord {
+  std::string id;  // "hook-…"
+  std::string tenant;
+  std::string url;
+  std::vector<std::string> events;  // job state names, e.g. "DELIVERED"
+  std::string secret;               // the HMAC-SHA256 key (hex); shown once, at creation
+  TimeMs created_ms = 0;
+  std::string last_status;                // the latest attempt's outcome; "" before the first
+  std::optional<TimeMs> last_attempt_ms;  // when it was made
+  int64_t pending = 0;                    // deliveries neither made nor given up (read only)
+};
+
+// One delivery a webhook is owed: a transition of one of its tenant's jobs, written to the
+// store's outbox in the transition's own transaction.
+struct WebhookDelivery {
+  int64_t id = 0;  // rising; the receivers' idempotency key
+  std::string webhook_id;
+  std::string url;
+  std::string secret;
+  std::string job;
+  std::string tenant;
+  std::string event;  // the state entered, e.g. "DELIVERED"
+  std::optional<std::string> from;
+  std::string reason;
+  TimeMs time_ms = 0;  // of the transition
+  int attempts = 0;    // made so far
+};
+
 struct DatasetRecord {
   std::string name;                  // CheckArtifactName's rule
   std::string path;                  // absolute directory on every node

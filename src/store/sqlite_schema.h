@@ -5,7 +5,7 @@
 
 namespace weft::sqlite {
 
-inline constexpr int kSchemaVersion = 8;
+inline constexpr int kSchemaVersion = 9;
 
 inline constexpr char kSchema[] = R"sql(
 CREATE TABLE IF NOT EXISTS jobs (
@@ -143,9 +143,41 @@ inline constexpr char kSchemaV8[] = R"sql(
 ALTER TABLE tenants ADD COLUMN disk_quota_mb INTEGER;
 )sql";
 
+// Version 9: tenants' webhooks and the outbox of deliveries owed to them. `events` is the state
+// names joined by ','. A delivery outlives its job (it tells of the job's past); it goes with
+// its webhook. `state`: 0 owed, 1 delivered, 2 given up.
+inline constexpr char kSchemaV9[] = R"sql(
+CREATE TABLE webhooks (
+  id TEXT PRIMARY KEY,
+  tenant TEXT NOT NULL,
+  url TEXT NOT NULL,
+  events TEXT NOT NULL,
+  secret TEXT NOT NULL,
+  created_ms INTEGER NOT NULL,
+  last_status TEXT NOT NULL DEFAULT '',
+  last_attempt_ms INTEGER
+);
+CREATE INDEX webhooks_by_tenant ON webhooks(tenant, created_ms);
+CREATE TABLE webhook_deliveries (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  webhook_id TEXT NOT NULL REFERENCES webhooks(id) ON DELETE CASCADE,
+  job_id TEXT NOT NULL,
+  tenant TEXT NOT NULL,
+  event TEXT NOT NULL,
+  from_state TEXT,
+  reason TEXT NOT NULL,
+  time_ms INTEGER NOT NULL,
+  attempts INTEGER NOT NULL DEFAULT 0,
+  next_attempt_ms INTEGER NOT NULL,
+  state INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX webhook_deliveries_due ON webhook_deliveries(state, next_attempt_ms);
+CREATE INDEX webhook_deliveries_by_webhook ON webhook_deliveries(webhook_id, state);
+)sql";
+
 // Migration i (0-based) takes a store from version i to version i + 1.
-inline constexpr const char* kMigrations[] = {kSchema,   kSchemaV2, kSchemaV3, kSchemaV4,
-                                              kSchemaV5, kSchemaV6, kSchemaV7, kSchemaV8};
+inline constexpr const char* kMigrations[] = {kSchema,   kSchemaV2, kSchemaV3, kSchemaV4, kSchemaV5,
+                                              kSchemaV6, kSchemaV7, kSchemaV8, kSchemaV9};
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kSchemaVersion);
 
 }  // namespace weft::sqlite

@@ -167,11 +167,21 @@ absl::Status SqliteStore::AppendEventLocked(const std::string& id, TimeMs t,
                                             const std::string& reason) {
   std::optional<std::string> from_name;
   if (from) from_name = JobStateName(*from);
+  RETURN_IF_ERROR(
+      sqlite::Execute(*stmts_, "append history",
+                      "INSERT INTO job_events (job_id, seq, time_ms, from_state, to_state, reason) "
+                      "SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3, ?4, ?5 FROM job_events "
+                      "WHERE job_id=?1",
+                      id, t, from_name, std::string(JobStateName(to)), reason)
+          .status());
+  // The outbox: one delivery per webhook of the job's tenant that asked for this state.
   return sqlite::Execute(
-             *stmts_, "append history",
-             "INSERT INTO job_events (job_id, seq, time_ms, from_state, to_state, reason) "
-             "SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3, ?4, ?5 FROM job_events "
-             "WHERE job_id=?1",
+             *stmts_, "queue webhook deliveries",
+             "INSERT INTO webhook_deliveries (webhook_id, job_id, tenant, event, from_state, "
+             "reason, time_ms, next_attempt_ms) "
+             "SELECT w.id, ?1, w.tenant, ?4, ?3, ?5, ?2, ?2 FROM webhooks w "
+             "JOIN jobs j ON j.tenant = w.tenant "
+             "WHERE j.id = ?1 AND instr(',' || w.events || ',', ',' || ?4 || ',') > 0",
              id, t, from_name, std::string(JobStateName(to)), reason)
       .status();
 }

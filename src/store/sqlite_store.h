@@ -59,6 +59,12 @@ class SqliteStore : public Store {
   absl::StatusOr<DatasetRecord> GetDataset(const std::string& name) override;
   absl::StatusOr<std::vector<DatasetRecord>> ListDatasets() override;
   absl::Status DeleteDataset(const std::string& name) override;
+  absl::Status CreateWebhook(const WebhookRecord& webhook) override;
+  absl::StatusOr<std::vector<WebhookRecord>> ListWebhooks(const std::string& tenant) override;
+  absl::Status DeleteWebhook(const std::string& tenant, const std::string& id) override;
+  absl::StatusOr<std::vector<WebhookDelivery>> DueDeliveries(TimeMs now_ms, int limit) override;
+  absl::Status RecordDeliveryAttempt(int64_t id, TimeMs at_ms, const std::string& outcome,
+                                     bool delivered, std::optional<TimeMs> retry_at_ms) override;
   absl::Status PutArtifact(const ArtifactRecord& artifact) override;
   absl::StatusOr<ArtifactRecord> GetArtifact(const std::string& tenant,
                                              const std::string& name) override;

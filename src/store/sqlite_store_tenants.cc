@@ -87,6 +87,9 @@ absl::Status SqliteStore::DeleteTenant(const std::string& name) {
   RETURN_IF_ERROR(
       sqlite::Execute(*stmts_, "delete artifacts", "DELETE FROM artifacts WHERE tenant=?1", name)
           .status());
+  RETURN_IF_ERROR(
+      sqlite::Execute(*stmts_, "delete webhooks", "DELETE FROM webhooks WHERE tenant=?1", name)
+          .status());
   RETURN_IF_ERROR(ForgetTenantInDatasetsLocked(name));
   ForgetTokensLocked();
   return tx.Commit();

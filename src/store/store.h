@@ -130,6 +130,24 @@ class Store {
   // NotFound if no data set has that name.
   virtual absl::Status DeleteDataset(const std::string& name) = 0;
 
+  // Webhooks. Every history entry a job gets (its submission, each transition) adds a delivery
+  // to the outbox, in the same transaction, for each webhook of the job's tenant whose events
+  // name the state entered: an acknowledged transition is never without its deliveries.
+  // AlreadyExists if the id is taken.
+  virtual absl::Status CreateWebhook(const WebhookRecord& webhook) = 0;
+  // The tenant's webhooks, oldest first, with their last status and pending count.
+  virtual absl::StatusOr<std::vector<WebhookRecord>> ListWebhooks(const std::string& tenant) = 0;
+  // Removes the webhook and what it is still owed. NotFound if the tenant has no such webhook.
+  virtual absl::Status DeleteWebhook(const std::string& tenant, const std::string& id) = 0;
+  // Up to `limit` deliveries due at `now_ms` (neither made nor given up), oldest first.
+  virtual absl::StatusOr<std::vector<WebhookDelivery>> DueDeliveries(TimeMs now_ms, int limit) = 0;
+  // Records an attempt of delivery `id` with its `outcome` (e.g. "200", "connection refused"):
+  // made (`delivered`), to be tried again at `retry_at_ms`, or given up (no `retry_at_ms`).
+  // The webhook's last status becomes `outcome`. OK if the delivery is gone (its webhook was
+  // deleted meanwhile).
+  virtual absl::Status RecordDeliveryAttempt(int64_t id, TimeMs at_ms, const std::string& outcome,
+                                             bool delivered, std::optional<TimeMs> retry_at_ms) = 0;
+
   // Tokens. AlreadyExists if the id or digest is taken.
   virtual absl::Status CreateToken(const TokenRecord& token) = 0;
   // The token with this digest, revoked or not. NotFound if none.

@@ -70,7 +70,8 @@ class MemoryServer : public httplib::Server {
                   SystemClock::Get(),
                   World::Get().dir + "/admin.token",
                   nullptr,
-                  World::Get().artifacts.get()} {
+                  World::Get().artifacts.get(),
+                  &webhooks_} {
     api::RestOptions options;
     options.max_request_bytes = 64 << 10;
     api::InstallApi(*this, services_, nullptr, options);
@@ -84,6 +85,7 @@ class MemoryServer : public httplib::Server {
   }
 
  private:
+  const api::WebhookOptions webhooks_;  // loopback receivers only
   api::Services services_;
 };
 

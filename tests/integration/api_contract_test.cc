@@ -186,6 +186,18 @@ TEST_F(ApiContractTest, EveryAnswerOnEveryRouteMatchesTheDocument) {
   Call(token, "POST", "/v1/jobs/" + id + "/resume", "", 409);
   Call(token, "GET", "/v1/jobs/job-0000000000-none", "", 404);
   Call(token, "DELETE", "/v1/jobs/" + id);
+  // The tenant's webhooks: registered (the secret shown once), listed, refused, deleted.
+  const json hook = Call(token, "POST", "/v1/webhooks",
+                         R"({"url": "http://127.0.0.1:9/hook", "events": ["COMPLETED"]})", 201);
+  EXPECT_EQ(hook.value("secret", "").rfind("whsec_", 0), 0u) << hook.dump();
+  Call(token, "POST", "/v1/webhooks", R"({"url": "http://10.0.0.1/hook", "events": ["FAILED"]})",
+       400);
+  Call(admin, "POST", "/v1/webhooks", R"({"url": "http://127.0.0.1:9/", "events": ["FAILED"]})",
+       403);
+  Call(token, "GET", "/v1/webhooks");
+  Call(admin, "GET", "/v1/webhooks", "", 403);
+  Call(token, "DELETE", "/v1/webhooks/" + hook.value("id", ""));
+  Call(token, "DELETE", "/v1/webhooks/" + hook.value("id", ""), "", 404);
   // The tenant's artifacts.
   Call(token, "POST", "/v1/artifacts?name=cnn.pt", "weights", 201);
   Call(token, "POST", "/v1/artifacts?name=cnn.pt", "other weights", 200);

@@ -33,7 +33,7 @@ TEST(SqliteStoreTest, RefusesAFileThatIsNotADatabase) {
 TEST(SqliteStoreTest, AFullStoreRefusesWritesAndKeepsWhatItHad) {
   char tmpl[] = "/tmp/weft-full-store-XXXXXX";
   const std::string dir = mkdtemp(tmpl);
-  auto store = SqliteStore::Open(dir + "/weft.db", 128 << 10);
+  auto store = SqliteStore::Open(dir + "/weft.db", 192 << 10);
   ASSERT_TRUE(store.ok()) << store.status();
   JobRecord job;
   job.tenant = "t";

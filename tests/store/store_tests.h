@@ -259,6 +259,74 @@ TEST_P(StoreTest, DeleteRemovesEverythingOfTheJob) {
   EXPECT_TRUE(store_->GetJob("job-b").ok());
 }
 
+TEST_P(StoreTest, ATransitionQueuesADeliveryForEachWebhookThatAskedForItsState) {
+  WebhookRecord mine{
+      "hook-1",     "t1", "http://127.0.0.1:9/a", {"DELIVERED", "COMPLETED"}, "s1", 100, "",
+      std::nullopt, 0};
+  WebhookRecord all_states = mine;
+  all_states.id = "hook-2";
+  all_states.events = {"QUEUED", "PLACED", "DELIVERED"};
+  WebhookRecord theirs = mine;
+  theirs.id = "hook-3";
+  theirs.tenant = "t2";
+  for (const WebhookRecord& w : {mine, all_states, theirs}) {
+    ASSERT_TRUE(store_->CreateWebhook(w).ok());
+  }
+  EXPECT_TRUE(absl::IsAlreadyExists(store_->CreateWebhook(mine)));
+  JobRecord r = NewJob("job-a", "t1");
+  ASSERT_TRUE(store_->CreateJob(r, "submitted").ok());  // QUEUED: hook-2
+  r.state = JobState::kPlaced;
+  r.updated_ms = 200;
+  ASSERT_TRUE(store_->TransitionJob(r, JobState::kQueued).ok());  // hook-2
+  r.state = JobState::kFailed;
+  r.updated_ms = 300;
+  r.reason = "broke";
+  ASSERT_TRUE(store_->TransitionJob(r, JobState::kPlaced).ok());  // nobody
+  // A refused transition queues nothing.
+  EXPECT_FALSE(store_->TransitionJob(r, JobState::kRunning).ok());
+
+  auto due = store_->DueDeliveries(/*now_ms=*/1000, 10);
+  ASSERT_TRUE(due.ok()) << due.status();
+  ASSERT_EQ(due->size(), 2u);
+  EXPECT_EQ((*due)[0].webhook_id, "hook-2");
+  EXPECT_EQ((*due)[0].event, "QUEUED");
+  EXPECT_FALSE((*due)[0].from.has_value());
+  EXPECT_EQ((*due)[1].event, "PLACED");
+  EXPECT_EQ((*due)[1].from, "QUEUED");
+  EXPECT_EQ((*due)[1].time_ms, 200);
+  EXPECT_EQ((*due)[1].url, "http://127.0.0.1:9/a");
+  EXPECT_EQ((*due)[1].secret, "s1");
+  EXPECT_EQ((*due)[1].job, "job-a");
+  EXPECT_LT((*due)[0].id, (*due)[1].id);
+  EXPECT_TRUE(store_->DueDeliveries(/*now_ms=*/50, 10)->empty()) << "not due before its event";
+
+  // Delivered, retried later, given up: only the retry is due again, when its time comes; the
+  // webhook shows the latest outcome. The outbox survives a reopen.
+  const int64_t first = (*due)[0].id, second = (*due)[1].id;
+  ASSERT_TRUE(store_->RecordDeliveryAttempt(first, 1000, "200", true, std::nullopt).ok());
+  ASSERT_TRUE(store_->RecordDeliveryAttempt(second, 1001, "503", false, 5000).ok());
+  Reopen();
+  EXPECT_TRUE(store_->DueDeliveries(4999, 10)->empty());
+  due = store_->DueDeliveries(5000, 10);
+  ASSERT_EQ(due->size(), 1u);
+  EXPECT_EQ((*due)[0].attempts, 1);
+  auto hooks = store_->ListWebhooks("t1");
+  ASSERT_EQ(hooks->size(), 2u);
+  EXPECT_EQ((*hooks)[1].id, "hook-2");
+  EXPECT_EQ((*hooks)[1].last_status, "503");
+  EXPECT_EQ((*hooks)[1].last_attempt_ms, 1001);
+  EXPECT_EQ((*hooks)[1].pending, 1);
+  EXPECT_EQ((*hooks)[1].events, (std::vector<std::string>{"QUEUED", "PLACED", "DELIVERED"}));
+  ASSERT_TRUE(store_->RecordDeliveryAttempt(second, 5000, "gave up", false, std::nullopt).ok());
+  EXPECT_TRUE(store_->DueDeliveries(1'000'000, 10)->empty());
+
+  // Another tenant's webhook is not found; deleting one takes what it was owed with it.
+  EXPECT_TRUE(absl::IsNotFound(store_->DeleteWebhook("t1", "hook-3")));
+  ASSERT_TRUE(store_->DeleteWebhook("t1", "hook-2").ok());
+  EXPECT_EQ(store_->ListWebhooks("t1")->size(), 1u);
+  EXPECT_TRUE(store_->RecordDeliveryAttempt(second, 6000, "200", true, std::nullopt).ok());
+}
+
 TEST_P(StoreTest, CheckpointsNewestFirstAndSurviveReopen) {
   ASSERT_TRUE(store_->CreateJob(NewJob("job-a"), "s").ok());
   ASSERT_TRUE(store_->PutCheckpoint("job-a", {100, 1, "/c100", 10, 1, 0}).ok());

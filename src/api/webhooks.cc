@@ -1,0 +1,177 @@
+#include "api/webhooks.h"
+
+#include <httplib.h>
+
+#include <algorithm>
+#include <cctype>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "common/files.h"
+#include "common/logging.h"
+#include "common/metrics.h"
+#include "nlohmann/json.hpp"
+
+namespace weft::api {
+namespace {
+
+constexpr size_t kMaxUrlBytes = 2048;
+
+absl::Status BadUrl(const std::string& why) {
+  return absl::InvalidArgumentError(absl::StrCat("url: ", why));
+}
+
+}  // namespace
+
+absl::StatusOr<WebhookUrl> ParseWebhookUrl(const std::string& url,
+                                           const std::vector<std::string>& allowed_hosts) {
+  if (url.size() > kMaxUrlBytes) return BadUrl("is over 2048 bytes");
+  for (unsigned char c : url) {
+    if (c <= 0x20 || c >= 0x7f) {
+      return BadUrl("must be ASCII without spaces or control characters (percent-encode them)");
+    }
+  }
+  WebhookUrl u;
+  const size_t sep = url.find("://");
+  u.scheme = sep == std::string::npos ? "" : absl::AsciiStrToLower(url.substr(0, sep));
+  if (u.scheme != "http" && u.scheme != "https")
+    return BadUrl("must start with http:// or https://");
+  const std::string rest = url.substr(sep + 3);
+  const size_t slash = rest.find_first_of("/?#");
+  const std::string authority = rest.substr(0, slash);
+  u.path = slash == std::string::npos ? "/" : rest.substr(slash);
+  if (u.path[0] != '/') u.path = "/" + u.path;
+  if (u.path.find('#') != std::string::npos) return BadUrl("must not have a fragment (#)");
+  if (authority.find('@') != std::string::npos) return BadUrl("must not carry user information");
+  std::string port;
+  if (!authority.empty() && authority[0] == '[') {  // [IPv6]:port
+    const size_t close = authority.find(']');
+    if (close == std::string::npos) return BadUrl("has an unclosed '[' in its host");
+    u.host = authority.substr(1, close - 1);
+    if (close + 1 < authority.size()) {
+      if (authority[close + 1] != ':') return BadUrl("has characters after its IPv6 host");
+      port = authority.substr(close + 2);
+    }
+  } else {
+    const size_t colon = authority.find(':');
+    u.host = authority.substr(0, colon);
+    if (colon != std::string::npos) port = authority.substr(colon + 1);
+  }
+  if (u.host.empty()) return BadUrl("has no host");
+  u.port = u.scheme == "https" ? 443 : 80;
+  if (!port.empty() && (!absl::SimpleAtoi(port, &u.port) || u.port < 1 || u.port > 65535)) {
+    return BadUrl("port must be an integer in [1, 65535]");
+  }
+  const std::string host = absl::AsciiStrToLower(u.host);
+  if (std::none_of(allowed_hosts.begin(), allowed_hosts.end(),
+                   [&](const std::string& a) { return absl::AsciiStrToLower(a) == host; })) {
+    return BadUrl(absl::StrCat("host '", u.host,
+                               "' is not one weftd may call; the admin allows receivers' hosts "
+                               "with weftd --webhook-allow (default: loopback only)"));
+  }
+  return u;
+}
+
+std::string DeliveryBody(const WebhookDelivery& d) {
+  nlohmann::json j = {{"delivery", d.id},
+                      {"webhook", d.webhook_id},
+                      {"event", d.event},
+                      {"job", d.job},
+                      {"tenant", d.tenant},
+                      {"from", d.from ? nlohmann::json(*d.from) : nlohmann::json(nullptr)},
+                      {"state", d.event},
+                      {"reason", d.reason},
+                      {"time", FormatTimeMs(d.time_ms)}};
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string DeliverySignature(const std::string& secret, const std::string& body) {
+  return "sha256=" + HmacSha256Hex(secret, body);
+}
+
+WebhookDispatcher::WebhookDispatcher(Store& store, const Clock& clock, WebhookOptions options)
+    : store_(store), clock_(clock), options_(std::move(options)) {
+  MetricsRegistry::Global().DeclareCounter(
+      kWebhookDeliveriesMetric, "webhook delivery attempts by outcome (delivered, retry, gave_up)");
+}
+
+WebhookDispatcher::~WebhookDispatcher() { Stop(); }
+
+void WebhookDispatcher::Start() {
+  thread_ = std::thread([this] {
+    absl::MutexLock lock(&mu_);
+    while (!stop_) {
+      mu_.Unlock();
+      DeliverDue();
+      mu_.Lock();
+      mu_.AwaitWithTimeout(absl::Condition(&stop_), absl::Milliseconds(options_.poll_interval_ms));
+    }
+  });
+}
+
+void WebhookDispatcher::Stop() {
+  {
+    absl::MutexLock lock(&mu_);
+    stop_ = true;
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+std::pair<std::string, bool> WebhookDispatcher::Send(const WebhookDelivery& d) {
+  absl::StatusOr<WebhookUrl> url = ParseWebhookUrl(d.url, options_.allowed_hosts);
+  if (!url.ok()) return {std::string(url.status().message()), false};
+  const std::string host =
+      url->host.find(':') != std::string::npos ? absl::StrCat("[", url->host, "]") : url->host;
+  httplib::Client client(absl::StrCat(url->scheme, "://", host, ":", url->port));
+  const time_t seconds = static_cast<time_t>(options_.timeout_ms / 1000);
+  const time_t micros = static_cast<time_t>((options_.timeout_ms % 1000) * 1000);
+  client.set_connection_timeout(seconds, micros);
+  client.set_read_timeout(seconds, micros);
+  client.set_write_timeout(seconds, micros);
+  const std::string body = DeliveryBody(d);
+  httplib::Headers headers = {{"X-Weft-Signature", DeliverySignature(d.secret, body)},
+                              {"X-Weft-Delivery", absl::StrCat(d.id)},
+                              {"X-Weft-Event", d.event},
+                              {"X-Weft-Webhook", d.webhook_id},
+                              {"User-Agent", "weftd-webhooks"}};
+  httplib::Result r = client.Post(url->path, headers, body, "application/json");
+  if (!r) return {absl::StrCat("connection failed: ", httplib::to_string(r.error())), false};
+  return {absl::StrCat(r->status), r->status >= 200 && r->status < 300};
+}
+
+void WebhookDispatcher::DeliverDue() {
+  absl::StatusOr<std::vector<WebhookDelivery>> due = store_.DueDeliveries(clock_.NowMs(), 32);
+  if (!due.ok()) {
+    spdlog::error("webhooks: cannot read the outbox: {}", due.status().message());
+    return;
+  }
+  MetricsRegistry& m = MetricsRegistry::Global();
+  for (const WebhookDelivery& d : *due) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (stop_) return;
+    }
+    auto [outcome, delivered] = Send(d);
+    const TimeMs now = clock_.NowMs();
+    const int attempts = d.attempts + 1;
+    std::optional<TimeMs> retry_at;
+    if (!delivered && attempts < options_.max_attempts) {
+      const int64_t delay =
+          std::min(options_.backoff_ms << std::min(attempts - 1, 20), options_.backoff_max_ms);
+      retry_at = now + delay;
+    } else if (!delivered) {
+      outcome = absl::StrCat(outcome, "; gave up after ", attempts, " attempts");
+    }
+    const char* what = delivered ? "delivered" : retry_at ? "retry" : "gave_up";
+    m.Add(kWebhookDeliveriesMetric, {{"outcome", what}});
+    if (!delivered) {
+      spdlog::warn("webhook {}: delivery {} ({} of job {}) attempt {}: {}", d.webhook_id, d.id,
+                   d.event, d.job, attempts, outcome);
+    }
+    absl::Status s = store_.RecordDeliveryAttempt(d.id, now, outcome, delivered, retry_at);
+    if (!s.ok()) spdlog::error("webhooks: cannot record delivery {}: {}", d.id, s.message());
+  }
+}
+
+}  // namespace weft::api

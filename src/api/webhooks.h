@@ -1,0 +1,95 @@
+// Webhooks: a tenant registers a URL and the job states it wants to hear of (POST /v1/webhooks);
+// every transition of its jobs into one of them is written to the store's outbox in the
+// transition's own transaction (Store::CreateWebhook), and the WebhookDispatcher POSTs each
+// delivery, signed, until the receiver answers 2xx — at least once, across weftd restarts.
+//
+// What a receiver gets: POST of a JSON body (DeliveryBody) with the headers
+//   X-Weft-Signature: sha256=<hex HMAC-SHA256 of the body under the webhook's secret>
+//   X-Weft-Delivery: <the delivery's id: the same on every retry; drop a duplicate by it>
+//   X-Weft-Event: <the state entered, e.g. DELIVERED>
+//   X-Weft-Webhook: <the webhook's id>
+// Receivers may only be hosts the admin allowed (weftd --webhook-allow; loopback by default), so
+// a tenant cannot make weftd probe the network: checked at registration and again before every
+// attempt.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "common/clock.h"
+#include "store/store.h"
+
+namespace weft::api {
+
+inline constexpr char kWebhookDeliveriesMetric[] = "weft_webhook_deliveries_total";
+
+struct WebhookOptions {
+  // The hosts receivers may be on, compared case-insensitively with the URL's host (an IPv6
+  // literal without brackets). weftd --webhook-allow.
+  std::vector<std::string> allowed_hosts = {"127.0.0.1", "localhost", "::1"};
+  int64_t poll_interval_ms = 500;  // how often the outbox is read
+  int64_t timeout_ms = 5000;       // connecting, sending and awaiting the answer, each
+  int max_attempts = 10;           // then the delivery is given up
+  int64_t backoff_ms = 1000;       // the first retry's delay, doubled after every attempt
+  int64_t backoff_max_ms = 300000;
+  int max_per_tenant = 16;  // webhooks a tenant may have
+};
+
+// The parts of a receiver's URL.
+struct WebhookUrl {
+  std::string scheme;  // "http" or "https"
+  std::string host;    // without brackets
+  int port = 0;        // the scheme's default when the URL has none
+  std::string path;    // "/" at least, with any query
+};
+
+// Parses `url` as http(s)://host[:port][/path] with `host` one of `allowed_hosts`.
+// InvalidArgument naming the problem: another scheme, user information, a control character or
+// space, a port outside 1..65535, a host not allowed, over 2048 bytes.
+absl::StatusOr<WebhookUrl> ParseWebhookUrl(const std::string& url,
+                                           const std::vector<std::string>& allowed_hosts);
+
+// The JSON body of a delivery: {"delivery", "webhook", "event", "job", "tenant", "from",
+// "state", "reason", "time"} (time RFC 3339 UTC; from null on submission). The same bytes on
+// every attempt.
+std::string DeliveryBody(const WebhookDelivery& delivery);
+
+// "sha256=" + the hex HMAC-SHA256 of `body` under `secret`: the X-Weft-Signature header.
+std::string DeliverySignature(const std::string& secret, const std::string& body);
+
+class WebhookDispatcher {
+ public:
+  WebhookDispatcher(Store& store, const Clock& clock, WebhookOptions options);
+  ~WebhookDispatcher();  // Stop()
+  WebhookDispatcher(const WebhookDispatcher&) = delete;
+  WebhookDispatcher& operator=(const WebhookDispatcher&) = delete;
+
+  // A thread that calls DeliverDue every poll_interval_ms until Stop.
+  void Start();
+  void Stop();
+
+  // Attempts every delivery due now once, one after another, and records each outcome: 2xx
+  // delivered; anything else (another status, no connection, a timeout) retried after
+  // backoff_ms × 2^(attempts − 1) (at most backoff_max_ms), or given up after max_attempts.
+  void DeliverDue();
+
+ private:
+  // Sends one delivery; the outcome as the webhook shows it ("200", "503", "connection
+  // failed: …") and whether it was delivered.
+  std::pair<std::string, bool> Send(const WebhookDelivery& d);
+
+  Store& store_;
+  const Clock& clock_;
+  const WebhookOptions options_;
+  absl::Mutex mu_;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;
+};
+
+}  // namespace weft::api
