@@ -23,6 +23,7 @@ void AddJobCommands(CLI::App& app, Context& ctx);
 void AddClusterCommands(CLI::App& app, Context& ctx);
 void AddArtifactCommands(CLI::App& app, Context& ctx);
 void AddDatasetCommands(CLI::App& app, Context& ctx);
+void AddWebhookCommands(CLI::App& app, Context& ctx);
 
 // Uploads the file at `path` as the caller's artifact `name`, saying so; returns the exit code.
 int UploadArtifact(const Client& api, const std::string& name, const std::string& path);

@@ -203,8 +203,20 @@ TEST_F(WebhooksTest, OnlyReceiversTheAdminAllowedAreAccepted) {
   EXPECT_EQ(
       post(weftd_->admin_token(), {{"url", "http://127.0.0.1:1/x"}, {"events", {"FAILED"}}}).first,
       403);
-  // Loopback is allowed by default; another tenant cannot see or delete it.
-  const json hook = Register({"FAILED"});
+  // Loopback is allowed by default (here through the CLI); another tenant cannot see or
+  // delete it.
+  const std::string url = "http://127.0.0.1:" + std::to_string(port_) + "/hook";
+  auto refused = weftd_->Cli({"webhook", "add", "http://10.0.0.1/hook"});
+  EXPECT_EQ(refused.exit_code, 1) << refused.output;
+  EXPECT_THAT(refused.output, HasSubstr("host '10.0.0.1' is not one weftd may call"));
+  auto added = weftd_->Cli({"webhook", "add", url, "--events", "failed,completed"});
+  ASSERT_EQ(added.exit_code, 0) << added.output;
+  EXPECT_THAT(added.output, HasSubstr("secret (shown only now): whsec_"));
+  std::smatch id;
+  ASSERT_TRUE(std::regex_search(added.output, id, std::regex("webhook (hook-[0-9a-f]+) added")));
+  auto listed = weftd_->Cli({"webhook", "list"});
+  EXPECT_THAT(listed.output, HasSubstr(id[1].str()));
+  EXPECT_THAT(listed.output, HasSubstr("FAILED,COMPLETED"));
   const std::string admin = weftd_->admin_token();
   ASSERT_EQ(weftd_->CliAs(admin, {"tenant", "create", "other"}).exit_code, 0);
   auto t = weftd_->CliAs(admin, {"token", "create", "other"});
@@ -212,8 +224,8 @@ TEST_F(WebhooksTest, OnlyReceiversTheAdminAllowedAreAccepted) {
   ASSERT_TRUE(std::regex_search(t.output, m, std::regex("weft_[0-9a-f]{64}")));
   auto other = weftd_->ClientAs(m[0].str());
   EXPECT_EQ(json::parse(other.Get("/v1/webhooks")->body)["webhooks"].size(), 0u);
-  EXPECT_EQ(other.Delete("/v1/webhooks/" + hook.value("id", ""))->status, 404);
-  EXPECT_EQ(weftd_->Client().Delete("/v1/webhooks/" + hook.value("id", ""))->status, 200);
+  EXPECT_EQ(other.Delete("/v1/webhooks/" + id[1].str())->status, 404);
+  EXPECT_EQ(weftd_->Cli({"webhook", "delete", id[1].str()}).exit_code, 0);
   EXPECT_EQ(Webhooks()["webhooks"].size(), 0u);
 }
 
