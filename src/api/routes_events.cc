@@ -26,10 +26,12 @@ constexpr auto kKeepAlive = std::chrono::seconds(15);
 // The metric points a snapshot carries (as GET /v1/jobs/{id}).
 constexpr int64_t kSnapshotMetrics = 200;
 
-// One event in the text/event-stream format. `data` is one line: JSON is dumped without
-// newlines, and invalid UTF-8 from a tenant's strings is replaced rather than thrown on.
-std::string SseEvent(int64_t id, const char* event, const nlohmann::json& data) {
-  return absl::StrCat("id: ", id, "\nevent: ", event, "\ndata: ",
+// One event in the text/event-stream format, named RUN-SEQ (EventHub::run, the sequence
+// number). `data` is one line: JSON is dumped without newlines, and invalid UTF-8 from a
+// tenant's strings is replaced rather than thrown on.
+std::string SseEvent(const EventHub& hub, int64_t seq, const char* event,
+                     const nlohmann::json& data) {
+  return absl::StrCat("id: ", hub.run(), "-", seq, "\nevent: ", event, "\ndata: ",
                       data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), "\n\n");
 }
 
@@ -43,16 +45,25 @@ struct Stream {
 };
 
 // The cursor a reconnecting client asks to continue from: the Last-Event-ID header that
-// EventSource sends (or ?after=N for clients that cannot set headers), if it names an event
-// weftd still knows of this run; nullopt otherwise.
+// EventSource sends (or ?after=ID for clients that cannot set headers), if it names an event of
+// this weftd's run (RUN-SEQ, SEQ at most the newest); nullopt otherwise — an id of an earlier
+// run included, whose numbers mean nothing now.
 std::optional<int64_t> ResumeCursor(const Request& req, const EventHub& hub) {
   std::string text = req.get_header_value("Last-Event-ID");
   if (text.empty()) text = req.get_param_value("after");
-  int64_t id = 0;
-  if (text.empty() || !absl::SimpleAtoi(text, &id) || id < 0 || id > hub.LastSeq()) {
+  const size_t dash = text.find('-');
+  int64_t run = 0, seq = 0;
+  if (dash == std::string::npos || !absl::SimpleAtoi(text.substr(0, dash), &run) ||
+      run != hub.run() || !absl::SimpleAtoi(text.substr(dash + 1), &seq) || seq < 0 ||
+      seq > hub.LastSeq()) {
     return std::nullopt;
   }
-  return id;
+  return seq;
+}
+
+// Whether the request asked to continue after an event.
+bool AsksToResume(const Request& req) {
+  return req.has_header("Last-Event-ID") || req.has_param("after");
 }
 
 // The job as GET /v1/jobs/{id} shows it, as the opening `job` event of its stream, with the
@@ -72,7 +83,7 @@ bool SnapshotJob(const Services& s, const std::string& id, Stream& stream, Respo
     return false;
   }
   stream.cursor = read->second;
-  stream.pending += SseEvent(stream.cursor, "job",
+  stream.pending += SseEvent(s.controller.events(), stream.cursor, "job",
                              JobDetailJson({snap.job, **spec, snap.history, snap.metrics,
                                             snap.models, s.controller.view().WaitingFor(id)}));
   stream.ended = IsSettled(snap.job.state);
@@ -100,13 +111,14 @@ void StartStream(const Services& s, std::shared_ptr<Stream> stream, const std::s
         stream->pending.clear();
         b.events.clear();
       } else if (b.missed) {
-        out = SseEvent(b.last, "reset",
+        out = SseEvent(services->controller.events(), b.last, "reset",
                        {{"reason",
                          "weftd no longer holds some events after the last one "
                          "this stream sent; read the jobs again"}});
       }
       for (const JobEvent& e : b.events) {
-        out += SseEvent(e.seq, JobEventTypeName(e.type), EventJson(e));
+        out +=
+            SseEvent(services->controller.events(), e.seq, JobEventTypeName(e.type), EventJson(e));
         const bool settled = e.type == JobEventType::kState && IsSettled(e.to);
         if (!job.empty() && (settled || e.type == JobEventType::kDeleted)) {
           stream->ended = true;
@@ -138,11 +150,12 @@ void AllEvents(const Services& s, const Request& req, Response& res, const Calle
   const EventHub& hub = s.controller.events();
   std::optional<int64_t> resume = ResumeCursor(req, hub);
   stream->cursor = resume.value_or(hub.LastSeq());
-  if (!resume && req.has_header("Last-Event-ID")) {
-    stream->pending = SseEvent(stream->cursor, "reset",
+  if (!resume && AsksToResume(req)) {
+    stream->pending = SseEvent(hub, stream->cursor, "reset",
                                {{"reason",
                                  "weftd does not know the event this stream asked to "
-                                 "continue after (it restarted); read the jobs again"}});
+                                 "continue after (it restarted, or the id is not one of its "
+                                 "RUN-SEQ ids); read the jobs again"}});
   }
   std::function<bool(const JobEvent&)> keep;
   if (!caller.admin) {

@@ -20,7 +20,8 @@ const char* JobEventTypeName(JobEventType t) {
   return "?";
 }
 
-EventHub::EventHub(size_t capacity) : capacity_(std::max<size_t>(capacity, 1)) {}
+EventHub::EventHub(size_t capacity)
+    : capacity_(std::max<size_t>(capacity, 1)), run_(absl::ToUnixMillis(absl::Now())) {}
 
 int64_t EventHub::Publish(JobEvent event) {
   absl::MutexLock lock(&mu_);

@@ -69,6 +69,10 @@ class EventHub {
   // state as of now reads on from here.
   int64_t LastSeq() const;
 
+  // Which hub numbered the events: when it was made (unix milliseconds). Sequence numbers start
+  // again at 1 in a new weftd, so an event is named by both (the streams' `id: RUN-SEQ`).
+  int64_t run() const { return run_; }
+
   struct Batch {
     std::vector<JobEvent> events;  // those after the cursor that `keep` accepted, oldest first
     int64_t last = 0;              // the new cursor: the newest event looked at
@@ -82,6 +86,7 @@ class EventHub {
 
  private:
   const size_t capacity_;
+  const int64_t run_;
   mutable absl::Mutex mu_;
   mutable absl::CondVar published_;
   std::deque<JobEvent> events_ ABSL_GUARDED_BY(mu_);  // seq from events_.front().seq, no gaps

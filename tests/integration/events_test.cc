@@ -113,7 +113,10 @@ TEST_F(EventsTest, AJobsStreamCarriesItsLifeFromSnapshotToCompletionAndOnlyToIts
   bool evaluated = false;
   std::vector<std::string> models;
   for (const SseEvent& e : job.events) {
-    const int64_t seq = std::stoll(e.id);
+    // RUN-SEQ: one run of weftd, rising numbers.
+    ASSERT_EQ(e.id.substr(0, e.id.find('-')),
+              job.events[0].id.substr(0, job.events[0].id.find('-')));
+    const int64_t seq = std::stoll(e.id.substr(e.id.find('-') + 1));
     EXPECT_GT(seq, last_id) << e.event << " " << e.data;
     last_id = seq;
     json d = json::parse(e.data);
@@ -138,14 +141,15 @@ TEST_F(EventsTest, AJobsStreamCarriesItsLifeFromSnapshotToCompletionAndOnlyToIts
   EXPECT_GE(progress, 2);
   EXPECT_TRUE(evaluated) << "an evaluation point arrives in a progress event";
 
-  // The tenant's stream replays what weftd still holds after Last-Event-ID 0: this job's life
-  // up to COMPLETED. The other tenant's sees nothing of it.
+  // The tenant's stream replays what weftd still holds after Last-Event-ID RUN-0: this job's
+  // life up to COMPLETED. The other tenant's sees nothing of it.
+  const std::string first = job.events[0].id.substr(0, job.events[0].id.find('-')) + "-0";
   Read mine = Stream(
       weftd_->token(), "/v1/events",
       [&](const SseEvent& e) {
         return e.event == "state" && json::parse(e.data)["state"] == "COMPLETED";
       },
-      20, "0");
+      20, first);
   ASSERT_EQ(mine.status, 200);
   std::vector<std::string> replayed;
   for (const SseEvent& e : mine.events) {
@@ -159,7 +163,7 @@ TEST_F(EventsTest, AJobsStreamCarriesItsLifeFromSnapshotToCompletionAndOnlyToIts
   EXPECT_EQ(replayed, life) << job.events[0].data;
   EXPECT_EQ(replayed.front(), "QUEUED");
   Read theirs = Stream(
-      other, "/v1/events", [](const SseEvent&) { return true; }, 3, "0");
+      other, "/v1/events", [](const SseEvent&) { return true; }, 3, first);
   EXPECT_EQ(theirs.status, 200);
   EXPECT_TRUE(theirs.events.empty()) << theirs.events[0].data;
 
@@ -172,14 +176,32 @@ TEST_F(EventsTest, AJobsStreamCarriesItsLifeFromSnapshotToCompletionAndOnlyToIts
   EXPECT_EQ(json::parse(again.events[0].data)["state"], "COMPLETED");
 }
 
-TEST_F(EventsTest, AStreamAfterAnUnknownEventIsToldToReadAgain) {
-  // weftd restarted since the client's last event: it says so rather than skip silently.
-  Read r = Stream(
-      weftd_->token(), "/v1/events", [](const SseEvent&) { return true; }, 5, "999999");
-  ASSERT_EQ(r.status, 200);
-  ASSERT_EQ(r.events.size(), 1u);
-  EXPECT_EQ(r.events[0].event, "reset");
-  EXPECT_THAT(r.events[0].data, HasSubstr("read the jobs again"));
+TEST_F(EventsTest, AStreamAfterAnEventOfAnotherRunIsToldToReadAgain) {
+  // weftd restarted since the client's last event (an id of another run, even with a small
+  // number), or the id is not weftd's: it says so rather than carry on from the wrong place.
+  for (const std::string& id : {std::string("1-0"), std::string("999999"), std::string("x")}) {
+    Read r = Stream(
+        weftd_->token(), "/v1/events", [](const SseEvent&) { return true; }, 5, id);
+    ASSERT_EQ(r.status, 200);
+    ASSERT_EQ(r.events.size(), 1u) << id;
+    EXPECT_EQ(r.events[0].event, "reset");
+    EXPECT_THAT(r.events[0].data, HasSubstr("read the jobs again"));
+  }
+  // Restarted: the same numbers are not taken as this run's.
+  std::ifstream in(kSmoke);
+  std::string manifest((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto submitted = weftd_->Client().Post("/v1/jobs", manifest, "application/yaml");
+  ASSERT_EQ(submitted->status, 201);
+  const std::string job = json::parse(submitted->body)["id"];
+  Read before = Stream(
+      weftd_->token(), "/v1/jobs/" + job + "/events", [](const SseEvent&) { return true; }, 10);
+  ASSERT_FALSE(before.events.empty());
+  weftd_->Stop();
+  ASSERT_TRUE(weftd_->Start()) << weftd_->log();
+  Read after = Stream(
+      weftd_->token(), "/v1/events", [](const SseEvent&) { return true; }, 5, before.events[0].id);
+  ASSERT_FALSE(after.events.empty());
+  EXPECT_EQ(after.events[0].event, "reset");
 }
 
 }  // namespace
