@@ -51,7 +51,7 @@ WebhookRecord ReadWebhookBody(const nlohmann::json& body, const WebhookOptions& 
       }
       w.url = v.get<std::string>();
       absl::StatusOr<WebhookUrl> url = ParseWebhookUrl(w.url, options.allowed_hosts);
-      if (!url.ok()) problem("url", std::string(url.status().message()).substr(5));
+      if (!url.ok()) problem("url", std::string(url.status().message()));
     } else if (k == "events") {
       if (!v.is_array() || v.empty()) {
         problem("events", "must be a non-empty list of job states, e.g. [\"DELIVERED\"]");

@@ -18,9 +18,7 @@ namespace {
 
 constexpr size_t kMaxUrlBytes = 2048;
 
-absl::Status BadUrl(const std::string& why) {
-  return absl::InvalidArgumentError(absl::StrCat("url: ", why));
-}
+absl::Status BadUrl(const std::string& why) { return absl::InvalidArgumentError(why); }
 
 }  // namespace
 

@@ -1,7 +1,8 @@
 // Webhooks: a tenant registers a URL and the job states it wants to hear of (POST /v1/webhooks);
 // every transition of its jobs into one of them is written to the store's outbox in the
-// transition's own transaction (Store::CreateWebhook), and the WebhookDispatcher POSTs each
-// delivery, signed, until the receiver answers 2xx — at least once, across weftd restarts.
+// transition's own transaction (the outbox: store/store.h, "Webhooks"), and the WebhookDispatcher
+// POSTs each delivery, signed, until the receiver answers 2xx — at least once, across weftd
+// restarts.
 //
 // What a receiver gets: POST of a JSON body (DeliveryBody) with the headers
 //   X-Weft-Signature: sha256=<hex HMAC-SHA256 of the body under the webhook's secret>
