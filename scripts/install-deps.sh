@@ -24,8 +24,12 @@ PACKAGES=(
   bubblewrap util-linux
   # tls_test makes a self-signed certificate
   openssl
+  # dashboard_test drives the web dashboard in a real headless browser
+  chromium
 )
-# scripts/lint-openapi.sh: Node.js and npm for Redocly CLI (Debian's, unless a node is present).
+# The dashboard's chart library (bundled into weftd at build time), dashboard_test's browser
+# driver and scripts/lint-openapi.sh's Redocly CLI come from npm: Node.js and npm (Debian's,
+# unless a node is present).
 if ! command -v npm >/dev/null 2>&1; then
   PACKAGES+=(nodejs npm)
 fi
@@ -51,6 +55,18 @@ ensure_promtool() {
   echo "install-deps: promtool in $PROMTOOL_DIR/usr/bin"
 }
 
+# npm ci in ui/: uPlot (the dashboard's charts, embedded into weftd by the build) and
+# playwright-core (dashboard_test), at the versions ui/package-lock.json pins.
+ensure_ui_packages() {
+  local ui
+  ui="$(cd "$(dirname "$0")/.." && pwd)/ui"
+  # node_modules/.weft-lock: the lock file it was installed from
+  if cmp -s "$ui/package-lock.json" "$ui/node_modules/.weft-lock" 2>/dev/null; then return 0; fi
+  (cd "$ui" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+  cp "$ui/package-lock.json" "$ui/node_modules/.weft-lock"
+  echo "install-deps: npm packages of ui/ installed"
+}
+
 missing=()
 for p in "${PACKAGES[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
@@ -63,6 +79,7 @@ if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
 if [[ ${#missing[@]} -eq 0 ]]; then
   echo "install-deps: all ${#PACKAGES[@]} packages present"
   ensure_promtool
+  ensure_ui_packages
   exit 0
 fi
 
@@ -71,4 +88,5 @@ export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 ensure_promtool
+ensure_ui_packages
 echo "install-deps: done"

@@ -74,6 +74,10 @@ nlohmann::json JobSummaryJson(const JobRecord& r,
       {"progress", ProgressJson(r.progress)},
       {"best_test_accuracy", OptionalJson(r.best_test_accuracy)},
   };
+  nlohmann::json met = nlohmann::json::array();
+  if (r.deliver_met_ms) met.push_back("deliver");
+  if (r.complete_met_ms) met.push_back("complete");
+  j["targets_met"] = std::move(met);
   if (waiting) {
     j["waiting_code"] = scheduler::WaitCodeName(waiting->code);
     j["waiting_reason"] = waiting->reason;

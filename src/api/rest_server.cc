@@ -79,6 +79,7 @@ void InstallApi(httplib::Server& server, const Services& services, RateLimiter* 
   if (services.artifacts != nullptr) AddArtifactRoutes(router, services);
   AddDatasetRoutes(router, services);
   if (services.webhooks != nullptr) AddWebhookRoutes(router, services);
+  AddUiRoutes(router);
 }
 
 RestServer::RestServer(Store& store, Controller& controller, Artifacts* artifacts,

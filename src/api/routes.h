@@ -1,6 +1,7 @@
 // The REST API's routes, one file per resource: jobs (routes_jobs.cc), tenants and their tokens
 // (routes_tenants.cc), the queue and nodes (routes_cluster.cc), tenants' uploads
-// (routes_artifacts.cc), data sets (routes_datasets.cc). docs/openapi.yaml lists them.
+// (routes_artifacts.cc), data sets (routes_datasets.cc), events (routes_events.cc), webhooks
+// (routes_webhooks.cc) and the dashboard's files (routes_ui.cc). docs/openapi.yaml lists them.
 #pragma once
 
 #include <memory>
@@ -53,5 +54,13 @@ void AddTenantRoutes(Router& router, const Services& services);
 void AddClusterRoutes(Router& router, const Services& services);
 void AddArtifactRoutes(Router& router, const Services& services);
 void AddDatasetRoutes(Router& router, const Services& services);
+// GET /, /ui and /ui/{file}: the dashboard (routes_ui.cc), public, under kUiContentSecurityPolicy.
+void AddUiRoutes(Router& router);
+
+// What the dashboard's page may load: scripts, styles, images and API calls from weftd itself,
+// nothing inline, no plugins, frames, forms or base URL of another origin.
+inline constexpr char kUiContentSecurityPolicy[] =
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; "
+    "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 }  // namespace weft::api

@@ -191,7 +191,10 @@ void FollowLog(const Services& s, const std::string& id, const std::string& path
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     return sink.is_writable();
   };
-  res.set_chunked_content_provider("text/plain", std::move(provider));
+  // Not text/plain: httplib gzips text/* for a client that accepts it (every browser), and its
+  // compressor holds small chunks back, so a followed log would arrive in bursts or not at all.
+  // Types it does not compress stream as written.
+  res.set_chunked_content_provider("application/octet-stream", std::move(provider));
 }
 
 void Logs(const Services& s, const Request& req, Response& res, const Caller& caller) {

@@ -113,6 +113,14 @@ void ReadTenantBody(const nlohmann::json& body, bool creating, TenantRecord* t,
   }
 }
 
+// GET /v1/whoami: whose the token is, so a client (the dashboard) knows what it may show
+// without trying an admin route.
+void Whoami(const Services&, const Request&, Response& res, const Caller& caller) {
+  SendJson(res, 200,
+           {{"admin", caller.admin},
+            {"tenant", caller.admin ? nlohmann::json(nullptr) : nlohmann::json(caller.tenant)}});
+}
+
 void ListTenants(const Services& s, const Request&, Response& res, const Caller&) {
   auto usage = s.controller.view().Usage();
   if (!usage.ok()) return SendStatus(res, usage.status());
@@ -227,6 +235,7 @@ void RotateAdmin(const Services& s, const Request&, Response& res, const Caller&
 }  // namespace
 
 void AddTenantRoutes(Router& r, const Services& s) {
+  r.Route("/v1/whoami", {{"GET", Bind(s, Whoami)}});
   r.Route("/v1/admin/token/rotate", {{"POST", Bind(s, RotateAdmin)}}, Access::kAdmin);
   r.Route("/v1/tenants", {{"GET", Bind(s, ListTenants)}, {"POST", Bind(s, CreateTenant)}},
           Access::kAdmin);

@@ -62,6 +62,9 @@ TEST_F(ApiContractTest, EveryAnswerOnEveryRouteMatchesTheDocument) {
   const std::string admin = weftd_->admin_token();
   Call("", "GET", "/healthz");
   Call("", "GET", "/v1/jobs", "", 401);
+  Call("", "GET", "/ui/");
+  Call("", "GET", "/ui/app.js");
+  Call("", "GET", "/ui/no-such.js", "", 404);
   // The admin's side.
   Call(admin, "POST", "/v1/tenants", R"({"name": "vision", "quota": {"cpus": 1}, "weight": 2})",
        201);
@@ -77,6 +80,8 @@ TEST_F(ApiContractTest, EveryAnswerOnEveryRouteMatchesTheDocument) {
   Call(admin, "PATCH", "/v1/tenants/vision", R"({"quota": null})");
   const std::string token = Call(admin, "POST", "/v1/tenants/vision/tokens", "", 201)["token"];
   Call(admin, "GET", "/v1/tenants/vision/tokens");
+  EXPECT_EQ(Call(admin, "GET", "/v1/whoami")["admin"], true);
+  EXPECT_EQ(Call(token, "GET", "/v1/whoami")["tenant"], "vision");
   Call(token, "GET", "/v1/tenants", "", 403);
   // Data sets: the admin registers them (checked: the directory must hold the format's files),
   // tenants see the ones granted to them, without paths.
@@ -231,7 +236,8 @@ TEST(OpenApiDocumentTest, RefusesWhatTheDocumentDoesNotSay) {
       R"({"id": "j", "name": "n", "tenant": "t", "state": "QUEUED", "reason": "r",
           "created_at": "x", "updated_at": "x", "attempt": 0, "node": null, "learners": [],
           "progress": {"epoch": 0, "epochs_total": 1, "step": 0, "steps_total": 0,
-                       "samples": 0, "fraction": 0.0}, "best_test_accuracy": null})";
+                       "samples": 0, "fraction": 0.0}, "best_test_accuracy": null,
+          "targets_met": []})";
   EXPECT_THAT(doc.Check("POST", "/v1/jobs", 201, json_type, job), ::testing::IsEmpty());
   auto first = [&](const std::string& method, const std::string& path, int status,
                    const std::string& body) {
