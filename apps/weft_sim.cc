@@ -38,7 +38,8 @@ struct Flags {
 };
 
 void AddFlags(CLI::App& app, Flags& f) {
-  app.add_option("--policy", f.policy_name, "fifo | tiresias | optimus | goodput | fairshare")
+  app.add_option("--policy", f.policy_name,
+                 "fifo | tiresias | optimus | goodput | targets | fairshare")
       ->required();
   app.add_option("--workloads", f.workloads,
                  "a workload CSV (Pollux format or a Philly log) or a directory of them")

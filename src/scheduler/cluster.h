@@ -33,6 +33,10 @@ struct Node {
 
 class JobModel;
 
+// Where a job stands against its two-tier targets (TRADL; job_spec TargetSpec): it has no deliver
+// target, it has one not yet met, or its model was delivered and it trains on to `complete`.
+enum class TargetState { kNone, kBeforeDeliver, kDelivered };
+
 // An active job as a policy sees it: what it asks for, what it holds now, and how much service it
 // has had. A rigid (gang) job asks for exactly `learners`; an elastic policy may give any count in
 // [min_learners, max_learners] (the fair-share policy starts an elastic job, max_learners >
@@ -55,6 +59,8 @@ struct JobRequest {
   int priority = 0;
   // Gang placement strategy: false = pack (fewest nodes), true = spread (most nodes).
   bool spread = false;
+  // Its targets (the targets policy orders by them; the others ignore them).
+  TargetState target = TargetState::kNone;
   // Speed model for policies that size jobs by throughput (Optimus, goodput); null when weft has
   // no model of the job yet. Not owned; valid for the duration of one Schedule() call.
   const JobModel* model = nullptr;

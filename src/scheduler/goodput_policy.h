@@ -1,5 +1,6 @@
 #pragma once
 
+#include "scheduler/job_model.h"
 #include "scheduler/policy.h"
 
 namespace weft::scheduler {
@@ -20,6 +21,15 @@ namespace weft::scheduler {
 //  3. unchanged jobs keep their nodes; changed ones, largest first, are packed onto as few nodes
 //     as possible, preferring the nodes they hold.
 // Jobs without a model get min_learners only.
+// Shared with the targets policy, which sizes jobs the same way:
+// The most learners of the first job's shape one node holds (at least 1): how far growth looks
+// ahead, and how PackedCounts lays learners out.
+int LearnersPerNode(const ClusterSnapshot& snapshot);
+// The best goodput gain per learner of growing a job of `model` from `count` learners by k in
+// 1..min(room, per_node), over its goodput on one learner (so a speedup, comparable across jobs);
+// *step = that k. 0 when no k gains or the job has no goodput on one learner.
+double SpeedupGainPerLearner(const JobModel& model, int count, int room, int per_node, int* step);
+
 class GoodputPolicy : public Policy {
  public:
   struct Options {

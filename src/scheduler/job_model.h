@@ -1,6 +1,7 @@
 // What a throughput-aware policy may ask about a job: how fast it runs on a placement and how much
-// work it has left. weft-sim answers from measured application traces; weftd will answer from the
-// step times its learners report. Pure interface, no I/O.
+// work it has left, to its end and to its deliver target. weft-sim answers from measured
+// application traces; weftd will answer from the step times its learners report. Pure interface, no
+// I/O.
 #pragma once
 
 #include <vector>
@@ -28,6 +29,11 @@ class JobModel {
   // progress per second (Pollux, OSDI'21: throughput × statistical efficiency, normalised to the
   // job's initial batch size). 0 for an empty placement.
   virtual double Goodput(const NodeCounts& placement) const = 0;
+
+  // Progress still needed to reach the job's deliver target, in Goodput's units of progress (so
+  // ProgressToDeliver() / Goodput(p) estimates the seconds to delivery on placement p); 0 once it
+  // is met or when the job has none. weft-sim answers from the application's validation curve.
+  virtual double ProgressToDeliver() const { return 0; }
 };
 
 }  // namespace weft::scheduler

@@ -217,4 +217,33 @@ NodeCounts PackedCounts(int learners, int per_node) {
   return counts;
 }
 
+Decisions PlaceCounts(const ClusterSnapshot& snapshot, const std::vector<int>& count,
+                      const std::function<Waiting(size_t job, bool outranked)>& why) {
+  const auto& jobs = snapshot.jobs;
+  Decisions d;
+  FreeMap free(snapshot.nodes);
+  std::vector<size_t> changed = KeepUnchanged(jobs, count, &free);
+  std::stable_sort(changed.begin(), changed.end(),
+                   [&](size_t a, size_t b) { return count[a] > count[b]; });
+  std::vector<bool> placed(jobs.size(), true);
+  for (size_t i : changed) {
+    const JobRequest& j = jobs[i];
+    Placement p;
+    p.job_id = j.job_id;
+    if (count[i] > 0 && free.PlacePacked(count[i], j.per_learner, j.allocation, &p.learner_nodes)) {
+      d.placements.push_back(std::move(p));
+      continue;
+    }
+    if (!j.Waiting()) d.preempted.push_back(j.job_id);
+    placed[i] = false;
+  }
+  if (!snapshot.explain) return d;
+  // Every job that waits after this round, also one that waited before and still gets nothing.
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (!placed[i] || (jobs[i].Waiting() && count[i] == 0))
+      d.waiting.push_back(why(i, count[i] == 0));
+  }
+  return d;
+}
+
 }  // namespace weft::scheduler

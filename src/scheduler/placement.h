@@ -2,6 +2,7 @@
 // greedy of the Tiresias and Pollux-artifact simulators, and learner lists <-> per-node counts.
 #pragma once
 
+#include <functional>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -80,6 +81,14 @@ class FreeMap {
 // they hold keep their nodes (taken out of `free`); the indices of the others are returned.
 std::vector<size_t> KeepUnchanged(const std::vector<JobRequest>& jobs,
                                   const std::vector<int>& count, FreeMap* free);
+
+// The last step of the policies that decide learner counts first (goodput, targets): jobs whose
+// count is unchanged keep their nodes; the others are packed, largest first, preferring the nodes
+// they hold; a running job that gets none (or does not fit) is preempted. With snapshot.explain,
+// every job left waiting (in snapshot order) gets `why(i, outranked)`: outranked when its count
+// is 0, otherwise it got learners that no node set has room for.
+Decisions PlaceCounts(const ClusterSnapshot& snapshot, const std::vector<int>& count,
+                      const std::function<Waiting(size_t job, bool outranked)>& why);
 
 // Run-length encoding of a learner list in list order: {a,a,b} -> (2,1). This is the placement
 // the Pollux artifact looks step times up by.

@@ -5,12 +5,13 @@
 #include "scheduler/fair_share_policy.h"
 #include "scheduler/goodput_policy.h"
 #include "scheduler/optimus_policy.h"
+#include "scheduler/targets_policy.h"
 #include "scheduler/tiresias_policy.h"
 
 namespace weft::scheduler {
 
 std::vector<std::string> PolicyNames() {
-  return {"fifo", "tiresias", "optimus", "goodput", "fairshare"};
+  return {"fifo", "tiresias", "optimus", "goodput", "targets", "fairshare"};
 }
 
 absl::StatusOr<std::unique_ptr<Policy>> MakePolicy(const std::string& name) {
@@ -18,6 +19,7 @@ absl::StatusOr<std::unique_ptr<Policy>> MakePolicy(const std::string& name) {
   if (name == "tiresias") return std::make_unique<TiresiasPolicy>();
   if (name == "optimus") return std::make_unique<OptimusPolicy>();
   if (name == "goodput") return std::make_unique<GoodputPolicy>();
+  if (name == "targets") return std::make_unique<TargetsPolicy>();
   if (name == "fairshare") return std::make_unique<FairSharePolicy>();
   return absl::InvalidArgumentError(
       absl::StrCat("unknown policy '", name, "'; known: ", absl::StrJoin(PolicyNames(), ", ")));

@@ -10,8 +10,8 @@
 
 namespace weft::scheduler {
 
-// "fifo", "tiresias", "optimus", "goodput", "fairshare". InvalidArgument listing the names
-// otherwise.
+// "fifo", "tiresias", "optimus", "goodput", "targets", "fairshare". InvalidArgument listing the
+// names otherwise.
 absl::StatusOr<std::unique_ptr<Policy>> MakePolicy(const std::string& name);
 std::vector<std::string> PolicyNames();
 

@@ -165,11 +165,13 @@ absl::Status AppTrace::LoadValidations(const std::string& d) {
     auto it = Column(*vt, "iteration", vpath);
     auto gs = Column(*vt, "grad_sqr", vpath);
     auto gv = Column(*vt, "grad_var", vpath);
-    for (const auto* c : {&pr, &it, &gs, &gv}) {
+    auto me = Column(*vt, "metric", vpath);
+    for (const auto* c : {&pr, &it, &gs, &gv, &me}) {
       if (!c->ok()) return c->status();
     }
     v.progress = *pr;
     v.iteration = *it;
+    v.metric = *me;
     v.grad_sqr = *gs;
     v.grad_var = *gv;
     if (v.progress.empty()) return absl::InvalidArgumentError(vpath + ": no rows");
@@ -271,6 +273,44 @@ absl::StatusOr<StepTime> AppTrace::Step(const NodeCounts& placement, int local_b
     t = {out[0], out[1]};
   }
   cache_.emplace(key, t);
+  return t;
+}
+
+double AppTrace::MetricAt(double progress) const {
+  const std::vector<double>& m = validations_.front().metric;
+  if (max_epochs_ < 1) return 0;
+  if (progress <= epoch_start_[1]) return m[0];
+  for (int e = 1; e < max_epochs_; ++e) {
+    const double a = epoch_start_[e], b = epoch_start_[e + 1];
+    if (progress <= b)
+      return b > a ? m[e - 1] + (m[e] - m[e - 1]) * (progress - a) / (b - a) : m[e];
+  }
+  return m[max_epochs_ - 1];
+}
+
+AppTrace::Targets AppTrace::TargetsAt(double fraction) const {
+  Targets t;
+  const std::vector<double>& m = validations_.front().metric;
+  const int last = std::max(1, max_epochs_);
+  t.complete = m[last - 1];
+  t.higher_is_better = m[last - 1] >= m[0];
+  t.deliver = MetricAt(std::clamp(fraction, 0.0, 1.0) * epoch_start_[last]);
+  auto reached = [&](double metric) {
+    return t.higher_is_better ? metric >= t.deliver : metric <= t.deliver;
+  };
+  // The first epoch end whose metric reaches the target, then back along the segment before it to
+  // where the line crosses the target.
+  t.deliver_progress = epoch_start_[last];
+  for (int e = 1; e <= last; ++e) {
+    if (!reached(m[e - 1])) continue;
+    t.deliver_progress = epoch_start_[e];
+    if (e > 1 && m[e - 1] != m[e - 2]) {
+      const double f = (t.deliver - m[e - 2]) / (m[e - 1] - m[e - 2]);
+      t.deliver_progress =
+          epoch_start_[e - 1] + std::clamp(f, 0.0, 1.0) * (epoch_start_[e] - epoch_start_[e - 1]);
+    }
+    break;
+  }
   return t;
 }
 

@@ -73,6 +73,24 @@ class AppTrace {
   // batch exceeds B0.
   BatchConfig FixedBatch(int batch_size, int replicas, bool force_accum_single) const;
 
+  // The job's metric after `progress` B0-iterations, from the `metric` column of
+  // validation-B0.csv (the curve at the job's initial batch; progress is measured in B0-iterations
+  // at every batch size, so one curve serves all): linear between the epoch ends P(e) -> metric
+  // after epoch e, the first epoch's value before P(1) and the last one's after P(E).
+  double MetricAt(double progress) const;
+
+  // The two-tier targets weft-sim gives the app's jobs (docs/simulation.md, "Targets"): deliver =
+  // the metric at `fraction` of the completion progress P(E), complete = the metric after the last
+  // epoch; `deliver_progress` = the least progress at which the curve first reaches `deliver`.
+  // Whether higher is better follows from the curve: the last epoch's metric against the first's.
+  struct Targets {
+    double deliver = 0;
+    double complete = 0;
+    bool higher_is_better = true;
+    double deliver_progress = 0;  // B0-iterations, in (0, P(E)]
+  };
+  Targets TargetsAt(double fraction) const;
+
   // True progress rate (B0-iterations per second) at `cfg` on `placement` in `epoch`:
   // gain / T_iter (§2.2). 0 if the step time is unknown.
   double ProgressRate(const NodeCounts& placement, BatchConfig cfg, int epoch) const;
@@ -89,7 +107,7 @@ class AppTrace {
   };
   struct Validation {
     int batch_size;
-    std::vector<double> progress, iteration, grad_sqr, grad_var;
+    std::vector<double> progress, iteration, metric, grad_sqr, grad_var;
   };
   // Load's parts: placements.csv (step times by placement) and the optional scalability.csv
   // add to the 3-D point set of the step-time scatter; validation-<B>.csv files, ascending.

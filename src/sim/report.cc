@@ -11,11 +11,13 @@
 namespace weft::sim {
 
 absl::Status WriteJobsCsv(const SimResult& r, const std::string& path) {
-  std::string out = "name,app,replicas,submit_s,start_s,completion_s,jct_s,restarts,gpu_seconds\n";
+  std::string out =
+      "name,app,replicas,submit_s,start_s,completion_s,jct_s,restarts,gpu_seconds,deliver_s,"
+      "time_to_deliver_s\n";
   for (const JobResult& j : r.jobs) {
-    absl::StrAppendFormat(&out, "%s,%s,%d,%.0f,%.0f,%.0f,%.0f,%d,%.0f\n", j.name, j.app, j.replicas,
-                          j.submit_s, j.start_s, j.completion_s, j.jct_s, j.restarts,
-                          j.gpu_seconds);
+    absl::StrAppendFormat(&out, "%s,%s,%d,%.0f,%.0f,%.0f,%.0f,%d,%.0f,%.0f,%.0f\n", j.name, j.app,
+                          j.replicas, j.submit_s, j.start_s, j.completion_s, j.jct_s, j.restarts,
+                          j.gpu_seconds, j.deliver_s, j.time_to_deliver_s);
   }
   return WriteFileAtomic(path, out);
 }
@@ -24,6 +26,7 @@ nlohmann::json SummaryJson(const SimResult& r) {
   return {{"workload", r.workload},
           {"jobs", r.jobs.size()},
           {"avg_jct", r.avg_jct_s},
+          {"avg_time_to_deliver", r.avg_time_to_deliver_s},
           {"p50_jct", r.p50_jct_s},
           {"p99_jct", r.p99_jct_s},
           {"makespan", r.makespan_s},
@@ -36,36 +39,37 @@ nlohmann::json SummaryJson(const SimResult& r) {
 nlohmann::json RunJson(const std::string& policy, const std::vector<SimResult>& results) {
   nlohmann::json avg = nlohmann::json::object();
   nlohmann::json per = nlohmann::json::array();
-  double sum = 0, p99 = 0, makespan = 0;
+  double sum = 0, p99 = 0, makespan = 0, deliver = 0;
   for (const SimResult& r : results) {
     avg[r.workload] = r.avg_jct_s;
     per.push_back(SummaryJson(r));
     sum += r.avg_jct_s;
+    deliver += r.avg_time_to_deliver_s;
     p99 += r.p99_jct_s;
     makespan += r.makespan_s;
   }
   double n = results.empty() ? 1 : results.size();
-  return {{"policy", policy},
-          {"avg_jct", avg},
-          {"mean_jct", sum / n},
-          {"mean_p99_jct", p99 / n},
-          {"mean_makespan", makespan / n},
+  return {{"policy", policy},        {"avg_jct", avg},
+          {"mean_jct", sum / n},     {"mean_time_to_deliver", deliver / n},
+          {"mean_p99_jct", p99 / n}, {"mean_makespan", makespan / n},
           {"workloads", per}};
 }
 
 std::string Table(const std::vector<SimResult>& results) {
-  std::string out = absl::StrFormat("%-14s %6s %10s %10s %10s %11s %6s %8s %9s\n", "workload",
-                                    "jobs", "avg JCT s", "p50 JCT s", "p99 JCT s", "makespan s",
-                                    "util", "restarts", "policy ms");
-  double avg = 0, p50 = 0, p99 = 0, mk = 0, util = 0, pol = 0;
+  std::string out = absl::StrFormat("%-14s %6s %10s %10s %10s %11s %11s %6s %8s %9s\n", "workload",
+                                    "jobs", "avg JCT s", "p50 JCT s", "p99 JCT s", "deliver s",
+                                    "makespan s", "util", "restarts", "policy ms");
+  double avg = 0, p50 = 0, p99 = 0, dl = 0, mk = 0, util = 0, pol = 0;
   int restarts = 0;
   size_t jobs = 0;
   for (const SimResult& r : results) {
     double per_round_ms = r.rounds ? 1000 * r.policy_seconds / r.rounds : 0;
-    absl::StrAppendFormat(&out, "%-14s %6d %10.1f %10.1f %10.1f %11.0f %5.1f%% %8d %9.3f\n",
+    absl::StrAppendFormat(&out, "%-14s %6d %10.1f %10.1f %10.1f %11.1f %11.0f %5.1f%% %8d %9.3f\n",
                           r.workload, r.jobs.size(), r.avg_jct_s, r.p50_jct_s, r.p99_jct_s,
-                          r.makespan_s, 100 * r.gpu_utilisation, r.restarts, per_round_ms);
+                          r.avg_time_to_deliver_s, r.makespan_s, 100 * r.gpu_utilisation,
+                          r.restarts, per_round_ms);
     avg += r.avg_jct_s;
+    dl += r.avg_time_to_deliver_s;
     p50 += r.p50_jct_s;
     p99 += r.p99_jct_s;
     mk += r.makespan_s;
@@ -76,9 +80,9 @@ std::string Table(const std::vector<SimResult>& results) {
   }
   if (results.size() > 1) {
     double n = results.size();
-    absl::StrAppendFormat(&out, "%-14s %6d %10.1f %10.1f %10.1f %11.0f %5.1f%% %8d %9.3f\n", "mean",
-                          jobs, avg / n, p50 / n, p99 / n, mk / n, 100 * util / n, restarts,
-                          pol / n);
+    absl::StrAppendFormat(&out, "%-14s %6d %10.1f %10.1f %10.1f %11.1f %11.0f %5.1f%% %8d %9.3f\n",
+                          "mean", jobs, avg / n, p50 / n, p99 / n, dl / n, mk / n, 100 * util / n,
+                          restarts, pol / n);
   }
   return out;
 }

@@ -16,7 +16,7 @@ using scheduler::NodeCounts;
 
 JobMode JobModeFor(const std::string& policy) {
   if (policy == "optimus") return JobMode::kElasticFixedBatch;
-  if (policy == "goodput") return JobMode::kAdaptive;
+  if (policy == "goodput" || policy == "targets") return JobMode::kAdaptive;
   return JobMode::kRigid;
 }
 
@@ -35,13 +35,15 @@ namespace {
 // answers from the same traces the job runs on).
 class SimJob : public scheduler::JobModel {
  public:
-  SimJob(const WorkloadJob& spec, const AppTrace* app, JobMode mode, int total_gpus)
+  SimJob(const WorkloadJob& spec, const AppTrace* app, JobMode mode, int total_gpus,
+         double deliver_fraction)
       : spec_(spec), app_(app) {
     if (app_ == nullptr) {
       remaining_s_ = spec.duration_s;
       min_ = max_ = spec.replicas;
       return;
     }
+    deliver_progress_ = app_->TargetsAt(deliver_fraction).deliver_progress;
     fixed_batch_ = spec.batch_size;
     const bool ncf = app_->name() == "ncf";
     switch (mode) {
@@ -81,11 +83,18 @@ class SimJob : public scheduler::JobModel {
     r.start_s = start_s_;
     r.completion_s = completion_s_;
     r.jct_s = completion_s_ >= 0 ? completion_s_ - spec_.submit_s : -1;
+    r.deliver_s = deliver_s_;
+    r.time_to_deliver_s = deliver_s_ >= 0 ? deliver_s_ - spec_.submit_s : -1;
     r.restarts = std::max(restarts_, 0);
     r.gpu_seconds = attained_;
     return r;
   }
   double attained() const { return attained_; }
+  scheduler::TargetState target() const {
+    if (app_ == nullptr) return scheduler::TargetState::kNone;
+    return deliver_s_ >= 0 ? scheduler::TargetState::kDelivered
+                           : scheduler::TargetState::kBeforeDeliver;
+  }
   int restarts() const { return std::max(restarts_, 0); }
 
   // Apply a new allocation at time `now` (SIM-MODEL.md §1 "Reallocate").
@@ -137,6 +146,7 @@ class SimJob : public scheduler::JobModel {
       }
       double next = app_->EpochStart(epoch_ + 1);
       if (progress_ + rate * seconds < next) {
+        NoteDelivery(progress_ + rate * seconds, clock, rate);
         progress_ += rate * seconds;
         clock += seconds;
         attained_ += seconds * gpus;
@@ -145,6 +155,7 @@ class SimJob : public scheduler::JobModel {
         ++epoch_;
         double delta = std::nearbyint((next - progress_) / rate);  // Python round: half to even
         if (epoch_ >= app_->max_epochs()) completion_s_ = clock + delta;
+        NoteDelivery(next, clock, rate);
         progress_ = next;
         clock += delta;
         attained_ += delta * gpus;
@@ -168,6 +179,9 @@ class SimJob : public scheduler::JobModel {
     int last = app_->max_epochs() - 1;
     if (epoch_ >= last) return 1;
     return app_->Iterations(spec_.batch_size, last) - app_->Iterations(spec_.batch_size, epoch_);
+  }
+  double ProgressToDeliver() const override {
+    return deliver_s_ >= 0 || app_ == nullptr ? 0 : std::max(0.0, deliver_progress_ - progress_);
   }
   double Goodput(const NodeCounts& placement) const override {
     int r = Sum(placement);
@@ -194,6 +208,13 @@ class SimJob : public scheduler::JobModel {
     return s;
   }
 
+  // Records when progress, going from progress_ (at `clock`) to `to` at `rate`, first reaches the
+  // deliver target's.
+  void NoteDelivery(double to, double clock, double rate) {
+    if (deliver_s_ >= 0 || to < deliver_progress_) return;
+    deliver_s_ = clock + std::max(0.0, deliver_progress_ - progress_) / rate;
+  }
+
   void UpdateBatch() {
     if (app_ == nullptr || placement_.empty()) return;
     int r = static_cast<int>(alloc_.size());
@@ -216,6 +237,8 @@ class SimJob : public scheduler::JobModel {
   BatchConfig cfg_;
   double restore_s_ = 0;
   double progress_ = 0;
+  double deliver_progress_ = 0;  // AppTrace::Targets::deliver_progress
+  double deliver_s_ = -1;        // when progress_ reached it
   int epoch_ = 0;
   double remaining_s_ = 0;  // duration jobs
   double attained_ = 0;
@@ -276,7 +299,8 @@ absl::Status Simulation::AddJobs(AppCatalog& apps, JobMode mode) {
                                                      " asks for ", wj.replicas,
                                                      " GPUs, the cluster has ", total_gpus_));
     }
-    jobs_.push_back(std::make_unique<SimJob>(wj, app, mode, total_gpus_));
+    jobs_.push_back(
+        std::make_unique<SimJob>(wj, app, mode, total_gpus_, options_.deliver_fraction));
   }
   by_submit_.resize(jobs_.size());
   for (size_t i = 0; i < by_submit_.size(); ++i) by_submit_[i] = i;
@@ -308,6 +332,7 @@ scheduler::JobRequest Simulation::RequestFor(size_t i) const {
   req.max_learners = j.max_learners();
   req.per_learner.gpus = 1;
   req.model = &j;
+  req.target = j.target();
   return req;
 }
 
@@ -354,6 +379,7 @@ absl::Status Simulation::Round(double t) {
     const SimJob& j = *jobs_[active_[k]];
     if (j.alloc().empty()) continue;
     for (int n : j.alloc()) snap_.nodes[n].allocated.gpus += 1;
+    snap_.jobs[k].target = j.target();
     snap_.jobs[k].attained_service = j.attained();
     snap_.jobs[k].restarts = j.restarts();
   }
@@ -392,10 +418,15 @@ absl::Status Simulation::Round(double t) {
 }
 
 void Simulation::Summarize() {
-  double held = 0, sum = 0;
+  double held = 0, sum = 0, deliver_sum = 0;
+  int delivered = 0;
   std::vector<double> jcts;
   for (const auto& j : jobs_) {
     JobResult r = j->Result();
+    if (r.time_to_deliver_s >= 0) {
+      deliver_sum += r.time_to_deliver_s;
+      ++delivered;
+    }
     result_.makespan_s = std::max(result_.makespan_s, r.completion_s);
     result_.restarts += r.restarts;
     held += r.gpu_seconds;
@@ -403,6 +434,7 @@ void Simulation::Summarize() {
     sum += r.jct_s;
     result_.jobs.push_back(std::move(r));
   }
+  if (delivered > 0) result_.avg_time_to_deliver_s = deliver_sum / delivered;
   if (!jcts.empty()) {
     result_.avg_jct_s = sum / jcts.size();
     result_.p50_jct_s = Percentile(jcts, 50);

@@ -19,13 +19,16 @@ struct SimOptions {
   int gpus_per_node = 4;
   int interval_s = 60;       // Δ, seconds between scheduling rounds
   int restart_delay_s = 30;  // no progress after every non-empty reallocation
+  // Each trace job's deliver target is the metric its application's curve reaches at this
+  // fraction of the job's total progress (AppTrace::TargetsAt; docs/simulation.md "Targets").
+  double deliver_fraction = 0.6;
 };
 
 // How the policy may treat a job's size and batch (SIM-MODEL.md §3).
 enum class JobMode {
   kRigid,              // gang of the requested GPUs at the requested batch (FIFO, Tiresias)
   kElasticFixedBatch,  // any number of GPUs, the requested batch (Optimus)
-  kAdaptive,           // any number of GPUs, batch re-chosen for goodput (weft's goodput policy)
+  kAdaptive,           // any number of GPUs, batch re-chosen for goodput (goodput, targets)
 };
 // The mode the named policy's jobs run in; kRigid for unknown names.
 JobMode JobModeFor(const std::string& policy);
@@ -38,6 +41,10 @@ struct JobResult {
   double start_s = -1;       // first allocation; -1 if never started
   double completion_s = -1;  // -1 if not completed
   double jct_s = -1;         // completion − submission
+  // When its progress reached the deliver target's (trace jobs; -1 for duration jobs or if
+  // never), and that minus submission.
+  double deliver_s = -1;
+  double time_to_deliver_s = -1;
   int restarts = 0;
   double gpu_seconds = 0;  // attained service
 };
@@ -47,6 +54,8 @@ struct SimResult {
   std::string policy;
   std::vector<JobResult> jobs;  // in workload order
   double avg_jct_s = 0, p50_jct_s = 0, p99_jct_s = 0;
+  // Mean time from submission to the deliver target over the jobs that have one (0 if none).
+  double avg_time_to_deliver_s = 0;
   double makespan_s = 0;       // max(submission + JCT)
   double gpu_utilisation = 0;  // attained GPU-seconds / (GPUs × makespan)
   int restarts = 0;            // total over jobs

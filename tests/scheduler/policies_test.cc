@@ -1,5 +1,5 @@
-// Tiresias, Optimus and weft's goodput policy on small hand-built snapshots, and the placement
-// helpers they share.
+// Tiresias, Optimus, weft's goodput and targets policies on small hand-built snapshots, and the
+// placement helpers they share.
 #include <map>
 
 #include "gtest/gtest.h"
@@ -7,6 +7,7 @@
 #include "scheduler/job_model.h"
 #include "scheduler/optimus_policy.h"
 #include "scheduler/placement.h"
+#include "scheduler/targets_policy.h"
 #include "scheduler/tiresias_policy.h"
 
 namespace weft::scheduler {
@@ -241,6 +242,106 @@ TEST(GoodputPolicyTest, NewJobsGetAdmittedBeforeOldJobsGrow) {
   Apply(s, policy.Schedule(s));
   EXPECT_GE(s.jobs[1].allocation.size(), 1u);  // least attained service goes first
   EXPECT_GE(s.jobs[0].allocation.size(), 1u);  // and the old job keeps at least one
+  for (auto [node, n] : Used(s)) EXPECT_LE(n, 4) << node;
+}
+
+// Linear goodput, `left` progress to the deliver target: `left` seconds to delivery on one learner.
+class TargetModel : public LinearModel {
+ public:
+  explicit TargetModel(double left) : left_(left) {}
+  double ProgressToDeliver() const override { return left_; }
+
+ private:
+  double left_;
+};
+
+JobRequest Targeted(const std::string& id, TargetState target, const JobModel* model,
+                    std::vector<std::string> alloc = {}) {
+  JobRequest j = Gpus(id, 1, std::move(alloc));
+  j.target = target;
+  j.model = model;
+  return j;
+}
+
+const Waiting* WaitingOf(const Decisions& d, const std::string& id) {
+  for (const Waiting& w : d.waiting) {
+    if (w.job_id == id) return &w;
+  }
+  return nullptr;
+}
+
+TEST(TargetsPolicyTest, TheJobClosestToItsDeliverTargetGoesFirstAndDeliveredOnesLast) {
+  ClusterSnapshot s = Cluster(1, 1);
+  TargetModel far(1000), near(10), done(0);
+  s.jobs = {Targeted("delivered", TargetState::kDelivered, &done),
+            Targeted("none", TargetState::kNone, &done),
+            Targeted("far", TargetState::kBeforeDeliver, &far),
+            Targeted("near", TargetState::kBeforeDeliver, &near)};
+  TargetsPolicy policy;
+  Decisions d = policy.Schedule(s);
+  Apply(s, d);
+  EXPECT_EQ(s.jobs[3].allocation.size(), 1u);  // near
+  for (int i : {0, 1, 2}) EXPECT_TRUE(s.jobs[i].allocation.empty()) << s.jobs[i].job_id;
+  ASSERT_NE(WaitingOf(d, "far"), nullptr);
+  EXPECT_EQ(WaitingOf(d, "far")->reason, "waiting: 1 undelivered job is closer to its target");
+  EXPECT_EQ(WaitingOf(d, "far")->code, WaitCode::kOutranked);
+  ASSERT_NE(WaitingOf(d, "delivered"), nullptr);
+  EXPECT_EQ(WaitingOf(d, "delivered")->reason,
+            "waiting: delivered; jobs that have not reached their deliver target come first");
+}
+
+TEST(TargetsPolicyTest, ADeliveredJobIsPreemptedForAnUndeliveredOne) {
+  ClusterSnapshot s = Cluster(1, 2);
+  TargetModel done(0), a(50), b(60);
+  s.jobs = {Targeted("delivered", TargetState::kDelivered, &done, {"n0", "n0"}),
+            Targeted("a", TargetState::kBeforeDeliver, &a),
+            Targeted("b", TargetState::kBeforeDeliver, &b)};
+  s.jobs[0].max_learners = 2;
+  Hold(s);
+  TargetsPolicy policy;
+  Decisions d = policy.Schedule(s);
+  EXPECT_EQ(d.preempted, std::vector<std::string>{"delivered"});
+  Apply(s, d);
+  EXPECT_EQ(s.jobs[1].allocation.size(), 1u);
+  EXPECT_EQ(s.jobs[2].allocation.size(), 1u);
+  // Once they are delivered too, the first delivered job is back, by least attained service.
+  s.jobs[1].target = s.jobs[2].target = TargetState::kDelivered;
+  s.jobs[1].attained_service = s.jobs[2].attained_service = 100;
+  Apply(s, policy.Schedule(s));
+  EXPECT_EQ(s.jobs[0].allocation.size(), 1u);
+  for (auto [node, n] : Used(s)) EXPECT_LE(n, 2) << node;
+}
+
+TEST(TargetsPolicyTest, TargetsOrderJobsInsideEachTenantsFairShareAndQuota) {
+  ClusterSnapshot s = Cluster(1, 4);
+  s.tenants["a"].weight = 1;
+  s.tenants["b"].weight = 1;
+  s.tenants["c"].has_quota = true;
+  s.tenants["c"].quota.gpus = 1;
+  TargetModel near(1), far(1000);
+  // Tenant a's three jobs are all closer to their targets than b's, and c's two closer still:
+  // a gets no more than its fair share while b waits; c no more than its quota.
+  std::vector<JobRequest> jobs = {Targeted("a1", TargetState::kBeforeDeliver, &near),
+                                  Targeted("a2", TargetState::kBeforeDeliver, &near),
+                                  Targeted("a3", TargetState::kBeforeDeliver, &near),
+                                  Targeted("b1", TargetState::kBeforeDeliver, &far),
+                                  Targeted("c1", TargetState::kBeforeDeliver, &near),
+                                  Targeted("c2", TargetState::kBeforeDeliver, &near)};
+  for (auto& j : jobs) {
+    j.tenant = j.job_id.substr(0, 1);
+    j.max_learners = 4;
+  }
+  s.jobs = jobs;
+  TargetsPolicy policy;
+  Decisions d = policy.Schedule(s);
+  Apply(s, d);
+  std::map<std::string, int> by_tenant;
+  for (const auto& j : s.jobs) by_tenant[j.tenant] += static_cast<int>(j.allocation.size());
+  EXPECT_EQ(by_tenant["b"], 1) << "b's fair share is not a's to take";
+  EXPECT_EQ(by_tenant["c"], 1) << "c's quota";
+  EXPECT_EQ(by_tenant["a"], 2);
+  ASSERT_NE(WaitingOf(d, "c2"), nullptr);
+  EXPECT_EQ(WaitingOf(d, "c2")->code, WaitCode::kQuota);
   for (auto [node, n] : Used(s)) EXPECT_LE(n, 4) << node;
 }
 

@@ -72,6 +72,34 @@ TEST_F(AppTraceTest, ParametersMatchTheArtifact) {
   EXPECT_EQ(yolo->max_epochs(), 50);
 }
 
+TEST_F(AppTraceTest, TargetsFollowTheValidationCurve) {
+  WEFT_REQUIRE_TRACES();
+  for (const std::string app : {"cifar10", "bert", "deepspeech2", "imagenet", "ncf", "yolov3"}) {
+    auto a = Load(app);
+    ASSERT_NE(a, nullptr);
+    const double end = a->EpochStart(a->max_epochs());
+    const AppTrace::Targets t = a->TargetsAt(0.6);
+    // The deliver target is the metric at 60 % of the way, the complete one the last epoch's, and
+    // the first time the curve reaches the former is no later than that 60 %.
+    EXPECT_DOUBLE_EQ(t.deliver, a->MetricAt(0.6 * end)) << app;
+    EXPECT_DOUBLE_EQ(t.complete, a->MetricAt(end)) << app;
+    EXPECT_GT(t.deliver_progress, 0) << app;
+    EXPECT_LE(t.deliver_progress, 0.6 * end + 1e-6) << app;
+    const double at = a->MetricAt(t.deliver_progress);
+    EXPECT_TRUE(t.higher_is_better ? at >= t.deliver - 1e-9 : at <= t.deliver + 1e-9) << app;
+    // Reaching it at the last moment: a little earlier the curve had not.
+    if (t.deliver_progress > a->EpochStart(1)) {
+      const double before = a->MetricAt(t.deliver_progress - 1e-3 * end);
+      EXPECT_TRUE(t.higher_is_better ? before < t.deliver : before > t.deliver) << app;
+    }
+    // A target at the end is the final metric, reached at the end or before.
+    EXPECT_DOUBLE_EQ(a->TargetsAt(1.0).deliver, t.complete) << app;
+  }
+  auto cifar = Load("cifar10");
+  ASSERT_NE(cifar, nullptr);
+  EXPECT_TRUE(cifar->TargetsAt(0.6).higher_is_better);  // accuracy
+}
+
 TEST_F(AppTraceTest, BatchRuleExamplesFromTheModel) {
   WEFT_REQUIRE_TRACES();
   auto ncf = Load("ncf");

@@ -75,7 +75,9 @@ TEST(WeftSimCliTest, DirectoryRunPrintsTableJsonAndWritesFiles) {
   ASSERT_TRUE(csv);
   std::string header, row;
   std::getline(csv, header);
-  EXPECT_EQ(header, "name,app,replicas,submit_s,start_s,completion_s,jct_s,restarts,gpu_seconds");
+  EXPECT_EQ(header,
+            "name,app,replicas,submit_s,start_s,completion_s,jct_s,restarts,gpu_seconds,deliver_s,"
+            "time_to_deliver_s");
   int rows = 0;
   while (std::getline(csv, row)) ++rows;
   EXPECT_EQ(rows, 80);
