@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstring>
 #include <filesystem>
@@ -32,7 +33,7 @@
 #include "executor/local_executor.h"
 #include "executor/memory_cgroups.h"
 #include "job/layout.h"
-#include "scheduler/fair_share_policy.h"
+#include "scheduler/policies.h"
 #include "store/sqlite_store.h"
 #include "yaml-cpp/yaml.h"
 
@@ -108,6 +109,7 @@ struct Flags {
   std::string coordinator_listen = "127.0.0.1:0";
   std::string config;
   std::string learner = SelfDir() + "/weft-learner";
+  std::string policy = "fairshare";
   weft::api::RestOptions rest;
   bool default_datasets = true;
   bool insecure = false;
@@ -133,6 +135,11 @@ void AddFlags(CLI::App& app, Flags& f) {
   app.add_option("--config", f.config,
                  "YAML file listing the cluster's nodes (default: this host)");
   app.add_option("--learner", f.learner, "path of the weft-learner binary")->capture_default_str();
+  app.add_option("--policy", f.policy,
+                 "scheduling policy: fairshare | targets | goodput | tiresias | optimus | fifo "
+                 "(docs/operations.md; only fairshare and targets enforce tenants' quotas)")
+      ->check(CLI::IsMember(weft::scheduler::PolicyNames()))
+      ->capture_default_str();
   app.add_option("--max-request-bytes", f.rest.max_request_bytes,
                  "largest request body the REST API accepts; larger ones get 413")
       ->capture_default_str()
@@ -446,7 +453,18 @@ int main(int argc, char** argv) {
   auto cgroups = MemoryLimits(flags.memory_limits, *data_dir);
   if (!cgroups.ok()) return Fail(cgroups.status());
   weft::LocalExecutor executor(flags.learner, weft::SystemClock::Get(), *std::move(cgroups));
-  weft::scheduler::FairSharePolicy policy;
+  auto policy = weft::scheduler::MakePolicy(flags.policy);
+  if (!policy.ok()) return Fail(policy.status());
+  if (flags.policy != "fairshare" && flags.policy != "targets") {
+    auto tenants = (*store)->ListTenants();
+    if (tenants.ok() && std::any_of(tenants->begin(), tenants->end(),
+                                    [](const weft::TenantRecord& t) { return t.has_quota; })) {
+      spdlog::warn(
+          "policy {} does not enforce tenants' quotas; tenants with a quota may run over "
+          "it (fairshare and targets enforce them)",
+          flags.policy);
+    }
+  }
   weft::ControllerOptions options;
   options.data_dir = *data_dir;
   options.learner_key = *learner_key;
@@ -459,7 +477,7 @@ int main(int argc, char** argv) {
   options.disk_quota = &disk_quota;
   options.disk_check_interval_ms = static_cast<int64_t>(flags.disk_check_seconds * 1000);
   options.coordinator_ca_path = flags.tls_ca.empty() ? flags.tls_cert : flags.tls_ca;
-  weft::Controller controller(**store, executor, policy, weft::SystemClock::Get(), options, env);
+  weft::Controller controller(**store, executor, **policy, weft::SystemClock::Get(), options, env);
   weft::CoordinatorService service(controller, controller.credentials(),
                                    static_cast<int>(options.heartbeat_interval_ms));
   auto grpc_server = StartCoordinator(env, *data_dir, flags, &service);
@@ -480,9 +498,10 @@ int main(int argc, char** argv) {
   double cpus = 0;
   for (const auto& n : nodes) cpus += n.capacity.cpus;
   spdlog::info(
-      "listening on {}://{}:{} (data dir {}, {} node(s), {} cpus, learners report to {}{})",
+      "listening on {}://{}:{} (data dir {}, {} node(s), {} cpus, policy {}, learners report to "
+      "{}{})",
       flags.tls_cert.empty() ? "http" : "https", flags.host, flags.port, *data_dir, nodes.size(),
-      cpus, (*grpc_server)->address(), flags.tls_cert.empty() ? "" : " over TLS");
+      cpus, flags.policy, (*grpc_server)->address(), flags.tls_cert.empty() ? "" : " over TLS");
   while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(200));
   spdlog::info("shutting down");
   rest.Stop();

@@ -21,6 +21,12 @@ void Queue(const Services& s, const Request&, Response& res, const Caller& calle
   nlohmann::json list = nlohmann::json::array();
   int position = 0;
   for (const auto& e : *queue) {
+    nlohmann::json next = nullptr;
+    if (e.estimate.target != nullptr) {
+      next = {{"target", e.estimate.target},
+              {"eta_s", e.estimate.seconds ? nlohmann::json(*e.estimate.seconds) : nullptr},
+              {"beyond_budget", e.estimate.beyond_budget}};
+    }
     list.push_back({{"position", ++position},
                     {"id", e.job.id},
                     {"name", e.job.name},
@@ -29,7 +35,8 @@ void Queue(const Services& s, const Request&, Response& res, const Caller& calle
                     {"priority", e.priority},
                     {"submitted", FormatTimeMs(e.job.created_ms)},
                     {"code", scheduler::WaitCodeName(e.waiting.code)},
-                    {"reason", e.waiting.reason}});
+                    {"reason", e.waiting.reason},
+                    {"next_target", std::move(next)}});
   }
   const ClusterView::RoundTime round = s.controller.view().LastRound();
   SendJson(res, 200,

@@ -111,6 +111,17 @@ int Tenants(const Client& api, bool usage) {
   return 0;
 }
 
+// "deliver ~42 s" / "complete: unknown yet" / "deliver: beyond epochs" / "-" (no target left):
+// a queue entry's next_target, in seconds of training once it runs.
+std::string NextTargetText(const json& next) {
+  if (!next.is_object()) return "-";
+  const std::string target = next.value("target", "");
+  if (next.value("beyond_budget", false)) return target + ": beyond epochs";
+  const json& eta = next["eta_s"];
+  if (!eta.is_number()) return target + ": unknown yet";
+  return absl::StrCat(target, " ~", Duration(eta.get<double>()));
+}
+
 int Queue(const Client& api) {
   Reply r = api.Call("GET", "/v1/queue");
   if (r.status != 200) return Fail(r);
@@ -119,12 +130,13 @@ int Queue(const Client& api) {
     std::cout << "the queue is empty\n";
     return 0;
   }
-  std::cout << absl::StrFormat("%-4s %-22s %-12s %-10s %8s  %s\n", "#", "JOB", "TENANT", "STATE",
-                               "PRIORITY", "REASON");
+  std::cout << absl::StrFormat("%-4s %-22s %-12s %-10s %8s  %-18s %s\n", "#", "JOB", "TENANT",
+                               "STATE", "PRIORITY", "NEXT TARGET IN", "REASON");
   for (const auto& e : j["queue"]) {
-    std::cout << absl::StrFormat("%-4d %-22s %-12s %-10s %8d  %s\n", e.value("position", 0),
-                                 e.value("id", ""), e.value("tenant", ""), e.value("state", ""),
-                                 e.value("priority", 0), e.value("reason", ""));
+    std::cout << absl::StrFormat(
+        "%-4d %-22s %-12s %-10s %8d  %-18s %s\n", e.value("position", 0), e.value("id", ""),
+        e.value("tenant", ""), e.value("state", ""), e.value("priority", 0),
+        NextTargetText(e.value("next_target", json())), e.value("reason", ""));
   }
   return 0;
 }

@@ -25,6 +25,9 @@ void AddArtifactCommands(CLI::App& app, Context& ctx);
 void AddDatasetCommands(CLI::App& app, Context& ctx);
 void AddWebhookCommands(CLI::App& app, Context& ctx);
 
+// `s` seconds for people: "42s", "3m05s", "1h02m"; "-" when negative.
+std::string Duration(double s);
+
 // Uploads the file at `path` as the caller's artifact `name`, saying so; returns the exit code.
 int UploadArtifact(const Client& api, const std::string& name, const std::string& path);
 

@@ -16,7 +16,6 @@
 #include "job/layout.h"
 
 namespace weft::cli {
-namespace {
 
 std::string Duration(double s) {
   if (s < 0) return "-";
@@ -25,6 +24,8 @@ std::string Duration(double s) {
   if (t >= 60) return absl::StrFormat("%dm%02ds", t / 60, t % 60);
   return absl::StrFormat("%ds", t);
 }
+
+namespace {
 
 // Whether a state (as the API names it) is one where nothing more happens until a person acts.
 bool IsEnded(const std::string& state) {

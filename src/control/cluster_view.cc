@@ -18,8 +18,9 @@ bool HoldsNodes(JobState s) { return HoldsResources(s) || s == JobState::kPreemp
 
 }  // namespace
 
-ClusterView::ClusterView(Store& store, SpecCache& specs, std::vector<scheduler::Node> nodes)
-    : store_(store), specs_(specs), nodes_(std::move(nodes)) {}
+ClusterView::ClusterView(Store& store, SpecCache& specs, JobModels& models,
+                         std::vector<scheduler::Node> nodes)
+    : store_(store), specs_(specs), models_(models), nodes_(std::move(nodes)) {}
 
 scheduler::JobRequest ClusterView::Request(const JobRecord& r, const JobSpec& spec) const {
   scheduler::JobRequest req;
@@ -75,6 +76,7 @@ ClusterView::Round ClusterView::ForRound(const std::vector<JobRecord>& jobs,
   Round round;
   scheduler::ClusterSnapshot& snap = round.snapshot;
   snap.now_ms = now;
+  snap.preemption_frees_at_once = false;  // a preempted job holds its nodes until it exits
   snap.tenants = Tenants();
   snap.nodes = Allocated(jobs);
   for (const JobRecord& r : jobs) {
@@ -102,6 +104,10 @@ ClusterView::Round ClusterView::ForRound(const std::vector<JobRecord>& jobs,
     }
     snap.jobs.push_back(Request(r, **spec));
     round.jobs.emplace(r.id, r);
+    const scheduler::LiveJobModel& model =
+        round.models.emplace(r.id, models_.Get(r, **spec)).first->second;
+    snap.jobs.back().model = &model;
+    snap.jobs.back().target = TargetStateOf(r, **spec, model);
   }
   return round;
 }
@@ -145,6 +151,7 @@ absl::StatusOr<std::vector<ClusterView::QueueEntry>> ClusterView::Queue(const st
     e.job = r;
     auto spec = specs_.Get(r);
     e.priority = spec.ok() ? (*spec)->priority : 0;
+    if (spec.ok()) e.estimate = models_.Get(r, **spec).NextTarget((*spec)->resources.learners);
     if (r.state == JobState::kPreempted) {
       e.waiting = {r.id, scheduler::WaitCode::kCheckpointing,
                    "preempted: checkpointing before it requeues"};

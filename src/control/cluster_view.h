@@ -15,6 +15,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "control/job_models.h"
 #include "control/spec_cache.h"
 #include "job/job.h"
 #include "scheduler/cluster.h"
@@ -25,7 +26,8 @@ namespace weft {
 
 class ClusterView {
  public:
-  ClusterView(Store& store, SpecCache& specs, std::vector<scheduler::Node> nodes);
+  ClusterView(Store& store, SpecCache& specs, JobModels& models,
+              std::vector<scheduler::Node> nodes);
 
   const std::vector<scheduler::Node>& nodes() const { return nodes_; }
 
@@ -36,10 +38,13 @@ class ClusterView {
   // resumed at once: they are writing their last checkpoint, and a new attempt beside them would
   // train from an older one). A preempted job still holds its nodes until its learners exit, but
   // is not the policy's to decide about.
+  // Each of the snapshot's jobs carries its target state and a pointer to its live model in
+  // `models` (valid while the Round lives).
   struct Round {
     scheduler::ClusterSnapshot snapshot;
     std::map<std::string, JobRecord> jobs;           // the snapshot's jobs, by id
     std::map<std::string, scheduler::Waiting> held;  // sitting this round out
+    std::map<std::string, scheduler::LiveJobModel> models;
   };
   Round ForRound(const std::vector<JobRecord>& jobs,
                  const std::map<std::string, TimeMs>& not_before,
@@ -67,6 +72,9 @@ class ClusterView {
     JobRecord job;
     int priority = 0;
     scheduler::Waiting waiting;
+    // Its next target and the estimated seconds of training to it at its requested learners
+    // (scheduler::LiveJobModel::NextTarget); target nullptr when it has no target left.
+    scheduler::LiveJobModel::Estimate estimate;
   };
   absl::StatusOr<std::vector<QueueEntry>> Queue(const std::string& tenant);
 
@@ -96,6 +104,7 @@ class ClusterView {
 
   Store& store_;
   SpecCache& specs_;
+  JobModels& models_;
   const std::vector<scheduler::Node> nodes_;
 
   mutable absl::Mutex mu_;

@@ -25,7 +25,8 @@ Controller::Controller(Store& store, Executor& executor, scheduler::Policy& poli
       options_(std::move(options)),
       layout_(options_.data_dir),
       credentials_(options_.learner_key),
-      view_(store, specs_, options_.nodes),
+      models_(store),
+      view_(store, specs_, models_, options_.nodes),
       coordinator_address_(options_.coordinator_address) {
   MetricsRegistry& m = MetricsRegistry::Global();
   m.DeclareCounter(kTransitionsMetric, "job state transitions by tenant and the state entered");
@@ -65,6 +66,7 @@ absl::Status Controller::TransitionLocked(JobRecord& record, JobState to,
   e.to = to;
   e.reason = reason;
   events_.Publish(std::move(e));
+  if (IsTerminal(to)) models_.Forget(record.id);
   record = std::move(next);
   return absl::OkStatus();
 }
@@ -279,6 +281,7 @@ absl::Status Controller::Delete(const std::string& id) {
   }
   specs_.Erase(id);
   view_.Forget(id);
+  models_.Forget(id);
   // Let the learners die before their files go, so none writes into a removed directory. Not
   // under the lock: other jobs' learners and the scheduling round carry on meanwhile.
   for (int i = 0; i < 100 && executor_.Running(id) > 0; ++i) {

@@ -274,6 +274,7 @@ class Controller : public LearnerEvents {
   const JobLayout layout_;
   const LearnerCredentials credentials_;
   SpecCache specs_;
+  JobModels models_;
   ClusterView view_;
 
   absl::Mutex mu_;

@@ -82,6 +82,7 @@ bool Controller::OnMetrics(const std::string& id, int rank, int64_t attempt,
   JobRecord r = *rec;
   attempts_.Of(id).last_seen_ms[rank] = clock_.NowMs();
   if (rank != 0) return true;  // the job's metrics and progress are rank 0's
+  if (auto spec = specs_.Get(r); spec.ok()) models_.Observe(r, **spec, points, progress);
   if (!points.empty()) {
     absl::Status s = store_.AppendMetrics(id, points);
     if (!s.ok()) spdlog::error("job {}: cannot store metrics: {}", id, s.message());
@@ -137,6 +138,7 @@ absl::Status Controller::OnCommitModel(const std::string& id, int64_t attempt,
   e.model = a;
   events_.Publish(std::move(e));
   ASSIGN_OR_RETURN(SpecCache::SpecPtr spec, specs_.Get(r));
+  if (model.kind == kDeliveredModel) models_.MarkDelivered(id);
   if (model.kind == kDeliveredModel && !r.deliver_met_ms) {
     r.deliver_met_ms = a.created_ms;
     RETURN_IF_ERROR(store_.UpdateJob(r));

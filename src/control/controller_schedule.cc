@@ -59,7 +59,7 @@ void Controller::ScheduleLocked(const std::vector<JobRecord>& jobs) {
   // that assumes otherwise is refused whole. Only elastic jobs are ever resized (the check holds
   // every placement to the job's range).
   absl::Status ok = scheduler::CheckDecisions(
-      round.snapshot, d, {/*preemption_frees_at_once=*/false, /*allow_resize=*/true});
+      round.snapshot, d, {round.snapshot.preemption_frees_at_once, /*allow_resize=*/true});
   if (!ok.ok()) {
     std::string refusal = absl::StrCat("policy ", policy_.Name(), " ", ok.message());
     if (refusal != last_refusal_) {
@@ -80,9 +80,14 @@ void Controller::ScheduleLocked(const std::vector<JobRecord>& jobs) {
   for (const scheduler::Waiting& w : d.waiting) waiting[w.job_id] = w;
   SetWaitingLocked(std::move(waiting), jobs);
   for (const std::string& id : d.preempted) {
-    PreemptLocked(round.jobs.at(id),
-                  "preempted by the scheduler for a higher-priority job or a tenant below its "
-                  "fair share; checkpointing before it goes back to the queue");
+    auto why = d.preempt_reasons.find(id);
+    PreemptLocked(
+        round.jobs.at(id),
+        why != d.preempt_reasons.end()
+            ? absl::StrCat(why->second, "; checkpointing before it goes back to the queue")
+            : absl::StrCat("preempted by the ", policy_.Name(),
+                           " policy for a higher-priority job or a tenant below its "
+                           "fair share; checkpointing before it goes back to the queue"));
   }
   for (const scheduler::Placement& p : d.placements) {
     const JobRecord& r = round.jobs.at(p.job_id);

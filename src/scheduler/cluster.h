@@ -87,6 +87,11 @@ struct ClusterSnapshot {
   // Whether to fill Decisions::waiting. weftd shows the reasons to people; weft-sim replaying
   // 80k jobs does not need them and turns them off.
   bool explain = true;
+  // Whether a preempted job's nodes are free for this round's placements. weft-sim stops it at
+  // once; weftd keeps its nodes held until its learners have checkpointed and exited, so a job
+  // that needs them is placed in a later round (and resizes are restarts there, scheduler/
+  // placement.h PlaceCounts).
+  bool preemption_frees_at_once = true;
 };
 
 // Give `job_id` the learner nodes `learner_nodes` (learner r on learner_nodes[r]): a start for a
@@ -132,6 +137,9 @@ struct Waiting {
 struct Decisions {
   std::vector<Placement> placements;
   std::vector<std::string> preempted;  // running jobs to stop and requeue (all learners)
+  // Why, for those of `preempted` a policy explains ("delivered: an undelivered job needs its
+  // room"); weftd words the others itself.
+  std::map<std::string, std::string> preempt_reasons;
   std::vector<Waiting> waiting;
 };
 

@@ -222,15 +222,35 @@ Decisions PlaceCounts(const ClusterSnapshot& snapshot, const std::vector<int>& c
   const auto& jobs = snapshot.jobs;
   Decisions d;
   FreeMap free(snapshot.nodes);
-  std::vector<size_t> changed = KeepUnchanged(jobs, count, &free);
+  std::vector<int> counts = count;
+  std::vector<bool> held(jobs.size(), false);  // preempted, its nodes held this round
+  if (!snapshot.preemption_frees_at_once) {
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      const int holds = static_cast<int>(jobs[i].allocation.size());
+      if (holds == 0 || counts[i] == holds) continue;
+      if (counts[i] > holds) {
+        counts[i] = holds;  // no growth here: it keeps what it has
+      } else {
+        held[i] = true;
+        free.Take(jobs[i]);
+        d.preempted.push_back(jobs[i].job_id);
+      }
+    }
+  }
+  std::vector<size_t> changed = KeepUnchanged(jobs, counts, &free);
   std::stable_sort(changed.begin(), changed.end(),
                    [&](size_t a, size_t b) { return count[a] > count[b]; });
   std::vector<bool> placed(jobs.size(), true);
   for (size_t i : changed) {
     const JobRequest& j = jobs[i];
+    if (held[i]) {
+      placed[i] = false;
+      continue;
+    }
     Placement p;
     p.job_id = j.job_id;
-    if (count[i] > 0 && free.PlacePacked(count[i], j.per_learner, j.allocation, &p.learner_nodes)) {
+    if (counts[i] > 0 &&
+        free.PlacePacked(counts[i], j.per_learner, j.allocation, &p.learner_nodes)) {
       d.placements.push_back(std::move(p));
       continue;
     }
@@ -239,9 +259,16 @@ Decisions PlaceCounts(const ClusterSnapshot& snapshot, const std::vector<int>& c
   }
   if (!snapshot.explain) return d;
   // Every job that waits after this round, also one that waited before and still gets nothing.
+  const bool preempting = std::find(held.begin(), held.end(), true) != held.end();
   for (size_t i = 0; i < jobs.size(); ++i) {
-    if (!placed[i] || (jobs[i].Waiting() && count[i] == 0))
-      d.waiting.push_back(why(i, count[i] == 0));
+    if (!placed[i] || (jobs[i].Waiting() && counts[i] == 0)) {
+      if (preempting && jobs[i].Waiting() && counts[i] > 0) {
+        d.waiting.push_back({jobs[i].job_id, WaitCode::kPreempting,
+                             "waiting: running jobs are checkpointing to make room for it"});
+      } else {
+        d.waiting.push_back(why(i, counts[i] == 0));
+      }
+    }
   }
   return d;
 }

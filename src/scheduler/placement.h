@@ -84,9 +84,13 @@ std::vector<size_t> KeepUnchanged(const std::vector<JobRequest>& jobs,
 
 // The last step of the policies that decide learner counts first (goodput, targets): jobs whose
 // count is unchanged keep their nodes; the others are packed, largest first, preferring the nodes
-// they hold; a running job that gets none (or does not fit) is preempted. With snapshot.explain,
-// every job left waiting (in snapshot order) gets `why(i, outranked)`: outranked when its count
-// is 0, otherwise it got learners that no node set has room for.
+// they hold; a running job that gets none (or does not fit) is preempted. Without
+// snapshot.preemption_frees_at_once (weftd), a preempted job's nodes stay taken this round, a
+// running job is never grown, and one that would shrink is preempted instead (it restarts at the
+// size a later round gives it). With snapshot.explain, every job left waiting (in snapshot order)
+// gets `why(i, outranked)`: outranked when its count is 0, otherwise it got learners that no node
+// set has room for — or, when it could not be placed because this round's preempted jobs still
+// hold their nodes, the kPreempting reason.
 Decisions PlaceCounts(const ClusterSnapshot& snapshot, const std::vector<int>& count,
                       const std::function<Waiting(size_t job, bool outranked)>& why);
 

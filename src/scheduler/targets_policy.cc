@@ -121,6 +121,12 @@ Decisions TargetsPolicy::Schedule(const ClusterSnapshot& snapshot) {
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
     if (rank[a].cls != rank[b].cls) return rank[a].cls < rank[b].cls;
+    // Inside the classes ordered by service, a running job keeps its place ahead of waiting
+    // peers: least attained service alone would swap two jobs back and forth round after round,
+    // each swap a checkpoint and a restart.
+    if (rank[a].cls != kBeforeDeliver && jobs[a].Waiting() != jobs[b].Waiting()) {
+      return !jobs[a].Waiting();
+    }
     if (rank[a].key != rank[b].key) return rank[a].key < rank[b].key;
     return jobs[a].submitted_ms < jobs[b].submitted_ms;
   });
@@ -169,9 +175,24 @@ Decisions TargetsPolicy::Schedule(const ClusterSnapshot& snapshot) {
     closer[i] = admitted_before;
     if (count[i] > 0) ++admitted_before;
   }
-  return PlaceCounts(snapshot, count, [&](size_t i, bool outranked) {
+  Decisions d = PlaceCounts(snapshot, count, [&](size_t i, bool outranked) {
     return Why(jobs[i], rank[i], outranked, admitted.over_quota[i] && count[i] == 0, closer[i]);
   });
+  if (snapshot.explain) {
+    std::map<std::string, size_t> index;
+    for (size_t i = 0; i < n; ++i) index.emplace(jobs[i].job_id, i);
+    for (const std::string& id : d.preempted) {
+      const size_t i = index.at(id);
+      d.preempt_reasons[id] =
+          rank[i].cls == kDelivered
+              ? "preempted: delivered, and a job before its deliver target needs its room"
+          : rank[i].cls == kBeforeDeliver
+              ? "preempted: jobs estimated closer to their deliver target need its room"
+              : "preempted: jobs before their deliver target, or a tenant below its fair "
+                "share, need its room";
+    }
+  }
+  return d;
 }
 
 }  // namespace weft::scheduler

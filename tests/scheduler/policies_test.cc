@@ -1,8 +1,11 @@
 // Tiresias, Optimus, weft's goodput and targets policies on small hand-built snapshots, and the
 // placement helpers they share.
+#include <algorithm>
 #include <map>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "scheduler/decision_check.h"
 #include "scheduler/goodput_policy.h"
 #include "scheduler/job_model.h"
 #include "scheduler/optimus_policy.h"
@@ -304,12 +307,50 @@ TEST(TargetsPolicyTest, ADeliveredJobIsPreemptedForAnUndeliveredOne) {
   Apply(s, d);
   EXPECT_EQ(s.jobs[1].allocation.size(), 1u);
   EXPECT_EQ(s.jobs[2].allocation.size(), 1u);
-  // Once they are delivered too, the first delivered job is back, by least attained service.
+  // Once they are delivered too they keep their learners: a running delivered job is not
+  // preempted for a delivered peer with less attained service (each swap would be a restart).
   s.jobs[1].target = s.jobs[2].target = TargetState::kDelivered;
   s.jobs[1].attained_service = s.jobs[2].attained_service = 100;
+  Decisions again = policy.Schedule(s);
+  EXPECT_TRUE(again.preempted.empty());
+  Apply(s, again);
+  EXPECT_TRUE(s.jobs[0].Waiting());
+  // When one of them ends, the first delivered job is back.
+  s.jobs.erase(s.jobs.begin() + 1);
+  Hold(s);
   Apply(s, policy.Schedule(s));
   EXPECT_EQ(s.jobs[0].allocation.size(), 1u);
   for (auto [node, n] : Used(s)) EXPECT_LE(n, 2) << node;
+}
+
+// weftd's rounds: a preempted job holds its nodes until its learners have checkpointed and
+// exited, so the job it made room for waits (kPreempting) and starts in a later round; a shrink is
+// a preemption there, and nothing grows.
+TEST(TargetsPolicyTest, InWeftdAPreemptedJobsNodesAreFreeOnlyOnceItHasGone) {
+  ClusterSnapshot s = Cluster(1, 1);
+  s.preemption_frees_at_once = false;
+  TargetModel done(0), a(50);
+  s.jobs = {Targeted("delivered", TargetState::kDelivered, &done, {"n0"}),
+            Targeted("a", TargetState::kBeforeDeliver, &a)};
+  Hold(s);
+  TargetsPolicy policy;
+  Decisions d = policy.Schedule(s);
+  EXPECT_EQ(d.preempted, std::vector<std::string>{"delivered"});
+  EXPECT_TRUE(d.placements.empty());
+  EXPECT_TRUE(CheckDecisions(s, d, {/*preemption_frees_at_once=*/false, true}).ok());
+  ASSERT_EQ(d.preempt_reasons.count("delivered"), 1u);
+  EXPECT_THAT(d.preempt_reasons.at("delivered"), ::testing::HasSubstr("delivered"));
+  const auto wait = std::find_if(d.waiting.begin(), d.waiting.end(),
+                                 [](const Waiting& w) { return w.job_id == "a"; });
+  ASSERT_NE(wait, d.waiting.end());
+  EXPECT_EQ(wait->code, WaitCode::kPreempting);
+  // weftd takes the preempted job out of the round while it checkpoints; once it has exited its
+  // node is free and the waiting job starts.
+  s.jobs.erase(s.jobs.begin());
+  Hold(s);
+  d = policy.Schedule(s);
+  ASSERT_EQ(d.placements.size(), 1u);
+  EXPECT_EQ(d.placements[0].job_id, "a");
 }
 
 TEST(TargetsPolicyTest, TargetsOrderJobsInsideEachTenantsFairShareAndQuota) {
