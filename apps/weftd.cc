@@ -125,6 +125,9 @@ struct Flags {
   int port = 0;
 };
 
+void AddLimitFlags(CLI::App& app, Flags& f);
+void AddTlsFlags(CLI::App& app, Flags& f);
+
 void AddFlags(CLI::App& app, Flags& f) {
   app.add_option("--data-dir", f.data_dir, "directory for the store, jobs, logs and models")
       ->capture_default_str();
@@ -169,6 +172,11 @@ void AddFlags(CLI::App& app, Flags& f) {
                  "disk")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 50));
+  AddLimitFlags(app, f);
+}
+
+// The flags that bound what tenants may take: uploads, disk, memory, and how commands run.
+void AddLimitFlags(CLI::App& app, Flags& f) {
   app.add_option("--max-artifact-mb", f.max_artifact_mb,
                  "largest file a tenant may upload (POST /v1/artifacts), MiB; larger ones get 413")
       ->capture_default_str()
@@ -197,6 +205,11 @@ void AddFlags(CLI::App& app, Flags& f) {
                "run a command job's program without the sandbox (bubblewrap) where it cannot be "
                "set up, instead of failing the job: the program then sees what this weftd's user "
                "sees");
+  AddTlsFlags(app, f);
+}
+
+// TLS for the REST API and the coordinator, and leaving loopback.
+void AddTlsFlags(CLI::App& app, Flags& f) {
   app.add_option("--tls-cert", f.tls_cert,
                  "PEM certificate chain: the REST API speaks HTTPS and the coordinator TLS with it "
                  "(its names must match the hosts clients and learners dial)");
@@ -207,6 +220,23 @@ void AddFlags(CLI::App& app, Flags& f) {
   app.add_flag("--insecure", f.insecure,
                "allow --listen and --coordinator-listen off loopback, in plain text (tokens and "
                "learner credentials cross the network unencrypted)");
+}
+
+// The policy `name` names (checked by the flag), with a warning when it does not enforce the
+// quotas some tenant of `store` has.
+absl::StatusOr<std::unique_ptr<weft::scheduler::Policy>> SchedulingPolicy(const std::string& name,
+                                                                          weft::Store& store) {
+  auto policy = weft::scheduler::MakePolicy(name);
+  if (!policy.ok() || name == "fairshare" || name == "targets") return policy;
+  auto tenants = store.ListTenants();
+  if (tenants.ok() && std::any_of(tenants->begin(), tenants->end(),
+                                  [](const weft::TenantRecord& t) { return t.has_quota; })) {
+    spdlog::warn(
+        "policy {} does not enforce tenants' quotas; tenants with a quota may run over "
+        "it (fairshare and targets enforce them)",
+        name);
+  }
+  return policy;
 }
 
 // The host of "host:port" ("" if there is no colon).
@@ -415,6 +445,18 @@ void HandleSignals() {
   signal(SIGPIPE, SIG_IGN);
 }
 
+// The line that says weftd is up, and where and how.
+void LogListening(const Flags& flags, const std::string& data_dir,
+                  const std::vector<weft::scheduler::Node>& nodes, const std::string& coordinator) {
+  double cpus = 0;
+  for (const auto& n : nodes) cpus += n.capacity.cpus;
+  spdlog::info(
+      "listening on {}://{}:{} (data dir {}, {} node(s), {} cpus, policy {}, learners report to "
+      "{}{})",
+      flags.tls_cert.empty() ? "http" : "https", flags.host, flags.port, data_dir, nodes.size(),
+      cpus, flags.policy, coordinator, flags.tls_cert.empty() ? "" : " over TLS");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -453,18 +495,8 @@ int main(int argc, char** argv) {
   auto cgroups = MemoryLimits(flags.memory_limits, *data_dir);
   if (!cgroups.ok()) return Fail(cgroups.status());
   weft::LocalExecutor executor(flags.learner, weft::SystemClock::Get(), *std::move(cgroups));
-  auto policy = weft::scheduler::MakePolicy(flags.policy);
+  auto policy = SchedulingPolicy(flags.policy, **store);
   if (!policy.ok()) return Fail(policy.status());
-  if (flags.policy != "fairshare" && flags.policy != "targets") {
-    auto tenants = (*store)->ListTenants();
-    if (tenants.ok() && std::any_of(tenants->begin(), tenants->end(),
-                                    [](const weft::TenantRecord& t) { return t.has_quota; })) {
-      spdlog::warn(
-          "policy {} does not enforce tenants' quotas; tenants with a quota may run over "
-          "it (fairshare and targets enforce them)",
-          flags.policy);
-    }
-  }
   weft::ControllerOptions options;
   options.data_dir = *data_dir;
   options.learner_key = *learner_key;
@@ -495,13 +527,7 @@ int main(int argc, char** argv) {
   webhooks.Start();
 
   HandleSignals();
-  double cpus = 0;
-  for (const auto& n : nodes) cpus += n.capacity.cpus;
-  spdlog::info(
-      "listening on {}://{}:{} (data dir {}, {} node(s), {} cpus, policy {}, learners report to "
-      "{}{})",
-      flags.tls_cert.empty() ? "http" : "https", flags.host, flags.port, *data_dir, nodes.size(),
-      cpus, flags.policy, (*grpc_server)->address(), flags.tls_cert.empty() ? "" : " over TLS");
+  LogListening(flags, *data_dir, nodes, (*grpc_server)->address());
   while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(200));
   spdlog::info("shutting down");
   rest.Stop();

@@ -109,6 +109,30 @@ Waiting Why(const JobRequest& j, Rank rank, bool outranked, bool over_quota, int
           "waiting: delivered; jobs that have not reached their deliver target come first"};
 }
 
+// Why each job of d->preempted is preempted, by its class.
+void ExplainPreemptions(const std::vector<JobRequest>& jobs, const std::vector<Rank>& rank,
+                        Decisions* d) {
+  std::map<std::string, size_t> index;
+  for (size_t i = 0; i < jobs.size(); ++i) index.emplace(jobs[i].job_id, i);
+  for (const std::string& id : d->preempted) {
+    switch (rank[index.at(id)].cls) {
+      case kDelivered:
+        d->preempt_reasons[id] =
+            "preempted: delivered, and a job before its deliver target needs its room";
+        break;
+      case kBeforeDeliver:
+        d->preempt_reasons[id] =
+            "preempted: jobs estimated closer to their deliver target need its room";
+        break;
+      case kNoTargets:
+        d->preempt_reasons[id] =
+            "preempted: jobs before their deliver target, or a tenant below its fair share, "
+            "need its room";
+        break;
+    }
+  }
+}
+
 }  // namespace
 
 Decisions TargetsPolicy::Schedule(const ClusterSnapshot& snapshot) {
@@ -178,20 +202,7 @@ Decisions TargetsPolicy::Schedule(const ClusterSnapshot& snapshot) {
   Decisions d = PlaceCounts(snapshot, count, [&](size_t i, bool outranked) {
     return Why(jobs[i], rank[i], outranked, admitted.over_quota[i] && count[i] == 0, closer[i]);
   });
-  if (snapshot.explain) {
-    std::map<std::string, size_t> index;
-    for (size_t i = 0; i < n; ++i) index.emplace(jobs[i].job_id, i);
-    for (const std::string& id : d.preempted) {
-      const size_t i = index.at(id);
-      d.preempt_reasons[id] =
-          rank[i].cls == kDelivered
-              ? "preempted: delivered, and a job before its deliver target needs its room"
-          : rank[i].cls == kBeforeDeliver
-              ? "preempted: jobs estimated closer to their deliver target need its room"
-              : "preempted: jobs before their deliver target, or a tenant below its fair "
-                "share, need its room";
-    }
-  }
+  if (snapshot.explain) ExplainPreemptions(jobs, rank, &d);
   return d;
 }
 

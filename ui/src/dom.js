@@ -65,6 +65,13 @@ export function ago(time) {
   return (s / 86400).toFixed(1) + " d ago";
 }
 
+// `s` seconds for people: "42 s", "3.1 min", "1.2 h".
+export function duration(s) {
+  if (s < 60) return Math.round(s) + " s";
+  if (s < 3600) return (s / 60).toFixed(1) + " min";
+  return (s / 3600).toFixed(1) + " h";
+}
+
 // Calls fn at most once per `ms`, the last call winning (for refetching on bursts of events).
 export function throttle(fn, ms) {
   let timer = null;

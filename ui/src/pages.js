@@ -2,7 +2,7 @@
 // follows GET /v1/events (one stream per page) to stay current: progress events update a row
 // in place; a state change, a waiting reason or a deletion refetches what it changes.
 import { api, subscribe } from "./api.js";
-import { ago, bar, el, fill, percent, stateBadge, throttle } from "./dom.js";
+import { ago, bar, duration, el, fill, percent, stateBadge, throttle } from "./dom.js";
 
 const ACTIVE = ["QUEUED", "PLACED", "STARTING", "RUNNING", "DELIVERED", "RESUMING", "PREEMPTED"];
 const STATES = ACTIVE.concat(["COMPLETED", "FAILED", "HALTED"]);
@@ -219,7 +219,17 @@ function livePage(main, ctx, title, path, render) {
   };
 }
 
-// The queue page: waiting jobs in the order the scheduler considers them, each with its reason.
+// A queue entry's next target: "deliver in ~42 s", "deliver: unknown yet", "complete: beyond
+// epochs", or "–" when it has none left (GET /v1/queue's next_target).
+function nextTarget(next) {
+  if (!next) return "–";
+  if (next.beyond_budget) return next.target + ": beyond epochs";
+  if (next.eta_s === null) return next.target + ": unknown yet";
+  return next.target + " in ~" + duration(next.eta_s);
+}
+
+// The queue page: waiting jobs in the order the scheduler considers them, each with its reason
+// and the estimated training time to its next target.
 export function queuePage(main, ctx) {
   return livePage(main, ctx, "Queue", "/v1/queue", (q) => [
     el(
@@ -246,9 +256,17 @@ export function queuePage(main, ctx) {
             el(
               "tr",
               {},
-              ["#", "Job", "Name", "Tenant", "State", "Priority", "Waiting since", "Why"].map((h) =>
-                el("th", {}, h),
-              ),
+              [
+                "#",
+                "Job",
+                "Name",
+                "Tenant",
+                "State",
+                "Priority",
+                "Waiting since",
+                "Next target",
+                "Why",
+              ].map((h) => el("th", {}, h)),
             ),
           ),
           el(
@@ -265,6 +283,7 @@ export function queuePage(main, ctx) {
                 el("td", {}, stateBadge(e.state)),
                 el("td", {}, String(e.priority)),
                 el("td", { title: e.submitted }, ago(e.submitted)),
+                el("td", { class: "next-target" }, nextTarget(e.next_target)),
                 el("td", {}, el("code", {}, e.code), " ", e.reason),
               ),
             ),
