@@ -151,7 +151,15 @@ Decisions TargetsPolicy::Schedule(const ClusterSnapshot& snapshot) {
     if (rank[a].cls != kBeforeDeliver && jobs[a].Waiting() != jobs[b].Waiting()) {
       return !jobs[a].Waiting();
     }
-    if (rank[a].key != rank[b].key) return rank[a].key < rank[b].key;
+    // Before delivery, a running job ranks as if (1 + keep_bonus) times closer to its target
+    // than estimated: estimates from a noisy curve move, and a waiting job must be clearly
+    // closer to be worth a checkpoint and a restart of the running one.
+    auto key = [&](size_t i) {
+      return rank[i].cls == kBeforeDeliver && !jobs[i].Waiting()
+                 ? rank[i].key / (1.0 + options_.keep_bonus)
+                 : rank[i].key;
+    };
+    if (key(a) != key(b)) return key(a) < key(b);
     return jobs[a].submitted_ms < jobs[b].submitted_ms;
   });
   Resources left = TotalCapacity(snapshot.nodes);

@@ -12,7 +12,9 @@ namespace weft::scheduler {
 //     goodput of min_learners; no model counts as infinitely far); jobs without targets by least
 //     attained service (Tiresias); delivered jobs, by least attained service, last. In the last
 //     two classes running jobs come before waiting ones: a job is preempted for a job of a higher
-//     class (or by fair share), never for a peer with less service;
+//     class (or by fair share), never for a peer with less service. Before delivery a running
+//     job ranks as if (1 + keep_bonus) times closer than estimated, so a waiting job preempts it
+//     only when clearly closer (live estimates are noisy, and a swap costs a restart);
 //  2. admission gives each job its min_learners in that order, first while its tenant stays within
 //     its weighted fair share (dominant share, shares.h) and then, in the same order, out of the
 //     capacity no tenant is entitled to; never over a tenant's quota. So target-awareness orders

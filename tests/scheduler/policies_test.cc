@@ -323,6 +323,26 @@ TEST(TargetsPolicyTest, ADeliveredJobIsPreemptedForAnUndeliveredOne) {
   for (auto [node, n] : Used(s)) EXPECT_LE(n, 2) << node;
 }
 
+// A job before its target is preempted for a waiting one only when that one is estimated clearly
+// closer (by more than 1 + keep_bonus = 3 times): estimates from noisy curves move, and each swap
+// is a checkpoint and a restart.
+TEST(TargetsPolicyTest, ARunningJobBeforeItsTargetYieldsOnlyToAClearlyCloserOne) {
+  ClusterSnapshot s = Cluster(1, 1);
+  TargetModel running(100), somewhat(50), much(20);
+  s.jobs = {Targeted("running", TargetState::kBeforeDeliver, &running, {"n0"}),
+            Targeted("somewhat", TargetState::kBeforeDeliver, &somewhat)};
+  Hold(s);
+  TargetsPolicy policy;
+  Decisions d = policy.Schedule(s);
+  EXPECT_TRUE(d.preempted.empty());
+  ASSERT_NE(WaitingOf(d, "somewhat"), nullptr);
+  s.jobs[1] = Targeted("much", TargetState::kBeforeDeliver, &much);
+  d = policy.Schedule(s);
+  EXPECT_EQ(d.preempted, std::vector<std::string>{"running"});
+  ASSERT_EQ(d.placements.size(), 1u);
+  EXPECT_EQ(d.placements[0].job_id, "much");
+}
+
 // weftd's rounds: a preempted job holds its nodes until its learners have checkpointed and
 // exited, so the job it made room for waits (kPreempting) and starts in a later round; a shrink is
 // a preemption there, and nothing grows.
