@@ -6,7 +6,8 @@
 //   ARCH: cnn or mlp (hidden 256, 128) as weft-learner builds them (TorchScript), or cnn-module
 //   or mlp-module: the same layers, initialisation and oneDNN dense path written as a plain
 //   nn::Module, as the learner defined them before the built-ins were TorchScript
-//   (bench/torchscript_compare.sh compares the two).
+//   (bench/torchscript_compare.sh compares the two). The built-ins' kernels as weft-learner
+//   picks them: WEFT_LEARNER_KERNELS=onednn|blas forces one, else each layer is timed.
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
 
@@ -19,6 +20,7 @@
 
 #include "job/job_spec.h"
 #include "train/allocator.h"
+#include "train/blas.h"
 #include "train/dataset.h"
 #include "train/models.h"
 
@@ -82,6 +84,7 @@ int main(int argc, char** argv) {
   std::fprintf(stderr, "%s\n", weft::train::TuneAllocatorForTraining().c_str());
   torch::manual_seed(0);
   torch::set_num_threads(threads);
+  std::fprintf(stderr, "%s\n", weft::train::ConfigureBlas(threads).c_str());
   auto train = weft::train::LoadDataset(dir, "train", steps * batch);
   if (!train.ok()) {
     std::fprintf(stderr, "%s\n", std::string(train.status().message()).c_str());
@@ -97,7 +100,16 @@ int main(int argc, char** argv) {
     weft::ModelSpec spec;
     spec.architecture = arch;
     if (arch == "mlp") spec.hidden_units = {256, 128};
-    auto model = weft::train::BuildModel(spec);
+    // The kernels as weft-learner picks them: forced by WEFT_LEARNER_KERNELS, else timed per layer.
+    std::optional<weft::train::Kernel> forced = weft::train::KernelFromEnvironment();
+    std::vector<std::string> log;
+    weft::train::LayerKernels kernels =
+        forced ? weft::train::LayerKernels(*forced)
+               : weft::train::ChooseKernels(spec, weft::train::kImageShape,
+                                            weft::train::kImageClasses, batch, &log);
+    for (const std::string& line : log) std::fprintf(stderr, "kernel of %s\n", line.c_str());
+    auto model = weft::train::BuildModel(spec, "", weft::train::kImageShape,
+                                         weft::train::kImageClasses, kernels);
     if (!model.ok()) {
       std::fprintf(stderr, "%s\n", std::string(model.status().message()).c_str());
       return 1;

@@ -2,10 +2,13 @@
 # weft's synchronous data parallelism against PyTorch's own, in the same run: the 2-conv CNN on
 # all of Fashion-MNIST for one epoch, batch 64 per worker, Adam, 2 workers × 1 intra-op thread:
 #   - weft: a `learners: 2` job under weftd (c10d ProcessGroupGloo allreduce, TCPStore rendezvous),
-#     twice: with weft's dense layers on oneDNN (the default) and with WEFT_LEARNER_DENSE=blas,
-#     the same kernels as PyTorch's nn.Linear (a GEMM in the system BLAS)
-#   - torchrun + DDP: ../shared/reference/torchrun_fmnist_ddp.py under Debian's torchrun
-#   - one bare libtorch thread (bench_bare_loop), with each of the two dense kernels: the
+#     twice: with each layer on the kernel its learner timed fastest (the default) and with
+#     WEFT_LEARNER_KERNELS=blas, every layer a GEMM in the BLAS the learner loads (OpenBLAS)
+#   - torchrun + DDP: ../shared/reference/torchrun_fmnist_ddp.py under Debian's torchrun, twice:
+#     with Debian's stock BLAS (netlib's reference BLAS behind nn.Linear) and with Debian's
+#     OpenBLAS put on LD_LIBRARY_PATH for that command only (bench/lib.sh openblas_libdir) — the
+#     anchor a PyTorch user who noticed would pick
+#   - one bare libtorch thread (bench_bare_loop), with each of the two kernel settings: the
 #     baselines the data-parallel figures are scaled against
 # alternating, REPEATS times each; prints the median samples/s of each and the ratios
 # (goal: weft >= torchrun). weft's figure is wall-clock throughput between its first and last
@@ -22,6 +25,8 @@ command -v torchrun >/dev/null || { echo "torchrun not found (apt-get install py
 WORK=$(mktemp -d)
 WEFTD_PID=
 trap 'stop_weftd; rm -rf "$WORK"' EXIT
+OPENBLAS=$(openblas_libdir)
+echo "PyTorch's BLAS: stock $(torch_blas); anchor $(torch_blas "$OPENBLAS")"
 
 cat >"$WORK/job.yaml" <<YAML
 name: ddp-compare
@@ -31,14 +36,15 @@ training: {epochs: 1, batch_size: $BATCH, optimizer: adam, learning_rate: 0.001,
 resources: {learners: $WORKERS, cpus: 1, memory_mb: 2048}
 YAML
 
-# bare DENSE -> samples/s of one bare libtorch thread with that dense kernel
+# bare KERNELS -> samples/s of one bare libtorch thread with WEFT_LEARNER_KERNELS=KERNELS
 bare() {
-  WEFT_LEARNER_DENSE=$1 "$BIN/bench_bare_loop" cnn 1 "$BATCH" 200 2>/dev/null |
+  WEFT_LEARNER_KERNELS=$1 "$BIN/bench_bare_loop" cnn 1 "$BATCH" 200 2>/dev/null |
     python3 -c 'import json,sys; print(json.load(sys.stdin)["samples_per_s"])'
 }
-# weft DENSE RUN -> samples/s of the 2-learner job under a weftd whose learners use that kernel
+# weft KERNELS RUN -> samples/s of the 2-learner job under a weftd whose learners get
+# WEFT_LEARNER_KERNELS=KERNELS
 weft() {
-  WEFT_LEARNER_DENSE=$1 start_weftd "$WORK/data-$2-$1"
+  WEFT_LEARNER_KERNELS=$1 start_weftd "$WORK/data-$2-$1"
   local id
   id=$(submit_and_wait "$WORK/job.yaml")
   curl -fsS -H "Authorization: Bearer $WEFT_TOKEN" "http://$WEFT_SERVER/v1/jobs/$id/metrics" | python3 -c '
@@ -49,45 +55,59 @@ print(round((b["step"] - a["step"]) * '"$BATCH * $WORKERS"' / ((b["wall_time_ms"
   stop_weftd
 }
 
-bare=(); bare_blas=(); weft=(); weft_blas=(); torch=()
-for r in $(seq 1 "$REPEATS"); do
-  b=$(bare onednn); bare+=("$b")
-  bb=$(bare blas); bare_blas+=("$bb")
-  w=$(weft onednn "$r"); weft+=("$w")
-  wb=$(weft blas "$r"); weft_blas+=("$wb")
-
+# torchrun_ddp LD_LIBRARY_PATH -> samples/s of the reference DDP script's epoch (2 workers x 1
+# thread), with that library path for torchrun and its workers only
+torchrun_ddp() {
   rm -rf "$WORK/ckpt" "$WORK/torchrun-logs"; mkdir -p "$WORK/ckpt"
-  THREADS=1 OMP_NUM_THREADS=1 torchrun --standalone --nproc_per_node=$WORKERS --redirects 1 --tee 1 \
-      --log_dir "$WORK/torchrun-logs" "$REF" 1 "$WORK/ckpt" 1000000 >"$WORK/torchrun.out" 2>&1 ||
+  LD_LIBRARY_PATH="$1" THREADS=1 OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 torchrun --standalone \
+      --nproc_per_node=$WORKERS --redirects 1 --tee 1 --log_dir "$WORK/torchrun-logs" \
+      "$REF" 1 "$WORK/ckpt" 1000000 >"$WORK/torchrun.out" 2>&1 ||
       { echo "torchrun failed:" >&2; tail -20 "$WORK/torchrun.out" >&2; exit 1; }
-  t=$(python3 -c '
+  python3 -c '
 import json, re, sys
 for line in open(sys.argv[1]):
     m = re.search(r"(\{.*\})", line)
     if m and "\"epoch\"" in m.group(1) and "samples_per_s" in m.group(1):
-        print(json.loads(m.group(1))["samples_per_s"]); break' "$WORK/torchrun.out")
-  torch+=("$t")
-  echo "run $r (samples/s): bare 1 thread $b (oneDNN dense) / $bb (BLAS dense);" \
-       "weft 2 learners $w (oneDNN dense) / $wb (BLAS dense); torchrun+DDP 2 workers $t"
+        print(json.loads(m.group(1))["samples_per_s"]); break' "$WORK/torchrun.out"
+}
+
+bare=(); bare_blas=(); weft=(); weft_blas=(); torch=(); torch_ob=()
+for r in $(seq 1 "$REPEATS"); do
+  b=$(bare auto); bare+=("$b")
+  bb=$(bare blas); bare_blas+=("$bb")
+  w=$(weft auto "$r"); weft+=("$w")
+  wb=$(weft blas "$r"); weft_blas+=("$wb")
+
+  t=$(torchrun_ddp ""); torch+=("$t")
+  to=$(torchrun_ddp "$OPENBLAS"); torch_ob+=("$to")
+  echo "run $r (samples/s): bare 1 thread $b (kernels per layer) / $bb (all BLAS);" \
+       "weft 2 learners $w (kernels per layer) / $wb (all BLAS);" \
+       "torchrun+DDP 2 workers $t (stock BLAS) / $to (OpenBLAS)"
 done
-python3 - "${bare[*]}" "${bare_blas[*]}" "${weft[*]}" "${weft_blas[*]}" "${torch[*]}" <<'PY'
+python3 - "${bare[*]}" "${bare_blas[*]}" "${weft[*]}" "${weft_blas[*]}" "${torch[*]}" \
+  "${torch_ob[*]}" <<'PY'
 import json, statistics, sys
-bare, bare_blas, weft, weft_blas, torch = ([float(x) for x in a.split()] for a in sys.argv[1:6])
+bare, bare_blas, weft, weft_blas, torch, torch_ob = ([float(x) for x in a.split()] for a in sys.argv[1:7])
 med = statistics.median
-mb, mbb, mw, mwb, mt = med(bare), med(bare_blas), med(weft), med(weft_blas), med(torch)
+mb, mbb, mw, mwb, mt, mto = (med(x) for x in (bare, bare_blas, weft, weft_blas, torch, torch_ob))
 # The machine's speed drifts over minutes; each repeat ran everything back to back, so the
 # median of the per-repeat ratios is the steadier comparison.
 pair = med(w / t for w, t in zip(weft, torch))
 pair_blas = med(w / t for w, t in zip(weft_blas, torch))
-print(f"median samples/s: bare libtorch 1 thread {mb:.0f} (oneDNN dense) / {mbb:.0f} (BLAS dense); "
-      f"weft 2 learners x 1 thread {mw:.0f} ({mw/mb:.2f}x its bare thread), with BLAS dense "
-      f"{mwb:.0f} ({mwb/mbb:.2f}x); torchrun+DDP 2 x 1 thread {mt:.0f} ({mt/mbb:.2f}x the BLAS "
-      f"bare thread)")
-print(f"weft / torchrun: {pair:.3f} (median of per-repeat ratios; goal >= 1); with the same BLAS "
-      f"dense kernels as torchrun: {pair_blas:.3f}")
+pair_ob = med(w / t for w, t in zip(weft, torch_ob))
+print(f"median samples/s: bare libtorch 1 thread {mb:.0f} (kernels per layer) / {mbb:.0f} (all BLAS); "
+      f"weft 2 learners x 1 thread {mw:.0f} ({mw/mb:.2f}x its bare thread), all BLAS "
+      f"{mwb:.0f} ({mwb/mbb:.2f}x); torchrun+DDP 2 x 1 thread {mt:.0f} with the stock BLAS, "
+      f"{mto:.0f} with OpenBLAS")
+print(f"weft / torchrun, stock BLAS: {pair:.3f}; weft all BLAS / torchrun stock: "
+      f"{pair_blas:.3f} (medians of per-repeat ratios; goal >= 1)")
+print(f"weft / torchrun, OpenBLAS: {pair_ob:.3f} (issue 19's goal >= 1.25)")
 print(json.dumps({"bench": "ddp_compare", "weft_samples_per_s": round(mw, 1),
                   "weft_blas_dense_samples_per_s": round(mwb, 1),
-                  "torchrun_samples_per_s": round(mt, 1), "bare_1_thread_samples_per_s": round(mb, 1),
+                  "torchrun_samples_per_s": round(mt, 1),
+                  "torchrun_openblas_samples_per_s": round(mto, 1),
+                  "bare_1_thread_samples_per_s": round(mb, 1),
                   "bare_1_thread_blas_dense_samples_per_s": round(mbb, 1),
-                  "median_pair_ratio": round(pair, 4), "median_pair_ratio_blas_dense": round(pair_blas, 4)}))
+                  "median_pair_ratio": round(pair, 4), "median_pair_ratio_blas_dense": round(pair_blas, 4),
+                  "median_pair_ratio_openblas": round(pair_ob, 4)}))
 PY

@@ -34,3 +34,34 @@ submit_and_wait() {
   "$BIN/weft" follow "$id" >/dev/null || true
   echo "$id"
 }
+
+# openblas_libdir -> prints a directory holding Debian's OpenBLAS (libopenblas0-pthread) as
+# libblas.so.3, the BLAS a PyTorch user would switch to, for LD_LIBRARY_PATH of one command only:
+# the copy scripts/install-deps.sh unpacked for weft-learner, else one downloaded (apt-get
+# download) and unpacked under build/openblas. Never installed: that would make it the system's
+# libblas.so.3 for everything.
+openblas_libdir() {
+  local root arch dir
+  arch=$(gcc -dumpmachine 2>/dev/null || echo x86_64-linux-gnu)
+  dir="/usr/local/lib/weft/openblas/usr/lib/$arch/openblas-pthread"
+  [ -f "$dir/libblas.so.3" ] && { echo "$dir"; return 0; }
+  root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/build/openblas"
+  dir="$root/usr/lib/$arch/openblas-pthread"
+  if [ ! -f "$dir/libblas.so.3" ]; then
+    mkdir -p "$root"
+    (cd "$root" && apt-get download libopenblas0-pthread >/dev/null 2>&1 &&
+      dpkg -x libopenblas0-pthread_*.deb .) ||
+      { echo "cannot fetch libopenblas0-pthread (apt-get download)" >&2; return 1; }
+  fi
+  echo "$dir"
+}
+
+# torch_blas [LD_LIBRARY_PATH] -> the BLAS library Debian's PyTorch loads for a matrix product
+# under that library path (to show the OpenBLAS anchor really ran on OpenBLAS).
+torch_blas() {
+  LD_LIBRARY_PATH="${1:-}" /usr/bin/python3 -c '
+import torch
+torch.mm(torch.ones(64, 64), torch.ones(64, 64))
+libs = {l.split()[-1] for l in open("/proc/self/maps") if "blas" in l.split()[-1]}
+print(" ".join(sorted(libs)) or "none")'
+}

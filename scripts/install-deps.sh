@@ -26,6 +26,8 @@ PACKAGES=(
   openssl
   # dashboard_test drives the web dashboard in a real headless browser
   chromium
+  # OpenBLAS's own dependency (OpenBLAS itself is unpacked, below)
+  libgfortran5
 )
 # The dashboard's chart library (bundled into weftd at build time), dashboard_test's browser
 # driver and scripts/lint-openapi.sh's Redocly CLI come from npm: Node.js and npm (Debian's,
@@ -55,6 +57,24 @@ ensure_promtool() {
   echo "install-deps: promtool in $PROMTOOL_DIR/usr/bin"
 }
 
+# weft-learner runs its GEMMs on OpenBLAS (libopenblas0-pthread), not on the netlib reference
+# BLAS Debian's libtorch loads by default. Installing the package would make it every program's
+# libblas.so.3 (an alternative of higher priority), so it is unpacked into OPENBLAS_DIR instead,
+# and the learner finds it through its run path (CMakeLists.txt, WEFT_OPENBLAS_DIR).
+OPENBLAS_DIR=/usr/local/lib/weft/openblas
+ensure_openblas() {
+  compgen -G "$OPENBLAS_DIR/usr/lib/*/openblas-pthread/libblas.so.3" >/dev/null && return 0
+  local tmp
+  tmp=$(mktemp -d)
+  chmod 755 "$tmp"
+  (cd "$tmp" && { apt-get download -qq libopenblas0-pthread 2>/dev/null ||
+    { ${SUDO:-} apt-get update -qq && apt-get download -qq libopenblas0-pthread; }; })
+  ${SUDO:-} mkdir -p "$OPENBLAS_DIR"
+  ${SUDO:-} dpkg-deb -x "$tmp"/libopenblas0-pthread_*.deb "$OPENBLAS_DIR"
+  rm -rf "$tmp"
+  echo "install-deps: OpenBLAS in $OPENBLAS_DIR"
+}
+
 # npm ci in ui/: uPlot (the dashboard's charts, embedded into weftd by the build) and
 # playwright-core (dashboard_test), at the versions ui/package-lock.json pins.
 ensure_ui_packages() {
@@ -79,6 +99,7 @@ if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
 if [[ ${#missing[@]} -eq 0 ]]; then
   echo "install-deps: all ${#PACKAGES[@]} packages present"
   ensure_promtool
+  ensure_openblas
   ensure_ui_packages
   exit 0
 fi
@@ -88,5 +109,6 @@ export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 ensure_promtool
+ensure_openblas
 ensure_ui_packages
 echo "install-deps: done"

@@ -3,18 +3,31 @@
 #include <torch/csrc/jit/runtime/graph_executor.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "job/layout.h"
 
 namespace weft::train {
 
-DenseKernel DenseKernelFromEnvironment() {
-  const char* v = std::getenv("WEFT_LEARNER_DENSE");
-  return v && std::strcmp(v, "blas") == 0 ? DenseKernel::kBlas : DenseKernel::kOneDnn;
+const char* KernelName(Kernel kernel) { return kernel == Kernel::kBlas ? "blas" : "onednn"; }
+
+std::optional<Kernel> KernelFromEnvironment() {
+  const char* v = std::getenv("WEFT_LEARNER_KERNELS");
+  if (v == nullptr) v = std::getenv("WEFT_LEARNER_DENSE");
+  if (v != nullptr && std::strcmp(v, "blas") == 0) return Kernel::kBlas;
+  if (v != nullptr && std::strcmp(v, "onednn") == 0) return Kernel::kOneDnn;
+  return std::nullopt;
+}
+
+Kernel LayerKernels::For(const std::string& layer) const {
+  auto it = by_layer.find(layer);
+  return it == by_layer.end() ? fallback : it->second;
 }
 
 namespace {
@@ -22,9 +35,9 @@ namespace {
 // TorchScript for y = x·Wᵀ + b of layer `name` (parameters <name>_weight [out, in], <name>_bias)
 // on `x`, which is [N, in] or, when `maps` is given, [N, C, H, W] with C·H·W = in.
 std::string DenseSource(const std::string& name, const std::string& x, int64_t in, int64_t out,
-                        DenseKernel kernel, const std::string& maps = "") {
+                        Kernel kernel, const std::string& maps = "") {
   const std::string w = "self." + name + "_weight", b = "self." + name + "_bias";
-  if (kernel == DenseKernel::kBlas) {
+  if (kernel == Kernel::kBlas) {
     return absl::StrCat("torch.linear(torch.flatten(", x, ", 1), ", w, ", ", b, ")");
   }
   if (!maps.empty()) {
@@ -33,6 +46,85 @@ std::string DenseSource(const std::string& name, const std::string& x, int64_t i
   }
   return absl::StrCat("torch.flatten(torch.conv2d(", x, ".reshape([", x, ".size(0), ", in,
                       ", 1, 1]), ", w, ".view([", out, ", ", in, ", 1, 1]), ", b, "), 1)");
+}
+
+// TorchScript for the 3×3, padding-1 convolution of layer `name` on `x` [N, C, H, W].
+std::string ConvSource(const std::string& name, const std::string& x, Kernel kernel) {
+  const std::string w = "self." + name + "_weight", b = "self." + name + "_bias";
+  if (kernel == Kernel::kBlas) {
+    return absl::StrCat("torch.thnn_conv2d(", x, ", ", w, ", [3, 3], ", b, ", [1, 1], [1, 1])");
+  }
+  return absl::StrCat("torch.conv2d(", x, ", ", w, ", ", b, ", [1, 1], [1, 1])");
+}
+
+// A layer of a built-in model as ChooseKernels times it.
+struct LayerShape {
+  std::string name;
+  bool conv = false;
+  std::vector<int64_t> input;  // one sample's shape: [C, H, W] for a convolution
+  int64_t out = 0;             // output features or maps
+  bool first = false;          // no gradient for its input
+};
+
+std::vector<LayerShape> BuiltinLayers(const ModelSpec& spec,
+                                      const std::vector<int64_t>& sample_shape, int64_t classes) {
+  if (spec.architecture == "cnn") {
+    return {{"conv1", true, {1, 28, 28}, 32, true},
+            {"conv2", true, {32, 14, 14}, 64, false},
+            {"fc1", false, {64, 7, 7}, 128, false},
+            {"fc2", false, {128}, classes, false}};
+  }
+  std::vector<LayerShape> out;
+  if (spec.architecture != "mlp") return out;
+  int64_t in = 1;
+  for (int64_t d : sample_shape) in *= d;
+  const size_t layers = spec.hidden_units.size() + 1;
+  for (size_t i = 0; i < layers; ++i) {
+    const int64_t width = i + 1 < layers ? spec.hidden_units[i] : classes;
+    out.push_back({absl::StrCat("fc", i + 1), false, {in}, width, i == 0});
+    in = width;
+  }
+  return out;
+}
+
+// Milliseconds of one forward + backward of `layer` on `kernel` at `batch` samples: the best of
+// up to 20 runs (at least 3, at most ~30 ms of them) after a warm-up.
+double TimeLayer(const LayerShape& layer, Kernel kernel, int64_t batch) {
+  std::vector<int64_t> shape = {batch};
+  shape.insert(shape.end(), layer.input.begin(), layer.input.end());
+  // Constant inputs: the time does not depend on the values, and the global RNG, which
+  // initialises the model after this, is left alone.
+  torch::Tensor x = torch::full(shape, 0.01).set_requires_grad(!layer.first);
+  int64_t in = 1;
+  for (int64_t d : layer.input) in *= d;
+  torch::Tensor w = layer.conv ? torch::full({layer.out, layer.input[0], 3, 3}, 0.01)
+                               : torch::full({layer.out, in}, 0.01);
+  w.set_requires_grad(true);
+  torch::Tensor b = torch::full({layer.out}, 0.01).set_requires_grad(true);
+  auto run = [&] {
+    torch::Tensor y;
+    if (layer.conv) {
+      y = kernel == Kernel::kBlas ? at::thnn_conv2d(x, w, {3, 3}, b, {1, 1}, {1, 1})
+                                  : torch::conv2d(x, w, b, 1, 1);
+    } else if (kernel == Kernel::kBlas) {
+      y = torch::linear(x.flatten(1), w, b);
+    } else {
+      torch::Tensor x4 = x.dim() == 4 ? x : x.reshape({batch, in, 1, 1});
+      y = torch::conv2d(x4, w.view({layer.out, x4.size(1), x4.size(2), x4.size(3)}), b).flatten(1);
+    }
+    y.backward(torch::ones_like(y));
+  };
+  run();
+  double best = INFINITY, total = 0;
+  for (int i = 0; i < 20 && (i < 3 || total < 30); ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    run();
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    best = std::min(best, ms);
+    total += ms;
+  }
+  return best;
 }
 
 // Registers `layer`'s weight and bias, initialised as libtorch's own layer initialises them, as
@@ -46,7 +138,27 @@ void AddLayer(torch::jit::Module& m, const std::string& name, const torch::nn::M
 
 }  // namespace
 
-absl::StatusOr<torch::jit::Module> MakeBuiltinModule(const ModelSpec& spec, DenseKernel dense,
+LayerKernels ChooseKernels(const ModelSpec& spec, const std::vector<int64_t>& sample_shape,
+                           int64_t classes, int64_t batch, std::vector<std::string>* log) {
+  LayerKernels kernels;
+  for (const LayerShape& layer : BuiltinLayers(spec, sample_shape, classes)) {
+    torch::AutoGradMode grad(true);  // the timed backward needs the graph
+    const double onednn = TimeLayer(layer, Kernel::kOneDnn, batch);
+    const double blas = TimeLayer(layer, Kernel::kBlas, batch);
+    const Kernel best = blas < onednn ? Kernel::kBlas : Kernel::kOneDnn;
+    kernels.by_layer[layer.name] = best;
+    if (log != nullptr) {
+      log->push_back(absl::StrFormat("%s [%d, %s] -> %d%s: oneDNN %.3f ms, BLAS %.3f ms: %s",
+                                     layer.name, batch, absl::StrJoin(layer.input, ", "), layer.out,
+                                     layer.conv ? " maps 3x3" : "", onednn, blas,
+                                     KernelName(best)));
+    }
+  }
+  return kernels;
+}
+
+absl::StatusOr<torch::jit::Module> MakeBuiltinModule(const ModelSpec& spec,
+                                                     const LayerKernels& kernels,
                                                      const std::vector<int64_t>& sample_shape,
                                                      int64_t classes) {
   std::string body;
@@ -65,13 +177,11 @@ absl::StatusOr<torch::jit::Module> MakeBuiltinModule(const ModelSpec& spec, Dens
     AddLayer(m, "fc1", *torch::nn::Linear(64 * 7 * 7, 128));
     AddLayer(m, "fc2", *torch::nn::Linear(128, classes));
     body = absl::StrCat(
-        "    x = torch.max_pool2d(torch.relu(torch.conv2d(x, self.conv1_weight, self.conv1_bias, "
-        "[1, 1], [1, 1])), [2, 2])\n"
-        "    x = torch.max_pool2d(torch.relu(torch.conv2d(x, self.conv2_weight, self.conv2_bias, "
-        "[1, 1], [1, 1])), [2, 2])\n"
-        "    x = torch.relu(",
-        DenseSource("fc1", "x", 64 * 7 * 7, 128, dense, "64, 7, 7"), ")\n", "    return ",
-        DenseSource("fc2", "x", 128, classes, dense), "\n");
+        "    x = torch.max_pool2d(torch.relu(", ConvSource("conv1", "x", kernels.For("conv1")),
+        "), [2, 2])\n", "    x = torch.max_pool2d(torch.relu(",
+        ConvSource("conv2", "x", kernels.For("conv2")), "), [2, 2])\n", "    x = torch.relu(",
+        DenseSource("fc1", "x", 64 * 7 * 7, 128, kernels.For("fc1"), "64, 7, 7"), ")\n",
+        "    return ", DenseSource("fc2", "x", 128, classes, kernels.For("fc2")), "\n");
   } else if (spec.architecture == "mlp") {
     m = torch::jit::Module("WeftMlp");
     m.register_attribute("training", c10::BoolType::get(), true);
@@ -83,7 +193,7 @@ absl::StatusOr<torch::jit::Module> MakeBuiltinModule(const ModelSpec& spec, Dens
       const int64_t out = i + 1 < layers ? spec.hidden_units[i] : classes;
       const std::string name = absl::StrCat("fc", i + 1);
       AddLayer(m, name, *torch::nn::Linear(in, out));
-      const std::string y = DenseSource(name, "x", in, out, dense);
+      const std::string y = DenseSource(name, "x", in, out, kernels.For(name));
       absl::StrAppend(&body, i + 1 < layers ? absl::StrCat("    x = torch.relu(", y, ")\n")
                                             : absl::StrCat("    return ", y, "\n"));
       in = out;
@@ -204,12 +314,13 @@ absl::StatusOr<std::shared_ptr<ClassifierImpl>> LoadTorchScript(
 absl::StatusOr<std::shared_ptr<ClassifierImpl>> BuildModel(const ModelSpec& spec,
                                                            const std::string& model_dir,
                                                            const std::vector<int64_t>& sample_shape,
-                                                           int64_t classes) {
+                                                           int64_t classes,
+                                                           const LayerKernels& kernels) {
   if (spec.architecture == "torchscript") {
     return LoadTorchScript(model_dir, sample_shape, classes);
   }
   absl::StatusOr<torch::jit::Module> module =
-      MakeBuiltinModule(spec, DenseKernelFromEnvironment(), sample_shape, classes);
+      MakeBuiltinModule(spec, kernels, sample_shape, classes);
   if (!module.ok()) return module.status();
   return std::make_shared<ClassifierImpl>(*std::move(module));
 }

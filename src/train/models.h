@@ -7,35 +7,68 @@
 #include <torch/script.h>
 #include <torch/torch.h>
 
+#include <map>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "job/job_spec.h"
 
 namespace weft::train {
 
-// How the built-ins' fully connected layers compute y = x·Wᵀ + b (W [out, in], b [out]):
+// The two kernels a built-in layer can run on. A fully connected layer y = x·Wᵀ + b (W [out, in],
+// b [out]):
 //   kOneDnn: as the equivalent convolution (W viewed as [out, C, H, W], or [out, in, 1, 1] for a
 //            flat input), which libtorch hands to oneDNN's JIT kernels;
-//   kBlas:   aten::linear, a GEMM in the system BLAS.
-// Same parameters, same result up to float rounding (≈1e-4 on 3136 inputs). Debian's libtorch
-// calls the netlib reference BLAS, and there kOneDnn is 5–10× faster per layer: measured at
-// batch 64, one thread, forward + backward, 3136→128 47 ms vs 4–9 ms, 784→256 30–34 ms vs
-// 3–4 ms, 128→10 0.17 ms vs 0.22 ms.
-enum class DenseKernel { kOneDnn, kBlas };
+//   kBlas:   aten::linear, a GEMM in the loaded BLAS.
+// A 3×3 convolution:
+//   kOneDnn: aten::conv2d, which libtorch hands to oneDNN;
+//   kBlas:   aten::thnn_conv2d, im2col and a GEMM in the loaded BLAS.
+// Same parameters, same result up to float rounding (≈1e-4 on 3136 inputs). Which is faster
+// depends on the layer's shape, the batch, the threads and the BLAS: weft-learner loads OpenBLAS
+// (scripts/install-deps.sh; on the netlib reference BLAS Debian's libtorch loads otherwise, kBlas
+// is 5–10× slower per dense layer), and ChooseKernels times both per layer. Measured at batch 64,
+// one thread, forward + backward, with OpenBLAS (one run): conv1 9.8 ms on kOneDnn against 4.9
+// ms on kBlas, conv2 20.6 against 29.0, fc1 (3136→128) 8.7 against 2.6, fc2 0.22 against 0.06;
+// the MLP's 784→256 2.6 against 0.9 (docs/design.md, "The learner's kernels and memory").
+enum class Kernel { kOneDnn, kBlas };
 
-// kBlas when the environment has WEFT_LEARNER_DENSE=blas (for comparison with stock libtorch),
-// else kOneDnn.
-DenseKernel DenseKernelFromEnvironment();
+// "onednn" or "blas".
+const char* KernelName(Kernel kernel);
+
+// The kernel WEFT_LEARNER_KERNELS (or the older WEFT_LEARNER_DENSE) forces on every layer:
+// "onednn" or "blas"; nullopt when it is unset or "auto" (ChooseKernels decides per layer).
+std::optional<Kernel> KernelFromEnvironment();
+
+// The kernel of each layer of a built-in model, by layer name (conv1, conv2, fc1, ...); a layer
+// not named runs on `fallback`.
+struct LayerKernels {
+  LayerKernels(Kernel all = Kernel::kOneDnn) : fallback(all) {}  // NOLINT: every layer on `all`
+  std::map<std::string, Kernel> by_layer;
+  Kernel fallback;
+  Kernel For(const std::string& layer) const;
+};
+
+// Times every layer of the built-in model `spec` names on both kernels — forward and backward of
+// the layer alone on constant inputs of its shape at `batch` samples (the global RNG is not
+// touched), with the threads libtorch has
+// now, the best of several runs after a warm-up (a few milliseconds per layer) — and gives each
+// the faster. `log`, if given, gets one line per layer ("fc1 [64, 784] → 256: oneDNN 0.41 ms,
+// BLAS 0.19 ms: blas"). Every layer on kOneDnn for a TorchScript model or an architecture it
+// does not know.
+LayerKernels ChooseKernels(const ModelSpec& spec, const std::vector<int64_t>& sample_shape,
+                           int64_t classes, int64_t batch, std::vector<std::string>* log = nullptr);
 
 // One sample's shape and the number of classes of Fashion-MNIST and MNIST.
 inline const std::vector<int64_t> kImageShape = {1, 28, 28};
 inline constexpr int64_t kImageClasses = 10;
 
 // A built-in model as a TorchScript module, defined with jit::Module::define over torch.*
-// builtins, its dense layers on `dense`, for samples of `sample_shape` and `classes` classes:
+// builtins, each layer on its kernel in `kernels`, for samples of `sample_shape` and `classes`
+// classes:
 //   cnn: two conv(3×3, pad 1)+ReLU+max-pool(2) layers (1→32→64 channels) and two fully
 //        connected layers (3136→128→classes): the 2-conv baseline of the Fashion-MNIST benchmark
 //        (≈0.916 accuracy) and of ../shared/reference/pytorch_fmnist_cnn.py; samples [1, 28, 28]
@@ -48,7 +81,7 @@ inline constexpr int64_t kImageClasses = 10;
 // InvalidArgument for another architecture, or the CNN on samples that are not [1, 28, 28] (the
 // message starts with "model.architecture: ").
 absl::StatusOr<torch::jit::Module> MakeBuiltinModule(
-    const ModelSpec& spec, DenseKernel dense,
+    const ModelSpec& spec, const LayerKernels& kernels,
     const std::vector<int64_t>& sample_shape = kImageShape, int64_t classes = kImageClasses);
 
 // Every model a learner trains: a TorchScript module (a built-in or the tenant's own, whose
@@ -74,15 +107,16 @@ class ClassifierImpl : public torch::nn::Module {
   mutable torch::jit::Module module_;
 };
 
-// Builds the model the spec names for samples of `sample_shape` and `classes` classes, its dense
-// layers on DenseKernelFromEnvironment(); for architecture torchscript loads
+// Builds the model the spec names for samples of `sample_shape` and `classes` classes, a built-in's
+// layers on `kernels`; for architecture torchscript loads
 // TorchScriptPath(`model_dir`) and checks that forward maps [2, sample_shape...] to
 // [2, classes]. InvalidArgument for an unknown architecture, the CNN on samples it cannot take, a
 // file that is not a TorchScript module, or a forward of another shape (the message starts with
 // "model.architecture:" or "model.torchscript:").
 absl::StatusOr<std::shared_ptr<ClassifierImpl>> BuildModel(
     const ModelSpec& spec, const std::string& model_dir = "",
-    const std::vector<int64_t>& sample_shape = kImageShape, int64_t classes = kImageClasses);
+    const std::vector<int64_t>& sample_shape = kImageShape, int64_t classes = kImageClasses,
+    const LayerKernels& kernels = {});
 
 // Loads `model`'s parameters and buffers from `archive`, written by nn::Module::save of a model of
 // the same architecture — or, for a built-in, by weft's learners before the built-ins were

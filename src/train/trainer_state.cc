@@ -39,8 +39,8 @@ absl::StatusOr<int64_t> Trainer::ResumeFromCheckpoints() {
   }
   if (!paths.empty()) {
     // Nothing loaded and the model may be half-written: start clean.
-    ASSIGN_OR_RETURN(model_,
-                     BuildModel(spec_.model, o_.learner.model_dir, train_.SampleShape(), classes_));
+    ASSIGN_OR_RETURN(model_, BuildModel(spec_.model, o_.learner.model_dir, train_.SampleShape(),
+                                        classes_, o_.kernels));
     optimizer_ = MakeOptimizer();
     progress_ = {};
     epoch_offset_ = 0;

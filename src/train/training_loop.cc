@@ -4,6 +4,7 @@
 
 #include <torch/torch.h>
 
+#include <chrono>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -11,6 +12,7 @@
 #include "common/failpoint.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
+#include "train/blas.h"
 #include "train/trainer.h"
 
 namespace weft::train {
@@ -51,7 +53,32 @@ Evaluation Evaluate(const Model& model, const Dataset& test, DataParallel* dp) {
   return {static_cast<double>(correct) / test.size(), loss / test.size()};
 }
 
-absl::StatusOr<LoopResult> RunTraining(const LoopOptions& options, Reporter& reporter) {
+namespace {
+
+// The kernel of every built-in layer: the one WEFT_LEARNER_KERNELS forces, or the faster of the
+// two as timed on this learner's threads at its batch (logged either way).
+LayerKernels KernelsFor(const JobSpec& spec, const std::vector<int64_t>& sample_shape,
+                        int64_t classes) {
+  if (spec.model.architecture == "torchscript") return {};
+  if (std::optional<Kernel> forced = KernelFromEnvironment()) {
+    spdlog::info("kernels: every layer on {} (WEFT_LEARNER_KERNELS)", KernelName(*forced));
+    return *forced;
+  }
+  std::vector<std::string> log;
+  const auto t0 = std::chrono::steady_clock::now();
+  LayerKernels kernels =
+      ChooseKernels(spec.model, sample_shape, classes, spec.training.batch_size, &log);
+  for (const std::string& line : log) spdlog::info("kernel of {}", line);
+  spdlog::info(
+      "kernels chosen in {:.0f} ms (WEFT_LEARNER_KERNELS=onednn|blas forces one)",
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  return kernels;
+}
+
+}  // namespace
+
+absl::StatusOr<LoopResult> RunTraining(const LoopOptions& given, Reporter& reporter) {
+  LoopOptions options = given;
   try {
     torch::manual_seed(options.spec.training.seed);
     torch::set_num_threads(options.spec.EffectiveThreads());
@@ -70,11 +97,10 @@ absl::StatusOr<LoopResult> RunTraining(const LoopOptions& options, Reporter& rep
     const int64_t classes = NumClasses(train, test);
     spdlog::info("data: {} train and {} test samples of shape [{}], {} classes ({})", train.size(),
                  test.size(), absl::StrJoin(train.SampleShape(), ", "), classes, format);
+    spdlog::info("{}", ConfigureBlas(options.spec.EffectiveThreads()));
+    options.kernels = KernelsFor(options.spec, train.SampleShape(), classes);
     ASSIGN_OR_RETURN(Model model, BuildModel(options.spec.model, options.learner.model_dir,
-                                             train.SampleShape(), classes));
-    spdlog::info("dense layers: {}", DenseKernelFromEnvironment() == DenseKernel::kOneDnn
-                                         ? "oneDNN, as the equivalent convolutions"
-                                         : "the system BLAS (WEFT_LEARNER_DENSE=blas)");
+                                             train.SampleShape(), classes, options.kernels));
     std::unique_ptr<DataParallel> dp = DataParallel::Local();
     if (options.learner.world_size > 1) {
       ASSIGN_OR_RETURN(

@@ -10,6 +10,7 @@
 #include "common/env.h"
 #include "job/job_spec.h"
 #include "job/learner_contract.h"
+#include "train/models.h"
 #include "train/reporter.h"
 
 namespace weft::train {
@@ -26,6 +27,9 @@ struct LoopOptions {
   // Where checkpoints and models are written; nullptr: the real filesystem (Env::Default()).
   // Tests pass one that injects disk errors.
   Env* env = nullptr;
+  // The kernel of each built-in layer; RunTraining sets it (forced by WEFT_LEARNER_KERNELS or
+  // timed by ChooseKernels) before the model is built.
+  LayerKernels kernels;
 };
 
 struct LoopResult {

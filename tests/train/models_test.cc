@@ -24,7 +24,7 @@ struct Pass {
   std::vector<torch::Tensor> grads;
 };
 
-Pass RunBuiltin(const ModelSpec& spec, DenseKernel kernel, int64_t batch) {
+Pass RunBuiltin(const ModelSpec& spec, const LayerKernels& kernel, int64_t batch) {
   torch::manual_seed(7);
   auto module = MakeBuiltinModule(spec, kernel);
   EXPECT_TRUE(module.ok()) << module.status();
@@ -54,8 +54,8 @@ void ExpectSame(const Pass& a, const Pass& b) {
 
 TEST(BuiltinsTest, OneDnnAndBlasDenseLayersGiveTheSameCnn) {
   const ModelSpec cnn{"cnn", {}, ""};
-  Pass onednn = RunBuiltin(cnn, DenseKernel::kOneDnn, 8);
-  Pass blas = RunBuiltin(cnn, DenseKernel::kBlas, 8);
+  Pass onednn = RunBuiltin(cnn, Kernel::kOneDnn, 8);
+  Pass blas = RunBuiltin(cnn, Kernel::kBlas, 8);
   EXPECT_EQ(onednn.names,
             (std::vector<std::string>{"conv1_weight", "conv1_bias", "conv2_weight", "conv2_bias",
                                       "fc1_weight", "fc1_bias", "fc2_weight", "fc2_bias"}));
@@ -66,17 +66,52 @@ TEST(BuiltinsTest, OneDnnAndBlasDenseLayersGiveTheSameCnn) {
 
 TEST(BuiltinsTest, OneDnnAndBlasDenseLayersGiveTheSameMlpAlsoForOneSample) {
   const ModelSpec mlp{"mlp", {256, 128}, ""};
-  ExpectSame(RunBuiltin(mlp, DenseKernel::kOneDnn, 16), RunBuiltin(mlp, DenseKernel::kBlas, 16));
-  ExpectSame(RunBuiltin(mlp, DenseKernel::kOneDnn, 1), RunBuiltin(mlp, DenseKernel::kBlas, 1));
-  EXPECT_FALSE(MakeBuiltinModule(ModelSpec{"resnet", {}, ""}, DenseKernel::kOneDnn).ok());
+  ExpectSame(RunBuiltin(mlp, Kernel::kOneDnn, 16), RunBuiltin(mlp, Kernel::kBlas, 16));
+  ExpectSame(RunBuiltin(mlp, Kernel::kOneDnn, 1), RunBuiltin(mlp, Kernel::kBlas, 1));
+  EXPECT_FALSE(MakeBuiltinModule(ModelSpec{"resnet", {}, ""}, Kernel::kOneDnn).ok());
 }
 
-TEST(BuiltinsTest, EnvironmentSelectsTheDenseKernel) {
+TEST(BuiltinsTest, EnvironmentForcesAKernelOrLeavesTheChoiceToTiming) {
   unsetenv("WEFT_LEARNER_DENSE");
-  EXPECT_EQ(DenseKernelFromEnvironment(), DenseKernel::kOneDnn);
-  setenv("WEFT_LEARNER_DENSE", "blas", 1);
-  EXPECT_EQ(DenseKernelFromEnvironment(), DenseKernel::kBlas);
+  unsetenv("WEFT_LEARNER_KERNELS");
+  EXPECT_EQ(KernelFromEnvironment(), std::nullopt);
+  setenv("WEFT_LEARNER_KERNELS", "auto", 1);
+  EXPECT_EQ(KernelFromEnvironment(), std::nullopt);
+  setenv("WEFT_LEARNER_KERNELS", "blas", 1);
+  EXPECT_EQ(KernelFromEnvironment(), Kernel::kBlas);
+  setenv("WEFT_LEARNER_KERNELS", "onednn", 1);
+  EXPECT_EQ(KernelFromEnvironment(), Kernel::kOneDnn);
+  unsetenv("WEFT_LEARNER_KERNELS");
+  setenv("WEFT_LEARNER_DENSE", "blas", 1);  // the older name
+  EXPECT_EQ(KernelFromEnvironment(), Kernel::kBlas);
   unsetenv("WEFT_LEARNER_DENSE");
+}
+
+// The convolutions too give the same CNN on either kernel, and so does any mix of kernels per
+// layer; ChooseKernels names every layer of the CNN and of an MLP, with a line of timings each.
+TEST(BuiltinsTest, EveryMixOfKernelsGivesTheSameCnnAndTheChoiceCoversEveryLayer) {
+  const ModelSpec cnn{"cnn", {}, ""};
+  Pass onednn = RunBuiltin(cnn, Kernel::kOneDnn, 8);
+  LayerKernels mixed(Kernel::kOneDnn);
+  mixed.by_layer = {{"conv1", Kernel::kBlas}, {"fc2", Kernel::kBlas}};
+  ExpectSame(onednn, RunBuiltin(cnn, mixed, 8));
+  LayerKernels other(Kernel::kBlas);
+  other.by_layer = {{"conv2", Kernel::kOneDnn}};
+  ExpectSame(onednn, RunBuiltin(cnn, other, 8));
+
+  std::vector<std::string> log;
+  LayerKernels chosen = ChooseKernels(cnn, kImageShape, 10, 16, &log);
+  EXPECT_EQ(chosen.by_layer.size(), 4u);
+  for (const char* layer : {"conv1", "conv2", "fc1", "fc2"}) {
+    EXPECT_EQ(chosen.by_layer.count(layer), 1u) << layer;
+  }
+  ASSERT_EQ(log.size(), 4u);
+  EXPECT_THAT(log[0], ::testing::MatchesRegex(
+                          "conv1 \\[16, 1, 28, 28\\] -> 32 maps 3x3: oneDNN [0-9.]+ ms, BLAS "
+                          "[0-9.]+ ms: (onednn|blas)"));
+  LayerKernels mlp = ChooseKernels(ModelSpec{"mlp", {32, 16}, ""}, {8}, 3, 4);
+  EXPECT_EQ(mlp.by_layer.size(), 3u);
+  EXPECT_TRUE(ChooseKernels(ModelSpec{"torchscript", {}, "net.pt"}, {8}, 3, 4).by_layer.empty());
 }
 
 TEST(BuiltinsTest, ABuiltInSavesAsTorchScriptThatLoadsToTheSameLogits) {
