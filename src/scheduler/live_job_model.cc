@@ -52,7 +52,10 @@ void LiveJobModel::ObserveMetric(double samples, double value) {
     if (thinned.back() != curve_.back()) thinned.push_back(curve_.back());
     curve_ = std::move(thinned);
   }
+  // Fitted once here, not in every copy: weftd hands each scheduling round and each queue view a
+  // copy, which carries the fit with it.
   fit_.reset();
+  Curve();
 }
 
 std::optional<InversePowerLaw> LiveJobModel::Curve() const {

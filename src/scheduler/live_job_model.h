@@ -103,8 +103,9 @@ class LiveJobModel : public JobModel {
   std::map<int, double> throughput_;  // learners -> samples/s
   int64_t samples_ = 0, step_ = 0, steps_total_ = 0;
   double best_ = -1;
-  std::vector<std::pair<double, double>> curve_;               // (samples, metric)
-  mutable std::optional<std::optional<InversePowerLaw>> fit_;  // cached Curve()
+  std::vector<std::pair<double, double>> curve_;  // (samples, metric)
+  // Curve(), fitted after every evaluation (so copies share the work).
+  mutable std::optional<std::optional<InversePowerLaw>> fit_;
   DeliverForecast forecast_;
 };
 
