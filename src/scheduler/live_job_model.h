@@ -49,7 +49,6 @@ class LiveJobModel : public JobModel {
   bool delivered() const { return delivered_ || !deliver_; }
   // Whether any throughput was observed; without it Goodput is 0 and no estimate is given.
   bool HasThroughput() const { return !throughput_.empty(); }
-  int64_t samples() const { return samples_; }
   size_t curve_points() const { return curve_.size(); }
 
   // The fitted learning curve, nullopt with fewer than 3 evaluations at distinct sample counts.
