@@ -7,6 +7,7 @@
 // Thread-safety: none; the controller owns it under its lock.
 #pragma once
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <set>
@@ -46,6 +47,14 @@ class AttemptTracker {
   void SetNotBefore(const std::string& id, TimeMs when) { not_before_ms_[id] = when; }
   // Every job in a restart backoff, with when it may start again (unix ms).
   const std::map<std::string, TimeMs>& not_before() const { return not_before_ms_; }
+
+  // Counts every learner still watched as heard from at `now_ms`: after the store could not be
+  // reached, when learners' reports were turned away (so their silence was weftd's doing).
+  void HeardFromAllAt(TimeMs now_ms) {
+    for (auto& [id, attempt] : attempts_) {
+      for (auto& [rank, seen] : attempt.last_seen_ms) seen = std::max(seen, now_ms);
+    }
+  }
 
   // Forgets everything about `id` (it was deleted).
   void Erase(const std::string& id);

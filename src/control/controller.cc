@@ -5,6 +5,7 @@
 #include <chrono>
 #include <filesystem>
 #include <set>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
@@ -362,7 +363,11 @@ void Controller::EnforceDiskQuotas() {
 
 void Controller::Tick() {
   const auto start = std::chrono::steady_clock::now();
-  std::vector<LearnerExit> exits = executor_.Reap();
+  std::vector<LearnerExit> reaped = executor_.Reap();
+  absl::MutexLock lock(&mu_);
+  // Exits an earlier round could not settle (the store was unreachable) go first, in order.
+  std::vector<LearnerExit> exits = std::exchange(unsettled_exits_, {});
+  exits.insert(exits.end(), reaped.begin(), reaped.end());
   // When several learners of a gang end in one round, the cause goes first: a learner killed by
   // a signal, then one that failed, then the rest (its peers exit because it is gone).
   auto severity = [](const LearnerExit& e) {
@@ -371,12 +376,19 @@ void Controller::Tick() {
   std::stable_sort(exits.begin(), exits.end(), [&](const LearnerExit& a, const LearnerExit& b) {
     return severity(a) < severity(b);
   });
-  absl::MutexLock lock(&mu_);
   for (const LearnerExit& e : exits) HandleExitLocked(e);
   auto jobs = store_.ListActiveJobs();
   if (!jobs.ok()) {
-    spdlog::error("control round skipped: {}", jobs.status().message());
+    if (!std::exchange(store_unreachable_, true)) {
+      spdlog::error("control rounds paused until the store answers: {}", jobs.status().message());
+    }
     return;
+  }
+  if (store_unreachable_) {
+    // Learners' reports were turned away meanwhile: their silence does not count against them.
+    spdlog::info("the store answers again; control rounds resume");
+    attempts_.HeardFromAllAt(clock_.NowMs());
+    store_unreachable_ = false;
   }
   CheckLivenessLocked(*jobs);
   ScheduleLocked(*jobs);

@@ -154,16 +154,17 @@ class Controller : public LearnerEvents {
   // --- LearnerEvents (control/learner_events.h), called by the coordination service ---
   RegisterDecision OnRegister(const std::string& id, int rank, int64_t attempt, int64_t pid,
                               int world_size) override;
-  bool OnHeartbeat(const std::string& id, int rank, int64_t attempt,
-                   const JobProgress& progress) override;
-  bool OnMetrics(const std::string& id, int rank, int64_t attempt,
-                 const std::vector<MetricRecord>& points, const JobProgress& progress) override;
+  ReportAnswer OnHeartbeat(const std::string& id, int rank, int64_t attempt,
+                           const JobProgress& progress) override;
+  ReportAnswer OnMetrics(const std::string& id, int rank, int64_t attempt,
+                         const std::vector<MetricRecord>& points,
+                         const JobProgress& progress) override;
   absl::Status OnCommitModel(const std::string& id, int64_t attempt,
                              const ModelRecord& model) override;
   absl::Status OnCommitCheckpoint(const std::string& id, int64_t attempt,
                                   const CheckpointRecord& checkpoint) override;
-  void OnFinished(const std::string& id, int rank, int64_t attempt, bool succeeded,
-                  const std::string& reason) override;
+  absl::Status OnFinished(const std::string& id, int rank, int64_t attempt, bool succeeded,
+                          const std::string& reason) override;
 
  private:
   // One of a tenant's artifacts that a job keeps: linked at submission from `from` (the
@@ -279,6 +280,10 @@ class Controller : public LearnerEvents {
 
   absl::Mutex mu_;
   AttemptTracker attempts_ ABSL_GUARDED_BY(mu_);
+  // Learner exits reaped while the store could not be read, settled by a later round.
+  std::vector<LearnerExit> unsettled_exits_ ABSL_GUARDED_BY(mu_);
+  // The last round could not list the active jobs (logged once per outage).
+  bool store_unreachable_ ABSL_GUARDED_BY(mu_) = false;
   std::string coordinator_address_ ABSL_GUARDED_BY(mu_);
   std::string last_refusal_ ABSL_GUARDED_BY(mu_);  // the policy's latest refused round
   EventHub events_;

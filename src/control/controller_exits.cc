@@ -14,7 +14,11 @@ namespace weft {
 
 void Controller::HandleExitLocked(const LearnerExit& e) {
   auto rec = store_.GetJob(e.job_id);
-  if (!rec.ok()) return;  // deleted
+  if (absl::IsNotFound(rec.status())) return;  // deleted
+  if (!rec.ok()) {
+    unsettled_exits_.push_back(e);  // the store cannot be read: settled in a later round
+    return;
+  }
   JobRecord r = *rec;
   if (e.attempt == r.attempt && r.state == JobState::kPreempted) {
     return HandlePreemptedExitLocked(r, e);

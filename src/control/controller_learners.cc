@@ -37,6 +37,9 @@ RegisterDecision Controller::OnRegister(const std::string& id, int rank, int64_t
                                         int64_t pid, int world_size) {
   absl::MutexLock lock(&mu_);
   auto rec = AttemptLocked(id, attempt, RunsLearners);
+  if (absl::IsUnavailable(rec.status())) {
+    return {false, std::string(rec.status().message()), {}, /*retry=*/true};
+  }
   if (!rec.ok()) return {false, std::string(rec.status().message()), {}};
   JobRecord r = *rec;
   const int world = WorldSize(r);
@@ -69,22 +72,25 @@ RegisterDecision Controller::OnRegister(const std::string& id, int rank, int64_t
   return decision;
 }
 
-bool Controller::OnHeartbeat(const std::string& id, int rank, int64_t attempt,
-                             const JobProgress& progress) {
+ReportAnswer Controller::OnHeartbeat(const std::string& id, int rank, int64_t attempt,
+                                     const JobProgress& progress) {
   return OnMetrics(id, rank, attempt, {}, progress);
 }
 
-bool Controller::OnMetrics(const std::string& id, int rank, int64_t attempt,
-                           const std::vector<MetricRecord>& points, const JobProgress& progress) {
+ReportAnswer Controller::OnMetrics(const std::string& id, int rank, int64_t attempt,
+                                   const std::vector<MetricRecord>& points,
+                                   const JobProgress& progress) {
   absl::MutexLock lock(&mu_);
   auto rec = AttemptLocked(id, attempt, RunsLearners);
-  if (!rec.ok()) return false;
+  if (absl::IsUnavailable(rec.status())) return ReportAnswer::kRetry;
+  if (!rec.ok()) return ReportAnswer::kStop;
   JobRecord r = *rec;
   attempts_.Of(id).last_seen_ms[rank] = clock_.NowMs();
-  if (rank != 0) return true;  // the job's metrics and progress are rank 0's
-  if (auto spec = specs_.Get(r); spec.ok()) models_.Observe(r, **spec, points, progress);
+  if (rank != 0) return ReportAnswer::kKeepRunning;  // the job's metrics are rank 0's
   if (!points.empty()) {
     absl::Status s = store_.AppendMetrics(id, points);
+    // The learner keeps the points and sends them again: none is lost or stored twice.
+    if (absl::IsUnavailable(s)) return ReportAnswer::kRetry;
     if (!s.ok()) spdlog::error("job {}: cannot store metrics: {}", id, s.message());
     for (const MetricRecord& m : points) {
       if (m.test_accuracy && (!r.best_test_accuracy || *m.test_accuracy > *r.best_test_accuracy)) {
@@ -92,11 +98,12 @@ bool Controller::OnMetrics(const std::string& id, int rank, int64_t attempt,
       }
     }
   }
+  if (auto spec = specs_.Get(r); spec.ok()) models_.Observe(r, **spec, points, progress);
   if (progress.steps_total > 0) r.progress = progress;
   absl::Status s = store_.UpdateJob(r);
   if (!s.ok()) {
     spdlog::error("job {}: cannot store progress: {}", id, s.message());
-    return true;
+    return ReportAnswer::kKeepRunning;  // the next report carries it again
   }
   JobEvent e;
   e.type = JobEventType::kProgress;
@@ -108,7 +115,7 @@ bool Controller::OnMetrics(const std::string& id, int rank, int64_t attempt,
   e.points = points;
   e.best_test_accuracy = r.best_test_accuracy;
   events_.Publish(std::move(e));
-  return true;
+  return ReportAnswer::kKeepRunning;
 }
 
 absl::Status Controller::OnCommitModel(const std::string& id, int64_t attempt,
@@ -211,11 +218,13 @@ void Controller::RemoveUncommittedCheckpointsLocked(const std::string& id) {
   }
 }
 
-void Controller::OnFinished(const std::string& id, int rank, int64_t attempt, bool succeeded,
-                            const std::string& reason) {
+absl::Status Controller::OnFinished(const std::string& id, int rank, int64_t attempt,
+                                    bool succeeded, const std::string& reason) {
   absl::MutexLock lock(&mu_);
-  if (!AttemptLocked(id, attempt, RunsLearners).ok()) return;
-  attempts_.Of(id).finished[rank] = {succeeded, reason};
+  absl::Status current = AttemptLocked(id, attempt, RunsLearners).status();
+  if (absl::IsUnavailable(current)) return current;
+  if (current.ok()) attempts_.Of(id).finished[rank] = {succeeded, reason};
+  return absl::OkStatus();
 }
 
 }  // namespace weft

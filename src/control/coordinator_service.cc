@@ -12,6 +12,12 @@ JobProgress FromProto(const weft::v1::Progress& p) {
   return {p.epoch(), p.epochs_total(), p.step(), p.steps_total(), p.samples()};
 }
 
+// UNAVAILABLE: nothing was taken; the learner keeps what it sent and calls again
+// (train/coordinator_reporter.cc retries UNAVAILABLE).
+grpc::Status Unavailable(const std::string& why) {
+  return grpc::Status(grpc::StatusCode::UNAVAILABLE, why);
+}
+
 }  // namespace
 
 grpc::Status CoordinatorService::Authenticate(const weft::v1::LearnerIdentity& id) const {
@@ -27,6 +33,7 @@ grpc::Status CoordinatorService::Register(grpc::ServerContext*,
   const auto& id = req->learner();
   RegisterDecision d =
       events_.OnRegister(id.job_id(), id.rank(), id.attempt(), req->pid(), req->world_size());
+  if (d.retry) return Unavailable(d.reason);
   resp->set_accepted(d.accepted);
   resp->set_reason(d.reason);
   resp->set_heartbeat_interval_ms(heartbeat_interval_ms_);
@@ -39,7 +46,10 @@ grpc::Status CoordinatorService::Heartbeat(grpc::ServerContext*,
                                            weft::v1::HeartbeatResponse* resp) {
   if (grpc::Status auth = Authenticate(req->learner()); !auth.ok()) return auth;
   const auto& id = req->learner();
-  bool keep = events_.OnHeartbeat(id.job_id(), id.rank(), id.attempt(), FromProto(req->progress()));
+  const ReportAnswer answer =
+      events_.OnHeartbeat(id.job_id(), id.rank(), id.attempt(), FromProto(req->progress()));
+  if (answer == ReportAnswer::kRetry) return Unavailable("the store cannot be reached");
+  const bool keep = answer == ReportAnswer::kKeepRunning;
   resp->set_keep_running(keep);
   if (!keep) resp->set_reason("the job no longer runs this attempt");
   return grpc::Status::OK;
@@ -63,8 +73,10 @@ grpc::Status CoordinatorService::ReportMetrics(grpc::ServerContext*,
     points.push_back(m);
   }
   const auto& id = req->learner();
-  resp->set_keep_running(
-      events_.OnMetrics(id.job_id(), id.rank(), id.attempt(), points, FromProto(req->progress())));
+  const ReportAnswer answer =
+      events_.OnMetrics(id.job_id(), id.rank(), id.attempt(), points, FromProto(req->progress()));
+  if (answer == ReportAnswer::kRetry) return Unavailable("the store cannot be reached");
+  resp->set_keep_running(answer == ReportAnswer::kKeepRunning);
   return grpc::Status::OK;
 }
 
@@ -75,6 +87,7 @@ grpc::Status CoordinatorService::Commit(const Request* req, Response* resp, cons
                                                                               const Record&)) {
   if (grpc::Status auth = Authenticate(req->learner()); !auth.ok()) return auth;
   absl::Status s = (events_.*commit)(req->learner().job_id(), req->learner().attempt(), record);
+  if (absl::IsUnavailable(s)) return Unavailable(std::string(s.message()));
   resp->set_accepted(s.ok());
   resp->set_reason(std::string(s.message()));
   return grpc::Status::OK;
@@ -100,8 +113,10 @@ grpc::Status CoordinatorService::ReportFinished(grpc::ServerContext*,
                                                 weft::v1::ReportFinishedResponse*) {
   if (grpc::Status auth = Authenticate(req->learner()); !auth.ok()) return auth;
   // A learner's reason is tenant input that ends up in the history, the API and weftd's log.
-  events_.OnFinished(req->learner().job_id(), req->learner().rank(), req->learner().attempt(),
-                     req->succeeded(), Printable(req->reason(), kMaxReasonBytes));
+  absl::Status s =
+      events_.OnFinished(req->learner().job_id(), req->learner().rank(), req->learner().attempt(),
+                         req->succeeded(), Printable(req->reason(), kMaxReasonBytes));
+  if (absl::IsUnavailable(s)) return Unavailable(std::string(s.message()));
   return grpc::Status::OK;
 }
 

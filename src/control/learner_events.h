@@ -18,6 +18,16 @@ struct RegisterDecision {
   bool accepted = false;
   std::string reason;                    // why not, when refused
   std::vector<std::string> resume_from;  // committed checkpoints, newest first
+  // Neither accepted nor refused: the store could not be reached (reason says why); the learner
+  // calls again.
+  bool retry = false;
+};
+
+// What a heartbeat or a metrics report gets back.
+enum class ReportAnswer {
+  kKeepRunning,
+  kStop,   // the job no longer runs this attempt (halted, deleted, moved on)
+  kRetry,  // not taken: the store could not be reached; the learner keeps it and sends it again
 };
 
 class LearnerEvents {
@@ -29,12 +39,16 @@ class LearnerEvents {
   // job moves STARTING -> RUNNING once all of its learners have registered.
   virtual RegisterDecision OnRegister(const std::string& id, int rank, int64_t attempt, int64_t pid,
                                       int world_size) = 0;
-  // Returns whether the learner should keep running. Every rank heartbeats (each is watched for
-  // silence); only rank 0's progress and metrics are the job's.
-  virtual bool OnHeartbeat(const std::string& id, int rank, int64_t attempt,
-                           const JobProgress& progress) = 0;
-  virtual bool OnMetrics(const std::string& id, int rank, int64_t attempt,
-                         const std::vector<MetricRecord>& points, const JobProgress& progress) = 0;
+  // Every rank heartbeats (each is watched for silence); only rank 0's progress and metrics are
+  // the job's. kRetry while the store cannot be reached (nothing of the report was stored).
+  virtual ReportAnswer OnHeartbeat(const std::string& id, int rank, int64_t attempt,
+                                   const JobProgress& progress) = 0;
+  virtual ReportAnswer OnMetrics(const std::string& id, int rank, int64_t attempt,
+                                 const std::vector<MetricRecord>& points,
+                                 const JobProgress& progress) = 0;
+  // The calls below answer Unavailable while the store cannot be reached: nothing was taken, and
+  // the learner calls again.
+  //
   // A model made durable. FailedPrecondition if the attempt is stale or the job is not running;
   // InvalidArgument for an unknown kind, a path that is not the one weftd derives for it
   // (job/layout.h), or a file that is missing or not `model.bytes` long.
@@ -47,9 +61,10 @@ class LearnerEvents {
   // file that is missing or not `checkpoint.bytes` long.
   virtual absl::Status OnCommitCheckpoint(const std::string& id, int64_t attempt,
                                           const CheckpointRecord& checkpoint) = 0;
-  // A learner's own account of how it ended; rank 0's success is the job's.
-  virtual void OnFinished(const std::string& id, int rank, int64_t attempt, bool succeeded,
-                          const std::string& reason) = 0;
+  // A learner's own account of how it ended; rank 0's success is the job's. OK also when it is
+  // ignored (a stale attempt).
+  virtual absl::Status OnFinished(const std::string& id, int rank, int64_t attempt, bool succeeded,
+                                  const std::string& reason) = 0;
 };
 
 }  // namespace weft

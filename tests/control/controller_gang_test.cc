@@ -81,18 +81,22 @@ TEST_F(ControllerTest, GangStartsAllLearnersAndRunsOnceAllRegister) {
   EXPECT_THAT(Reason(id), HasSubstr("all 2 learners registered (pids 4242, 4243)"));
 
   // Only rank 0's progress is the job's.
-  EXPECT_TRUE(controller_->OnHeartbeat(id, 1, 1, JobProgress{0, 2, 999, 1000, 1}));
+  EXPECT_EQ(controller_->OnHeartbeat(id, 1, 1, JobProgress{0, 2, 999, 1000, 1}),
+            ReportAnswer::kKeepRunning);
   EXPECT_EQ(store_->GetJob(id)->progress.step, 0);
-  EXPECT_TRUE(controller_->OnHeartbeat(id, 0, 1, JobProgress{0, 2, 10, 1000, 1}));
+  EXPECT_EQ(controller_->OnHeartbeat(id, 0, 1, JobProgress{0, 2, 10, 1000, 1}),
+            ReportAnswer::kKeepRunning);
   EXPECT_EQ(store_->GetJob(id)->progress.step, 10);
 
   // Rank 1 finishing first changes nothing; rank 0's success completes the job.
-  controller_->OnFinished(id, 1, 1, true, "rank 1 of 2 done");
+  EXPECT_TRUE(controller_->OnFinished(id, 1, 1, true, "rank 1 of 2 done").ok());
   executor_.Exit(id, 1, 0, 0, /*rank=*/1);
   controller_->Tick();
   EXPECT_EQ(State(id), JobState::kRunning);
   ASSERT_TRUE(controller_->OnCommitModel(id, 1, Model(id, "final", 0.85)).ok());
-  controller_->OnFinished(id, 0, 1, true, "budget exhausted: 2 epochs, test_accuracy 0.8500");
+  EXPECT_TRUE(
+      controller_->OnFinished(id, 0, 1, true, "budget exhausted: 2 epochs, test_accuracy 0.8500")
+          .ok());
   executor_.Exit(id, 1, 0, 0, /*rank=*/0);
   controller_->Tick();
   EXPECT_EQ(State(id), JobState::kCompleted);

@@ -65,7 +65,7 @@ TEST_F(ControllerTest, HappyPathThroughDeliveredToCompleted) {
   MetricRecord m;
   m.step = 10;
   m.test_accuracy = 0.85;
-  EXPECT_TRUE(controller_->OnMetrics(id, 0, 1, {m}, p));
+  EXPECT_EQ(controller_->OnMetrics(id, 0, 1, {m}, p), ReportAnswer::kKeepRunning);
   EXPECT_DOUBLE_EQ(*store_->GetJob(id)->best_test_accuracy, 0.85);
   EXPECT_EQ(store_->GetJob(id)->progress.step, 10);
 
@@ -76,7 +76,8 @@ TEST_F(ControllerTest, HappyPathThroughDeliveredToCompleted) {
 
   ASSERT_TRUE(controller_->OnCommitModel(id, 1, Model(id, "final", 0.91)).ok());
   EXPECT_TRUE(store_->GetJob(id)->complete_met_ms.has_value());
-  controller_->OnFinished(id, 0, 1, true, "target met: test_accuracy 0.9100 >= 0.9");
+  EXPECT_TRUE(
+      controller_->OnFinished(id, 0, 1, true, "target met: test_accuracy 0.9100 >= 0.9").ok());
   executor_.Exit(id, 1, 0);
   controller_->Tick();
   EXPECT_EQ(State(id), JobState::kCompleted);
@@ -97,7 +98,8 @@ TEST_F(ControllerTest, TheEventFeedTellsWhatTheStoreRecordsInTheSameOrder) {
   MetricRecord m;
   m.step = 10;
   m.test_accuracy = 0.85;
-  ASSERT_TRUE(controller_->OnMetrics(a, 0, 1, {m}, JobProgress{1, 2, 10, 20, 640}));
+  ASSERT_EQ(controller_->OnMetrics(a, 0, 1, {m}, JobProgress{1, 2, 10, 20, 640}),
+            ReportAnswer::kKeepRunning);
   ASSERT_TRUE(controller_->OnCommitModel(a, 1, Model(a, "delivered", 0.85)).ok());
   ASSERT_TRUE(controller_->Delete(b).ok());
 
@@ -145,7 +147,9 @@ TEST_F(ControllerTest, ExitWithoutSuccessFailsWithTheLearnersReason) {
   std::string id = Submit();
   controller_->Tick();
   controller_->OnRegister(id, 0, 1, 1, 0);
-  controller_->OnFinished(id, 0, 1, false, "data file not found: /nope/train-images-idx3-ubyte");
+  EXPECT_TRUE(
+      controller_->OnFinished(id, 0, 1, false, "data file not found: /nope/train-images-idx3-ubyte")
+          .ok());
   executor_.Exit(id, 1, 2);
   controller_->Tick();
   EXPECT_EQ(State(id), JobState::kFailed);
@@ -195,7 +199,7 @@ TEST_F(ControllerTest, CleanExitWithoutFinalModelFails) {
   std::string id = Submit();
   controller_->Tick();
   controller_->OnRegister(id, 0, 1, 1, 0);
-  controller_->OnFinished(id, 0, 1, true, "done");
+  EXPECT_TRUE(controller_->OnFinished(id, 0, 1, true, "done").ok());
   executor_.Exit(id, 1, 0);
   controller_->Tick();
   EXPECT_EQ(State(id), JobState::kFailed);
@@ -336,7 +340,7 @@ TEST_F(ControllerTest, StaleAttemptsAreFencedOff) {
   controller_->Tick();
   EXPECT_FALSE(controller_->OnRegister(id, 0, /*attempt=*/7, 1, 0).accepted);
   EXPECT_EQ(State(id), JobState::kStarting);
-  EXPECT_FALSE(controller_->OnMetrics(id, 0, 7, {}, {}));
+  EXPECT_EQ(controller_->OnMetrics(id, 0, 7, {}, {}), ReportAnswer::kStop);
   EXPECT_TRUE(
       absl::IsFailedPrecondition(controller_->OnCommitModel(id, 7, Model(id, "delivered", 0.99))));
   EXPECT_TRUE(store_->Models(id)->empty());
@@ -363,7 +367,7 @@ TEST_F(ControllerTest, SilentLearnerIsStoppedAndFailed) {
   controller_->Tick();
   controller_->OnRegister(id, 0, 1, 1, 0);
   clock_.Advance(30'000);
-  EXPECT_TRUE(controller_->OnHeartbeat(id, 0, 1, {}));
+  EXPECT_EQ(controller_->OnHeartbeat(id, 0, 1, {}), ReportAnswer::kKeepRunning);
   clock_.Advance(59'000);
   controller_->Tick();
   EXPECT_EQ(State(id), JobState::kRunning);
@@ -382,7 +386,7 @@ TEST_F(ControllerTest, HaltResumeAndTheLearnerIsToldToStop) {
   ASSERT_TRUE(controller_->Halt(id).ok());
   EXPECT_EQ(State(id), JobState::kHalted);
   EXPECT_EQ(executor_.stopped, (std::vector<std::string>{id}));
-  EXPECT_FALSE(controller_->OnHeartbeat(id, 0, 1, {}));
+  EXPECT_EQ(controller_->OnHeartbeat(id, 0, 1, {}), ReportAnswer::kStop);
   EXPECT_TRUE(absl::IsFailedPrecondition(controller_->Halt(id)));
   executor_.Exit(id, 1, 143);
   controller_->Tick();
@@ -430,10 +434,11 @@ TEST_F(ControllerTest, RecoverAdoptsALiveLearnerOfTheCurrentAttempt) {
   EXPECT_EQ(State(id), JobState::kRunning) << "adopted, not requeued";
   ASSERT_EQ(executor_.adopted.size(), 1u);
   EXPECT_EQ(executor_.adopted[0].attempt, 1);
-  EXPECT_TRUE(controller_->OnHeartbeat(id, 0, 1, {}));
+  EXPECT_EQ(controller_->OnHeartbeat(id, 0, 1, {}), ReportAnswer::kKeepRunning);
   // It finishes under the new weftd; its exit status is unknown but its report decides.
   ASSERT_TRUE(controller_->OnCommitModel(id, 1, Model(id, "final", 0.95)).ok());
-  controller_->OnFinished(id, 0, 1, true, "target met: test_accuracy 0.9500 >= 0.9");
+  EXPECT_TRUE(
+      controller_->OnFinished(id, 0, 1, true, "target met: test_accuracy 0.9500 >= 0.9").ok());
   LearnerExit e;
   e.job_id = id;
   e.attempt = 1;
