@@ -34,6 +34,7 @@
 #include "executor/memory_cgroups.h"
 #include "job/layout.h"
 #include "scheduler/policies.h"
+#include "store/pg_store.h"
 #include "store/sqlite_store.h"
 #include "yaml-cpp/yaml.h"
 
@@ -110,6 +111,7 @@ struct Flags {
   std::string config;
   std::string learner = SelfDir() + "/weft-learner";
   std::string policy = "fairshare";
+  std::string store = "sqlite";  // or a PostgreSQL connection URI
   weft::api::RestOptions rest;
   bool default_datasets = true;
   bool insecure = false;
@@ -167,9 +169,14 @@ void AddFlags(CLI::App& app, Flags& f) {
                  "literals, compared exactly); anything else is refused at registration")
       ->delimiter(',')
       ->capture_default_str();
+  app.add_option("--store", f.store,
+                 "where jobs, tenants and tokens are kept: sqlite (DATA_DIR/weft.db) or a "
+                 "PostgreSQL connection URI, postgresql://USER@HOST:PORT/DB (docs/deploy.md; give "
+                 "the password in PGPASSWORD or ~/.pgpass, not here, where ps shows it)")
+      ->capture_default_str();
   app.add_option("--max-store-bytes", f.max_store_bytes,
-                 "cap on the store's size (0: the disk's); past it, writes get 507 as on a full "
-                 "disk")
+                 "cap on the SQLite store's size (0: the disk's); past it, writes get 507 as on a "
+                 "full disk")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 50));
   AddLimitFlags(app, f);
@@ -286,6 +293,14 @@ absl::Status CheckFlags(Flags& f) {
     }
     *path = std::filesystem::absolute(*path).string();  // learners start elsewhere
   }
+  if (f.store != "sqlite" && !absl::StartsWith(f.store, "postgresql://") &&
+      !absl::StartsWith(f.store, "postgres://")) {
+    return absl::InvalidArgumentError("--store must be sqlite or a postgresql:// connection URI");
+  }
+  if (f.store != "sqlite" && f.max_store_bytes > 0) {
+    return absl::InvalidArgumentError(
+        "--max-store-bytes caps the SQLite store only; a PostgreSQL server bounds its own disk");
+  }
   f.rest.tls_cert_path = f.tls_cert;
   f.rest.tls_key_path = f.tls_key;
   if (auto s = CheckLoopback(f); !s.ok()) return s;
@@ -306,6 +321,21 @@ absl::StatusOr<std::string> LockDataDir(weft::Env& env, const std::string& dir) 
     return absl::FailedPreconditionError(absl::StrCat("another weftd is using ", data_dir));
   }
   return data_dir;
+}
+
+// The store --store names: SQLite in the data directory, or a PostgreSQL database (then no
+// weft.db is created). `*description` says which, for the log (never a password).
+absl::StatusOr<std::unique_ptr<weft::Store>> OpenStore(const Flags& flags,
+                                                       const std::string& data_dir,
+                                                       std::string* description) {
+  if (flags.store == "sqlite") {
+    *description = data_dir + "/weft.db";
+    return weft::SqliteStore::Open(*description, flags.max_store_bytes);
+  }
+  auto store = weft::PgStore::Open(flags.store);
+  if (!store.ok()) return store.status();
+  *description = absl::StrCat("postgresql ", (*store)->Describe());
+  return std::unique_ptr<weft::Store>(std::move(*store));
 }
 
 // The secret behind learners' per-job credentials (HMAC of the job id), kept in
@@ -446,15 +476,15 @@ void HandleSignals() {
 }
 
 // The line that says weftd is up, and where and how.
-void LogListening(const Flags& flags, const std::string& data_dir,
+void LogListening(const Flags& flags, const std::string& data_dir, const std::string& store,
                   const std::vector<weft::scheduler::Node>& nodes, const std::string& coordinator) {
   double cpus = 0;
   for (const auto& n : nodes) cpus += n.capacity.cpus;
   spdlog::info(
-      "listening on {}://{}:{} (data dir {}, {} node(s), {} cpus, policy {}, learners report to "
-      "{}{})",
-      flags.tls_cert.empty() ? "http" : "https", flags.host, flags.port, data_dir, nodes.size(),
-      cpus, flags.policy, coordinator, flags.tls_cert.empty() ? "" : " over TLS");
+      "listening on {}://{}:{} (data dir {}, store {}, {} node(s), {} cpus, policy {}, learners "
+      "report to {}{})",
+      flags.tls_cert.empty() ? "http" : "https", flags.host, flags.port, data_dir, store,
+      nodes.size(), cpus, flags.policy, coordinator, flags.tls_cert.empty() ? "" : " over TLS");
 }
 
 }  // namespace
@@ -478,7 +508,8 @@ int main(int argc, char** argv) {
   weft::Env& env = weft::Env::Default();
   auto data_dir = LockDataDir(env, flags.data_dir);
   if (!data_dir.ok()) return Fail(data_dir.status());
-  auto store = weft::SqliteStore::Open(*data_dir + "/weft.db", flags.max_store_bytes);
+  std::string store_description;
+  auto store = OpenStore(flags, *data_dir, &store_description);
   if (!store.ok()) return Fail(store.status());
   if (auto s = SetUpTenancy(env, **store, *data_dir); !s.ok()) return Fail(s);
   auto learner_key = LearnerKey(env, *data_dir);
@@ -527,7 +558,7 @@ int main(int argc, char** argv) {
   webhooks.Start();
 
   HandleSignals();
-  LogListening(flags, *data_dir, nodes, (*grpc_server)->address());
+  LogListening(flags, *data_dir, store_description, nodes, (*grpc_server)->address());
   while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(200));
   spdlog::info("shutting down");
   rest.Stop();

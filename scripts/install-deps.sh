@@ -26,6 +26,9 @@ PACKAGES=(
   openssl
   # dashboard_test drives the web dashboard in a real headless browser
   chromium
+  # the PostgreSQL store (weftd --store postgresql://…) and the throwaway clusters its tests
+  # start (pg_store_test, postgresql_test)
+  libpqxx-dev postgresql
   # OpenBLAS's own dependency (OpenBLAS itself is unpacked, below)
   libgfortran5
 )

@@ -42,6 +42,23 @@ std::string TextProblem(std::string_view text, bool multiline) {
   return "";
 }
 
+std::string ValidUtf8(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    char32_t cp = 0;
+    const size_t n = Utf8Length(text, i, &cp);
+    if (n == 0 || cp == 0) {
+      out += "\xef\xbf\xbd";  // U+FFFD
+      ++i;
+      continue;
+    }
+    out.append(text.substr(i, n));
+    i += n;
+  }
+  return out;
+}
+
 std::string FieldName(std::string_view key) {
   return key.empty() ? std::string("\"\"") : Printable(key, 64);
 }

@@ -18,6 +18,11 @@ std::string TextProblem(std::string_view text, bool multiline = false);
 // \xNN (and \n, \t, \\ as such), cut after `max_bytes` bytes of input with "...".
 std::string Printable(std::string_view text, size_t max_bytes = 200);
 
+// `text` as valid UTF-8 without NUL bytes: every byte that starts no valid sequence, and every
+// NUL, becomes U+FFFD; the rest is kept as it is. For stores that only hold UTF-8 text
+// (PostgreSQL's TEXT), so what a learner reported is kept as readers would be shown it anyway.
+std::string ValidUtf8(std::string_view text);
+
 // A key of an untrusted document as a field name in a problem: Printable (at most 64 bytes), and
 // `""` for the empty key, so no problem ever names an empty field.
 std::string FieldName(std::string_view key);

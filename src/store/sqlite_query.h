@@ -14,7 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
-#include "common/metrics.h"
+#include "store/commit_metric.h"
 
 namespace weft::sqlite {
 
@@ -167,20 +167,6 @@ absl::StatusOr<T> QueryOne(StatementCache& cache, const std::string& what,
   return std::move(rows->front());
 }
 
-// Records a committed write transaction's time, BEGIN to durable COMMIT, in
-// weft_store_commit_duration_seconds (docs/operations.md).
-inline void ObserveCommit(double seconds) {
-  static const bool declared = [] {
-    MetricsRegistry::Global().DeclareHistogram(
-        "weft_store_commit_duration_seconds",
-        "store write transactions, from BEGIN to a durable COMMIT, in seconds", SecondsBuckets());
-    return true;
-  }();
-  (void)declared;
-  MetricsRegistry::Global().Observe("weft_store_commit_duration_seconds", {{"store", "sqlite"}},
-                                    seconds);
-}
-
 // BEGIN IMMEDIATE ... COMMIT, rolled back unless Commit() succeeded.
 class Transaction {
  public:
@@ -198,7 +184,8 @@ class Transaction {
       return Error(db_, "commit");
     }
     committed_ = true;
-    ObserveCommit(std::chrono::duration<double>(std::chrono::steady_clock::now() - begun_).count());
+    store_metrics::ObserveCommit(
+        "sqlite", std::chrono::duration<double>(std::chrono::steady_clock::now() - begun_).count());
     return absl::OkStatus();
   }
 

@@ -3,11 +3,11 @@
 #include "store/sqlite_store.h"
 
 #include <algorithm>
-#include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
+#include "store/job_columns.h"
 #include "store/sqlite_query.h"
 #include "store/sqlite_schema.h"
 
@@ -15,31 +15,9 @@ namespace weft {
 
 namespace {
 
-constexpr char kJobColumns[] =
-    "id, tenant, name, state, reason, manifest, spec_json, created_ms, updated_ms, attempt, "
-    "node, learner_pid, epoch, epochs_total, step, steps_total, samples, best_test_accuracy, "
-    "deliver_met_ms, complete_met_ms, restarts, learners";
-
-std::string LearnersJson(const std::vector<LearnerSlot>& learners) {
-  nlohmann::json j = nlohmann::json::array();
-  for (const LearnerSlot& l : learners) j.push_back({{"node", l.node}, {"pid", l.pid}});
-  return j.dump();
-}
-
-// The learners column; a version-3 row (no learners yet) has rank 0 in node / learner_pid.
-std::vector<LearnerSlot> ParseLearners(const std::string& text, const std::string& node,
-                                       int64_t pid) {
-  std::vector<LearnerSlot> out;
-  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_array()) {
-    for (const auto& l : j) {
-      if (!l.is_object()) continue;
-      out.push_back({l.value("node", std::string()), l.value("pid", int64_t{0})});
-    }
-  }
-  if (out.empty() && !node.empty()) out.push_back({node, pid});
-  return out;
-}
+using store_columns::kJobColumns;
+using store_columns::LearnersJson;
+using store_columns::ParseLearners;
 
 JobRecord ReadJob(sqlite::Stmt& s) {
   JobRecord r;

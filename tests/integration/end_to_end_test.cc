@@ -7,7 +7,6 @@
 
 #include <chrono>
 #include <filesystem>
-#include <regex>
 #include <set>
 #include <thread>
 
@@ -52,25 +51,11 @@ class EndToEndTest : public ::testing::Test {
     return json::parse(r->body, nullptr, false);
   }
 
-  // Polls until the job's state is one of `states` or `timeout_s` passes; returns the job.
   json WaitFor(const std::string& id, const std::vector<std::string>& states, int timeout_s) {
-    json j;
-    for (int i = 0; i < timeout_s * 5; ++i) {
-      j = GetJson("/v1/jobs/" + id);
-      std::string s = j.value("state", "");
-      for (const auto& want : states) {
-        if (s == want) return j;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    }
-    ADD_FAILURE() << "job " << id << " did not reach the expected state: " << j.dump(2);
-    return j;
+    return weftd_->WaitForJob(id, states, timeout_s);
   }
-
   static std::string JobIdFrom(const std::string& output) {
-    std::smatch m;
-    std::regex re("job (job-[0-9a-z]+-[0-9a-z]+) submitted");
-    return std::regex_search(output, m, re) ? m[1].str() : "";
+    return testing::SubmittedJobId(output);
   }
 
   std::string dir_;

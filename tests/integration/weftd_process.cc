@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <httplib.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -12,6 +13,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -237,6 +239,33 @@ std::string RawExchange(int port, const std::string& request) {
   }
   close(fd);
   return answer;
+}
+
+std::string SubmittedJobId(const std::string& output) {
+  std::smatch m;
+  static const std::regex re("job (job-[0-9a-z]+-[0-9a-z]+) submitted");
+  return std::regex_search(output, m, re) ? m[1].str() : "";
+}
+
+nlohmann::json WeftdProcess::WaitForJob(const std::string& id,
+                                        const std::vector<std::string>& states,
+                                        int timeout_s) const {
+  nlohmann::json j;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  while (true) {
+    auto r = Client().Get("/v1/jobs/" + id);
+    if (r && r->status == 200) {
+      j = nlohmann::json::parse(r->body, nullptr, false);
+      const std::string state = j.is_object() ? j.value("state", "") : "";
+      for (const auto& want : states) {
+        if (state == want) return j;
+      }
+    }
+    if (std::chrono::steady_clock::now() > deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  ADD_FAILURE() << "job " << id << " did not reach the expected state: " << j.dump(2);
+  return j;
 }
 
 }  // namespace weft::testing

@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,9 @@ std::vector<int64_t> LearnerPids(const std::string& job_id, int rank = -1);
 // what arrives until its head and Content-Length bytes of body are in, weftd closes the
 // connection, or 3 s pass.
 std::string RawExchange(int port, const std::string& request);
+
+// The job id in `weft submit`'s output ("job job-… submitted"), or "" if there is none.
+std::string SubmittedJobId(const std::string& output);
 
 class WeftdProcess {
  public:
@@ -74,6 +78,10 @@ class WeftdProcess {
   // through the API on the first Start() of this object.
   std::string admin_token() const;
   const std::string& token() const { return token_; }
+  // Polls GET /v1/jobs/ID (as token()) every 200 ms until the job's state is one of `states`;
+  // returns the job's JSON. After `timeout_s` adds a test failure and returns the last answer.
+  nlohmann::json WaitForJob(const std::string& id, const std::vector<std::string>& states,
+                            int timeout_s) const;
   // An HTTP client carrying `token` ("" = no Authorization header); token() by default.
   httplib::Client Client() const { return ClientAs(token_); }
   httplib::Client ClientAs(const std::string& token) const;

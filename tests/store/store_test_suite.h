@@ -3,7 +3,8 @@
 //
 //   INSTANTIATE_TEST_SUITE_P(Sqlite, StoreTest, ::testing::Values(&MakeSqliteStore));
 //
-// A factory opens (or reopens) the store kept at `dir`, so "close and reopen" is tested too.
+// A factory opens (or reopens) the store kept at `dir`, so "close and reopen" is tested too. A
+// factory whose database cannot run here calls GTEST_SKIP and returns nullptr.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -26,6 +27,7 @@ class StoreTest : public ::testing::TestWithParam<StoreFactory> {
     char tmpl[] = "/tmp/weft-store-test-XXXXXX";
     dir_ = mkdtemp(tmpl);
     store_ = GetParam()(dir_);
+    if (IsSkipped()) return;  // the factory skipped: its database cannot run here
     ASSERT_NE(store_, nullptr);
   }
   void TearDown() override {

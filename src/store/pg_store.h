@@ -1,0 +1,114 @@
+// Store on a PostgreSQL database (libpqxx): what a weftd uses when its metadata must outlive
+// the host it runs on (weftd --store postgresql://…). Same behaviour as the SQLite store —
+// the shared store test suite runs on both — with these differences:
+//   - Writes are PostgreSQL transactions (READ COMMITTED; a transition reads the job's row
+//     FOR UPDATE, so its compare-and-set holds against other writers of the same database).
+//     A commit that returned is as durable as the server's synchronous_commit makes it.
+//   - A status read (GetJobSnapshot) is one REPEATABLE READ, read-only transaction.
+//   - Text is kept as UTF-8: bytes that are not (and NUL) are stored as U+FFFD.
+//   - FindToken asks the database every time (no cache): another weftd on the same database
+//     may revoke a token.
+//   - The connection is made again on the next call after it breaks; the call that saw it
+//     break fails with Unavailable.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "store/store.h"
+
+namespace weft {
+namespace pg {
+class Tx;
+}
+
+class PgStore : public Store {
+ public:
+  // Connects to the database `uri` names — a libpq connection URI (postgresql://user@host:port/
+  // db?options, host may be a unix socket directory) — and migrates its schema
+  // (store/pg_schema.h). Unavailable if the server cannot be reached or refuses the login;
+  // FailedPrecondition if the database's schema is newer than this weftd's; Internal otherwise.
+  static absl::StatusOr<std::unique_ptr<PgStore>> Open(const std::string& uri);
+  ~PgStore() override;
+  PgStore(const PgStore&) = delete;
+  PgStore& operator=(const PgStore&) = delete;
+
+  // "user@host:port/dbname" of the connection: what a log may show (never the password).
+  std::string Describe();
+
+  absl::Status CreateJob(const JobRecord& record, const std::string& reason) override;
+  absl::StatusOr<JobRecord> GetJob(const std::string& id) override;
+  absl::StatusOr<std::vector<JobRecord>> ListJobs(const std::string& tenant,
+                                                  const JobPage& page) override;
+  absl::StatusOr<std::vector<JobRecord>> ListActiveJobs() override;
+  absl::Status TransitionJob(const JobRecord& record, JobState expected_from) override;
+  absl::Status UpdateJob(const JobRecord& record) override;
+  absl::Status DeleteJob(const std::string& id) override;
+  absl::StatusOr<std::vector<StateEvent>> History(const std::string& id) override;
+  absl::Status AppendMetrics(const std::string& id,
+                             const std::vector<MetricRecord>& points) override;
+  absl::Status PutModel(const std::string& id, const ModelRecord& model) override;
+  absl::StatusOr<std::vector<ModelRecord>> Models(const std::string& id) override;
+  absl::StatusOr<MetricPage> MetricRange(const std::string& id, int64_t from,
+                                         int64_t limit) override;
+  absl::StatusOr<JobSnapshot> GetJobSnapshot(const std::string& id, int64_t metrics_limit) override;
+  absl::Status PutCheckpoint(const std::string& id, const CheckpointRecord& checkpoint) override;
+  absl::StatusOr<std::vector<CheckpointRecord>> Checkpoints(const std::string& id) override;
+  absl::Status DeleteCheckpoint(const std::string& id, int64_t step) override;
+  absl::Status CreateTenant(const TenantRecord& tenant) override;
+  absl::StatusOr<TenantRecord> GetTenant(const std::string& name) override;
+  absl::StatusOr<std::vector<TenantRecord>> ListTenants() override;
+  absl::Status UpdateTenant(const TenantRecord& tenant) override;
+  absl::Status DeleteTenant(const std::string& name) override;
+  absl::Status PutDataset(const DatasetRecord& dataset) override;
+  absl::StatusOr<DatasetRecord> GetDataset(const std::string& name) override;
+  absl::StatusOr<std::vector<DatasetRecord>> ListDatasets() override;
+  absl::Status DeleteDataset(const std::string& name) override;
+  absl::Status CreateWebhook(const WebhookRecord& webhook) override;
+  absl::StatusOr<std::vector<WebhookRecord>> ListWebhooks(const std::string& tenant) override;
+  absl::Status DeleteWebhook(const std::string& tenant, const std::string& id) override;
+  absl::StatusOr<std::vector<WebhookDelivery>> DueDeliveries(TimeMs now_ms, int limit) override;
+  absl::Status RecordDeliveryAttempt(int64_t id, TimeMs at_ms, const std::string& outcome,
+                                     bool delivered, std::optional<TimeMs> retry_at_ms) override;
+  absl::Status PutArtifact(const ArtifactRecord& artifact) override;
+  absl::StatusOr<ArtifactRecord> GetArtifact(const std::string& tenant,
+                                             const std::string& name) override;
+  absl::StatusOr<std::vector<ArtifactRecord>> ListArtifacts(const std::string& tenant) override;
+  absl::StatusOr<int64_t> DeleteArtifact(const std::string& tenant,
+                                         const std::string& name) override;
+  absl::Status CreateToken(const TokenRecord& token) override;
+  absl::StatusOr<TokenRecord> FindToken(const std::string& sha256) override;
+  absl::StatusOr<std::vector<TokenRecord>> ListTokens(const std::string& tenant) override;
+  absl::Status RevokeToken(const std::string& tenant, const std::string& id, TimeMs when) override;
+
+  // What a call runs in: a read-only READ COMMITTED transaction, a read-only REPEATABLE READ one
+  // (several queries as of one instant), or a read-write READ COMMITTED one that commits when
+  // the call's body returns OK.
+  enum class Mode { kRead, kSnapshot, kWrite };
+  struct Session;  // the connection and its prepared statements (pg_store_run.h)
+
+ private:
+  explicit PgStore(std::string uri);
+  absl::Status Migrate();
+  // Connects if there is no open connection. Unavailable if the server cannot be reached.
+  absl::Status ConnectLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Runs `body(pg::Tx&)` (returning a Status or StatusOr) in one transaction of `mode`, under
+  // mu_, with libpqxx's exceptions turned into a Status naming `what` (pg_store_run.h).
+  template <typename Body>
+  auto Run(const std::string& what, Mode mode, Body body)
+      -> decltype(body(std::declval<pg::Tx&>()));
+  // Helpers inside a transaction.
+  static absl::StatusOr<JobRecord> GetJobIn(pg::Tx& tx, const std::string& id);
+  static void WriteJobIn(pg::Tx& tx, const JobRecord& r, bool insert);
+  static void AppendEventIn(pg::Tx& tx, const std::string& id, TimeMs t,
+                            std::optional<JobState> from, JobState to, const std::string& reason);
+  static void ForgetTenantInDatasetsIn(pg::Tx& tx, const std::string& tenant);
+
+  const std::string uri_;
+  absl::Mutex mu_;  // one call at a time on the one connection
+  std::unique_ptr<Session> session_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace weft

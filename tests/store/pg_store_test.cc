@@ -1,0 +1,122 @@
+// The PostgreSQL store: the shared store suite on a throwaway cluster (store/pg_cluster.h), and
+// what only this store has (a server that goes away and comes back, a schema from the future).
+#include "store/pg_store.h"
+
+#include <filesystem>
+
+#include "store/pg_cluster.h"
+#include "store/store_tests.h"
+
+namespace weft {
+namespace {
+
+using testing::PgCluster;
+
+// One database per test directory, so each test starts empty and Reopen finds what it left.
+std::string UriFor(const std::string& dir) {
+  std::string why;
+  PgCluster* cluster = PgCluster::Shared(&why);
+  if (cluster == nullptr) {
+    [&] { GTEST_SKIP() << "no PostgreSQL here: " << why; }();
+    return "";
+  }
+  std::string name = std::filesystem::path(dir).filename().string();
+  for (char& c : name) {
+    if (c == '-') c = '_';
+  }
+  const std::string uri = cluster->Database(name);
+  if (uri.empty()) ADD_FAILURE() << "cannot create database " << name;
+  return uri;
+}
+
+std::unique_ptr<Store> MakePgStore(const std::string& dir) {
+  const std::string uri = UriFor(dir);
+  if (uri.empty()) return nullptr;
+  auto s = PgStore::Open(uri);
+  if (!s.ok()) {
+    ADD_FAILURE() << s.status();
+    return nullptr;
+  }
+  return std::move(*s);
+}
+
+INSTANTIATE_TEST_SUITE_P(Postgresql, StoreTest, ::testing::Values(&MakePgStore));
+
+class PgStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    cluster_ = PgCluster::Shared(&why);
+    if (cluster_ == nullptr) GTEST_SKIP() << "no PostgreSQL here: " << why;
+  }
+  PgCluster* cluster_ = nullptr;
+};
+
+TEST_F(PgStoreTest, AnUnreachableServerIsUnavailableAndNamesNoPassword) {
+  auto s = PgStore::Open("postgresql://weft:hunter2@/nope?host=/nonexistent-dir&port=5999");
+  ASSERT_FALSE(s.ok());
+  EXPECT_TRUE(absl::IsUnavailable(s.status())) << s.status();
+  EXPECT_EQ(s.status().message().find("hunter2"), std::string_view::npos) << s.status();
+}
+
+TEST_F(PgStoreTest, ASchemaNewerThanThisWeftdIsRefused) {
+  const std::string uri = cluster_->Database("future_schema");
+  ASSERT_FALSE(uri.empty());
+  {
+    auto s = PgStore::Open(uri);
+    ASSERT_TRUE(s.ok()) << s.status();
+  }
+  ASSERT_TRUE(cluster_->Sql("future_schema", "UPDATE weft_schema SET version = 99"));
+  auto s = PgStore::Open(uri);
+  ASSERT_FALSE(s.ok());
+  EXPECT_TRUE(absl::IsFailedPrecondition(s.status())) << s.status();
+  EXPECT_NE(s.status().message().find("newer than this weftd"), std::string_view::npos);
+}
+
+// The server restarts under an open store: the call that finds the connection broken fails with
+// Unavailable, the next one connects again, and nothing acknowledged is lost.
+TEST_F(PgStoreTest, AfterTheServerRestartsTheStoreConnectsAgainAndLosesNothing) {
+  const std::string uri = cluster_->Database("server_restart");
+  ASSERT_FALSE(uri.empty());
+  auto store = PgStore::Open(uri);
+  ASSERT_TRUE(store.ok()) << store.status();
+  JobRecord job;
+  job.id = "job-before";
+  job.tenant = "t";
+  ASSERT_TRUE((*store)->CreateJob(job, "submitted").ok());
+  ASSERT_TRUE(cluster_->StopServer());
+  absl::Status down = (*store)->GetJob("job-before").status();
+  EXPECT_TRUE(absl::IsUnavailable(down)) << down;
+  ASSERT_TRUE(cluster_->StartServer());
+  absl::StatusOr<JobRecord> back = (*store)->GetJob("job-before");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->tenant, "t");
+  job.id = "job-after";
+  EXPECT_TRUE((*store)->CreateJob(job, "submitted").ok());
+  EXPECT_EQ(static_cast<Store&>(**store).ListJobs("t")->size(), 2u);
+}
+
+// Text PostgreSQL cannot hold (invalid UTF-8, NUL) is stored as U+FFFD instead of failing the
+// write: a learner's report must never make a transition fail.
+TEST_F(PgStoreTest, TextThatIsNotUtf8IsStoredWithReplacementCharacters) {
+  const std::string uri = cluster_->Database("not_utf8");
+  ASSERT_FALSE(uri.empty());
+  auto store = PgStore::Open(uri);
+  ASSERT_TRUE(store.ok()) << store.status();
+  JobRecord job;
+  job.id = "job-a";
+  job.tenant = "t";
+  ASSERT_TRUE((*store)->CreateJob(job, "submitted").ok());
+  job.state = JobState::kFailed;
+  job.reason = std::string("learner said \xff\xfe and ") + std::string(1, '\0') + "bye";
+  ASSERT_TRUE((*store)->TransitionJob(job, JobState::kQueued).ok());
+  auto got = (*store)->GetJob("job-a");
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->reason,
+            "learner said \xef\xbf\xbd\xef\xbf\xbd and \xef\xbf\xbd"
+            "bye");
+  EXPECT_TRUE(absl::IsNotFound((*store)->GetJob("job-\xff").status()));
+}
+
+}  // namespace
+}  // namespace weft
