@@ -5,16 +5,24 @@
 #   2. durable submits for a few seconds, then kill -9 of weftd in the middle of a second burst:
 #      every submit that was answered 201 must be in the store after the restart;
 #   3. the job list of a tenant holding every one of those jobs.
-# Usage: bench/api_load.sh [SECONDS per run, default 10] [CONNECTIONS, default 16]
+# Usage: bench/api_load.sh [SECONDS per run, default 10] [CONNECTIONS, default 16] [STORE]
+# STORE: sqlite (the default) or postgresql — weftd --store on a throwaway PostgreSQL cluster
+# this script starts (lib.sh start_pg; fsync on, as SQLite's synchronous=FULL).
 # Needs wrk (WEFT_WITH_BENCH_DEPS=1 scripts/install-deps.sh). Tenant rate limits are off here.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 SECS=${1:-10}
 CONNS=${2:-16}
+STORE=${3:-sqlite}
 command -v wrk >/dev/null || { echo "needs wrk: WEFT_WITH_BENCH_DEPS=1 scripts/install-deps.sh" >&2; exit 1; }
 WORK=$(mktemp -d /tmp/weft-api-load-XXXXXX)
-trap 'stop_weftd; rm -rf "$WORK"' EXIT
+trap 'stop_weftd; stop_pg; rm -rf "$WORK"' EXIT
 FLAGS=(--tenant-requests-per-second 0)
+case "$STORE" in
+  sqlite) ;;
+  postgresql) start_pg && FLAGS+=(--store "$PG_URI") ;;
+  *) echo "STORE must be sqlite or postgresql" >&2; exit 2 ;;
+esac
 
 start_weftd "$WORK/data" "${FLAGS[@]}"
 ADMIN=$(cat "$WORK/data/admin.token")
@@ -54,7 +62,7 @@ run_wrk() {  # run_wrk LABEL PATH [extra wrk args]  -> prints a line, sets RPS
     "$label" "$RPS" "$P50" "$P99" "$OK" "$BAD" "$ERR"
 }
 
-echo "== weftd REST API under wrk -t2 -c$CONNS, ${SECS} s each, keep-alive, $(nproc) cores"
+echo "== weftd REST API under wrk -t2 -c$CONNS, ${SECS} s each, keep-alive, $(nproc) cores, store $STORE"
 run_wrk "GET /healthz (baseline)" /healthz
 BASE=$RPS
 run_wrk "GET /v1/jobs/ID (tenant status)" "/v1/jobs/$ID" -H "Authorization: Bearer $TOKEN"
@@ -91,5 +99,5 @@ if (( STORED < ACKED )); then echo "LOST: $((ACKED - STORED)) acknowledged submi
 run_wrk "GET /v1/jobs?limit=1000 (of $STORED)" "/v1/jobs?limit=1000" -H "Authorization: Bearer $TOKEN"
 LIST=$RPS
 echo
-echo "summary: status reads $STATUS/s (p99 $STATUS_P99 ms; goal >= 5000/s, p99 <= 20 ms), healthz $BASE/s," \
+echo "summary ($STORE store): status reads $STATUS/s (p99 $STATUS_P99 ms; goal >= 5000/s, p99 <= 20 ms), healthz $BASE/s," \
   "durable submits $SUBMITS/s (goal >= 500/s), $ACKED acknowledged, 0 lost, pages of 1,000 jobs $LIST/s"

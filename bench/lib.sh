@@ -26,6 +26,32 @@ start_weftd() {
 
 stop_weftd() { kill "$WEFTD_PID" 2>/dev/null; wait "$WEFTD_PID" 2>/dev/null || true; }
 
+# start_pg -> a throwaway PostgreSQL cluster (Debian's newest, in a temporary directory, reached
+# through a unix socket only, fsync on as in production; as the postgres user when root: initdb
+# refuses root), with one database; its URI in PG_URI. stop_pg stops it and removes it.
+PG_DIR=""
+as_pg() { if [[ $(id -u) -eq 0 ]]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+start_pg() {
+  local bin
+  bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+  [[ -n "$bin" ]] || { echo "PostgreSQL is not installed (scripts/install-deps.sh)" >&2; return 1; }
+  PG_BIN=$bin
+  PG_DIR=$(mktemp -d /tmp/weft-bench-pg-XXXXXX)
+  [[ $(id -u) -ne 0 ]] || chown postgres: "$PG_DIR"
+  as_pg "$bin/initdb" -D "$PG_DIR/data" -U weft -A trust -E UTF8 --locale=C >"$PG_DIR/initdb.log" 2>&1
+  printf "listen_addresses = ''\nunix_socket_directories = '%s'\nport = 5432\n" "$PG_DIR" \
+    >>"$PG_DIR/data/postgresql.conf"
+  as_pg "$bin/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/server.log" -w start >/dev/null
+  as_pg "$bin/createdb" -h "$PG_DIR" -U weft weft
+  PG_URI="postgresql://weft@/weft?host=$PG_DIR&port=5432"
+}
+stop_pg() {
+  [[ -n "$PG_DIR" ]] || return 0
+  as_pg "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -m fast -w stop >/dev/null 2>&1 || true
+  rm -rf "$PG_DIR"
+  PG_DIR=""
+}
+
 # submit_and_wait MANIFEST_FILE -> prints the job id once the job has ended
 submit_and_wait() {
   local out id

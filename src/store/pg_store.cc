@@ -80,15 +80,27 @@ PgStore::PgStore(std::string uri) : uri_(std::move(uri)) {}
 
 PgStore::~PgStore() = default;
 
-absl::Status PgStore::ConnectLocked() {
-  if (session_ != nullptr && session_->conn->is_open()) return absl::OkStatus();
-  session_.reset();
+absl::StatusOr<std::unique_ptr<PgStore::Session>> PgStore::Acquire() {
+  {
+    absl::MutexLock lock(&mu_);
+    while (idle_.empty() && sessions_ >= kMaxSessions) released_.Wait(&mu_);
+    if (!idle_.empty()) {
+      std::unique_ptr<Session> session = std::move(idle_.back());
+      idle_.pop_back();
+      return session;
+    }
+    ++sessions_;  // a new one, connected without holding the lock
+  }
   try {
     auto session = std::make_unique<Session>();
     session->conn = std::make_unique<pqxx::connection>(uri_);
-    session_ = std::move(session);
-    return absl::OkStatus();
+    return session;
   } catch (const std::exception& e) {
+    {
+      absl::MutexLock lock(&mu_);
+      --sessions_;
+    }
+    released_.Signal();
     // libpq's message names the host and the reason, never the password; one line.
     return absl::UnavailableError(
         absl::StrCat("cannot connect to the PostgreSQL store: ",
@@ -97,13 +109,29 @@ absl::Status PgStore::ConnectLocked() {
   }
 }
 
+void PgStore::Release(std::unique_ptr<Session> session) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (session->conn->is_open()) {
+      idle_.push_back(std::move(session));
+    } else {
+      // The server went away (or restarted): the idle connections went with it.
+      sessions_ -= 1 + static_cast<int>(idle_.size());
+      idle_.clear();
+    }
+  }
+  released_.SignalAll();
+}
+
 std::string PgStore::Describe() {
-  absl::MutexLock lock(&mu_);
-  if (!ConnectLocked().ok()) return "postgresql (not connected)";
-  pqxx::connection& c = *session_->conn;
+  absl::StatusOr<std::unique_ptr<Session>> session = Acquire();
+  if (!session.ok()) return "postgresql (not connected)";
+  pqxx::connection& c = *(*session)->conn;
   auto text = [](const char* s) { return std::string(s != nullptr ? s : ""); };
-  return absl::StrCat(text(c.username()), "@", text(c.hostname()), ":", text(c.port()), "/",
-                      text(c.dbname()));
+  std::string out = absl::StrCat(text(c.username()), "@", text(c.hostname()), ":", text(c.port()),
+                                 "/", text(c.dbname()));
+  Release(*std::move(session));
+  return out;
 }
 
 absl::Status PgStore::Migrate() {

@@ -8,12 +8,15 @@
 //   - Text is kept as UTF-8: bytes that are not (and NUL) are stored as U+FFFD.
 //   - FindToken asks the database every time (no cache): another weftd on the same database
 //     may revoke a token.
-//   - The connection is made again on the next call after it breaks; the call that saw it
-//     break fails with Unavailable.
+//   - Calls run on a pool of up to kMaxSessions connections, so requests do not queue behind
+//     one another's round trips; each call is one transaction on one of them. A connection that
+//     breaks is dropped with every idle one (they went with the same server); the call that saw
+//     it fails with Unavailable, the next connects again.
 #pragma once
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
@@ -83,17 +86,21 @@ class PgStore : public Store {
   absl::StatusOr<std::vector<TokenRecord>> ListTokens(const std::string& tenant) override;
   absl::Status RevokeToken(const std::string& tenant, const std::string& id, TimeMs when) override;
 
-  // What a call runs in: a read-only READ COMMITTED transaction, a read-only REPEATABLE READ one
-  // (several queries as of one instant), or a read-write READ COMMITTED one that commits when
-  // the call's body returns OK.
+  // What a call runs in: one statement on its own (no BEGIN/COMMIT round trips; for calls of a
+  // single query), a read-only REPEATABLE READ transaction (several queries as of one instant),
+  // or a read-write READ COMMITTED one that commits when the call's body returns OK.
   enum class Mode { kRead, kSnapshot, kWrite };
-  struct Session;  // the connection and its prepared statements (pg_store_run.h)
+  struct Session;  // a connection and its prepared statements (pg_store_run.h)
+  static constexpr int kMaxSessions = 4;
 
  private:
   explicit PgStore(std::string uri);
   absl::Status Migrate();
-  // Connects if there is no open connection. Unavailable if the server cannot be reached.
-  absl::Status ConnectLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // An idle session, or a new connection while fewer than kMaxSessions exist; waits for one
+  // otherwise. Unavailable if the server cannot be reached.
+  absl::StatusOr<std::unique_ptr<Session>> Acquire();
+  // Back to the idle ones; a broken one is dropped with every idle one.
+  void Release(std::unique_ptr<Session> session);
   // Runs `body(pg::Tx&)` (returning a Status or StatusOr) in one transaction of `mode`, under
   // mu_, with libpqxx's exceptions turned into a Status naming `what` (pg_store_run.h).
   template <typename Body>
@@ -107,8 +114,10 @@ class PgStore : public Store {
   static void ForgetTenantInDatasetsIn(pg::Tx& tx, const std::string& tenant);
 
   const std::string uri_;
-  absl::Mutex mu_;  // one call at a time on the one connection
-  std::unique_ptr<Session> session_ ABSL_GUARDED_BY(mu_);
+  absl::Mutex mu_;
+  absl::CondVar released_;  // a session went back to idle_, or one was dropped
+  std::vector<std::unique_ptr<Session>> idle_ ABSL_GUARDED_BY(mu_);
+  int sessions_ ABSL_GUARDED_BY(mu_) = 0;  // idle or in use
 };
 
 }  // namespace weft

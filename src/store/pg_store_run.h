@@ -19,41 +19,38 @@ template <typename Body>
 auto PgStore::Run(const std::string& what, Mode mode, Body body)
     -> decltype(body(std::declval<pg::Tx&>())) {
   using Result = decltype(body(std::declval<pg::Tx&>()));
-  absl::MutexLock lock(&mu_);
-  if (absl::Status s = ConnectLocked(); !s.ok()) return s;
-  pqxx::connection& conn = *session_->conn;
+  absl::StatusOr<std::unique_ptr<Session>> session = Acquire();
+  if (!session.ok()) return session.status();
+  pqxx::connection& conn = *(*session)->conn;
   const auto begun = std::chrono::steady_clock::now();
+  Result out = absl::InternalError("unset");
   try {
     auto in = [&](auto& txn) -> Result {
-      pg::Tx tx(txn, conn, session_->stmts);
-      Result out = body(tx);
-      if (out.ok() && mode == Mode::kWrite) {
+      pg::Tx tx(txn, conn, (*session)->stmts);
+      Result result = body(tx);
+      if (result.ok() && mode == Mode::kWrite) {
         txn.commit();
         store_metrics::ObserveCommit(
             "postgresql",
             std::chrono::duration<double>(std::chrono::steady_clock::now() - begun).count());
       }
-      return out;
+      return result;
     };
-    switch (mode) {
-      case Mode::kWrite: {
-        pqxx::work txn(conn);
-        return in(txn);
-      }
-      case Mode::kSnapshot: {
-        pqxx::transaction<pqxx::repeatable_read, pqxx::read_only> txn(conn);
-        return in(txn);
-      }
-      case Mode::kRead:
-        break;
+    if (mode == Mode::kWrite) {
+      pqxx::work txn(conn);
+      out = in(txn);
+    } else if (mode == Mode::kSnapshot) {
+      pqxx::transaction<pqxx::repeatable_read, pqxx::read_only> txn(conn);
+      out = in(txn);
+    } else {
+      pqxx::nontransaction txn(conn);
+      out = in(txn);
     }
-    pqxx::read_transaction txn(conn);
-    return in(txn);
   } catch (const std::exception&) {
-    absl::Status error = pg::Error(what);
-    if (!conn.is_open()) session_.reset();  // connect again on the next call
-    return error;
+    out = pg::Error(what);
   }
+  Release(*std::move(session));
+  return out;
 }
 
 }  // namespace weft

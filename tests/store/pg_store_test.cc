@@ -2,7 +2,10 @@
 // what only this store has (a server that goes away and comes back, a schema from the future).
 #include "store/pg_store.h"
 
+#include <atomic>
 #include <filesystem>
+#include <thread>
+#include <vector>
 
 #include "store/pg_cluster.h"
 #include "store/store_tests.h"
@@ -94,6 +97,54 @@ TEST_F(PgStoreTest, AfterTheServerRestartsTheStoreConnectsAgainAndLosesNothing) 
   job.id = "job-after";
   EXPECT_TRUE((*store)->CreateJob(job, "submitted").ok());
   EXPECT_EQ(static_cast<Store&>(**store).ListJobs("t")->size(), 2u);
+}
+
+// Calls run concurrently on the pool's connections, and each stays one atomic call: of 8
+// threads racing to move a job out of QUEUED exactly one wins, and its history has no gap;
+// metrics appended from every thread are all there.
+TEST_F(PgStoreTest, ConcurrentCallsOnThePoolStayAtomic) {
+  const std::string uri = cluster_->Database("concurrent");
+  ASSERT_FALSE(uri.empty());
+  auto store = PgStore::Open(uri);
+  ASSERT_TRUE(store.ok()) << store.status();
+  constexpr int kJobs = 20, kThreads = 8;
+  for (int j = 0; j < kJobs; ++j) {
+    JobRecord job;
+    job.id = "job-" + std::to_string(j);
+    job.tenant = "t";
+    ASSERT_TRUE((*store)->CreateJob(job, "submitted").ok());
+  }
+  std::atomic<int> won{0}, lost{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int j = 0; j < kJobs; ++j) {
+        JobRecord job;
+        job.id = "job-" + std::to_string(j);
+        job.tenant = "t";
+        job.state = JobState::kPlaced;
+        job.reason = "placed by thread " + std::to_string(t);
+        absl::Status s = (*store)->TransitionJob(job, JobState::kQueued);
+        (s.ok() ? won : lost)++;
+        if (!s.ok()) {
+          EXPECT_TRUE(absl::IsFailedPrecondition(s)) << s;
+        }
+        MetricRecord point;
+        point.step = t;
+        EXPECT_TRUE((*store)->AppendMetrics(job.id, {point}).ok());
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(won.load(), kJobs);
+  EXPECT_EQ(lost.load(), kJobs * (kThreads - 1));
+  for (int j = 0; j < kJobs; ++j) {
+    auto history = (*store)->History("job-" + std::to_string(j));
+    ASSERT_TRUE(history.ok());
+    ASSERT_EQ(history->size(), 2u);
+    EXPECT_EQ((*history)[1].seq, 2);
+    EXPECT_EQ((*store)->MetricRange("job-" + std::to_string(j), 0, 100)->total, kThreads);
+  }
 }
 
 // Text PostgreSQL cannot hold (invalid UTF-8, NUL) is stored as U+FFFD instead of failing the
