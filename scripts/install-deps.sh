@@ -29,6 +29,9 @@ PACKAGES=(
   # the PostgreSQL store (weftd --store postgresql://…) and the throwaway clusters its tests
   # start (pg_store_test, postgresql_test)
   libpqxx-dev postgresql
+  # a real Slurm cluster in the test suite (tests/executor/slurm_cluster.h: munged, slurmctld and
+  # a slurmd per logical node, started by the tests themselves; no service is enabled)
+  slurm-wlm munge
   # OpenBLAS's own dependency (OpenBLAS itself is unpacked, below)
   libgfortran5
 )
