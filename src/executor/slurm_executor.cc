@@ -1,0 +1,317 @@
+#include "executor/slurm_executor.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "common/logging.h"
+#include "common/status_macros.h"
+#include "job/layout.h"
+
+namespace weft {
+namespace {
+
+// `value` quoted for sh: in single quotes, a quote as '\''.
+std::string ShellQuote(const std::string& value) {
+  std::string out = "'";
+  for (char c : value) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// "Key=Value" fields of `scontrol show … -o` output.
+std::map<std::string, std::string> Fields(const std::string& line) {
+  std::map<std::string, std::string> out;
+  for (absl::string_view word : absl::StrSplit(line, absl::ByAnyChar(" \n"), absl::SkipEmpty())) {
+    const size_t eq = word.find('=');
+    if (eq != absl::string_view::npos) {
+      out[std::string(word.substr(0, eq))] = std::string(word.substr(eq + 1));
+    }
+  }
+  return out;
+}
+
+// A TCP port free on this host when asked.
+int FreeLocalPort() {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return 0;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  socklen_t len = sizeof(addr);
+  int port = 0;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  close(fd);
+  return port;
+}
+
+bool Terminal(const std::string& state) {
+  static const std::set<std::string> kLive = {"PENDING",   "RUNNING",    "CONFIGURING",
+                                              "SUSPENDED", "COMPLETING", "REQUEUED",
+                                              "RESIZING",  "SIGNALING",  "STAGE_OUT"};
+  return !state.empty() && kLive.count(state) == 0;
+}
+
+}  // namespace
+
+SlurmExecutor::SlurmExecutor(Options options, const Clock& clock)
+    : options_(std::move(options)), clock_(clock) {}
+
+std::string SlurmExecutor::SlurmName(const LearnerLaunch& l) {
+  return absl::StrCat("weft-", l.job_id, "-a", l.attempt, "-r", l.rank);
+}
+
+SlurmExecutor::CommandOutput SlurmExecutor::Command(const std::vector<std::string>& argv) const {
+  CommandOutput out;
+  int pipefd[2];
+  if (pipe2(pipefd, O_CLOEXEC) != 0) return out;
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(pipefd[1], 1);
+    dup2(pipefd[1], 2);
+    if (!options_.slurm_conf.empty()) setenv("SLURM_CONF", options_.slurm_conf.c_str(), 1);
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execvp(args[0], args.data());
+    _exit(127);
+  }
+  close(pipefd[1]);
+  if (pid < 0) {
+    close(pipefd[0]);
+    return out;
+  }
+  std::array<char, 4096> buf;
+  ssize_t n;
+  while ((n = read(pipefd[0], buf.data(), buf.size())) > 0) out.text.append(buf.data(), n);
+  close(pipefd[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  out.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return out;
+}
+
+absl::StatusOr<int64_t> SlurmExecutor::Start(const LearnerLaunch& launch) {
+  for (const std::string& dir : {launch.log_dir, launch.result_dir, launch.checkpoint_dir}) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) return absl::InternalError(absl::StrCat("cannot create ", dir, ": ", ec.message()));
+  }
+  // The learner's environment goes in a launch script (it holds the job's credential: owner
+  // only); Slurm keeps its own copy of a batch script from submission on, so ours goes at once.
+  const std::string script = absl::StrCat(launch.log_dir, "/slurm-launch-", launch.rank, ".sh");
+  {
+    int fd = open(script.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0700);
+    if (fd < 0) return absl::InternalError(absl::StrCat("cannot write ", script));
+    std::string text = absl::StrCat("#!/bin/sh\n# weft learner ", SlurmName(launch), "\n");
+    for (const auto& [name, value] : LearnerEnvironment(launch)) {
+      absl::StrAppend(&text, "export ", name, "=", ShellQuote(value), "\n");
+    }
+    absl::StrAppend(&text, "exec ", ShellQuote(options_.learner_binary), "\n");
+    const bool written = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+    close(fd);
+    if (!written) return absl::InternalError(absl::StrCat("cannot write ", script));
+  }
+  std::vector<std::string> argv = {"sbatch",
+                                   "--parsable",
+                                   "--job-name=" + SlurmName(launch),
+                                   "--nodelist=" + launch.node,
+                                   "--nodes=1",
+                                   "--ntasks=1",
+                                   absl::StrCat("--cpus-per-task=", std::max(1, launch.threads)),
+                                   "--output=" + LearnerLogPath(launch.log_dir, launch.rank),
+                                   "--open-mode=append",
+                                   "--export=NIL"};
+  if (launch.memory_limit_mb > 0) argv.push_back(absl::StrCat("--mem=", launch.memory_limit_mb));
+  if (!options_.partition.empty()) argv.push_back("--partition=" + options_.partition);
+  argv.push_back(script);
+  CommandOutput out = Command(argv);
+  unlink(script.c_str());
+  int64_t handle = 0;
+  const std::string first = out.text.substr(0, out.text.find_first_of(";\n"));
+  if (out.exit_code != 0 || !absl::SimpleAtoi(first, &handle)) {
+    return absl::InternalError(absl::StrCat("sbatch refused learner ", SlurmName(launch), ": ",
+                                            absl::StripAsciiWhitespace(out.text)));
+  }
+  absl::MutexLock lock(&mu_);
+  learners_[handle] = Learner{launch, handle, std::nullopt};
+  return handle;
+}
+
+absl::Status SlurmExecutor::Stop(const std::string& job_id, int64_t grace_ms) {
+  std::vector<int64_t> handles;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto& [handle, l] : learners_) {
+      if (l.launch.job_id != job_id) continue;
+      handles.push_back(handle);
+      l.kill_at_ms = clock_.NowMs() + std::max<int64_t>(grace_ms, 0);
+    }
+  }
+  for (int64_t handle : handles) {
+    // --full: the batch shell is the learner (the launch script execs it).
+    Command({"scancel", grace_ms > 0 ? "--signal=TERM" : "--signal=KILL", "--full",
+             absl::StrCat(handle)});
+  }
+  return absl::OkStatus();
+}
+
+LearnerExit SlurmExecutor::ExitOf(const Learner& l) const {
+  LearnerExit e;
+  e.job_id = l.launch.job_id;
+  e.attempt = l.launch.attempt;
+  e.rank = l.launch.rank;
+  e.pid = l.handle;
+  CommandOutput out = Command({"scontrol", "show", "job", "-o", absl::StrCat(l.handle)});
+  std::map<std::string, std::string> f = Fields(out.text);
+  if (out.exit_code != 0 || f.count("JobState") == 0) {
+    e.status_unknown = true;  // Slurm has forgotten it (MinJobAge passed)
+    return e;
+  }
+  const std::string& state = f["JobState"];
+  std::vector<std::string> code = absl::StrSplit(f["ExitCode"], ':');
+  int exit_code = 0, signal = 0;
+  if (code.size() == 2) {
+    (void)absl::SimpleAtoi(code[0], &exit_code);
+    (void)absl::SimpleAtoi(code[1], &signal);
+  }
+  e.exit_code = exit_code;
+  e.signal = signal;
+  if (state == "OUT_OF_MEMORY") {
+    e.killed_for =
+        absl::StrCat("out of memory: over Slurm's limit of ", l.launch.memory_limit_mb, " MiB");
+  } else if (state == "NODE_FAIL" || state == "BOOT_FAIL" || state == "DEADLINE" ||
+             state == "TIMEOUT" || state == "PREEMPTED") {
+    e.signal = SIGKILL;  // lost with its node or ended by Slurm: restartable
+  } else if (state == "CANCELLED" && signal == 0 && exit_code == 0) {
+    e.signal = SIGKILL;  // cancelled before it ran, or from outside
+  }
+  return e;
+}
+
+std::vector<LearnerExit> SlurmExecutor::Reap() {
+  std::vector<Learner> check;
+  std::vector<int64_t> overdue;
+  {
+    absl::MutexLock lock(&mu_);
+    const TimeMs now = clock_.NowMs();
+    if (now - last_poll_ms_ < options_.poll_interval_ms) return {};
+    last_poll_ms_ = now;
+    for (const auto& [handle, l] : learners_) {
+      check.push_back(l);
+      if (l.kill_at_ms && *l.kill_at_ms <= now) overdue.push_back(handle);
+    }
+  }
+  if (check.empty()) return {};
+  for (int64_t handle : overdue)
+    Command({"scancel", "--signal=KILL", "--full", absl::StrCat(handle)});
+  std::vector<std::string> ids;
+  for (const Learner& l : check) ids.push_back(absl::StrCat(l.handle));
+  CommandOutput q =
+      Command({"squeue", "-h", "-t", "all", "-j", absl::StrJoin(ids, ","), "-o", "%i %T"});
+  if (q.exit_code != 0 && q.text.find("Invalid job id") == std::string::npos) {
+    spdlog::warn("squeue failed ({}); learner exits are learned later", q.text);
+    return {};
+  }
+  std::map<int64_t, std::string> states;
+  for (absl::string_view line : absl::StrSplit(q.text, '\n', absl::SkipEmpty())) {
+    std::vector<std::string> parts = absl::StrSplit(line, ' ', absl::SkipEmpty());
+    int64_t id = 0;
+    if (parts.size() == 2 && absl::SimpleAtoi(parts[0], &id)) states[id] = parts[1];
+  }
+  std::vector<LearnerExit> exits;
+  for (const Learner& l : check) {
+    auto it = states.find(l.handle);
+    if (it != states.end() && !Terminal(it->second)) continue;
+    exits.push_back(ExitOf(l));
+  }
+  absl::MutexLock lock(&mu_);
+  for (const LearnerExit& e : exits) {
+    auto it = learners_.find(e.pid);
+    if (it != learners_.end()) learners_.erase(it);
+  }
+  return exits;
+}
+
+absl::Status SlurmExecutor::Adopt(const LearnerLaunch& launch, int64_t handle) {
+  CommandOutput out = Command({"squeue", "-h", "-j", absl::StrCat(handle), "-o", "%T %j"});
+  std::vector<std::string> parts =
+      absl::StrSplit(out.text, absl::ByAnyChar(" \n"), absl::SkipEmpty());
+  if (out.exit_code != 0 || parts.size() != 2 || Terminal(parts[0]) ||
+      parts[1] != SlurmName(launch)) {
+    return absl::NotFoundError(
+        absl::StrCat("no live Slurm job ", handle, " for learner ", SlurmName(launch)));
+  }
+  absl::MutexLock lock(&mu_);
+  learners_[handle] = Learner{launch, handle, std::nullopt};
+  return absl::OkStatus();
+}
+
+int SlurmExecutor::Running(const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  int n = 0;
+  for (const auto& [handle, l] : learners_) n += l.launch.job_id == job_id;
+  return n;
+}
+
+absl::StatusOr<std::pair<std::string, int>> SlurmExecutor::RendezvousAddress(
+    const std::string& node) {
+  CommandOutput out = Command({"scontrol", "show", "node", "-o", node});
+  std::map<std::string, std::string> f = Fields(out.text);
+  if (out.exit_code != 0 || f["NodeAddr"].empty()) {
+    return absl::UnavailableError(absl::StrCat("Slurm does not know node ", node, ": ", out.text));
+  }
+  const int port = FreeLocalPort();
+  if (port == 0) return absl::UnavailableError("no free port for the rendezvous");
+  return std::make_pair(f["NodeAddr"], port);
+}
+
+absl::StatusOr<std::vector<SlurmExecutor::SlurmNode>> SlurmExecutor::Nodes() {
+  CommandOutput out = Command({"sinfo", "-h", "-N", "-o", "%N|%c|%m|%G|%T"});
+  if (out.exit_code != 0) {
+    return absl::UnavailableError(
+        absl::StrCat("sinfo failed: ", absl::StripAsciiWhitespace(out.text)));
+  }
+  std::map<std::string, SlurmNode> nodes;  // sinfo -N lists a node once per partition
+  for (absl::string_view line : absl::StrSplit(out.text, '\n', absl::SkipEmpty())) {
+    std::vector<std::string> p = absl::StrSplit(line, '|');
+    if (p.size() != 5) continue;
+    SlurmNode n;
+    n.name = p[0];
+    (void)absl::SimpleAtoi(p[1], &n.cpus);
+    (void)absl::SimpleAtoi(p[2], &n.memory_mb);
+    // gres such as "gpu:2" or "gpu:a100:2(S:0)"; "(null)" for none.
+    for (absl::string_view g : absl::StrSplit(p[3], ',')) {
+      if (!absl::StartsWith(g, "gpu:")) continue;
+      std::vector<std::string> parts = absl::StrSplit(g.substr(0, g.find('(')), ':');
+      (void)absl::SimpleAtoi(parts.back(), &n.gpus);
+    }
+    n.state = p[4];
+    nodes[n.name] = n;
+  }
+  std::vector<SlurmNode> list;
+  for (auto& [name, n] : nodes) list.push_back(n);
+  return list;
+}
+
+}  // namespace weft
