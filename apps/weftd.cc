@@ -32,6 +32,7 @@
 #include "control/coordinator_service.h"
 #include "executor/local_executor.h"
 #include "executor/memory_cgroups.h"
+#include "executor/slurm_executor.h"
 #include "job/layout.h"
 #include "scheduler/policies.h"
 #include "store/pg_store.h"
@@ -112,6 +113,8 @@ struct Flags {
   std::string learner = SelfDir() + "/weft-learner";
   std::string policy = "fairshare";
   std::string store = "sqlite";  // or a PostgreSQL connection URI
+  std::string executor = "local";
+  std::string slurm_partition;
   weft::api::RestOptions rest;
   bool default_datasets = true;
   bool insecure = false;
@@ -138,7 +141,17 @@ void AddFlags(CLI::App& app, Flags& f) {
                  "gRPC address for learners (port 0 picks a free one)")
       ->capture_default_str();
   app.add_option("--config", f.config,
-                 "YAML file listing the cluster's nodes (default: this host)");
+                 "YAML file listing the cluster's nodes (default: this host; not with --executor "
+                 "slurm, whose nodes are Slurm's)");
+  app.add_option("--executor", f.executor,
+                 "where learners run: local (processes on this host) or slurm (one Slurm batch job "
+                 "per learner on the node weft chose; the nodes come from sinfo; Slurm's commands "
+                 "read SLURM_CONF as usual; docs/deploy.md)")
+      ->check(CLI::IsMember({"local", "slurm"}))
+      ->capture_default_str();
+  app.add_option("--slurm-partition", f.slurm_partition,
+                 "the Slurm partition whose nodes weft schedules on (default: every node, jobs go "
+                 "to the default partition)");
   app.add_option("--learner", f.learner, "path of the weft-learner binary")->capture_default_str();
   app.add_option("--policy", f.policy,
                  "scheduling policy: fairshare | targets | goodput | tiresias | optimus | fifo "
@@ -296,6 +309,10 @@ absl::Status CheckFlags(Flags& f) {
   if (f.store != "sqlite" && !absl::StartsWith(f.store, "postgresql://") &&
       !absl::StartsWith(f.store, "postgres://")) {
     return absl::InvalidArgumentError("--store must be sqlite or a postgresql:// connection URI");
+  }
+  if (f.executor == "slurm" && !f.config.empty()) {
+    return absl::InvalidArgumentError(
+        "--config lists nodes for the local executor; with --executor slurm they are Slurm's");
   }
   if (f.store != "sqlite" && f.max_store_bytes > 0) {
     return absl::InvalidArgumentError(
@@ -466,6 +483,36 @@ absl::StatusOr<std::unique_ptr<weft::MemoryCgroups>> MemoryLimits(const std::str
   return cgroups;
 }
 
+// The executor --executor names. With Slurm the nodes are the cluster's (sinfo; nodes that are
+// down, drained or failing left out), in place of this host or --config's.
+absl::StatusOr<std::unique_ptr<weft::Executor>> MakeExecutor(
+    const Flags& flags, const std::string& data_dir, std::vector<weft::scheduler::Node>* nodes) {
+  if (flags.executor == "local") {
+    ASSIGN_OR_RETURN(auto cgroups, MemoryLimits(flags.memory_limits, data_dir));
+    return std::unique_ptr<weft::Executor>(std::make_unique<weft::LocalExecutor>(
+        flags.learner, weft::SystemClock::Get(), std::move(cgroups)));
+  }
+  auto slurm = std::make_unique<weft::SlurmExecutor>(
+      weft::SlurmExecutor::Options{flags.learner, "", flags.slurm_partition, 1000},
+      weft::SystemClock::Get());
+  ASSIGN_OR_RETURN(std::vector<weft::SlurmExecutor::SlurmNode> inventory, slurm->Nodes());
+  nodes->clear();
+  for (const auto& n : inventory) {
+    if (absl::StrContains(n.state, "down") || absl::StrContains(n.state, "drain") ||
+        absl::StrContains(n.state, "fail")) {
+      spdlog::warn("Slurm node {} is {}: not scheduled on", n.name, n.state);
+      continue;
+    }
+    weft::scheduler::Node node;
+    node.name = n.name;
+    node.capacity = {static_cast<double>(n.cpus), n.memory_mb, n.gpus};
+    nodes->push_back(node);
+  }
+  if (nodes->empty()) return absl::FailedPreconditionError("Slurm reports no usable node");
+  spdlog::info("executor: Slurm, {} node(s) from sinfo", nodes->size());
+  return std::unique_ptr<weft::Executor>(std::move(slurm));
+}
+
 // SIGINT and SIGTERM set g_stop (main then shuts down); SIGPIPE is ignored.
 void HandleSignals() {
   struct sigaction sa {};
@@ -523,9 +570,8 @@ int main(int argc, char** argv) {
     if (auto s = RegisterDebianDatasets(**store); !s.ok()) return Fail(s);
   }
 
-  auto cgroups = MemoryLimits(flags.memory_limits, *data_dir);
-  if (!cgroups.ok()) return Fail(cgroups.status());
-  weft::LocalExecutor executor(flags.learner, weft::SystemClock::Get(), *std::move(cgroups));
+  auto executor = MakeExecutor(flags, *data_dir, &nodes);
+  if (!executor.ok()) return Fail(executor.status());
   auto policy = SchedulingPolicy(flags.policy, **store);
   if (!policy.ok()) return Fail(policy.status());
   weft::ControllerOptions options;
@@ -540,7 +586,8 @@ int main(int argc, char** argv) {
   options.disk_quota = &disk_quota;
   options.disk_check_interval_ms = static_cast<int64_t>(flags.disk_check_seconds * 1000);
   options.coordinator_ca_path = flags.tls_ca.empty() ? flags.tls_cert : flags.tls_ca;
-  weft::Controller controller(**store, executor, **policy, weft::SystemClock::Get(), options, env);
+  weft::Controller controller(**store, **executor, **policy, weft::SystemClock::Get(), options,
+                              env);
   weft::CoordinatorService service(controller, controller.credentials(),
                                    static_cast<int>(options.heartbeat_interval_ms));
   auto grpc_server = StartCoordinator(env, *data_dir, flags, &service);

@@ -26,7 +26,10 @@ struct LearnerExit {
   // Set when the executor killed it for going over its limits, e.g. "out of memory: 3.1 GiB
   // used, 2.0 GiB requested". Such a learner would do the same again: its job fails.
   std::string killed_for;
-  // "exit code 1", "killed by signal 9 (SIGKILL)", or killed_for when set.
+  // What else the executor knows of why it ended, e.g. "cancelled in Slurm from outside weft
+  // (scancel)"; not a reason to fail the job.
+  std::string cause;
+  // "exit code 1", "killed by signal 9 (SIGKILL)", or killed_for when set; then the cause.
   std::string Describe() const;
 };
 

@@ -66,12 +66,17 @@ std::string OutOfMemory(int64_t used_bytes, int64_t limit_bytes) {
 }  // namespace
 
 std::string LearnerExit::Describe() const {
-  if (!killed_for.empty()) return killed_for;
-  if (status_unknown) return "exited (status unknown: started by an earlier weftd)";
-  if (signal != 0) {
-    return absl::StrCat("killed by signal ", signal, " (SIG", sigabbrev_np(signal), ")");
+  std::string status;
+  if (!killed_for.empty()) {
+    status = killed_for;
+  } else if (status_unknown) {
+    status = "exited (status unknown: started by an earlier weftd)";
+  } else if (signal != 0) {
+    status = absl::StrCat("killed by signal ", signal, " (SIG", sigabbrev_np(signal), ")");
+  } else {
+    status = absl::StrCat("exit code ", exit_code);
   }
-  return absl::StrCat("exit code ", exit_code);
+  return cause.empty() ? status : absl::StrCat(status, ", ", cause);
 }
 
 LocalExecutor::LocalExecutor(std::string learner_binary, const Clock& clock,

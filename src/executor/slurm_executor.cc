@@ -203,8 +203,13 @@ LearnerExit SlurmExecutor::ExitOf(const Learner& l) const {
   } else if (state == "NODE_FAIL" || state == "BOOT_FAIL" || state == "DEADLINE" ||
              state == "TIMEOUT" || state == "PREEMPTED") {
     e.signal = SIGKILL;  // lost with its node or ended by Slurm: restartable
+  } else if (state == "CANCELLED" && !l.kill_at_ms) {
+    // Not weft's Stop: someone ran scancel. Counted as the signal that ended it, so a gang's
+    // cancelled learner is taken as the cause, not its peers that failed because it was gone.
+    e.cause = "cancelled in Slurm from outside weft (scancel)";
+    if (e.signal == 0) e.signal = SIGTERM;
   } else if (state == "CANCELLED" && signal == 0 && exit_code == 0) {
-    e.signal = SIGKILL;  // cancelled before it ran, or from outside
+    e.signal = SIGKILL;  // cancelled by weft's Stop before it ran
   }
   return e;
 }
@@ -287,7 +292,9 @@ absl::StatusOr<std::pair<std::string, int>> SlurmExecutor::RendezvousAddress(
 }
 
 absl::StatusOr<std::vector<SlurmExecutor::SlurmNode>> SlurmExecutor::Nodes() {
-  CommandOutput out = Command({"sinfo", "-h", "-N", "-o", "%N|%c|%m|%G|%T"});
+  std::vector<std::string> argv = {"sinfo", "-h", "-N", "-o", "%N|%c|%m|%G|%T"};
+  if (!options_.partition.empty()) argv.push_back("--partition=" + options_.partition);
+  CommandOutput out = Command(argv);
   if (out.exit_code != 0) {
     return absl::UnavailableError(
         absl::StrCat("sinfo failed: ", absl::StripAsciiWhitespace(out.text)));

@@ -11,7 +11,8 @@
 // pid. Exits are learned by polling squeue for the tracked ids (at most once per
 // `poll_interval_ms`), then scontrol's JobState and ExitCode for one that ended; a job Slurm has
 // already forgotten ended with its status unknown. A node failure (NODE_FAIL) is a lost learner
-// (reported as killed by SIGKILL); Slurm's memory limit (OUT_OF_MEMORY) is killed_for. Stop sends
+// (reported as killed by SIGKILL); Slurm's memory limit (OUT_OF_MEMORY) is killed_for; an
+// scancel from outside weft is the exit's cause (and counts as SIGTERM at least). Stop sends
 // SIGTERM through scancel and, `grace_ms` later (on the next Reap after it), scancel again,
 // which Slurm ends with SIGKILL after its KillWait.
 //
@@ -60,7 +61,8 @@ class SlurmExecutor : public Executor {
   // another host might have it taken: then rank 0 fails to bind and the job restarts).
   absl::StatusOr<std::pair<std::string, int>> RendezvousAddress(const std::string& node) override;
 
-  // The cluster's nodes, each once, by name. Unavailable if sinfo fails.
+  // The cluster's nodes (of Options::partition, if given), each once, by name. Unavailable if
+  // sinfo fails.
   absl::StatusOr<std::vector<SlurmNode>> Nodes();
 
  private:

@@ -1,0 +1,98 @@
+// weftd on a Slurm cluster (weftd --executor slurm), through the real binaries and a throwaway
+// Slurm cluster of two logical nodes (executor/slurm_cluster.h): a 2-learner gang spread over
+// both nodes trains to completion, each learner a Slurm job; weftd killed mid-training adopts the
+// learners by their Slurm job ids; a learner cancelled from outside (scancel) restarts the job with
+// a readable reason.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "executor/slurm_cluster.h"
+#include "integration/weftd_process.h"
+#include "nlohmann/json.hpp"
+#include "train/training_loop.h"
+
+namespace weft {
+namespace {
+
+using nlohmann::json;
+using ::testing::HasSubstr;
+using testing::SlurmCluster;
+using testing::WeftdProcess;
+
+class SlurmTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!std::filesystem::exists(std::string(kDefaultDataPath) + "/train-images-idx3-ubyte.gz")) {
+      GTEST_SKIP() << "Fashion-MNIST is not installed (scripts/install-deps.sh)";
+    }
+    std::string why;
+    cluster_ = SlurmCluster::Start(2, 1, &why);
+    if (cluster_ == nullptr) GTEST_SKIP() << "no Slurm cluster here: " << why;
+    weftd_ = std::make_unique<WeftdProcess>(cluster_->dir() + "/weft-data");
+    weftd_->set_args({"--executor", "slurm"});
+    weftd_->set_env({"SLURM_CONF=" + cluster_->conf()});
+    ASSERT_TRUE(weftd_->Start()) << weftd_->log();
+    manifest_ = cluster_->dir() + "/gang.yaml";
+    std::ofstream(manifest_) << "name: gang\nmodel: {architecture: mlp, hidden_units: [128]}\n"
+                                "data: {train_samples: 12000, test_samples: 2000}\n"
+                                "training: {epochs: 6, threads: 1}\n"
+                                "resources: {cpus: 1, memory_mb: 1024, learners: 2, "
+                                "placement: spread}\n";
+  }
+  void TearDown() override { weftd_.reset(); }
+
+  // The Slurm job names of the learners weftd runs (squeue's %j), sorted.
+  std::string SlurmJobNames() const {
+    return cluster_->Command({"squeue", "-h", "-o", "%j %N", "--sort=j"}).text;
+  }
+
+  std::unique_ptr<SlurmCluster> cluster_;
+  std::unique_ptr<WeftdProcess> weftd_;
+  std::string manifest_;
+};
+
+TEST_F(SlurmTest, AGangOnTwoSlurmNodesCompletesAndAKilledWeftdAdoptsItByJobIds) {
+  auto submit = weftd_->Cli({"submit", manifest_});
+  ASSERT_EQ(submit.exit_code, 0) << submit.output;
+  const std::string id = testing::SubmittedJobId(submit.output);
+  json running = weftd_->WaitForJob(id, {"RUNNING"}, 90);
+  ASSERT_EQ(running["state"], "RUNNING") << weftd_->log();
+  // Each learner is a Slurm job named after it, on its own node.
+  const std::string names = SlurmJobNames();
+  EXPECT_THAT(names, HasSubstr("weft-" + id + "-a1-r0 node"));
+  EXPECT_THAT(names, HasSubstr("weft-" + id + "-a1-r1 node"));
+  EXPECT_THAT(names, ::testing::AllOf(HasSubstr("node1"), HasSubstr("node2")));
+  weftd_->Kill();
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  ASSERT_TRUE(weftd_->Start()) << weftd_->log();
+  json done = weftd_->WaitForJob(id, {"COMPLETED", "FAILED"}, 300);
+  ASSERT_EQ(done["state"], "COMPLETED") << done.dump(2) << weftd_->log();
+  EXPECT_EQ(done["attempt"], 1) << "adopted by Slurm job id, never restarted";
+  EXPECT_THAT(weftd_->log(), HasSubstr("adopted learner"));
+}
+
+TEST_F(SlurmTest, ALearnerCancelledFromOutsideRestartsTheJobWithAReadableReason) {
+  auto submit = weftd_->Cli({"submit", manifest_});
+  ASSERT_EQ(submit.exit_code, 0) << submit.output;
+  const std::string id = testing::SubmittedJobId(submit.output);
+  ASSERT_EQ(weftd_->WaitForJob(id, {"RUNNING"}, 90)["state"], "RUNNING") << weftd_->log();
+  ASSERT_EQ(cluster_->Command({"scancel", "--name=weft-" + id + "-a1-r1"}).exit_code, 0);
+  json done = weftd_->WaitForJob(id, {"COMPLETED", "FAILED"}, 300);
+  ASSERT_EQ(done["state"], "COMPLETED") << done.dump(2) << weftd_->log();
+  EXPECT_EQ(done["attempt"], 2) << done["history"].dump(2);
+  bool reason_seen = false;
+  for (const auto& e : done["history"]) {
+    const std::string reason = e["reason"];
+    reason_seen |= reason.find("learner rank 1") != std::string::npos &&
+                   reason.find("cancelled in Slurm from outside weft") != std::string::npos;
+  }
+  EXPECT_TRUE(reason_seen) << done["history"].dump(2);
+}
+
+}  // namespace
+}  // namespace weft
