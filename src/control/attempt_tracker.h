@@ -28,6 +28,9 @@ class AttemptTracker {
   struct Failure {
     std::string reason;
     bool fail_job = false;  // fail the job instead of restarting it
+    // The reason is an executor's account of an outside cause (LearnerExit::cause), which a
+    // later exit of the gang does not replace.
+    bool from_cause = false;
   };
   struct Attempt {
     std::set<int> registered;            // ranks

@@ -59,7 +59,7 @@ void Controller::HandleExitLocked(const LearnerExit& e) {
     // is the gang's state), so the restart loses (almost) nothing. SIGKILL after the grace.
     spdlog::warn("job {}: {}; stopping the rest of the gang ({} ms to checkpoint)", e.job_id,
                  reason, options_.stop_grace_ms);
-    attempt.failure = AttemptTracker::Failure{reason, user_error || clean_exit};
+    attempt.failure = AttemptTracker::Failure{reason, user_error || clean_exit, !e.cause.empty()};
     executor_.Stop(e.job_id, options_.stop_grace_ms).IgnoreError();
     return;
   }
@@ -82,13 +82,21 @@ void Controller::HandlePreemptedExitLocked(JobRecord& r, const LearnerExit& e) {
 }
 
 void Controller::HandleFailingGangExitLocked(JobRecord& r, const LearnerExit& e) {
-  // A gang whose learner failed: the survivors are checkpointing and stopping.
+  // A gang whose learner failed: the survivors are checkpointing and stopping. The first exit may
+  // be a peer's that stopped with the gang; one whose executor knows an outside cause (e.g. an
+  // scancel) is why, and becomes the reason.
+  AttemptTracker::Failure& recorded = *attempts_.Of(e.job_id).failure;
+  if (!e.cause.empty() && !recorded.from_cause) {
+    recorded.reason = absl::StrCat("learner ", e.rank > 0 ? absl::StrCat("rank ", e.rank, " ") : "",
+                                   e.Describe());
+    recorded.from_cause = true;
+  }
   if (int left = executor_.Running(e.job_id); left > 0) {
     spdlog::info("job {}: learner rank {} {}; waiting for {} more of the failed gang", e.job_id,
                  e.rank, e.Describe(), left);
     return;
   }
-  AttemptTracker::Failure failure = *attempts_.Of(e.job_id).failure;
+  const AttemptTracker::Failure failure = recorded;
   EndAttemptLocked(r, failure.reason, failure.fail_job);
 }
 

@@ -144,6 +144,29 @@ TEST_F(SlurmExecutorTest, StopSendsSigtermAndAnUnknownNodeIsRefused) {
   EXPECT_THAT(std::string(refused.status().message()), HasSubstr("sbatch refused"));
 }
 
+// An scancel of one learner from outside weft ends that learner only, and its exit names it.
+TEST_F(SlurmExecutorTest, AnOutsideCancelEndsOneLearnerAndIsItsExitsCause) {
+  const std::string job = "job-sleep-2";
+  auto h0 = executor_->Start(Launch(job, 0, 2, "node1"));
+  auto h1 = executor_->Start(Launch(job, 1, 2, "node2"));
+  ASSERT_TRUE(h0.ok() && h1.ok());
+  for (int i = 0; i < 100 && (cluster_->JobState(std::to_string(*h0)) != "RUNNING" ||
+                              cluster_->JobState(std::to_string(*h1)) != "RUNNING");
+       ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  ASSERT_EQ(cluster_->Command({"scancel", std::to_string(*h1)}).exit_code, 0);
+  std::vector<LearnerExit> exits = ReapAll(1);
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  for (LearnerExit& e : executor_->Reap()) exits.push_back(e);
+  ASSERT_EQ(exits.size(), 1u) << exits[1].Describe();
+  EXPECT_EQ(exits[0].rank, 1);
+  EXPECT_THAT(exits[0].Describe(), HasSubstr("cancelled in Slurm from outside weft"));
+  EXPECT_EQ(executor_->Running(job), 1) << "rank 0 runs on";
+  EXPECT_EQ(cluster_->JobState(std::to_string(*h0)), "RUNNING");
+}
+
 // After a weftd restart a new executor adopts a running learner by its Slurm job id (and only
 // under the learner's own name), then learns how it ends.
 TEST_F(SlurmExecutorTest, ANewExecutorAdoptsARunningLearnerBySlurmJobId) {

@@ -91,7 +91,7 @@ TEST_F(SlurmTest, ALearnerCancelledFromOutsideRestartsTheJobWithAReadableReason)
     reason_seen |= reason.find("learner rank 1") != std::string::npos &&
                    reason.find("cancelled in Slurm from outside weft") != std::string::npos;
   }
-  EXPECT_TRUE(reason_seen) << done["history"].dump(2);
+  EXPECT_TRUE(reason_seen) << done["history"].dump(2) << weftd_->log();
 }
 
 }  // namespace
