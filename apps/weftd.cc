@@ -1,6 +1,5 @@
 // weftd: the weft control-plane daemon (REST API, store, scheduler, executor, coordinator).
 #include <fcntl.h>
-#include <sched.h>
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
@@ -30,71 +29,15 @@
 #include "common/status_macros.h"
 #include "control/controller.h"
 #include "control/coordinator_service.h"
-#include "executor/local_executor.h"
-#include "executor/memory_cgroups.h"
-#include "executor/slurm_executor.h"
 #include "job/layout.h"
 #include "scheduler/policies.h"
-#include "store/pg_store.h"
-#include "store/sqlite_store.h"
-#include "yaml-cpp/yaml.h"
+#include "weftd_backends.h"
 
 namespace {
 
 std::atomic<bool> g_stop{false};
 constexpr size_t kMinLearnerKeyBytes = 32;
 void OnSignal(int) { g_stop = true; }
-
-// This host as one node: all its cores and its physical memory.
-weft::scheduler::Node ThisHost() {
-  weft::scheduler::Node n;
-  n.name = "local";
-  n.capacity.cpus = std::max(1u, std::thread::hardware_concurrency());
-  n.capacity.memory_mb =
-      static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE) / (1024 * 1024);
-  n.capacity.gpus = 0;
-  return n;
-}
-
-// Reads `nodes: [{name, cpus, memory_mb, gpus, cpuset}]` from a YAML config file; `cpuset` (a
-// list of CPU ids) pins that node's learners to those CPUs.
-absl::StatusOr<std::vector<weft::scheduler::Node>> ReadNodes(
-    const std::string& path, std::map<std::string, std::vector<int>>* cpusets) {
-  std::vector<weft::scheduler::Node> nodes;
-  try {
-    YAML::Node cfg = YAML::LoadFile(path);
-    if (!cfg["nodes"] || !cfg["nodes"].IsSequence() || cfg["nodes"].size() == 0) {
-      return absl::InvalidArgumentError(absl::StrCat(path, ": nodes: must be a non-empty list"));
-    }
-    for (size_t i = 0; i < cfg["nodes"].size(); ++i) {
-      YAML::Node y = cfg["nodes"][i];
-      weft::scheduler::Node n;
-      n.name = y["name"].as<std::string>(absl::StrCat("node-", i));
-      n.capacity.cpus = y["cpus"].as<double>();
-      n.capacity.memory_mb = y["memory_mb"].as<int64_t>();
-      n.capacity.gpus = y["gpus"].as<int>(0);
-      if (n.capacity.cpus <= 0 || n.capacity.memory_mb <= 0) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(path, ": nodes[", i, "]: cpus and memory_mb must be positive"));
-      }
-      if (y["cpuset"]) {
-        std::vector<int> cpus = y["cpuset"].as<std::vector<int>>();
-        for (int c : cpus) {
-          if (c < 0 || c >= CPU_SETSIZE) {
-            return absl::InvalidArgumentError(absl::StrCat(
-                path, ": nodes[", i, "].cpuset: CPU ids must be in [0, ", CPU_SETSIZE, ")"));
-          }
-        }
-        (*cpusets)[n.name] = cpus;
-      }
-      nodes.push_back(n);
-    }
-  } catch (const YAML::Exception& e) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": ", e.what(), " (expected nodes: [{name, cpus, memory_mb, gpus}])"));
-  }
-  return nodes;
-}
 
 std::string SelfDir() {
   char buf[PATH_MAX];
@@ -340,21 +283,6 @@ absl::StatusOr<std::string> LockDataDir(weft::Env& env, const std::string& dir) 
   return data_dir;
 }
 
-// The store --store names: SQLite in the data directory, or a PostgreSQL database (then no
-// weft.db is created). `*description` says which, for the log (never a password).
-absl::StatusOr<std::unique_ptr<weft::Store>> OpenStore(const Flags& flags,
-                                                       const std::string& data_dir,
-                                                       std::string* description) {
-  if (flags.store == "sqlite") {
-    *description = data_dir + "/weft.db";
-    return weft::SqliteStore::Open(*description, flags.max_store_bytes);
-  }
-  auto store = weft::PgStore::Open(flags.store);
-  if (!store.ok()) return store.status();
-  *description = absl::StrCat("postgresql ", (*store)->Describe());
-  return std::unique_ptr<weft::Store>(std::move(*store));
-}
-
 // The secret behind learners' per-job credentials (HMAC of the job id), kept in
 // <data-dir>/learner.key (0600) across restarts so adopted learners keep authenticating.
 absl::StatusOr<std::string> LearnerKey(weft::Env& env, const std::string& data_dir) {
@@ -461,58 +389,6 @@ void KeepToOwner() {
   prctl(PR_SET_DUMPABLE, 0);
 }
 
-// How learners are held to resources.memory_mb (--memory-limits): a memory cgroup per learner
-// where the host gives weftd one, else (null) the executor's watchdog. FailedPrecondition under
-// `cgroup` on a host without one.
-absl::StatusOr<std::unique_ptr<weft::MemoryCgroups>> MemoryLimits(const std::string& mode,
-                                                                  const std::string& data_dir) {
-  std::unique_ptr<weft::MemoryCgroups> cgroups;
-  if (mode == "watchdog") spdlog::info("memory limits: a watchdog (--memory-limits watchdog)");
-  if (mode != "watchdog") {
-    // One parent cgroup per data directory: weftd processes sharing a cgroup keep apart.
-    auto found = weft::MemoryCgroups::ForThisProcess(weft::Sha256Hex(data_dir).substr(0, 12));
-    if (found.ok()) {
-      cgroups = *std::move(found);
-    } else if (mode == "cgroup") {
-      return found.status();
-    } else {
-      spdlog::info("memory limits: a watchdog ({})", found.status().message());
-    }
-  }
-  if (cgroups) spdlog::info("memory limits: the kernel, a memory {}", cgroups->Describe());
-  return cgroups;
-}
-
-// The executor --executor names. With Slurm the nodes are the cluster's (sinfo; nodes that are
-// down, drained or failing left out), in place of this host or --config's.
-absl::StatusOr<std::unique_ptr<weft::Executor>> MakeExecutor(
-    const Flags& flags, const std::string& data_dir, std::vector<weft::scheduler::Node>* nodes) {
-  if (flags.executor == "local") {
-    ASSIGN_OR_RETURN(auto cgroups, MemoryLimits(flags.memory_limits, data_dir));
-    return std::unique_ptr<weft::Executor>(std::make_unique<weft::LocalExecutor>(
-        flags.learner, weft::SystemClock::Get(), std::move(cgroups)));
-  }
-  auto slurm = std::make_unique<weft::SlurmExecutor>(
-      weft::SlurmExecutor::Options{flags.learner, "", flags.slurm_partition, 1000},
-      weft::SystemClock::Get());
-  ASSIGN_OR_RETURN(std::vector<weft::SlurmExecutor::SlurmNode> inventory, slurm->Nodes());
-  nodes->clear();
-  for (const auto& n : inventory) {
-    if (absl::StrContains(n.state, "down") || absl::StrContains(n.state, "drain") ||
-        absl::StrContains(n.state, "fail")) {
-      spdlog::warn("Slurm node {} is {}: not scheduled on", n.name, n.state);
-      continue;
-    }
-    weft::scheduler::Node node;
-    node.name = n.name;
-    node.capacity = {static_cast<double>(n.cpus), n.memory_mb, n.gpus};
-    nodes->push_back(node);
-  }
-  if (nodes->empty()) return absl::FailedPreconditionError("Slurm reports no usable node");
-  spdlog::info("executor: Slurm, {} node(s) from sinfo", nodes->size());
-  return std::unique_ptr<weft::Executor>(std::move(slurm));
-}
-
 // SIGINT and SIGTERM set g_stop (main then shuts down); SIGPIPE is ignored.
 void HandleSignals() {
   struct sigaction sa {};
@@ -544,10 +420,10 @@ int main(int argc, char** argv) {
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ weftd: %v");
   KeepToOwner();
   if (auto s = CheckFlags(flags); !s.ok()) return Fail(s);
-  std::vector<weft::scheduler::Node> nodes = {ThisHost()};
+  std::vector<weft::scheduler::Node> nodes = {weftd::ThisHost()};
   std::map<std::string, std::vector<int>> cpusets;
   if (!flags.config.empty()) {
-    auto n = ReadNodes(flags.config, &cpusets);
+    auto n = weftd::ReadNodes(flags.config, &cpusets);
     if (!n.ok()) return Fail(n.status());
     nodes = *n;
   }
@@ -556,7 +432,7 @@ int main(int argc, char** argv) {
   auto data_dir = LockDataDir(env, flags.data_dir);
   if (!data_dir.ok()) return Fail(data_dir.status());
   std::string store_description;
-  auto store = OpenStore(flags, *data_dir, &store_description);
+  auto store = weftd::OpenStore(flags.store, flags.max_store_bytes, *data_dir, &store_description);
   if (!store.ok()) return Fail(store.status());
   if (auto s = SetUpTenancy(env, **store, *data_dir); !s.ok()) return Fail(s);
   auto learner_key = LearnerKey(env, *data_dir);
@@ -570,7 +446,9 @@ int main(int argc, char** argv) {
     if (auto s = RegisterDebianDatasets(**store); !s.ok()) return Fail(s);
   }
 
-  auto executor = MakeExecutor(flags, *data_dir, &nodes);
+  auto executor = weftd::MakeExecutor(
+      {flags.executor, flags.learner, flags.slurm_partition, flags.memory_limits}, *data_dir,
+      &nodes);
   if (!executor.ok()) return Fail(executor.status());
   auto policy = SchedulingPolicy(flags.policy, **store);
   if (!policy.ok()) return Fail(policy.status());

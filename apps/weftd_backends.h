@@ -1,0 +1,46 @@
+// Where weftd keeps its records and runs its learners: the store (--store), the executor
+// (--executor) and the nodes it schedules on (this host, --config's, or Slurm's).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "executor/executor.h"
+#include "scheduler/cluster.h"
+#include "store/store.h"
+
+namespace weftd {
+
+// This host as one node: all its cores and its physical memory.
+weft::scheduler::Node ThisHost();
+
+// Reads `nodes: [{name, cpus, memory_mb, gpus, cpuset}]` from a YAML config file; `cpuset` (a
+// list of CPU ids) pins that node's learners to those CPUs. InvalidArgument naming the file and
+// the entry.
+absl::StatusOr<std::vector<weft::scheduler::Node>> ReadNodes(
+    const std::string& path, std::map<std::string, std::vector<int>>* cpusets);
+
+// The store `store_flag` names: "sqlite" (DATA_DIR/weft.db, capped at `max_store_bytes` if > 0)
+// or a PostgreSQL connection URI (then no weft.db is created). `*description` says which, for
+// the log (never a password).
+absl::StatusOr<std::unique_ptr<weft::Store>> OpenStore(const std::string& store_flag,
+                                                       int64_t max_store_bytes,
+                                                       const std::string& data_dir,
+                                                       std::string* description);
+
+struct ExecutorFlags {
+  std::string executor;         // local | slurm
+  std::string learner;          // weft-learner's path
+  std::string slurm_partition;  // "": every node
+  std::string memory_limits;    // auto | cgroup | watchdog (local executor)
+};
+// The executor `flags.executor` names. With Slurm the nodes are the cluster's (sinfo; nodes that
+// are down, drained or failing left out), in place of `*nodes`.
+absl::StatusOr<std::unique_ptr<weft::Executor>> MakeExecutor(
+    const ExecutorFlags& flags, const std::string& data_dir,
+    std::vector<weft::scheduler::Node>* nodes);
+
+}  // namespace weftd
