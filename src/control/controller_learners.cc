@@ -89,7 +89,8 @@ ReportAnswer Controller::OnMetrics(const std::string& id, int rank, int64_t atte
   if (rank != 0) return ReportAnswer::kKeepRunning;  // the job's metrics are rank 0's
   if (!points.empty()) {
     absl::Status s = store_.AppendMetrics(id, points);
-    // The learner keeps the points and sends them again: none is lost or stored twice.
+    // The learner keeps the points and sends them again: none is lost (nor stored twice, unless
+    // the connection broke during the commit itself).
     if (absl::IsUnavailable(s)) return ReportAnswer::kRetry;
     if (!s.ok()) spdlog::error("job {}: cannot store metrics: {}", id, s.message());
     for (const MetricRecord& m : points) {
