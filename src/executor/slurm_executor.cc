@@ -11,6 +11,7 @@
 
 #include <array>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -83,17 +84,25 @@ std::string SlurmExecutor::SlurmName(const LearnerLaunch& l) {
 
 SlurmExecutor::CommandOutput SlurmExecutor::Command(const std::vector<std::string>& argv) const {
   CommandOutput out;
+  // Everything the child needs is built before fork: weftd has many threads, and between fork
+  // and exec the child may only make async-signal-safe calls (no malloc, no setenv).
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  const std::string conf = "SLURM_CONF=" + options_.slurm_conf;
+  std::vector<char*> envp;
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (options_.slurm_conf.empty() || strncmp(*e, "SLURM_CONF=", 11) != 0) envp.push_back(*e);
+  }
+  if (!options_.slurm_conf.empty()) envp.push_back(const_cast<char*>(conf.c_str()));
+  envp.push_back(nullptr);
   int pipefd[2];
   if (pipe2(pipefd, O_CLOEXEC) != 0) return out;
   const pid_t pid = fork();
   if (pid == 0) {
     dup2(pipefd[1], 1);
     dup2(pipefd[1], 2);
-    if (!options_.slurm_conf.empty()) setenv("SLURM_CONF", options_.slurm_conf.c_str(), 1);
-    std::vector<char*> args;
-    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execvp(args[0], args.data());
+    execvpe(args[0], args.data(), envp.data());
     _exit(127);
   }
   close(pipefd[1]);
