@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -123,7 +124,7 @@ bool PgCluster::Sql(const std::string& name, const std::string& sql) const {
 
 std::string PgCluster::Database(const std::string& name) {
   if (name.empty() || name.size() > 63 || !std::all_of(name.begin(), name.end(), [](char ch) {
-        return std::isalnum(ch) || ch == '_';
+        return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_';
       })) {
     return "";
   }
