@@ -1,11 +1,15 @@
-// The jobs table's columns, shared by the stores (internal to store/): the same names and the
-// same encoding of a job's learners in both schemas.
+// Column encodings shared by the stores (internal to store/): the jobs table's columns, a job's
+// learners, the states that are not settled, and a data set's tenants — the same in both
+// schemas.
 #pragma once
 
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "job/job.h"
 
 namespace weft::store_columns {
@@ -36,6 +40,26 @@ inline std::vector<LearnerSlot> ParseLearners(const std::string& text, const std
   }
   if (out.empty() && !node.empty()) out.push_back({node, pid});
   return out;
+}
+
+// "'QUEUED', 'PLACED', …": the states that are not settled (job_state.h IsSettled), for an
+// IN (…) list.
+inline std::string ActiveStatesList() {
+  std::vector<std::string> active;
+  for (JobState s : AllJobStates()) {
+    if (!IsSettled(s)) active.push_back(absl::StrCat("'", JobStateName(s), "'"));
+  }
+  return absl::StrJoin(active, ", ");
+}
+
+// A data set's tenants column: "*" for every tenant, else their names joined by ','.
+inline std::string TenantsColumn(const DatasetRecord& d) {
+  return d.all_tenants ? "*" : absl::StrJoin(d.tenants, ",");
+}
+inline void ParseTenantsColumn(const std::string& column, DatasetRecord* d) {
+  d->all_tenants = column == "*";
+  d->tenants.clear();
+  if (!d->all_tenants && !column.empty()) d->tenants = absl::StrSplit(column, ',');
 }
 
 }  // namespace weft::store_columns

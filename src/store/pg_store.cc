@@ -231,12 +231,9 @@ absl::StatusOr<std::vector<JobRecord>> PgStore::ListJobs(const std::string& tena
 
 absl::StatusOr<std::vector<JobRecord>> PgStore::ListActiveJobs() {
   static const std::string* const kSql = [] {
-    std::vector<std::string> active;
-    for (JobState s : AllJobStates()) {
-      if (!IsSettled(s)) active.push_back(absl::StrCat("'", JobStateName(s), "'"));
-    }
     return new std::string(absl::StrCat("SELECT ", kJobColumns, " FROM jobs WHERE state IN (",
-                                        absl::StrJoin(active, ", "), ") ORDER BY created_ms, id"));
+                                        store_columns::ActiveStatesList(),
+                                        ") ORDER BY created_ms, id"));
   }();
   return Run("list active jobs", Mode::kRead,
              [&](pg::Tx& tx) -> absl::StatusOr<std::vector<JobRecord>> {

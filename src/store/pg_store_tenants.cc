@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/status_macros.h"
+#include "store/job_columns.h"
 #include "store/pg_store.h"
 #include "store/pg_store_run.h"
 
@@ -45,18 +46,8 @@ ArtifactRecord ReadArtifact(const pqxx::row& row) {
 DatasetRecord ReadDataset(const pqxx::row& row) {
   DatasetRecord d{pg::Str(row[0]),     pg::Str(row[1]), pg::Str(row[2]), false, {},
                   row[4].as<int64_t>()};
-  const std::string tenants = pg::Str(row[3]);
-  if (tenants == "*") {
-    d.all_tenants = true;
-  } else if (!tenants.empty()) {
-    d.tenants = absl::StrSplit(tenants, ',');
-  }
+  store_columns::ParseTenantsColumn(pg::Str(row[3]), &d);
   return d;
-}
-
-// `tenants` is "*" for every tenant, else their names joined by ','.
-std::string TenantsColumn(const DatasetRecord& d) {
-  return d.all_tenants ? "*" : absl::StrJoin(d.tenants, ",");
 }
 
 WebhookRecord ReadWebhook(const pqxx::row& row) {
@@ -165,7 +156,8 @@ void PgStore::ForgetTenantInDatasetsIn(pg::Tx& tx, const std::string& tenant) {
     auto it = std::find(d.tenants.begin(), d.tenants.end(), tenant);
     if (it == d.tenants.end()) continue;
     d.tenants.erase(it);
-    tx.Exec("UPDATE datasets SET tenants=$2 WHERE name=$1", d.name, TenantsColumn(d));
+    tx.Exec("UPDATE datasets SET tenants=$2 WHERE name=$1", d.name,
+            store_columns::TenantsColumn(d));
   }
 }
 
@@ -254,7 +246,7 @@ absl::Status PgStore::PutDataset(const DatasetRecord& d) {
         "INSERT INTO datasets (name, path, format, tenants, created_ms) VALUES ($1,$2,$3,$4,$5) "
         "ON CONFLICT (name) DO UPDATE SET path=EXCLUDED.path, format=EXCLUDED.format, "
         "tenants=EXCLUDED.tenants, created_ms=EXCLUDED.created_ms",
-        d.name, d.path, d.format, TenantsColumn(d), d.created_ms);
+        d.name, d.path, d.format, store_columns::TenantsColumn(d), d.created_ms);
     return absl::OkStatus();
   });
 }

@@ -200,12 +200,9 @@ absl::StatusOr<std::vector<JobRecord>> SqliteStore::ListJobs(const std::string& 
 absl::StatusOr<std::vector<JobRecord>> SqliteStore::ListActiveJobs() {
   // The states that are not settled, from the one predicate that defines them; built once.
   static const std::string* const kSql = [] {
-    std::vector<std::string> active;
-    for (JobState s : AllJobStates()) {
-      if (!IsSettled(s)) active.push_back(absl::StrCat("'", JobStateName(s), "'"));
-    }
     return new std::string(absl::StrCat("SELECT ", kJobColumns, " FROM jobs WHERE state IN (",
-                                        absl::StrJoin(active, ", "), ") ORDER BY created_ms, id"));
+                                        store_columns::ActiveStatesList(),
+                                        ") ORDER BY created_ms, id"));
   }();
   absl::MutexLock lock(&mu_);
   return sqlite::Query<JobRecord>(*stmts_, "list active jobs", *kSql, ReadJob);

@@ -5,6 +5,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/status_macros.h"
+#include "store/job_columns.h"
 #include "store/sqlite_query.h"
 #include "store/sqlite_store.h"
 
@@ -25,17 +26,8 @@ constexpr char kSelectDatasets[] = "SELECT name, path, format, tenants, created_
 
 DatasetRecord ReadDataset(sqlite::Stmt& s) {
   DatasetRecord d{s.Text(0), s.Text(1), s.Text(2), false, {}, s.Int(4)};
-  const std::string tenants = s.Text(3);
-  if (tenants == "*") {
-    d.all_tenants = true;
-  } else if (!tenants.empty()) {
-    d.tenants = absl::StrSplit(tenants, ',');
-  }
+  store_columns::ParseTenantsColumn(s.Text(3), &d);
   return d;
-}
-
-std::string TenantsColumn(const DatasetRecord& d) {
-  return d.all_tenants ? "*" : absl::StrJoin(d.tenants, ",");
 }
 
 std::string NoDataset(const std::string& name) { return absl::StrCat("no data set '", name, "'"); }
@@ -92,7 +84,7 @@ absl::Status SqliteStore::PutDataset(const DatasetRecord& d) {
   return sqlite::Execute(*stmts_, "put data set",
                          "INSERT OR REPLACE INTO datasets (name, path, format, tenants, "
                          "created_ms) VALUES (?1,?2,?3,?4,?5)",
-                         d.name, d.path, d.format, TenantsColumn(d), d.created_ms)
+                         d.name, d.path, d.format, store_columns::TenantsColumn(d), d.created_ms)
       .status();
 }
 
@@ -127,7 +119,7 @@ absl::Status SqliteStore::ForgetTenantInDatasetsLocked(const std::string& tenant
     d.tenants.erase(it);
     RETURN_IF_ERROR(sqlite::Execute(*stmts_, "update data set",
                                     "UPDATE datasets SET tenants=?2 WHERE name=?1", d.name,
-                                    TenantsColumn(d))
+                                    store_columns::TenantsColumn(d))
                         .status());
   }
   return absl::OkStatus();
