@@ -8,7 +8,7 @@
 
 namespace weft::pg {
 
-inline constexpr int kSchemaVersion = 1;
+inline constexpr int kSchemaVersion = 2;
 
 // The advisory lock (pg_advisory_xact_lock's key) migrations hold: "weft" in ASCII.
 inline constexpr long long kMigrationLock = 0x77656674;
@@ -143,8 +143,28 @@ CREATE INDEX webhook_deliveries_due ON webhook_deliveries(state, next_attempt_ms
 CREATE INDEX webhook_deliveries_by_webhook ON webhook_deliveries(webhook_id, state);
 )sql";
 
+// Version 2: leader election among weftd sharing the database (store/leadership.h). One lease
+// row with the holder and its fencing epoch, the members' addresses, and each history entry
+// stamped with the epoch of the leader that wrote it.
+inline constexpr char kSchemaV2[] = R"sql(
+CREATE TABLE weft_leader (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  holder TEXT NOT NULL,
+  epoch BIGINT NOT NULL,
+  expires_at TIMESTAMPTZ NOT NULL
+);
+INSERT INTO weft_leader (id, holder, epoch, expires_at) VALUES (1, '', 0, '-infinity');
+CREATE TABLE weft_members (
+  name TEXT PRIMARY KEY,
+  api TEXT NOT NULL,
+  coordinator TEXT NOT NULL,
+  seen_at TIMESTAMPTZ NOT NULL
+);
+ALTER TABLE job_events ADD COLUMN leader_epoch BIGINT NOT NULL DEFAULT 0;
+)sql";
+
 // Migration i (0-based) takes a store from version i to version i + 1.
-inline constexpr const char* kMigrations[] = {kSchemaV1};
+inline constexpr const char* kMigrations[] = {kSchemaV1, kSchemaV2};
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kSchemaVersion);
 
 }  // namespace weft::pg

@@ -185,8 +185,10 @@ void PgStore::AppendEventIn(pg::Tx& tx, const std::string& id, TimeMs t,
   if (from) from_name = JobStateName(*from);
   const std::string to_name(JobStateName(to));
   tx.Exec(
-      "INSERT INTO job_events (job_id, seq, time_ms, from_state, to_state, reason) "
-      "SELECT $1::text, COALESCE(MAX(seq), 0) + 1, $2::bigint, $3::text, $4::text, $5::text "
+      "INSERT INTO job_events (job_id, seq, time_ms, from_state, to_state, reason, "
+      "leader_epoch) "
+      "SELECT $1::text, COALESCE(MAX(seq), 0) + 1, $2::bigint, $3::text, $4::text, $5::text, "
+      "(SELECT epoch FROM weft_leader WHERE id = 1) "
       "FROM job_events WHERE job_id=$1::text",
       id, t, from_name, to_name, reason);
   // The outbox: one delivery per webhook of the job's tenant that asked for this state.

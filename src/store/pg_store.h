@@ -12,14 +12,18 @@
 //     one another's round trips; each call is one transaction on one of them. A connection that
 //     breaks is dropped with every idle one (they went with the same server); the call that saw
 //     it fails with Unavailable, the next connects again.
+//   - It elects a leader among the weftd that share it (store/leadership.h; pg_leadership.cc).
 #pragma once
 
+#include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "store/leadership.h"
 #include "store/store.h"
 
 namespace weft {
@@ -27,7 +31,7 @@ namespace pg {
 class Tx;
 }
 
-class PgStore : public Store {
+class PgStore : public Store, public Leadership {
  public:
   // Connects to the database `uri` names — a libpq connection URI (postgresql://user@host:port/
   // db?options, host may be a unix socket directory) — and migrates its schema
@@ -86,10 +90,14 @@ class PgStore : public Store {
   absl::StatusOr<std::vector<TokenRecord>> ListTokens(const std::string& tenant) override;
   absl::Status RevokeToken(const std::string& tenant, const std::string& id, TimeMs when) override;
 
+  absl::StatusOr<Lease> Campaign(const Member& me, int64_t held_epoch, int64_t ttl_ms) override;
+  void Fence(int64_t epoch, std::function<void(int64_t)> on_deposed) override;
+
   // What a call runs in: one statement on its own (no BEGIN/COMMIT round trips; for calls of a
   // single query), a read-only REPEATABLE READ transaction (several queries as of one instant),
-  // or a read-write READ COMMITTED one that commits when the call's body returns OK.
-  enum class Mode { kRead, kSnapshot, kWrite };
+  // or a read-write READ COMMITTED one that commits when the call's body returns OK — first
+  // checking the fence (Fence) — or such a one without the check (a campaign for the lease).
+  enum class Mode { kRead, kSnapshot, kWrite, kElection };
   struct Session;  // a connection and its prepared statements (pg_store_run.h)
   static constexpr int kMaxSessions = 4;
 
@@ -112,12 +120,19 @@ class PgStore : public Store {
   static void AppendEventIn(pg::Tx& tx, const std::string& id, TimeMs t,
                             std::optional<JobState> from, JobState to, const std::string& reason);
   static void ForgetTenantInDatasetsIn(pg::Tx& tx, const std::string& tenant);
+  // OK when no fence is set or the store's epoch is still the fenced one; FailedPrecondition
+  // (and on_deposed_, once) otherwise. Holds the lease row FOR SHARE until the transaction ends,
+  // so a takeover waits for the writes that passed the check.
+  absl::Status CheckFence(pg::Tx& tx);
 
   const std::string uri_;
   absl::Mutex mu_;
   absl::CondVar released_;  // a session went back to idle_, or one was dropped
   std::vector<std::unique_ptr<Session>> idle_ ABSL_GUARDED_BY(mu_);
   int sessions_ ABSL_GUARDED_BY(mu_) = 0;  // idle or in use
+  std::atomic<int64_t> fence_epoch_{0};     // 0: not fenced
+  absl::Mutex fence_mu_;
+  std::function<void(int64_t)> on_deposed_ ABSL_GUARDED_BY(fence_mu_);
 };
 
 }  // namespace weft

@@ -27,8 +27,11 @@ auto PgStore::Run(const std::string& what, Mode mode, Body body)
   try {
     auto in = [&](auto& txn) -> Result {
       pg::Tx tx(txn, conn, (*session)->stmts);
+      if (mode == Mode::kWrite) {
+        if (absl::Status fence = CheckFence(tx); !fence.ok()) return fence;
+      }
       Result result = body(tx);
-      if (result.ok() && mode == Mode::kWrite) {
+      if (result.ok() && (mode == Mode::kWrite || mode == Mode::kElection)) {
         txn.commit();
         store_metrics::ObserveCommit(
             "postgresql",
@@ -36,7 +39,7 @@ auto PgStore::Run(const std::string& what, Mode mode, Body body)
       }
       return result;
     };
-    if (mode == Mode::kWrite) {
+    if (mode == Mode::kWrite || mode == Mode::kElection) {
       pqxx::work txn(conn);
       out = in(txn);
     } else if (mode == Mode::kSnapshot) {

@@ -3,6 +3,7 @@
 #include "store/pg_store.h"
 
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <thread>
 #include <vector>
@@ -167,6 +168,91 @@ TEST_F(PgStoreTest, TextThatIsNotUtf8IsStoredWithReplacementCharacters) {
             "learner said \xef\xbf\xbd\xef\xbf\xbd and \xef\xbf\xbd"
             "bye");
   EXPECT_TRUE(absl::IsNotFound((*store)->GetJob("job-\xff").status()));
+}
+
+// Two weftd campaign for one lease: the first takes epoch 1, the second stands by and is told who
+// leads; renewals keep the epoch; once the lease runs out the second takes it at epoch 2, and the
+// first's next renewal learns it was deposed.
+TEST_F(PgStoreTest, OneMemberHoldsTheLeaseAndATakeoverRaisesTheEpoch) {
+  const std::string uri = cluster_->Database("lease");
+  ASSERT_FALSE(uri.empty());
+  auto a = PgStore::Open(uri);
+  auto b = PgStore::Open(uri);
+  ASSERT_TRUE(a.ok() && b.ok());
+  const Member ma{"a", "http://127.0.0.1:1", "127.0.0.1:2"}, mb{"b", "http://127.0.0.1:3", "x:4"};
+  constexpr int64_t kTtlMs = 400;
+  auto la = (*a)->Campaign(ma, 0, kTtlMs);
+  ASSERT_TRUE(la.ok()) << la.status();
+  EXPECT_TRUE(la->held);
+  EXPECT_EQ(la->epoch, 1);
+  auto lb = (*b)->Campaign(mb, 0, kTtlMs);
+  ASSERT_TRUE(lb.ok()) << lb.status();
+  EXPECT_FALSE(lb->held);
+  EXPECT_EQ(lb->leader.name, "a");
+  EXPECT_EQ(lb->leader.coordinator, "127.0.0.1:2");
+  EXPECT_GT(lb->expires_in_ms, 0);
+  ASSERT_EQ(lb->members.size(), 2u);
+  EXPECT_EQ(lb->members[1].api, "http://127.0.0.1:3");
+  la = (*a)->Campaign(ma, 1, kTtlMs);
+  ASSERT_TRUE(la.ok());
+  EXPECT_TRUE(la->held);
+  EXPECT_EQ(la->epoch, 1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(kTtlMs + 100));
+  lb = (*b)->Campaign(mb, 0, kTtlMs);
+  ASSERT_TRUE(lb.ok());
+  EXPECT_TRUE(lb->held);
+  EXPECT_EQ(lb->epoch, 2);
+  la = (*a)->Campaign(ma, 1, kTtlMs);
+  ASSERT_TRUE(la.ok());
+  EXPECT_FALSE(la->held);
+  EXPECT_EQ(la->leader.name, "b");
+  EXPECT_EQ(la->epoch, 2);
+  // A weftd restarted under its name (held epoch 0) takes its own lease at once.
+  lb = (*b)->Campaign(mb, 0, 60'000);
+  ASSERT_TRUE(lb.ok());
+  EXPECT_TRUE(lb->held);
+  EXPECT_EQ(lb->epoch, 3);
+}
+
+// Once fenced at its epoch, a deposed leader's writes are refused with nothing written, and it
+// hears so at once; the new leader's history entries carry the new epoch.
+TEST_F(PgStoreTest, AFencedStoreRefusesWritesAfterATakeover) {
+  const std::string uri = cluster_->Database("fence");
+  ASSERT_FALSE(uri.empty());
+  auto a = PgStore::Open(uri);
+  auto b = PgStore::Open(uri);
+  ASSERT_TRUE(a.ok() && b.ok());
+  auto la = (*a)->Campaign({"a", "", ""}, 0, 100);
+  ASSERT_TRUE(la.ok() && la->held);
+  std::atomic<int64_t> deposed_at{0};
+  (*a)->Fence(la->epoch, [&](int64_t epoch) { deposed_at = epoch; });
+  JobRecord job;
+  job.id = "job-before";
+  job.tenant = "t";
+  ASSERT_TRUE((*a)->CreateJob(job, "submitted").ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  auto lb = (*b)->Campaign({"b", "", ""}, 0, 60'000);
+  ASSERT_TRUE(lb.ok() && lb->held);
+  (*b)->Fence(lb->epoch, [](int64_t) { ADD_FAILURE() << "b deposed"; });
+
+  job.id = "job-after";
+  absl::Status s = (*a)->CreateJob(job, "submitted");
+  EXPECT_TRUE(absl::IsFailedPrecondition(s)) << s;
+  EXPECT_EQ(deposed_at.load(), 2);
+  EXPECT_TRUE(absl::IsNotFound((*b)->GetJob("job-after").status()));
+  job.id = "job-before";
+  job.state = JobState::kPlaced;
+  EXPECT_TRUE(absl::IsFailedPrecondition((*a)->TransitionJob(job, JobState::kQueued)));
+  EXPECT_TRUE((*b)->TransitionJob(job, JobState::kQueued).ok());
+  // Reads stay open to the deposed one (a standby reads too).
+  EXPECT_TRUE((*a)->GetJob("job-before").ok());
+  EXPECT_TRUE(cluster_->Sql("fence", R"sql(
+    DO $$ BEGIN
+      IF (SELECT string_agg(seq || ':' || leader_epoch, ',' ORDER BY seq) FROM job_events
+          WHERE job_id = 'job-before') IS DISTINCT FROM '1:1,2:2' THEN
+        RAISE EXCEPTION 'history not stamped with the writers'' epochs';
+      END IF;
+    END $$)sql"));
 }
 
 }  // namespace
