@@ -20,6 +20,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "api/auth.h"
 #include "api/rest_server.h"
 #include "common/env.h"
@@ -32,6 +33,7 @@
 #include "job/layout.h"
 #include "scheduler/policies.h"
 #include "weftd_backends.h"
+#include "weftd_leader.h"
 
 namespace {
 
@@ -58,6 +60,8 @@ struct Flags {
   std::string store = "sqlite";  // or a PostgreSQL connection URI
   std::string executor = "local";
   std::string slurm_partition;
+  std::string name;  // among the weftd sharing a PostgreSQL store; default host:port
+  double lease_seconds = 3;
   weft::api::RestOptions rest;
   bool default_datasets = true;
   bool insecure = false;
@@ -130,6 +134,14 @@ void AddFlags(CLI::App& app, Flags& f) {
                  "PostgreSQL connection URI, postgresql://USER@HOST:PORT/DB (docs/deploy.md; give "
                  "the password in PGPASSWORD or ~/.pgpass, not here, where ps shows it)")
       ->capture_default_str();
+  app.add_option("--name", f.name,
+                 "this weftd's name among those sharing a PostgreSQL store (default "
+                 "HOSTNAME:PORT of --listen; unique among them)");
+  app.add_option("--lease-seconds", f.lease_seconds,
+                 "with a PostgreSQL store: the leader's lease; a standby takes over this long "
+                 "after the leader last renewed it (docs/deploy.md)")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 60.0));
   app.add_option("--max-store-bytes", f.max_store_bytes,
                  "cap on the SQLite store's size (0: the disk's); past it, writes get 507 as on a "
                  "full disk")
@@ -261,6 +273,8 @@ absl::Status CheckFlags(Flags& f) {
     return absl::InvalidArgumentError(
         "--max-store-bytes caps the SQLite store only; a PostgreSQL server bounds its own disk");
   }
+  if (f.name.empty()) f.name = weftd::DefaultMemberName(f.port);
+  if (auto s = weftd::CheckMemberName(f.name); !s.ok()) return s;
   f.rest.tls_cert_path = f.tls_cert;
   f.rest.tls_key_path = f.tls_key;
   if (auto s = CheckLoopback(f); !s.ok()) return s;
@@ -271,11 +285,13 @@ absl::Status CheckFlags(Flags& f) {
   return absl::OkStatus();
 }
 
-// The data directory made, canonical and locked for this weftd (one weftd per directory; the
-// lock is held until the process exits).
-absl::StatusOr<std::string> LockDataDir(weft::Env& env, const std::string& dir) {
+// The data directory made, canonical and, with `lock`, locked for this weftd (one weftd per
+// directory; the lock is held until the process exits). Unlocked with a PostgreSQL store: weftd
+// in active/standby share the directory, and the store's lease decides who writes.
+absl::StatusOr<std::string> LockDataDir(weft::Env& env, const std::string& dir, bool lock) {
   if (auto s = env.MakeDirs(weft::JobLayout(dir).JobsDir()); !s.ok()) return s;
   std::string data_dir = std::filesystem::canonical(dir).string();
+  if (!lock) return data_dir;
   int lock_fd = open((data_dir + "/weftd.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (lock_fd < 0 || flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
     return absl::FailedPreconditionError(absl::StrCat("another weftd is using ", data_dir));
@@ -318,6 +334,15 @@ absl::Status SetUpTenancy(weft::Env& env, weft::Store& store, const std::string&
   return absl::OkStatus();
 }
 
+// Where a weftd keeps its coordinator's address: one file per data directory, or per member
+// when weftd in active/standby share it.
+std::string CoordinatorAddressFile(const std::string& data_dir, const Flags& flags) {
+  if (flags.store == "sqlite") return data_dir + "/coordinator.addr";
+  std::string name = flags.name;
+  std::replace(name.begin(), name.end(), ':', '_');
+  return absl::StrCat(data_dir, "/coordinator-", name, ".addr");
+}
+
 // The coordinator's gRPC server. Learners that outlive a weftd keep dialling its address, so
 // with port 0 asked for, the address of the previous weftd on this data directory is reused.
 absl::StatusOr<std::unique_ptr<weft::GrpcServer>> StartCoordinator(weft::Env& env,
@@ -330,7 +355,7 @@ absl::StatusOr<std::unique_ptr<weft::GrpcServer>> StartCoordinator(weft::Env& en
     ASSIGN_OR_RETURN(cert, env.ReadFile(flags.tls_cert));
     ASSIGN_OR_RETURN(key, env.ReadFile(flags.tls_key));
   }
-  const std::string addr_file = data_dir + "/coordinator.addr";
+  const std::string addr_file = CoordinatorAddressFile(data_dir, flags);
   absl::StatusOr<std::unique_ptr<weft::GrpcServer>> server = absl::UnavailableError("not started");
   auto previous = env.ReadFile(addr_file);
   const std::string previous_address =
@@ -410,6 +435,132 @@ void LogListening(const Flags& flags, const std::string& data_dir, const std::st
       nodes.size(), cpus, flags.policy, coordinator, flags.tls_cert.empty() ? "" : " over TLS");
 }
 
+// What every part of a weftd's life works with once its store is open.
+struct Base {
+  Flags& flags;
+  weft::Env& env;
+  std::string data_dir;
+  weft::Store& store;
+  std::string store_description;
+  std::vector<weft::scheduler::Node> nodes;
+  std::map<std::string, std::vector<int>> cpusets;
+};
+
+weft::ControllerOptions ControllerOptionsFor(const Base& b, const std::string& learner_key) {
+  weft::ControllerOptions options;
+  options.data_dir = b.data_dir;
+  options.learner_key = learner_key;
+  options.nodes = b.nodes;
+  options.node_cpusets = b.cpusets;
+  options.allow_unsandboxed_commands = b.flags.allow_unsandboxed_commands;
+  options.disk_check_interval_ms = static_cast<int64_t>(b.flags.disk_check_seconds * 1000);
+  options.coordinator_ca_path = b.flags.tls_ca.empty() ? b.flags.tls_cert : b.flags.tls_ca;
+  return options;
+}
+
+// Leads until SIGINT or SIGTERM: tenancy, the executor, recovery, the coordinator, the REST API
+// and the control loop. `keeper` renews the lease of a weftd that shares its store (null: the
+// only weftd, on SQLite); learners are told every member's coordinator.
+int Lead(Base& b, std::unique_ptr<weftd::LeaseKeeper> keeper) {
+  Flags& flags = b.flags;
+  if (auto s = SetUpTenancy(b.env, b.store, b.data_dir); !s.ok()) return Fail(s);
+  auto learner_key = LearnerKey(b.env, b.data_dir);
+  if (!learner_key.ok()) return Fail(learner_key.status());
+  weft::Artifacts artifacts(b.store, b.env, b.data_dir, weft::SystemClock::Get(),
+                            {flags.max_artifact_mb << 20, flags.tenant_artifact_mb << 20});
+  if (auto s = artifacts.RemoveUnnamed(); !s.ok()) return Fail(s);
+  if (flags.default_datasets) {
+    if (auto s = RegisterDebianDatasets(b.store); !s.ok()) return Fail(s);
+  }
+  auto executor = weftd::MakeExecutor(
+      {flags.executor, flags.learner, flags.slurm_partition, flags.memory_limits}, b.data_dir,
+      &b.nodes);
+  if (!executor.ok()) return Fail(executor.status());
+  auto policy = SchedulingPolicy(flags.policy, b.store);
+  if (!policy.ok()) return Fail(policy.status());
+  weft::ControllerOptions options = ControllerOptionsFor(b, *learner_key);
+  options.artifacts = &artifacts;
+  weft::DiskQuota disk_quota(b.store, weft::JobLayout(b.data_dir), &artifacts,
+                             weft::SystemClock::Get(), {flags.tenant_disk_quota_mb});
+  options.disk_quota = &disk_quota;
+  weft::Controller controller(b.store, **executor, **policy, weft::SystemClock::Get(), options,
+                              b.env);
+  weft::CoordinatorService service(controller, controller.credentials(),
+                                   static_cast<int>(options.heartbeat_interval_ms));
+  auto grpc_server = StartCoordinator(b.env, b.data_dir, flags, &service);
+  if (!grpc_server.ok()) return Fail(grpc_server.status());
+  const std::string self = (*grpc_server)->address();
+  controller.SetCoordinatorAddress(self);
+  if (keeper) {
+    keeper->SetOnMembers([&](const std::vector<weft::Member>& members) {
+      std::vector<std::string> list = weftd::CoordinatorList(self, members);
+      controller.SetCoordinatorAddress(absl::StrJoin(list, ","));
+      service.SetCoordinators(std::move(list));
+    });
+  }
+  if (auto s = controller.Recover(); !s.ok()) {
+    return Fail(absl::InternalError(absl::StrCat("recovery failed: ", s.message())));
+  }
+  flags.rest.admin_token_path = b.data_dir + "/admin.token";
+  weft::api::RestServer rest(b.store, controller, &artifacts, weft::SystemClock::Get(), flags.rest);
+  if (auto s = rest.Start(flags.host, flags.port); !s.ok()) return Fail(s);
+  controller.StartLoop();
+  // Deliveries the outbox holds from before a restart go out now.
+  weft::api::WebhookDispatcher webhooks(b.store, weft::SystemClock::Get(), flags.rest.webhooks);
+  webhooks.Start();
+  LogListening(flags, b.data_dir, b.store_description, b.nodes, self);
+  while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  spdlog::info("shutting down");
+  if (keeper) keeper->SetOnMembers(nullptr);  // no more calls into the controller
+  rest.Stop();
+  webhooks.Stop();
+  controller.StopLoop();
+  (*grpc_server)->Shutdown();
+  if (keeper) keeper->Release();
+  return 0;
+}
+
+// This weftd's REST API address as its peers and clients reach it.
+std::string ApiAddress(const Flags& flags) {
+  std::string host = flags.host;
+  if (host == "0.0.0.0" || host == "::" || host == "[::]") {
+    host = weftd::DefaultMemberName(0);
+    host = host.substr(0, host.rfind(':'));
+  }
+  return absl::StrCat(flags.tls_cert.empty() ? "http" : "https", "://", host, ":", flags.port);
+}
+
+// With a store shared by several weftd: stands by — a REST API redirecting to the leader, a
+// coordinator answering UNAVAILABLE — until this weftd takes the lease, then fences the store at
+// its epoch and leads on the same addresses.
+int StandByThenLead(Base& b, weft::Leadership& election) {
+  const int64_t ttl_ms = static_cast<int64_t>(b.flags.lease_seconds * 1000);
+  weft::Member me{b.flags.name, ApiAddress(b.flags), ""};
+  weft::StandbyCoordinatorService standby_coordinator;
+  auto grpc_server = StartCoordinator(b.env, b.data_dir, b.flags, &standby_coordinator);
+  if (!grpc_server.ok()) return Fail(grpc_server.status());
+  me.coordinator = (*grpc_server)->address();
+  auto api =
+      weftd::StandbyApi::Start(b.flags.host, b.flags.port, b.flags.tls_cert, b.flags.tls_key);
+  if (!api.ok()) return Fail(api.status());
+  std::optional<weft::Lease> lease =
+      weftd::AwaitLease(election, me, ttl_ms, g_stop, [&](const weft::Member& leader) {
+        (*api)->SetLeader(leader);
+        standby_coordinator.SetMessage(
+            leader.name.empty()
+                ? "standby; no weftd leads right now"
+                : absl::StrCat("standby; the leader is ", leader.name, " at ", leader.coordinator));
+      });
+  (*api)->Stop();
+  (*grpc_server)->Shutdown();
+  if (!lease) return 0;
+  election.Fence(lease->epoch, [epoch = lease->epoch](int64_t now) {
+    weftd::ExitDeposed(absl::StrCat("this weftd no longer leads: a store write found leader epoch ",
+                                    now, ", this weftd led at epoch ", epoch));
+  });
+  return Lead(b, std::make_unique<weftd::LeaseKeeper>(election, me, *lease, ttl_ms));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -429,66 +580,13 @@ int main(int argc, char** argv) {
   }
   // Every file weftd writes that matters goes through one Env (common/env.h).
   weft::Env& env = weft::Env::Default();
-  auto data_dir = LockDataDir(env, flags.data_dir);
+  auto data_dir = LockDataDir(env, flags.data_dir, flags.store == "sqlite");
   if (!data_dir.ok()) return Fail(data_dir.status());
   std::string store_description;
   auto store = weftd::OpenStore(flags.store, flags.max_store_bytes, *data_dir, &store_description);
   if (!store.ok()) return Fail(store.status());
-  if (auto s = SetUpTenancy(env, **store, *data_dir); !s.ok()) return Fail(s);
-  auto learner_key = LearnerKey(env, *data_dir);
-  if (!learner_key.ok()) return Fail(learner_key.status());
-
-  weft::Artifacts artifacts(**store, env, *data_dir, weft::SystemClock::Get(),
-                            {flags.max_artifact_mb << 20, flags.tenant_artifact_mb << 20});
-  if (auto s = artifacts.RemoveUnnamed(); !s.ok()) return Fail(s);
-
-  if (flags.default_datasets) {
-    if (auto s = RegisterDebianDatasets(**store); !s.ok()) return Fail(s);
-  }
-
-  auto executor = weftd::MakeExecutor(
-      {flags.executor, flags.learner, flags.slurm_partition, flags.memory_limits}, *data_dir,
-      &nodes);
-  if (!executor.ok()) return Fail(executor.status());
-  auto policy = SchedulingPolicy(flags.policy, **store);
-  if (!policy.ok()) return Fail(policy.status());
-  weft::ControllerOptions options;
-  options.data_dir = *data_dir;
-  options.learner_key = *learner_key;
-  options.nodes = nodes;
-  options.node_cpusets = cpusets;
-  options.artifacts = &artifacts;
-  options.allow_unsandboxed_commands = flags.allow_unsandboxed_commands;
-  weft::DiskQuota disk_quota(**store, weft::JobLayout(*data_dir), &artifacts,
-                             weft::SystemClock::Get(), {flags.tenant_disk_quota_mb});
-  options.disk_quota = &disk_quota;
-  options.disk_check_interval_ms = static_cast<int64_t>(flags.disk_check_seconds * 1000);
-  options.coordinator_ca_path = flags.tls_ca.empty() ? flags.tls_cert : flags.tls_ca;
-  weft::Controller controller(**store, **executor, **policy, weft::SystemClock::Get(), options,
-                              env);
-  weft::CoordinatorService service(controller, controller.credentials(),
-                                   static_cast<int>(options.heartbeat_interval_ms));
-  auto grpc_server = StartCoordinator(env, *data_dir, flags, &service);
-  if (!grpc_server.ok()) return Fail(grpc_server.status());
-  controller.SetCoordinatorAddress((*grpc_server)->address());
-  if (auto s = controller.Recover(); !s.ok()) {
-    return Fail(absl::InternalError(absl::StrCat("recovery failed: ", s.message())));
-  }
-  flags.rest.admin_token_path = *data_dir + "/admin.token";
-  weft::api::RestServer rest(**store, controller, &artifacts, weft::SystemClock::Get(), flags.rest);
-  if (auto s = rest.Start(flags.host, flags.port); !s.ok()) return Fail(s);
-  controller.StartLoop();
-  // Deliveries the outbox holds from before a restart go out now.
-  weft::api::WebhookDispatcher webhooks(**store, weft::SystemClock::Get(), flags.rest.webhooks);
-  webhooks.Start();
-
   HandleSignals();
-  LogListening(flags, *data_dir, store_description, nodes, (*grpc_server)->address());
-  while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  spdlog::info("shutting down");
-  rest.Stop();
-  webhooks.Stop();
-  controller.StopLoop();
-  (*grpc_server)->Shutdown();
-  return 0;
+  Base base{flags, env, *data_dir, **store, store_description, nodes, cpusets};
+  auto* election = dynamic_cast<weft::Leadership*>(store->get());
+  return election != nullptr ? StandByThenLead(base, *election) : Lead(base, nullptr);
 }

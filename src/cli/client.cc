@@ -8,9 +8,11 @@
 #include <iostream>
 #include <thread>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 
 namespace weft::cli {
 
@@ -39,12 +41,20 @@ Reply ToReply(const httplib::Result& r, const std::string& server) {
 }  // namespace
 
 Client::Client(std::string server, std::string token, std::string ca_cert)
-    : server_(std::move(server)), token_(std::move(token)), ca_cert_(std::move(ca_cert)) {
-  if (server_.find("://") == std::string::npos) server_ = "http://" + server_;
+    : token_(std::move(token)), ca_cert_(std::move(ca_cert)) {
+  for (absl::string_view part : absl::StrSplit(server, ',', absl::SkipWhitespace())) {
+    std::string s(absl::StripAsciiWhitespace(part));
+    if (s.find("://") == std::string::npos) s = "http://" + s;
+    servers_.push_back(std::move(s));
+  }
+  if (servers_.empty()) servers_.push_back(kDefaultServer);
+  server_ = servers_.front();
 }
 
-std::unique_ptr<httplib::Client> Client::Connect() const {
-  auto c = std::make_unique<httplib::Client>(server_);
+std::unique_ptr<httplib::Client> Client::Connect() const { return Connect(server_); }
+
+std::unique_ptr<httplib::Client> Client::Connect(const std::string& server) const {
+  auto c = std::make_unique<httplib::Client>(server);
   if (!ca_cert_.empty()) c->set_ca_cert_path(ca_cert_.c_str());
   if (!token_.empty()) c->set_bearer_token_auth(token_);
   c->set_connection_timeout(5, 0);
@@ -66,15 +76,44 @@ Reply Client::Call(const std::string& method, const std::string& path, const std
   }
 }
 
-Reply Client::CallOnce(const std::string& method, const std::string& path, const std::string& body,
-                       const std::string& content_type) const {
-  std::unique_ptr<httplib::Client> c = Connect();
+Reply Client::Send(const std::string& server, const std::string& method, const std::string& path,
+                   const std::string& body, const std::string& content_type) const {
+  std::unique_ptr<httplib::Client> c = Connect(server);
   httplib::Result r{nullptr, httplib::Error::Unknown};
   if (method == "GET") r = c->Get(path);
   if (method == "POST") r = c->Post(path, body, content_type);
   if (method == "PATCH") r = c->Patch(path, body, content_type);
   if (method == "DELETE") r = c->Delete(path);
-  return ToReply(r, server_);
+  Reply reply = ToReply(r, server);
+  if (r) reply.location = r->get_header_value("Location");
+  return reply;
+}
+
+Reply Client::CallOnce(const std::string& method, const std::string& path, const std::string& body,
+                       const std::string& content_type) const {
+  // The server that answered last first, then the others in order.
+  std::vector<std::string> order = {server_};
+  for (const std::string& s : servers_) {
+    if (s != server_) order.push_back(s);
+  }
+  Reply r;
+  for (const std::string& server : order) {
+    r = Send(server, method, path, body, content_type);
+    if (r.status != 0) {
+      server_ = server;
+      break;
+    }
+  }
+  // A standby names the leader: scheme://host:port followed by the same path.
+  const size_t scheme = r.location.find("://");
+  const size_t slash = scheme == std::string::npos ? scheme : r.location.find('/', scheme + 3);
+  if (r.status == 307 && slash != std::string::npos) {
+    const std::string leader = r.location.substr(0, slash);
+    Reply followed = Send(leader, method, r.location.substr(slash), body, content_type);
+    if (followed.status != 0) server_ = leader;
+    return followed;
+  }
+  return r;
 }
 
 Reply Client::Events(const std::string& path,

@@ -6,6 +6,7 @@
 #include <memory>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "common/sse.h"
 #include "nlohmann/json.hpp"
@@ -25,20 +26,23 @@ struct Reply {
   std::string body;
   std::string error;        // transport error
   std::string retry_after;  // the Retry-After header of a 429, in seconds
+  std::string location;     // the Location header of a redirect
   json Json() const { return json::parse(body, nullptr, false); }
 };
 
 class Client {
  public:
-  // `server`: host:port or a URL (https://… for a weftd with --tls-cert); `token`: the bearer
-  // token (empty: none); `ca_cert`: a PEM file of the certificates an https weftd's must chain
-  // to (empty: the system's trusted ones).
+  // `server`: host:port or a URL (https://… for a weftd with --tls-cert), or several,
+  // comma-separated (weftd in active/standby: tried in turn until one answers); `token`: the
+  // bearer token (empty: none); `ca_cert`: a PEM file of the certificates an https weftd's must
+  // chain to (empty: the system's trusted ones).
   Client(std::string server, std::string token, std::string ca_cert = "");
   const std::string& server() const { return server_; }
 
-  // One request (GET, POST, PATCH or DELETE); status 0 with `error` set when weftd cannot be
+  // One request (GET, POST, PATCH or DELETE); status 0 with `error` set when no server can be
   // reached within 5 s (120 s for the answer). A 429 (the tenant's request rate) is sent again
-  // after its Retry-After, up to kRateLimitedTries times in all, saying so on stderr.
+  // after its Retry-After, up to kRateLimitedTries times in all, saying so on stderr. A 307 (a
+  // standby weftd naming its leader) is followed once, with the token.
   Reply Call(const std::string& method, const std::string& path, const std::string& body = "",
              const std::string& content_type = "application/yaml") const;
 
@@ -63,7 +67,12 @@ class Client {
                  const std::string& content_type) const;
   // A connection to the server, with the token and the certificates to verify it by.
   std::unique_ptr<httplib::Client> Connect() const;
-  std::string server_;
+  std::unique_ptr<httplib::Client> Connect(const std::string& server) const;
+  // Sends one request to `server`.
+  Reply Send(const std::string& server, const std::string& method, const std::string& path,
+             const std::string& body, const std::string& content_type) const;
+  std::vector<std::string> servers_;
+  mutable std::string server_;  // the one that last answered
   std::string token_;
   std::string ca_cert_;
 };

@@ -20,6 +20,17 @@ grpc::Status Unavailable(const std::string& why) {
 
 }  // namespace
 
+void CoordinatorService::SetCoordinators(std::vector<std::string> addresses) {
+  absl::MutexLock lock(&mu_);
+  coordinators_ = std::move(addresses);
+}
+
+template <typename Response>
+void CoordinatorService::AddCoordinators(Response* resp) {
+  absl::MutexLock lock(&mu_);
+  for (const std::string& a : coordinators_) resp->add_coordinators(a);
+}
+
 grpc::Status CoordinatorService::Authenticate(const weft::v1::LearnerIdentity& id) const {
   if (credentials_.Check(id.job_id(), id.credential())) return grpc::Status::OK;
   return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
@@ -38,6 +49,7 @@ grpc::Status CoordinatorService::Register(grpc::ServerContext*,
   resp->set_reason(d.reason);
   resp->set_heartbeat_interval_ms(heartbeat_interval_ms_);
   for (const auto& path : d.resume_from) resp->add_resume_from(path);
+  AddCoordinators(resp);
   return grpc::Status::OK;
 }
 
@@ -52,6 +64,7 @@ grpc::Status CoordinatorService::Heartbeat(grpc::ServerContext*,
   const bool keep = answer == ReportAnswer::kKeepRunning;
   resp->set_keep_running(keep);
   if (!keep) resp->set_reason("the job no longer runs this attempt");
+  AddCoordinators(resp);
   return grpc::Status::OK;
 }
 
@@ -77,6 +90,7 @@ grpc::Status CoordinatorService::ReportMetrics(grpc::ServerContext*,
       events_.OnMetrics(id.job_id(), id.rank(), id.attempt(), points, FromProto(req->progress()));
   if (answer == ReportAnswer::kRetry) return Unavailable("the store cannot be reached");
   resp->set_keep_running(answer == ReportAnswer::kKeepRunning);
+  AddCoordinators(resp);
   return grpc::Status::OK;
 }
 
@@ -146,6 +160,47 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(const std::string&
   std::string host = address.substr(0, address.rfind(':'));
   server->address_ = absl::StrCat(host, ":", port);
   return server;
+}
+
+void StandbyCoordinatorService::SetMessage(std::string why) {
+  absl::MutexLock lock(&mu_);
+  why_ = std::move(why);
+}
+
+grpc::Status StandbyCoordinatorService::Answer() {
+  absl::MutexLock lock(&mu_);
+  return Unavailable(why_);
+}
+
+grpc::Status StandbyCoordinatorService::Register(grpc::ServerContext*,
+                                                 const weft::v1::RegisterRequest*,
+                                                 weft::v1::RegisterResponse*) {
+  return Answer();
+}
+grpc::Status StandbyCoordinatorService::Heartbeat(grpc::ServerContext*,
+                                                  const weft::v1::HeartbeatRequest*,
+                                                  weft::v1::HeartbeatResponse*) {
+  return Answer();
+}
+grpc::Status StandbyCoordinatorService::ReportMetrics(grpc::ServerContext*,
+                                                      const weft::v1::ReportMetricsRequest*,
+                                                      weft::v1::ReportMetricsResponse*) {
+  return Answer();
+}
+grpc::Status StandbyCoordinatorService::CommitModel(grpc::ServerContext*,
+                                                    const weft::v1::CommitModelRequest*,
+                                                    weft::v1::CommitModelResponse*) {
+  return Answer();
+}
+grpc::Status StandbyCoordinatorService::CommitCheckpoint(grpc::ServerContext*,
+                                                         const weft::v1::CommitCheckpointRequest*,
+                                                         weft::v1::CommitCheckpointResponse*) {
+  return Answer();
+}
+grpc::Status StandbyCoordinatorService::ReportFinished(grpc::ServerContext*,
+                                                       const weft::v1::ReportFinishedRequest*,
+                                                       weft::v1::ReportFinishedResponse*) {
+  return Answer();
 }
 
 GrpcServer::~GrpcServer() { Shutdown(); }

@@ -8,7 +8,9 @@
 #include <memory>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "control/learner_credentials.h"
 #include "control/learner_events.h"
 #include "proto/coordinator.grpc.pb.h"
@@ -34,7 +36,13 @@ class CoordinatorService final : public weft::v1::Coordinator::Service {
   grpc::Status ReportFinished(grpc::ServerContext*, const weft::v1::ReportFinishedRequest* req,
                               weft::v1::ReportFinishedResponse* resp) override;
 
+  // The coordinator addresses answers tell learners of (every weftd's, the leader's first);
+  // empty (the default): none, learners keep theirs.
+  void SetCoordinators(std::vector<std::string> addresses);
+
  private:
+  template <typename Response>
+  void AddCoordinators(Response* resp);
   // OK if `id` carries its job's learner credential; UNAUTHENTICATED otherwise.
   grpc::Status Authenticate(const weft::v1::LearnerIdentity& id) const;
   // The one path of every file a learner commits (models, checkpoints): authenticate, hand the
@@ -47,6 +55,34 @@ class CoordinatorService final : public weft::v1::Coordinator::Service {
   LearnerEvents& events_;
   const LearnerCredentials& credentials_;
   const int heartbeat_interval_ms_;
+  absl::Mutex mu_;
+  std::vector<std::string> coordinators_ ABSL_GUARDED_BY(mu_);
+};
+
+// What a standby weftd's coordinator answers (apps/weftd: active/standby, docs/deploy.md):
+// UNAVAILABLE to every call, naming the leader, so a learner tries its next address.
+class StandbyCoordinatorService final : public weft::v1::Coordinator::Service {
+ public:
+  // `why` is the message of every answer, e.g. "standby; the leader is weftd-b".
+  void SetMessage(std::string why);
+
+  grpc::Status Register(grpc::ServerContext*, const weft::v1::RegisterRequest*,
+                        weft::v1::RegisterResponse*) override;
+  grpc::Status Heartbeat(grpc::ServerContext*, const weft::v1::HeartbeatRequest*,
+                         weft::v1::HeartbeatResponse*) override;
+  grpc::Status ReportMetrics(grpc::ServerContext*, const weft::v1::ReportMetricsRequest*,
+                             weft::v1::ReportMetricsResponse*) override;
+  grpc::Status CommitModel(grpc::ServerContext*, const weft::v1::CommitModelRequest*,
+                           weft::v1::CommitModelResponse*) override;
+  grpc::Status CommitCheckpoint(grpc::ServerContext*, const weft::v1::CommitCheckpointRequest*,
+                                weft::v1::CommitCheckpointResponse*) override;
+  grpc::Status ReportFinished(grpc::ServerContext*, const weft::v1::ReportFinishedRequest*,
+                              weft::v1::ReportFinishedResponse*) override;
+
+ private:
+  grpc::Status Answer();
+  absl::Mutex mu_;
+  std::string why_ ABSL_GUARDED_BY(mu_) = "this weftd is a standby";
 };
 
 // A running gRPC server hosting one service.

@@ -130,7 +130,7 @@ class PgStore : public Store, public Leadership {
   absl::CondVar released_;  // a session went back to idle_, or one was dropped
   std::vector<std::unique_ptr<Session>> idle_ ABSL_GUARDED_BY(mu_);
   int sessions_ ABSL_GUARDED_BY(mu_) = 0;  // idle or in use
-  std::atomic<int64_t> fence_epoch_{0};     // 0: not fenced
+  std::atomic<int64_t> fence_epoch_{0};    // 0: not fenced
   absl::Mutex fence_mu_;
   std::function<void(int64_t)> on_deposed_ ABSL_GUARDED_BY(fence_mu_);
 };

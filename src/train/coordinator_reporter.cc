@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "common/logging.h"
 
@@ -29,22 +30,9 @@ void ToProto(const ProgressReport& p, weft::v1::Progress* out) {
   out->set_samples(p.samples);
 }
 
-// Calls `rpc` until it succeeds or the retry budget is spent, backing off 100 ms .. 2 s.
-template <typename Rpc>
-grpc::Status Retry(Rpc rpc) {
-  int backoff_ms = 100;
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kRetryBudgetMs);
-  while (true) {
-    grpc::Status s = rpc();
-    bool transient = s.error_code() == grpc::StatusCode::UNAVAILABLE ||
-                     s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
-    if (s.ok() || !transient) {
-      return s;
-    }
-    if (std::chrono::steady_clock::now() > deadline) return s;
-    std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms));
-    backoff_ms = std::min(backoff_ms * 2, 2000);
-  }
+bool Transient(const grpc::Status& s) {
+  return s.error_code() == grpc::StatusCode::UNAVAILABLE ||
+         s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
 }
 
 std::shared_ptr<grpc::ChannelCredentials> ChannelCredentials(const std::string& ca_pem) {
@@ -59,12 +47,56 @@ std::shared_ptr<grpc::ChannelCredentials> ChannelCredentials(const std::string& 
 CoordinatorReporter::CoordinatorReporter(const std::string& address, std::string job_id, int rank,
                                          int64_t attempt, std::string credential,
                                          const std::string& ca_pem)
-    : stub_(
-          weft::v1::Coordinator::NewStub(grpc::CreateChannel(address, ChannelCredentials(ca_pem)))),
-      job_id_(std::move(job_id)),
+    : job_id_(std::move(job_id)),
       rank_(rank),
       attempt_(attempt),
-      credential_(std::move(credential)) {}
+      credential_(std::move(credential)),
+      ca_pem_(ca_pem) {
+  std::vector<std::string> addresses = absl::StrSplit(address, ',', absl::SkipWhitespace());
+  if (addresses.empty()) addresses.push_back(address);
+  UseCoordinators(addresses);
+}
+
+std::shared_ptr<CoordinatorReporter::Stub> CoordinatorReporter::Current() {
+  absl::MutexLock lock(&stub_mu_);
+  return stubs_[current_];
+}
+
+void CoordinatorReporter::Failover(const std::shared_ptr<Stub>& failed) {
+  absl::MutexLock lock(&stub_mu_);
+  if (stubs_.size() < 2 || stubs_[current_] != failed) return;
+  current_ = (current_ + 1) % stubs_.size();
+  spdlog::info("trying weftd's coordinator at {}", addresses_[current_]);
+}
+
+template <typename Addresses>
+void CoordinatorReporter::UseCoordinators(const Addresses& addresses) {
+  std::vector<std::string> list(addresses.begin(), addresses.end());
+  absl::MutexLock lock(&stub_mu_);
+  if (list.empty() || list == addresses_) return;
+  stubs_.clear();
+  for (const std::string& a : list) {
+    stubs_.push_back(
+        weft::v1::Coordinator::NewStub(grpc::CreateChannel(a, ChannelCredentials(ca_pem_))));
+  }
+  addresses_ = std::move(list);
+  current_ = 0;
+}
+
+template <typename Rpc>
+grpc::Status CoordinatorReporter::Retry(Rpc rpc) {
+  int backoff_ms = 100;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kRetryBudgetMs);
+  while (true) {
+    std::shared_ptr<Stub> stub = Current();
+    grpc::Status s = rpc(*stub);
+    if (s.ok() || !Transient(s)) return s;
+    Failover(stub);
+    if (std::chrono::steady_clock::now() > deadline) return s;
+    std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms));
+    backoff_ms = std::min(backoff_ms * 2, 2000);
+  }
+}
 
 CoordinatorReporter::~CoordinatorReporter() {
   {
@@ -89,7 +121,7 @@ absl::Status CoordinatorReporter::Register(int world_size) {
   req.set_pid(::getpid());
   req.set_world_size(world_size);
   weft::v1::RegisterResponse resp;
-  grpc::Status s = Retry([&] { return stub_->Register(Context().get(), req, &resp); });
+  grpc::Status s = Retry([&](Stub& stub) { return stub.Register(Context().get(), req, &resp); });
   if (!s.ok()) {
     return absl::UnavailableError(
         absl::StrCat("cannot reach weftd's coordinator: ", s.error_message()));
@@ -101,6 +133,7 @@ absl::Status CoordinatorReporter::Register(int world_size) {
   }
   if (resp.heartbeat_interval_ms() > 0) heartbeat_ms_ = resp.heartbeat_interval_ms();
   resume_from_.assign(resp.resume_from().begin(), resp.resume_from().end());
+  UseCoordinators(resp.coordinators());
   thread_ = std::thread([this] { Loop(); });
   return absl::OkStatus();
 }
@@ -127,13 +160,15 @@ bool CoordinatorReporter::Flush() {
   }
   grpc::Status s;
   bool keep = true;
+  std::shared_ptr<Stub> stub = Current();
   if (batch.empty()) {
     weft::v1::HeartbeatRequest req;
     *req.mutable_learner() = Identity();
     ToProto(progress, req.mutable_progress());
     weft::v1::HeartbeatResponse resp;
-    s = stub_->Heartbeat(Context().get(), req, &resp);
+    s = stub->Heartbeat(Context().get(), req, &resp);
     keep = resp.keep_running();
+    if (s.ok()) UseCoordinators(resp.coordinators());
   } else {
     weft::v1::ReportMetricsRequest req;
     *req.mutable_learner() = Identity();
@@ -149,8 +184,9 @@ bool CoordinatorReporter::Flush() {
       if (m.test_loss) p->set_test_loss(*m.test_loss);
     }
     weft::v1::ReportMetricsResponse resp;
-    s = stub_->ReportMetrics(Context().get(), req, &resp);
+    s = stub->ReportMetrics(Context().get(), req, &resp);
     keep = resp.keep_running();
+    if (s.ok()) UseCoordinators(resp.coordinators());
     if (!s.ok()) {
       // Put the batch back in front of anything queued since, so nothing is lost or reordered.
       absl::MutexLock lock(&mu_);
@@ -160,6 +196,7 @@ bool CoordinatorReporter::Flush() {
   }
   if (!s.ok()) {
     spdlog::warn("weftd unreachable ({}), will retry", s.error_message());
+    if (Transient(s)) Failover(stub);
     return false;
   }
   if (!keep && keep_running_.exchange(false)) {
@@ -194,7 +231,7 @@ absl::Status CoordinatorReporter::CommitModel(const ModelFile& a) {
   req.set_step(a.step);
   req.set_bytes(a.bytes);
   weft::v1::CommitModelResponse resp;
-  grpc::Status s = Retry([&] { return stub_->CommitModel(Context().get(), req, &resp); });
+  grpc::Status s = Retry([&](Stub& stub) { return stub.CommitModel(Context().get(), req, &resp); });
   if (!s.ok()) {
     return absl::UnavailableError(
         absl::StrCat("cannot commit ", a.kind, " model: ", s.error_message()));
@@ -216,7 +253,8 @@ absl::Status CoordinatorReporter::CommitCheckpoint(const std::string& path, int 
   req.set_bytes(bytes);
   req.set_write_seconds(write_seconds);
   weft::v1::CommitCheckpointResponse resp;
-  grpc::Status s = Retry([&] { return stub_->CommitCheckpoint(Context().get(), req, &resp); });
+  grpc::Status s =
+      Retry([&](Stub& stub) { return stub.CommitCheckpoint(Context().get(), req, &resp); });
   if (!s.ok()) {
     return absl::UnavailableError(absl::StrCat("cannot commit checkpoint: ", s.error_message()));
   }
@@ -236,7 +274,8 @@ void CoordinatorReporter::Finish(bool succeeded, const std::string& reason, doub
   req.set_reason(reason);
   req.set_best_test_accuracy(best);
   weft::v1::ReportFinishedResponse resp;
-  grpc::Status s = Retry([&] { return stub_->ReportFinished(Context().get(), req, &resp); });
+  grpc::Status s =
+      Retry([&](Stub& stub) { return stub.ReportFinished(Context().get(), req, &resp); });
   if (!s.ok()) spdlog::error("could not report the end of training: {}", s.error_message());
 }
 

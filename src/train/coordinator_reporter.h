@@ -1,10 +1,14 @@
 // Reporter over gRPC to weftd's Coordinator service. A background thread sends queued metric
 // samples (or a heartbeat when there are none) every heartbeat interval; while weftd is
-// unreachable samples stay queued and are sent once it answers again.
+// unreachable samples stay queued and are sent once it answers again. With several weftd in
+// active/standby, the reporter knows each one's coordinator address and moves to the next when
+// the one it calls is unavailable (a standby answers UNAVAILABLE); answers bring the current
+// list, the leader's first.
 #pragma once
 
 #include <atomic>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -17,7 +21,8 @@ namespace weft::train {
 
 class CoordinatorReporter : public Reporter {
  public:
-  // `address`: host:port of the Coordinator service.
+  // `address`: host:port of the Coordinator service, or several, comma-separated (tried in
+  // turn).
   // `credential` is the job's WEFT_JOB_CREDENTIAL, sent with every call.
   // `ca_pem`: the PEM certificates the coordinator's TLS certificate must chain to (its host
   // must match `address`); empty: plain text.
@@ -41,12 +46,28 @@ class CoordinatorReporter : public Reporter {
   void Loop();
   bool Flush();  // sends queued samples or a heartbeat; false if weftd did not answer
   weft::v1::LearnerIdentity Identity() const;
+  using Stub = weft::v1::Coordinator::Stub;
+  // The coordinator to call now.
+  std::shared_ptr<Stub> Current();
+  // `failed` did not answer: the next address becomes current (if `failed` still is).
+  void Failover(const std::shared_ptr<Stub>& failed);
+  // Takes the list an answer brought, when there is one and it differs; its first is current.
+  template <typename Addresses>
+  void UseCoordinators(const Addresses& addresses);
+  // Calls `rpc(Stub&)` until it succeeds or the retry budget is spent, failing over between
+  // coordinators and backing off 100 ms .. 2 s.
+  template <typename Rpc>
+  grpc::Status Retry(Rpc rpc);
 
-  std::unique_ptr<weft::v1::Coordinator::Stub> stub_;
   const std::string job_id_;
   const int rank_;
   const int64_t attempt_;
   const std::string credential_;
+  const std::string ca_pem_;
+  absl::Mutex stub_mu_;
+  std::vector<std::string> addresses_ ABSL_GUARDED_BY(stub_mu_);
+  std::vector<std::shared_ptr<Stub>> stubs_ ABSL_GUARDED_BY(stub_mu_);
+  size_t current_ ABSL_GUARDED_BY(stub_mu_) = 0;
   std::atomic<bool> keep_running_{true};
   std::atomic<int> heartbeat_ms_{1000};
   std::vector<std::string> resume_from_;  // written once by Register

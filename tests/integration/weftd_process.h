@@ -78,6 +78,9 @@ class WeftdProcess {
   // through the API on the first Start() of this object.
   std::string admin_token() const;
   const std::string& token() const { return token_; }
+  // The tenant token to use instead of making one on the first Start() (a standby weftd, whose
+  // API redirects until it leads, shares its leader's tenants).
+  void set_token(std::string token) { token_ = std::move(token); }
   // Polls GET /v1/jobs/ID (as token()) every 200 ms until the job's state is one of `states`;
   // returns the job's JSON. After `timeout_s` adds a test failure and returns the last answer.
   nlohmann::json WaitForJob(const std::string& id, const std::vector<std::string>& states,
