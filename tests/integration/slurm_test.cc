@@ -2,9 +2,11 @@
 // Slurm cluster of two logical nodes (executor/slurm_cluster.h): a 2-learner gang spread over
 // both nodes trains to completion, each learner a Slurm job; weftd killed mid-training adopts the
 // learners by their Slurm job ids; a learner cancelled from outside (scancel) restarts the job with
-// a readable reason.
+// a readable reason; the 2-learner CNN example survives a learner killed -9 and reaches its
+// deliver target.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <chrono>
 #include <filesystem>
@@ -92,6 +94,43 @@ TEST_F(SlurmTest, ALearnerCancelledFromOutsideRestartsTheJobWithAReadableReason)
                    reason.find("cancelled in Slurm from outside weft") != std::string::npos;
   }
   EXPECT_TRUE(reason_seen) << done["history"].dump(2) << weftd_->log();
+}
+
+// The end-to-end run on Slurm: the 2-learner CNN example (placement: spread) on two
+// Slurm nodes; rank 1's learner killed -9 once it trains restarts the job, which then reaches
+// its deliver target and hands back the delivered model. (Then halted: its 10 epochs to the
+// complete target are the benchmarks' business.)
+TEST_F(SlurmTest, TheCnnExampleSurvivesAKilledLearnerAndReachesItsDeliverTarget) {
+  auto submit = weftd_->Cli(
+      {"submit", std::string(WEFT_SOURCE_DIR) + "/examples/fashion-mnist-cnn-2-learners.yaml"});
+  ASSERT_EQ(submit.exit_code, 0) << submit.output;
+  const std::string id = testing::SubmittedJobId(submit.output);
+  ASSERT_EQ(weftd_->WaitForJob(id, {"RUNNING"}, 90)["state"], "RUNNING") << weftd_->log();
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  const std::vector<int64_t> rank1 = testing::LearnerPids(id, 1);
+  ASSERT_EQ(rank1.size(), 1u);
+  ASSERT_EQ(kill(static_cast<pid_t>(rank1[0]), SIGKILL), 0);
+  json job;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(600);
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto r = weftd_->Client().Get("/v1/jobs/" + id);
+    if (r && r->status == 200) job = json::parse(r->body);
+    if (job.is_object() && (job["models"].contains("delivered") || job["state"] == "FAILED")) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+  ASSERT_TRUE(job["models"].contains("delivered")) << job.dump(2) << weftd_->log();
+  EXPECT_TRUE(job["targets"]["deliver"]["met"].get<bool>());
+  EXPECT_GE(job["models"]["delivered"]["test_accuracy"].get<double>(), 0.88);
+  EXPECT_GE(job["attempt"].get<int>(), 2) << "the killed learner restarted the job";
+  bool reason_seen = false;
+  for (const auto& e : job["history"]) {
+    const std::string reason = e["reason"];
+    reason_seen |= reason.find("learner rank 1 killed by signal 9") != std::string::npos;
+  }
+  EXPECT_TRUE(reason_seen) << job["history"].dump(2);
+  EXPECT_EQ(weftd_->Cli({"halt", id}).exit_code, 0);
 }
 
 }  // namespace
