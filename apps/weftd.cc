@@ -552,7 +552,8 @@ int StandByThenLead(Base& b, weft::Leadership& election) {
                 : absl::StrCat("standby; the leader is ", leader.name, " at ", leader.coordinator));
       });
   (*api)->Stop();
-  (*grpc_server)->Shutdown();
+  // Its calls are refusals: cancel any in flight (learners call again) rather than wait.
+  (*grpc_server)->Shutdown(std::chrono::milliseconds(0));
   if (!lease) return 0;
   election.Fence(lease->epoch, [epoch = lease->epoch](int64_t now) {
     weftd::ExitDeposed(absl::StrCat("this weftd no longer leads: a store write found leader epoch ",

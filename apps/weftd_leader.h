@@ -25,7 +25,7 @@ class Server;
 
 namespace weftd {
 
-inline constexpr int64_t kCampaignMs = 500;  // how often a standby campaigns
+inline constexpr int64_t kCampaignMs = 250;  // how often a standby campaigns
 inline constexpr int kDeposedExitCode = 3;   // weftd's exit status when it stops leading
 
 // The name a weftd has among its peers unless --name gives one: "<hostname>:<REST port>".

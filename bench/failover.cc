@@ -179,7 +179,15 @@ FailoverFigures MeasureFailover(const std::string& dir, int rounds) {
     ++f.acknowledged;
     json j = AwaitState(*pair[leader], id, "COMPLETED", 600);
     if (j.value("state", "") == "COMPLETED") ++f.completed;
-    if (j.value("attempt", 1) > 1) ++f.restarted;
+    if (j.value("attempt", 1) > 1) {
+      ++f.restarted;
+      std::cout << "  job " << id << " restarted:";
+      for (const auto& e : j["history"]) {
+        std::cout << "\n    -> " << e.value("to", "") << ": "
+                  << e.value("reason", "");
+      }
+      std::cout << "\n";
+    }
   }
   f.lost = f.acknowledged - f.completed;
   return f;
@@ -219,6 +227,10 @@ int main(int argc, char** argv) {
               {"jobs_restarted", failover.restarted},
               {"jobs_lost", failover.lost}};
   std::cout << out.dump() << "\n";
-  std::filesystem::remove_all(dir);
+  if (std::getenv("WEFT_BENCH_KEEP") == nullptr) {
+    std::filesystem::remove_all(dir);
+  } else {
+    std::cout << "kept " << dir << "\n";
+  }
   return 0;
 }

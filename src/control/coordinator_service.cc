@@ -205,9 +205,9 @@ grpc::Status StandbyCoordinatorService::ReportFinished(grpc::ServerContext*,
 
 GrpcServer::~GrpcServer() { Shutdown(); }
 
-void GrpcServer::Shutdown() {
+void GrpcServer::Shutdown(std::chrono::milliseconds grace) {
   if (server_) {
-    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+    server_->Shutdown(std::chrono::system_clock::now() + grace);
     server_.reset();
   }
 }

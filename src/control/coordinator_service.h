@@ -5,6 +5,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -98,7 +99,8 @@ class GrpcServer {
   ~GrpcServer();
   // The address learners should dial, with the port actually bound.
   const std::string& address() const { return address_; }
-  void Shutdown();
+  // Stops serving: calls in flight get up to `grace` to finish, then are cancelled.
+  void Shutdown(std::chrono::milliseconds grace = std::chrono::seconds(2));
 
  private:
   std::unique_ptr<grpc::Server> server_;

@@ -30,9 +30,14 @@ void ToProto(const ProgressReport& p, weft::v1::Progress* out) {
   out->set_samples(p.samples);
 }
 
+// A call that may be sent again: weftd did not take it, or went away while it was in flight
+// (a server shut down mid-call cancels it). Commits are safe to repeat (they replace by kind or
+// step); a metrics batch whose answer was lost after weftd took it is stored twice, as after a
+// deadline.
 bool Transient(const grpc::Status& s) {
   return s.error_code() == grpc::StatusCode::UNAVAILABLE ||
-         s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
+         s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
+         s.error_code() == grpc::StatusCode::CANCELLED;
 }
 
 std::shared_ptr<grpc::ChannelCredentials> ChannelCredentials(const std::string& ca_pem) {
