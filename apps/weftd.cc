@@ -38,7 +38,6 @@
 namespace {
 
 std::atomic<bool> g_stop{false};
-constexpr size_t kMinLearnerKeyBytes = 32;
 void OnSignal(int) { g_stop = true; }
 
 std::string SelfDir() {
@@ -224,6 +223,13 @@ bool IsLoopback(const std::string& host) {
   return absl::StartsWith(host, "127.") || host == "localhost" || host == "::1" || host == "[::1]";
 }
 
+// {address} when it is on the host of `listen` (host:port), else none: a dead leader's
+// coordinator address this weftd may take over for the learners that only know that one.
+std::vector<std::string> SameHost(const std::string& address, const std::string& listen) {
+  if (address.empty() || HostOf(address) != HostOf(listen)) return {};
+  return {address};
+}
+
 // Without TLS weftd speaks plain HTTP and gRPC: bearer tokens and learner credentials in the
 // clear.
 absl::Status CheckLoopback(const Flags& f) {
@@ -299,41 +305,6 @@ absl::StatusOr<std::string> LockDataDir(weft::Env& env, const std::string& dir, 
   return data_dir;
 }
 
-// The secret behind learners' per-job credentials (HMAC of the job id), kept in
-// <data-dir>/learner.key (0600) across restarts so adopted learners keep authenticating.
-absl::StatusOr<std::string> LearnerKey(weft::Env& env, const std::string& data_dir) {
-  const std::string key_file = data_dir + "/learner.key";
-  auto key = env.ReadFile(key_file);
-  if (key.ok() && key->size() < kMinLearnerKeyBytes) {
-    // A short key would make every job's credential guessable; an empty one, every learner's.
-    return absl::FailedPreconditionError(
-        absl::StrCat(key_file, " holds ", key->size(), " bytes; a learner key needs at least ",
-                     kMinLearnerKeyBytes,
-                     " (remove the file and weftd makes a new one; learners still "
-                     "running with the old key are then refused and their jobs restart)"));
-  }
-  if (key.ok()) return key;
-  std::string fresh = weft::NewSecretToken();
-  if (auto s = weft::WriteFileAtomic(env, key_file, fresh, 0600); !s.ok()) return s;
-  return fresh;
-}
-
-// Tenancy: the `default` tenant, and the admin token on the first start. Only its path is
-// printed: weftd's output usually ends up in a log file, and no log line holds a secret.
-absl::Status SetUpTenancy(weft::Env& env, weft::Store& store, const std::string& data_dir) {
-  const weft::TimeMs now = weft::SystemClock::Get().NowMs();
-  if (auto s = weft::api::EnsureDefaultTenant(store, now); !s.ok()) return s;
-  auto admin = weft::api::EnsureAdminToken(store, data_dir, now, env);
-  if (!admin.ok()) return admin.status();
-  if (admin->has_value()) {
-    std::cout << "weftd: created the admin token in " << data_dir
-              << "/admin.token (mode 0600); use it with\n  export WEFT_TOKEN=$(cat " << data_dir
-              << "/admin.token)\n"
-              << std::flush;
-  }
-  return absl::OkStatus();
-}
-
 // Where a weftd keeps its coordinator's address: one file per data directory, or per member
 // when weftd in active/standby share it.
 std::string CoordinatorAddressFile(const std::string& data_dir, const Flags& flags) {
@@ -344,11 +315,13 @@ std::string CoordinatorAddressFile(const std::string& data_dir, const Flags& fla
 }
 
 // The coordinator's gRPC server. Learners that outlive a weftd keep dialling its address, so
-// with port 0 asked for, the address of the previous weftd on this data directory is reused.
+// with port 0 asked for, the address of the previous weftd on this data directory is reused;
+// it also listens on `also` where it can (a dead leader's address, after a takeover).
 absl::StatusOr<std::unique_ptr<weft::GrpcServer>> StartCoordinator(weft::Env& env,
                                                                    const std::string& data_dir,
                                                                    const Flags& flags,
-                                                                   grpc::Service* service) {
+                                                                   grpc::Service* service,
+                                                                   std::vector<std::string> also) {
   const std::string& listen = flags.coordinator_listen;
   std::string cert, key;  // PEM; empty: plain text
   if (!flags.tls_cert.empty()) {
@@ -372,7 +345,7 @@ absl::StatusOr<std::unique_ptr<weft::GrpcServer>> StartCoordinator(weft::Env& en
   }
   if (absl::EndsWith(listen, ":0") && !previous_address.empty() && !rest_address &&
       HostOf(previous_address) == HostOf(listen)) {
-    server = weft::GrpcServer::Start(previous_address, service, cert, key);
+    server = weft::GrpcServer::Start(previous_address, service, cert, key, also);
     if (!server.ok()) {
       spdlog::warn(
           "previous coordinator address {} is taken; learners still running from the "
@@ -380,21 +353,10 @@ absl::StatusOr<std::unique_ptr<weft::GrpcServer>> StartCoordinator(weft::Env& en
           *previous);
     }
   }
-  if (!server.ok()) server = weft::GrpcServer::Start(listen, service, cert, key);
+  if (!server.ok()) server = weft::GrpcServer::Start(listen, service, cert, key, also);
   if (!server.ok()) return server.status();
   if (auto s = weft::WriteFileAtomic(env, addr_file, (*server)->address()); !s.ok()) return s;
   return server;
-}
-
-// Registers Debian's Fashion-MNIST and MNIST, where installed, for every tenant (unless a data
-// set has the name), saying which.
-absl::Status RegisterDebianDatasets(weft::Store& store) {
-  auto registered = weft::RegisterDefaultDatasets(store, weft::SystemClock::Get());
-  if (!registered.ok()) return registered.status();
-  for (const std::string& name : *registered) {
-    spdlog::info("registered data set {} for every tenant (weft dataset list)", name);
-  }
-  return absl::OkStatus();
 }
 
 // Prints `s` and returns weftd's exit code for it: 2 for a bad flag or config, 1 otherwise.
@@ -461,16 +423,17 @@ weft::ControllerOptions ControllerOptionsFor(const Base& b, const std::string& l
 // Leads until SIGINT or SIGTERM: tenancy, the executor, recovery, the coordinator, the REST API
 // and the control loop. `keeper` renews the lease of a weftd that shares its store (null: the
 // only weftd, on SQLite); learners are told every member's coordinator.
-int Lead(Base& b, std::unique_ptr<weftd::LeaseKeeper> keeper) {
+int Lead(Base& b, std::unique_ptr<weftd::LeaseKeeper> keeper,
+         const std::string& previous_coordinator) {
   Flags& flags = b.flags;
-  if (auto s = SetUpTenancy(b.env, b.store, b.data_dir); !s.ok()) return Fail(s);
-  auto learner_key = LearnerKey(b.env, b.data_dir);
+  if (auto s = weftd::SetUpTenancy(b.env, b.store, b.data_dir); !s.ok()) return Fail(s);
+  auto learner_key = weftd::LearnerKey(b.env, b.data_dir);
   if (!learner_key.ok()) return Fail(learner_key.status());
   weft::Artifacts artifacts(b.store, b.env, b.data_dir, weft::SystemClock::Get(),
                             {flags.max_artifact_mb << 20, flags.tenant_artifact_mb << 20});
   if (auto s = artifacts.RemoveUnnamed(); !s.ok()) return Fail(s);
   if (flags.default_datasets) {
-    if (auto s = RegisterDebianDatasets(b.store); !s.ok()) return Fail(s);
+    if (auto s = weftd::RegisterDebianDatasets(b.store); !s.ok()) return Fail(s);
   }
   auto executor = weftd::MakeExecutor(
       {flags.executor, flags.learner, flags.slurm_partition, flags.memory_limits}, b.data_dir,
@@ -487,9 +450,13 @@ int Lead(Base& b, std::unique_ptr<weftd::LeaseKeeper> keeper) {
                               b.env);
   weft::CoordinatorService service(controller, controller.credentials(),
                                    static_cast<int>(options.heartbeat_interval_ms));
-  auto grpc_server = StartCoordinator(b.env, b.data_dir, flags, &service);
+  auto grpc_server = StartCoordinator(b.env, b.data_dir, flags, &service,
+                                      SameHost(previous_coordinator, flags.coordinator_listen));
   if (!grpc_server.ok()) return Fail(grpc_server.status());
   const std::string self = (*grpc_server)->address();
+  for (const std::string& a : (*grpc_server)->also()) {
+    spdlog::info("also serving learners on {}, the previous leader's coordinator address", a);
+  }
   controller.SetCoordinatorAddress(self);
   if (keeper) {
     keeper->SetOnMembers([&](const std::vector<weft::Member>& members) {
@@ -530,28 +497,47 @@ std::string ApiAddress(const Flags& flags) {
   return absl::StrCat(flags.tls_cert.empty() ? "http" : "https", "://", host, ":", flags.port);
 }
 
-// With a store shared by several weftd: stands by — a REST API redirecting to the leader, a
-// coordinator answering UNAVAILABLE — until this weftd takes the lease, then fences the store at
-// its epoch and leads on the same addresses.
-int StandByThenLead(Base& b, weft::Leadership& election) {
-  const int64_t ttl_ms = static_cast<int64_t>(b.flags.lease_seconds * 1000);
-  weft::Member me{b.flags.name, ApiAddress(b.flags), ""};
-  weft::StandbyCoordinatorService standby_coordinator;
-  auto grpc_server = StartCoordinator(b.env, b.data_dir, b.flags, &standby_coordinator);
-  if (!grpc_server.ok()) return Fail(grpc_server.status());
-  me.coordinator = (*grpc_server)->address();
-  auto api =
-      weftd::StandbyApi::Start(b.flags.host, b.flags.port, b.flags.tls_cert, b.flags.tls_key);
-  if (!api.ok()) return Fail(api.status());
+// Stands by — the REST API redirecting to the leader, `coordinator` refusing learners — until
+// this weftd takes the lease (returned) or SIGINT/SIGTERM (nullopt). Unavailable if the API's
+// port cannot be bound.
+absl::StatusOr<std::optional<weft::Lease>> StandBy(const Base& b, weft::Leadership& election,
+                                                   const weft::Member& me, int64_t ttl_ms,
+                                                   weft::StandbyCoordinatorService& coordinator) {
+  ASSIGN_OR_RETURN(auto api, weftd::StandbyApi::Start(b.flags.host, b.flags.port, b.flags.tls_cert,
+                                                      b.flags.tls_key));
   std::optional<weft::Lease> lease =
       weftd::AwaitLease(election, me, ttl_ms, g_stop, [&](const weft::Member& leader) {
-        (*api)->SetLeader(leader);
-        standby_coordinator.SetMessage(
+        api->SetLeader(leader);
+        coordinator.SetMessage(
             leader.name.empty()
                 ? "standby; no weftd leads right now"
                 : absl::StrCat("standby; the leader is ", leader.name, " at ", leader.coordinator));
       });
-  (*api)->Stop();
+  api->Stop();
+  return lease;
+}
+
+// With a store shared by several weftd: takes the lease at once if it is free, else stands by
+// until it can; then fences the store at its epoch and leads on the same addresses.
+int StandByThenLead(Base& b, weft::Leadership& election) {
+  const int64_t ttl_ms = static_cast<int64_t>(b.flags.lease_seconds * 1000);
+  weft::Member me{b.flags.name, ApiAddress(b.flags), ""};
+  weft::StandbyCoordinatorService standby_coordinator;
+  auto grpc_server = StartCoordinator(b.env, b.data_dir, b.flags, &standby_coordinator, {});
+  if (!grpc_server.ok()) return Fail(grpc_server.status());
+  me.coordinator = (*grpc_server)->address();
+  // Campaign once before serving anything: a weftd that leads at once never answers as a standby.
+  absl::StatusOr<weft::Lease> first = election.Campaign(me, 0, ttl_ms);
+  if (!first.ok()) return Fail(first.status());
+  std::optional<weft::Lease> lease;
+  if (first->held) {
+    spdlog::info("this weftd ({}) leads, at epoch {}", me.name, first->epoch);
+    lease = *first;
+  } else {
+    auto waited = StandBy(b, election, me, ttl_ms, standby_coordinator);
+    if (!waited.ok()) return Fail(waited.status());
+    lease = *waited;
+  }
   // Its calls are refusals: cancel any in flight (learners call again) rather than wait.
   (*grpc_server)->Shutdown(std::chrono::milliseconds(0));
   if (!lease) return 0;
@@ -559,7 +545,11 @@ int StandByThenLead(Base& b, weft::Leadership& election) {
     weftd::ExitDeposed(absl::StrCat("this weftd no longer leads: a store write found leader epoch ",
                                     now, ", this weftd led at epoch ", epoch));
   });
-  return Lead(b, std::make_unique<weftd::LeaseKeeper>(election, me, *lease, ttl_ms));
+  // The learners that know only the previous leader's coordinator reach this one there, when
+  // it was on this host (and so is free now, it being dead).
+  std::string previous = lease->last_holder.coordinator;
+  if (previous == me.coordinator) previous.clear();
+  return Lead(b, std::make_unique<weftd::LeaseKeeper>(election, me, *lease, ttl_ms), previous);
 }
 
 }  // namespace
@@ -589,5 +579,5 @@ int main(int argc, char** argv) {
   HandleSignals();
   Base base{flags, env, *data_dir, **store, store_description, nodes, cpusets};
   auto* election = dynamic_cast<weft::Leadership*>(store->get());
-  return election != nullptr ? StandByThenLead(base, *election) : Lead(base, nullptr);
+  return election != nullptr ? StandByThenLead(base, *election) : Lead(base, nullptr, "");
 }

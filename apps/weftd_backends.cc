@@ -9,9 +9,12 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "api/auth.h"
 #include "common/files.h"
+#include "common/ids.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
+#include "control/datasets.h"
 #include "executor/local_executor.h"
 #include "executor/memory_cgroups.h"
 #include "executor/slurm_executor.h"
@@ -134,6 +137,54 @@ absl::StatusOr<std::unique_ptr<weft::Executor>> MakeExecutor(
   if (nodes->empty()) return absl::FailedPreconditionError("Slurm reports no usable node");
   spdlog::info("executor: Slurm, {} node(s) from sinfo", nodes->size());
   return std::unique_ptr<weft::Executor>(std::move(slurm));
+}
+
+constexpr size_t kMinLearnerKeyBytes = 32;
+
+// The secret behind learners' per-job credentials (HMAC of the job id), kept in
+// <data-dir>/learner.key (0600) across restarts so adopted learners keep authenticating.
+absl::StatusOr<std::string> LearnerKey(weft::Env& env, const std::string& data_dir) {
+  const std::string key_file = data_dir + "/learner.key";
+  auto key = env.ReadFile(key_file);
+  if (key.ok() && key->size() < kMinLearnerKeyBytes) {
+    // A short key would make every job's credential guessable; an empty one, every learner's.
+    return absl::FailedPreconditionError(
+        absl::StrCat(key_file, " holds ", key->size(), " bytes; a learner key needs at least ",
+                     kMinLearnerKeyBytes,
+                     " (remove the file and weftd makes a new one; learners still "
+                     "running with the old key are then refused and their jobs restart)"));
+  }
+  if (key.ok()) return key;
+  std::string fresh = weft::NewSecretToken();
+  if (auto s = weft::WriteFileAtomic(env, key_file, fresh, 0600); !s.ok()) return s;
+  return fresh;
+}
+
+// Tenancy: the `default` tenant, and the admin token on the first start. Only its path is
+// printed: weftd's output usually ends up in a log file, and no log line holds a secret.
+absl::Status SetUpTenancy(weft::Env& env, weft::Store& store, const std::string& data_dir) {
+  const weft::TimeMs now = weft::SystemClock::Get().NowMs();
+  if (auto s = weft::api::EnsureDefaultTenant(store, now); !s.ok()) return s;
+  auto admin = weft::api::EnsureAdminToken(store, data_dir, now, env);
+  if (!admin.ok()) return admin.status();
+  if (admin->has_value()) {
+    std::cout << "weftd: created the admin token in " << data_dir
+              << "/admin.token (mode 0600); use it with\n  export WEFT_TOKEN=$(cat " << data_dir
+              << "/admin.token)\n"
+              << std::flush;
+  }
+  return absl::OkStatus();
+}
+
+// Registers Debian's Fashion-MNIST and MNIST, where installed, for every tenant (unless a data
+// set has the name), saying which.
+absl::Status RegisterDebianDatasets(weft::Store& store) {
+  auto registered = weft::RegisterDefaultDatasets(store, weft::SystemClock::Get());
+  if (!registered.ok()) return registered.status();
+  for (const std::string& name : *registered) {
+    spdlog::info("registered data set {} for every tenant (weft dataset list)", name);
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace weftd

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/env.h"
 #include "executor/executor.h"
 #include "scheduler/cluster.h"
 #include "store/store.h"
@@ -42,5 +43,17 @@ struct ExecutorFlags {
 absl::StatusOr<std::unique_ptr<weft::Executor>> MakeExecutor(
     const ExecutorFlags& flags, const std::string& data_dir,
     std::vector<weft::scheduler::Node>* nodes);
+
+// The secret behind learners' per-job credentials (HMAC of the job id), kept in
+// <data-dir>/learner.key (0600) across restarts (and takeovers) so adopted learners keep
+// authenticating; made on the first start. FailedPrecondition for a key too short to be safe.
+absl::StatusOr<std::string> LearnerKey(weft::Env& env, const std::string& data_dir);
+
+// Tenancy: the `default` tenant, and the admin token on the first start (its path printed).
+absl::Status SetUpTenancy(weft::Env& env, weft::Store& store, const std::string& data_dir);
+
+// Registers Debian's Fashion-MNIST and MNIST, where installed, for every tenant (unless a data
+// set has the name), saying which.
+absl::Status RegisterDebianDatasets(weft::Store& store);
 
 }  // namespace weftd

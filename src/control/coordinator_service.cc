@@ -134,24 +134,36 @@ grpc::Status CoordinatorService::ReportFinished(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
-absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(const std::string& address,
-                                                              grpc::Service* service,
-                                                              const std::string& cert_pem,
-                                                              const std::string& key_pem) {
+absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(
+    const std::string& address, grpc::Service* service, const std::string& cert_pem,
+    const std::string& key_pem, const std::vector<std::string>& also) {
   auto server = std::unique_ptr<GrpcServer>(new GrpcServer());
-  int port = 0;
-  grpc::ServerBuilder builder;
-  // A port another process holds must fail to bind, not be shared.
-  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
   if (!cert_pem.empty()) {
     grpc::SslServerCredentialsOptions tls;
     tls.pem_key_cert_pairs.push_back({key_pem, cert_pem});
     credentials = grpc::SslServerCredentials(tls);
   }
-  builder.AddListeningPort(address, credentials, &port);
-  builder.RegisterService(service);
-  server->server_ = builder.BuildAndStart();
+  int port = 0;
+  // With `also` first; a server is built with every port bound or not at all.
+  for (bool with_also : {true, false}) {
+    if (with_also && also.empty()) continue;
+    grpc::ServerBuilder builder;
+    // A port another process holds must fail to bind, not be shared.
+    builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+    builder.AddListeningPort(address, credentials, &port);
+    std::vector<int> also_ports(also.size());
+    for (size_t i = 0; with_also && i < also.size(); ++i) {
+      builder.AddListeningPort(also[i], credentials, &also_ports[i]);
+    }
+    builder.RegisterService(service);
+    server->server_ = builder.BuildAndStart();
+    if (server->server_ && port != 0) {
+      if (with_also) server->also_ = also;
+      break;
+    }
+    server->server_.reset();
+  }
   if (!server->server_ || port == 0) {
     return absl::UnavailableError(
         absl::StrCat("cannot listen for learners on ", address,

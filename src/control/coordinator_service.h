@@ -90,21 +90,24 @@ class StandbyCoordinatorService final : public weft::v1::Coordinator::Service {
 class GrpcServer {
  public:
   // Binds `address` ("127.0.0.1:0" picks a free port), with TLS when `cert_pem` (the
-  // certificate chain) and `key_pem` (its private key) are given, else in plain text.
-  // Unavailable if it cannot bind (or the certificate and key do not load).
-  static absl::StatusOr<std::unique_ptr<GrpcServer>> Start(const std::string& address,
-                                                           grpc::Service* service,
-                                                           const std::string& cert_pem = "",
-                                                           const std::string& key_pem = "");
+  // certificate chain) and `key_pem` (its private key) are given, else in plain text; and each
+  // of `also` that can be bound too (none if one cannot: the others are best effort).
+  // Unavailable if it cannot bind `address` (or the certificate and key do not load).
+  static absl::StatusOr<std::unique_ptr<GrpcServer>> Start(
+      const std::string& address, grpc::Service* service, const std::string& cert_pem = "",
+      const std::string& key_pem = "", const std::vector<std::string>& also = {});
   ~GrpcServer();
   // The address learners should dial, with the port actually bound.
   const std::string& address() const { return address_; }
+  // Those of Start's `also` it listens on too (all or none).
+  const std::vector<std::string>& also() const { return also_; }
   // Stops serving: calls in flight get up to `grace` to finish, then are cancelled.
   void Shutdown(std::chrono::milliseconds grace = std::chrono::seconds(2));
 
  private:
   std::unique_ptr<grpc::Server> server_;
   std::string address_;
+  std::vector<std::string> also_;
 };
 
 }  // namespace weft

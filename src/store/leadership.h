@@ -27,9 +27,10 @@ struct Member {
 
 // The lease as a campaign left it.
 struct Lease {
-  bool held = false;            // by the member that campaigned
-  int64_t epoch = 0;            // the leader's fencing epoch (0: nobody ever led)
-  Member leader;                // the holder (name "" when the lease is free or expired)
+  bool held = false;   // by the member that campaigned
+  int64_t epoch = 0;   // the leader's fencing epoch (0: nobody ever led)
+  Member leader;       // the holder (name "" when the lease is free or expired)
+  Member last_holder;  // who held the lease before this campaign, expired or not ("": nobody)
   int64_t expires_in_ms = 0;    // until the holder's lease runs out (<= 0: it has)
   std::vector<Member> members;  // every member seen in the last kMemberFreshMs, by name
 };

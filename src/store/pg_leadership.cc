@@ -52,6 +52,10 @@ absl::StatusOr<Lease> PgStore::Campaign(const Member& me, int64_t held_epoch, in
         "SELECT name, api, coordinator FROM weft_members "
         "WHERE seen_at > clock_timestamp() - $1 * interval '1 millisecond' ORDER BY name",
         ReadMember, kMemberFreshMs);
+    auto last = tx.QueryOne<Member>(
+        "no holder", "SELECT name, api, coordinator FROM weft_members WHERE name = $1", ReadMember,
+        holder);
+    if (last.ok()) lease.last_holder = *last;
     auto leader = tx.QueryOne<Member>(
         "no leader",
         "SELECT m.name, m.api, m.coordinator FROM weft_leader l "

@@ -67,9 +67,13 @@ TEST_F(PostgresqlTest, AJobCompletesAndAKilledWeftdAdoptsItsLearnerFromPostgresq
   ASSERT_TRUE(weftd_->Start()) << weftd_->log();
   json done = weftd_->WaitForJob(id, {"COMPLETED", "FAILED"}, 240);
   ASSERT_EQ(done["state"], "COMPLETED") << done.dump(2) << weftd_->log();
-  EXPECT_EQ(done["attempt"], 1) << "adopted, never restarted";
+  EXPECT_EQ(done["attempt"], 1) << "adopted, never restarted: " << done["history"].dump(2)
+                                << weftd_->log();
   EXPECT_THAT(weftd_->log(), HasSubstr("adopted learner"));
   EXPECT_THAT(weftd_->log(), HasSubstr("store postgresql weft@"));
+  // Restarted on another port (another default --name), it serves the learner at the
+  // coordinator address the learner knows, the dead leader's.
+  EXPECT_THAT(weftd_->log(), HasSubstr("the previous leader's coordinator address"));
   EXPECT_FALSE(std::filesystem::exists(dir_ + "/data/weft.db")) << "no SQLite store is made";
 
   // What weftd acknowledged is in PostgreSQL, read without weftd.

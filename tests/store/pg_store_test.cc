@@ -202,6 +202,7 @@ TEST_F(PgStoreTest, OneMemberHoldsTheLeaseAndATakeoverRaisesTheEpoch) {
   ASSERT_TRUE(lb.ok());
   EXPECT_TRUE(lb->held);
   EXPECT_EQ(lb->epoch, 2);
+  EXPECT_EQ(lb->last_holder.coordinator, "127.0.0.1:2") << "the expired leader, for its learners";
   la = (*a)->Campaign(ma, 1, kTtlMs);
   ASSERT_TRUE(la.ok());
   EXPECT_FALSE(la->held);
