@@ -183,8 +183,7 @@ FailoverFigures MeasureFailover(const std::string& dir, int rounds) {
       ++f.restarted;
       std::cout << "  job " << id << " restarted:";
       for (const auto& e : j["history"]) {
-        std::cout << "\n    -> " << e.value("to", "") << ": "
-                  << e.value("reason", "");
+        std::cout << "\n    -> " << e.value("to", "") << ": " << e.value("reason", "");
       }
       std::cout << "\n";
     }
