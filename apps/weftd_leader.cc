@@ -83,11 +83,14 @@ absl::StatusOr<std::unique_ptr<StandbyApi>> StandbyApi::Start(const std::string&
                                      leader.api, ": send requests there")},
               {"leader", leader.api}});
   };
-  api->server_->Get(".*", handler);
-  api->server_->Post(".*", handler);
-  api->server_->Put(".*", handler);
-  api->server_->Patch(".*", handler);
-  api->server_->Delete(".*", handler);
+  // Answered from the request line and headers alone, before any body is read: a standby
+  // buffers nothing a client sends (the client sends the body again to the leader).
+  api->server_->set_pre_routing_handler(
+      [handler](const httplib::Request& req, httplib::Response& res) {
+        handler(req, res);
+        return httplib::Server::HandlerResponse::Handled;
+      });
+  api->server_->set_payload_max_length(64 << 10);
   if (!api->server_->is_valid() || !api->server_->bind_to_port(host.c_str(), port)) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", host, ":", port,
                                                " (in use? try --listen with another port)"));

@@ -121,6 +121,10 @@ TEST_F(FailoverTest, TheStandbyRedirectsTheApiToTheLeader) {
   EXPECT_EQ(r->status, 307);
   EXPECT_EQ(r->get_header_value("Location"), leader_->url() + "/v1/jobs?limit=5");
   EXPECT_EQ(json::parse(r->body)["leader"], leader_->url());
+  // Answered before the body is read: a standby buffers nothing (over 64 KiB would be a 413).
+  auto big = standby_->Client().Post("/v1/jobs", std::string(256 << 10, 'x'), "application/yaml");
+  ASSERT_TRUE(big);
+  EXPECT_EQ(big->status, 307);
   auto health = standby_->Client().Get("/healthz");
   ASSERT_TRUE(health);
   EXPECT_EQ(json::parse(health->body)["status"], "standby");
