@@ -57,7 +57,7 @@ inline constexpr char kRoundMetric[] = "weft_scheduling_round_duration_seconds";
 struct ControllerOptions {
   std::string data_dir;                  // jobs live in <data_dir>/jobs/<id>/
   std::vector<scheduler::Node> nodes;    // the cluster's inventory
-  std::string coordinator_address;       // host:port learners report to
+  std::string coordinator_address;       // host:port(s) learners report to, comma-separated
   std::string coordinator_ca_path;       // PEM roots learners verify it by; empty: plain text
   int64_t schedule_interval_ms = 200;    // scheduling round period
   int64_t heartbeat_interval_ms = 1000;  // what learners are told to use
@@ -96,8 +96,10 @@ class Controller : public LearnerEvents {
   // address as before for adopted learners to reconnect. Errors from the store.
   absl::Status Recover();
 
-  // The host:port learners are told to report to; set once the gRPC server is bound, before
-  // StartLoop().
+  // What learners are told to report to (WEFT_COORDINATOR): host:port, or several
+  // comma-separated, the leader's first (active/standby). Set once the gRPC server is bound,
+  // before StartLoop(); a leader updates it as members come and go. Learners already running
+  // get the new list in their coordinator's answers.
   void SetCoordinatorAddress(const std::string& address);
 
   // Starts / stops the background scheduling loop (one Tick every schedule_interval_ms).

@@ -73,7 +73,9 @@ struct LearnerLaunch {
   std::string work_dir;             // WORK_DIR: a command job's working directory
   std::string private_dir;          // WEFT_PRIVATE_DIR: hidden from a command job's program
   bool sandbox_required = true;     // WEFT_SANDBOX: false if weftd allows unsandboxed commands
-  std::string coordinator_address;  // host:port of weftd's Coordinator gRPC service
+  // WEFT_COORDINATOR: host:port of weftd's Coordinator gRPC service, or several comma-separated
+  // (weftd in active/standby: every member's, the leader's first)
+  std::string coordinator_address;
   std::string coordinator_ca_path;  // WEFT_COORDINATOR_CA; empty: plain text
   // Where rank 0 serves the job's c10d TCPStore for this attempt (MASTER_ADDR, MASTER_PORT);
   // empty for a single learner.
