@@ -163,7 +163,7 @@ absl::StatusOr<int64_t> SlurmExecutor::Start(const LearnerLaunch& launch) {
                                             absl::StripAsciiWhitespace(out.text)));
   }
   absl::MutexLock lock(&mu_);
-  learners_[handle] = Learner{launch, handle, std::nullopt};
+  learners_[handle] = Learner{launch, handle, std::nullopt, false};
   return handle;
 }
 
@@ -172,9 +172,23 @@ absl::Status SlurmExecutor::Stop(const std::string& job_id, int64_t grace_ms) {
   {
     absl::MutexLock lock(&mu_);
     for (auto& [handle, l] : learners_) {
-      if (l.launch.job_id != job_id) continue;
-      handles.push_back(handle);
-      l.kill_at_ms = clock_.NowMs() + std::max<int64_t>(grace_ms, 0);
+      if (l.launch.job_id == job_id) handles.push_back(handle);
+    }
+  }
+  if (handles.empty()) return absl::OkStatus();
+  // Which of them still run: one cancelled from outside just before (its peers' exits are
+  // often reaped first, and they bring this Stop) must keep that cause.
+  const std::optional<std::map<int64_t, std::string>> states = States(handles);
+  {
+    absl::MutexLock lock(&mu_);
+    const TimeMs kill_at = clock_.NowMs() + std::max<int64_t>(grace_ms, 0);
+    for (int64_t handle : handles) {
+      auto it = learners_.find(handle);
+      if (it == learners_.end()) continue;
+      it->second.kill_at_ms = kill_at;
+      std::string state;  // "" if unknown: counted as still running
+      if (states && states->count(handle)) state = states->at(handle);
+      it->second.cancelled_by_weft = state != "COMPLETING" && !Terminal(state);
     }
   }
   for (int64_t handle : handles) {
@@ -183,6 +197,25 @@ absl::Status SlurmExecutor::Stop(const std::string& job_id, int64_t grace_ms) {
              absl::StrCat(handle)});
   }
   return absl::OkStatus();
+}
+
+std::optional<std::map<int64_t, std::string>> SlurmExecutor::States(
+    const std::vector<int64_t>& handles) const {
+  std::vector<std::string> ids;
+  for (int64_t h : handles) ids.push_back(absl::StrCat(h));
+  CommandOutput q =
+      Command({"squeue", "-h", "-t", "all", "-j", absl::StrJoin(ids, ","), "-o", "%i %T"});
+  if (q.exit_code != 0 && q.text.find("Invalid job id") == std::string::npos) {
+    spdlog::warn("squeue failed ({}); learner states are learned later", q.text);
+    return std::nullopt;
+  }
+  std::map<int64_t, std::string> states;
+  for (absl::string_view line : absl::StrSplit(q.text, '\n', absl::SkipEmpty())) {
+    std::vector<std::string> parts = absl::StrSplit(line, ' ', absl::SkipEmpty());
+    int64_t id = 0;
+    if (parts.size() == 2 && absl::SimpleAtoi(parts[0], &id)) states[id] = parts[1];
+  }
+  return states;
 }
 
 LearnerExit SlurmExecutor::ExitOf(const Learner& l) const {
@@ -212,7 +245,7 @@ LearnerExit SlurmExecutor::ExitOf(const Learner& l) const {
   } else if (state == "NODE_FAIL" || state == "BOOT_FAIL" || state == "DEADLINE" ||
              state == "TIMEOUT" || state == "PREEMPTED") {
     e.signal = SIGKILL;  // lost with its node or ended by Slurm: restartable
-  } else if (state == "CANCELLED" && !l.kill_at_ms) {
+  } else if (state == "CANCELLED" && !l.cancelled_by_weft) {
     // Not weft's Stop: someone ran scancel. Counted as the signal that ended it, so a gang's
     // cancelled learner is taken as the cause, not its peers that failed because it was gone.
     e.cause = "cancelled in Slurm from outside weft (scancel)";
@@ -239,24 +272,14 @@ std::vector<LearnerExit> SlurmExecutor::Reap() {
   if (check.empty()) return {};
   for (int64_t handle : overdue)
     Command({"scancel", "--signal=KILL", "--full", absl::StrCat(handle)});
-  std::vector<std::string> ids;
-  for (const Learner& l : check) ids.push_back(absl::StrCat(l.handle));
-  CommandOutput q =
-      Command({"squeue", "-h", "-t", "all", "-j", absl::StrJoin(ids, ","), "-o", "%i %T"});
-  if (q.exit_code != 0 && q.text.find("Invalid job id") == std::string::npos) {
-    spdlog::warn("squeue failed ({}); learner exits are learned later", q.text);
-    return {};
-  }
-  std::map<int64_t, std::string> states;
-  for (absl::string_view line : absl::StrSplit(q.text, '\n', absl::SkipEmpty())) {
-    std::vector<std::string> parts = absl::StrSplit(line, ' ', absl::SkipEmpty());
-    int64_t id = 0;
-    if (parts.size() == 2 && absl::SimpleAtoi(parts[0], &id)) states[id] = parts[1];
-  }
+  std::vector<int64_t> handles;
+  for (const Learner& l : check) handles.push_back(l.handle);
+  const std::optional<std::map<int64_t, std::string>> states = States(handles);
+  if (!states) return {};
   std::vector<LearnerExit> exits;
   for (const Learner& l : check) {
-    auto it = states.find(l.handle);
-    if (it != states.end() && !Terminal(it->second)) continue;
+    auto it = states->find(l.handle);
+    if (it != states->end() && !Terminal(it->second)) continue;
     exits.push_back(ExitOf(l));
   }
   absl::MutexLock lock(&mu_);
@@ -277,7 +300,7 @@ absl::Status SlurmExecutor::Adopt(const LearnerLaunch& launch, int64_t handle) {
         absl::StrCat("no live Slurm job ", handle, " for learner ", SlurmName(launch)));
   }
   absl::MutexLock lock(&mu_);
-  learners_[handle] = Learner{launch, handle, std::nullopt};
+  learners_[handle] = Learner{launch, handle, std::nullopt, false};
   return absl::OkStatus();
 }
 

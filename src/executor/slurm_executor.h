@@ -70,6 +70,9 @@ class SlurmExecutor : public Executor {
     LearnerLaunch launch;
     int64_t handle = 0;
     std::optional<TimeMs> kill_at_ms;  // scancel (SIGKILL) then, if still running
+    // weft's Stop cancelled it while it still ran. A learner already ending when Stop came
+    // (COMPLETING: exited, or cancelled by someone else) is not counted as weft's cancel.
+    bool cancelled_by_weft = false;
   };
   struct CommandOutput {
     int exit_code = -1;
@@ -77,6 +80,9 @@ class SlurmExecutor : public Executor {
   };
   // Runs a Slurm command (argv[0] on PATH) with SLURM_CONF, without a shell; its output.
   CommandOutput Command(const std::vector<std::string>& argv) const;
+  // squeue's state of each of `handles` it still knows ("RUNNING", "COMPLETING", "CANCELLED", …);
+  // nullopt if squeue failed.
+  std::optional<std::map<int64_t, std::string>> States(const std::vector<int64_t>& handles) const;
   // How Slurm job `handle` ended, from scontrol; status_unknown if Slurm forgot it.
   LearnerExit ExitOf(const Learner& l) const;
   static std::string SlurmName(const LearnerLaunch& launch);

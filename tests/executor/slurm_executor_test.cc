@@ -167,6 +167,37 @@ TEST_F(SlurmExecutorTest, AnOutsideCancelEndsOneLearnerAndIsItsExitsCause) {
   EXPECT_EQ(cluster_->JobState(std::to_string(*h0)), "RUNNING");
 }
 
+// The race CI caught: a gang's rank 1 is cancelled from outside, rank 0 stops with it and is
+// reaped first, and weftd's Stop of the gang reaches rank 1 while Slurm still completes its
+// cancel. Rank 1's exit keeps the outside cause; rank 0's, cancelled by weft, has none.
+TEST_F(SlurmExecutorTest, AnOutsideCancelKeepsItsCauseWhenWeftStopsTheGangRightAfter) {
+  const std::string job = "job-sleep-3";
+  auto h0 = executor_->Start(Launch(job, 0, 2, "node1"));
+  auto h1 = executor_->Start(Launch(job, 1, 2, "node2"));
+  ASSERT_TRUE(h0.ok() && h1.ok());
+  const std::string id0 = std::to_string(*h0), id1 = std::to_string(*h1);
+  for (int i = 0;
+       i < 100 && (cluster_->JobState(id0) != "RUNNING" || cluster_->JobState(id1) != "RUNNING");
+       ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  ASSERT_EQ(cluster_->Command({"scancel", id1}).exit_code, 0);
+  for (int i = 0; i < 100 && cluster_->JobState(id1) == "RUNNING"; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(executor_->Stop(job, 10000).ok());
+  std::vector<LearnerExit> exits = ReapAll(2);
+  ASSERT_EQ(exits.size(), 2u);
+  for (const LearnerExit& e : exits) {
+    if (e.rank == 1) {
+      EXPECT_THAT(e.Describe(), HasSubstr("cancelled in Slurm from outside weft"));
+    } else {
+      EXPECT_THAT(e.Describe(), ::testing::Not(HasSubstr("outside"))) << e.Describe();
+    }
+  }
+}
+
 // After a weftd restart a new executor adopts a running learner by its Slurm job id (and only
 // under the learner's own name), then learns how it ends.
 TEST_F(SlurmExecutorTest, ANewExecutorAdoptsARunningLearnerBySlurmJobId) {
