@@ -1,5 +1,5 @@
 // /v1/jobs and everything under one job: submit, list, show, halt, resume, delete, metrics,
-// models and logs. A tenant sees only its own jobs; another tenant's answers 404.
+// models, logs and the data audit. A tenant sees only its own jobs; another tenant's answers 404.
 #include <memory>
 
 #include "absl/strings/numbers.h"
@@ -7,6 +7,7 @@
 #include "api/job_json.h"
 #include "api/routes.h"
 #include "common/files.h"
+#include "job/audit.h"
 #include "job/layout.h"
 
 namespace weft::api {
@@ -224,6 +225,39 @@ void Logs(const Services& s, const Request& req, Response& res, const Caller& ca
   if (!sent.ok()) SendStatus(res, sent);
 }
 
+// The job's data audit checked (job/audit.h): per epoch, how many samples applied steps trained
+// once, never, or more than once. 404 when the job ran without the audit.
+void Audit(const Services& s, const Request& req, Response& res, const Caller& caller) {
+  std::string id = req.matches[1];
+  if (!FindJob(s.store, id, caller, res)) return;
+  absl::StatusOr<AuditReport> r = CheckAuditFile(AuditPath(s.controller.layout().LogDir(id)));
+  if (absl::IsNotFound(r.status())) {
+    return SendError(res, 404,
+                     absl::StrCat("job ", id, " has no audit: weftd ran it without ", kAuditEnv,
+                                  "=1 in its environment"));
+  }
+  if (!r.ok()) return SendStatus(res, r.status());
+  nlohmann::json epochs = nlohmann::json::array();
+  for (const AuditEpoch& e : r->epochs) {
+    epochs.push_back({{"epoch", e.epoch},
+                      {"samples", e.samples},
+                      {"once", e.once},
+                      {"missing", e.missing},
+                      {"twice", e.twice},
+                      {"out_of_range", e.out_of_range},
+                      {"partial", e.partial},
+                      {"exact", e.exact()}});
+  }
+  SendJson(res, 200,
+           {{"job", id},
+            {"exact", r->exact()},
+            {"steps_applied", r->steps_applied},
+            {"steps_rolled_back", r->steps_rolled_back},
+            {"torn_records", r->torn_records},
+            {"problems", r->problems},
+            {"epochs", std::move(epochs)}});
+}
+
 }  // namespace
 
 void AddJobRoutes(Router& r, const Services& s) {
@@ -234,6 +268,7 @@ void AddJobRoutes(Router& r, const Services& s) {
   r.Route(R"(/v1/jobs/([^/]+)/metrics)", {{"GET", Bind(s, Metrics)}});
   r.Route(R"(/v1/jobs/([^/]+)/model)", {{"GET", Bind(s, Model)}});
   r.Route(R"(/v1/jobs/([^/]+)/logs)", {{"GET", Bind(s, Logs)}});
+  r.Route(R"(/v1/jobs/([^/]+)/audit)", {{"GET", Bind(s, Audit)}});
 }
 
 }  // namespace weft::api

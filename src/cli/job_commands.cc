@@ -1,4 +1,4 @@
-// weft submit, list, show, follow, logs, metrics, download, halt, resume, delete.
+// weft submit, list, show, follow, logs, metrics, audit, download, halt, resume, delete.
 #include <unistd.h>
 
 #include <chrono>
@@ -376,6 +376,42 @@ int Logs(const Client& api, const std::string& id, int rank, bool follow) {
   return 0;
 }
 
+// Prints the job's data audit, epoch by epoch; 0 only when every epoch is exact.
+int Audit(const Client& api, const std::string& id, bool as_json) {
+  Reply r = api.Call("GET", "/v1/jobs/" + id + "/audit");
+  if (r.status != 200) return Fail(r);
+  nlohmann::json a = nlohmann::json::parse(r.body, nullptr, false);
+  if (!a.is_object()) {
+    std::cerr << "error: weftd's answer is not JSON\n";
+    return 1;
+  }
+  const bool exact = a.value("exact", false);
+  if (as_json) {
+    std::cout << a.dump(2) << "\n";
+    return exact ? 0 : 1;
+  }
+  std::cout << absl::StrFormat("job %s: %d steps applied, %d rolled back (%d torn records)\n", id,
+                               a.value("steps_applied", 0), a.value("steps_rolled_back", 0),
+                               a.value("torn_records", 0));
+  for (const auto& e : a.value("epochs", nlohmann::json::array())) {
+    std::string verdict = !e.value("exact", false) ? "NOT EXACT"
+                          : e.value("partial", false)
+                              ? "partial: the lineage ends in this epoch, nothing twice"
+                              : "exact";
+    std::cout << absl::StrFormat(
+        "epoch %d: %d samples, %d once, %d missing, %d twice, %d out of range: %s\n",
+        e.value("epoch", 0), e.value("samples", 0), e.value("once", 0), e.value("missing", 0),
+        e.value("twice", 0), e.value("out_of_range", 0), verdict);
+  }
+  for (const auto& p : a.value("problems", nlohmann::json::array())) {
+    std::cout << "problem: " << p.get<std::string>() << "\n";
+  }
+  std::cout << (exact ? "exact: every sample of every epoch was trained by exactly one applied "
+                        "step of the model's lineage\n"
+                      : "NOT EXACT\n");
+  return exact ? 0 : 1;
+}
+
 // The values the job subcommands parse into; they live as long as the app's callbacks.
 struct Args {
   std::string file, id, out;
@@ -420,6 +456,12 @@ void AddJobCommands(CLI::App& app, Context& ctx) {
   auto* metrics = WithId(app, "metrics", "print a job's metric time series", *a);
   metrics->add_flag("--json", a->as_json, "print the API's JSON");
   run(metrics, [](const Client& c, const Args& x) { return Metrics(c, x.id, x.as_json); });
+  auto* audit = WithId(app, "audit",
+                       "check a job's data audit: every sample of every epoch trained exactly "
+                       "once (weftd with WEFT_LEARNER_AUDIT=1)",
+                       *a);
+  audit->add_flag("--json", a->as_json, "print the API's JSON");
+  run(audit, [](const Client& c, const Args& x) { return Audit(c, x.id, x.as_json); });
   auto* download = WithId(app, "download", "download a job's model", *a);
   auto* g = download->add_option_group("which");
   g->add_flag("--delivered", a->delivered, "the model delivered when targets.deliver was met");

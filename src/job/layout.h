@@ -4,6 +4,7 @@
 //
 //   <data_dir>/jobs/<id>/spec.json                       the validated spec the learner trains from
 //   <data_dir>/jobs/<id>/logs/learner-<rank>.log         each learner's stdout and stderr
+//   <data_dir>/jobs/<id>/logs/audit.log                  the data audit, if on (job/audit.h)
 //   <data_dir>/jobs/<id>/checkpoints/ckpt-<step>.pt      checkpoints (step zero-padded to 10)
 //   <data_dir>/jobs/<id>/results/<kind>/model.pt         delivered and final models
 //   <data_dir>/jobs/<id>/results/<kind>/model-card.json
@@ -51,6 +52,8 @@ class JobLayout {
 
 // The files inside a job's directories.
 std::string LearnerLogPath(const std::string& log_dir, int rank);
+// The job's data audit (job/audit.h), kept with its logs: rank 0 of each attempt appends to it.
+std::string AuditPath(const std::string& log_dir);
 std::string CheckpointPath(const std::string& checkpoint_dir, int64_t step);
 std::string ModelDir(const std::string& result_dir, std::string_view kind);
 std::string ModelPath(const std::string& result_dir, std::string_view kind);

@@ -11,6 +11,8 @@
 #include "common/failpoint.h"
 #include "common/files.h"
 #include "common/logging.h"
+#include "job/audit.h"
+#include "job/layout.h"
 #include "job/learner_contract.h"
 #include "train/allocator.h"
 #include "train/command_job.h"
@@ -23,6 +25,24 @@ namespace {
 std::atomic<bool> g_stop{false};
 
 void OnSignal(int) { g_stop.store(true); }
+
+// Fault injection: a learner failpoint fires in the first attempt only, and with
+// WEFT_LEARNER_FAILPOINT_RANK=r only in rank r.
+void SetUpFailpoints(int64_t attempt, int rank) {
+  int64_t failpoint_rank = -1;
+  if (const char* r = std::getenv("WEFT_LEARNER_FAILPOINT_RANK")) {
+    if (!absl::SimpleAtoi(r, &failpoint_rank)) failpoint_rank = -1;
+  }
+  SetFailpointVariable("WEFT_LEARNER_FAILPOINT",
+                       attempt == 1 && (failpoint_rank < 0 || failpoint_rank == rank));
+}
+
+// Where rank 0 appends the data audit: set when weftd ran with WEFT_LEARNER_AUDIT=1.
+std::string AuditPathFromEnvironment(const LearnerLaunch& launch) {
+  const char* audit = std::getenv(kAuditEnv);
+  if (audit == nullptr || std::string(audit) != "1" || launch.log_dir.empty()) return "";
+  return AuditPath(launch.log_dir);
+}
 
 }  // namespace
 
@@ -43,16 +63,9 @@ int RunLearnerFromEnvironment() {
   LoopOptions options;
   options.learner = *launch;
   options.stop_requested = &g_stop;
+  options.audit_path = AuditPathFromEnvironment(*launch);
   const int64_t attempt = launch->attempt;
-  // Fault injection: a learner failpoint fires in the first attempt only, and with
-  // WEFT_LEARNER_FAILPOINT_RANK=r only in rank r.
-  int64_t failpoint_rank = -1;
-  if (const char* r = std::getenv("WEFT_LEARNER_FAILPOINT_RANK")) {
-    if (!absl::SimpleAtoi(r, &failpoint_rank)) failpoint_rank = -1;
-  }
-  SetFailpointVariable(
-      "WEFT_LEARNER_FAILPOINT",
-      attempt == 1 && (failpoint_rank < 0 || failpoint_rank == options.learner.rank));
+  SetUpFailpoints(attempt, options.learner.rank);
   spdlog::info("job {} rank {}/{} attempt {} pid {}", options.learner.job_id, options.learner.rank,
                options.learner.world_size, attempt, ::getpid());
   spdlog::info("{}", TuneAllocatorForTraining());

@@ -65,19 +65,19 @@ absl::Status Trainer::SyncGang() {
 }
 
 void Trainer::Plan() {
-  // This learner's share of every epoch: indices rank, rank + world, ... of the permutation, the
-  // same number for every rank (up to world_size - 1 samples of each epoch are left out) so all
-  // ranks take the same number of steps.
+  // Each step trains the next batch_size × world_size samples of the epoch's permutation, dealt
+  // round-robin to the ranks; the last step of an epoch takes what is left, so every sample of
+  // every epoch is trained exactly once.
   const int64_t bs = spec_.training.batch_size;
-  per_rank_ = train_.size() / o_.learner.world_size;
-  steps_per_epoch_ = (per_rank_ + bs - 1) / bs;
+  const int64_t global = bs * o_.learner.world_size;
+  steps_per_epoch_ = (train_.size() + global - 1) / global;
   progress_.epochs_total = spec_.training.epochs;
   progress_.steps_total = steps_per_epoch_ * spec_.training.epochs;
   spdlog::info(
-      "training {} on {} samples ({} per learner), {} test samples, batch {} per learner "
-      "({} in all), {} steps per epoch, {} epochs, {} threads, learning rate {:g}",
-      spec_.model.architecture, train_.size(), per_rank_, test_.size(), bs,
-      bs * o_.learner.world_size, steps_per_epoch_, spec_.training.epochs, torch::get_num_threads(),
+      "training {} on {} samples, {} test samples, batch {} per learner ({} in all), {} steps "
+      "per epoch, {} epochs, {} threads, learning rate {:g}",
+      spec_.model.architecture, train_.size(), test_.size(), bs, global, steps_per_epoch_,
+      spec_.training.epochs, torch::get_num_threads(),
       spec_.ScaledLearningRate(o_.learner.world_size));
 }
 
@@ -92,9 +92,7 @@ void Trainer::ReportTraining(bool force) {
   m.wall_time_ms = SystemClock::Get().NowMs();
   m.train_loss = loss_sum_ / loss_steps_;
   m.samples_per_s =
-      train_seconds_since_report_ > 0
-          ? samples_since_report_ * o_.learner.world_size / train_seconds_since_report_
-          : 0;
+      train_seconds_since_report_ > 0 ? samples_since_report_ / train_seconds_since_report_ : 0;
   reporter_.Report(m, progress_);
   loss_sum_ = 0;
   loss_steps_ = 0;
@@ -134,8 +132,18 @@ absl::Status Trainer::EvaluateAndCheckTargets(bool* complete) {
   return absl::OkStatus();
 }
 
-bool Trainer::Step(const torch::Tensor& idx) {
+bool Trainer::Step(const torch::Tensor& block) {
   auto t0 = std::chrono::steady_clock::now();
+  const int64_t world = o_.learner.world_size;
+  // This rank's part: positions rank, rank + world, … of the block (counts differ by at most 1).
+  torch::Tensor idx = block.slice(0, o_.learner.rank, block.size(0), world);
+  const int64_t n = idx.size(0);
+  // The allreduce averages over ranks; weighting each rank's mean loss by its share of the block
+  // makes that the mean over the whole block (weight 1 in every full step). A rank with no share
+  // (a block shorter than the world) runs one sample at weight 0, so it has the same gradients
+  // defined as its peers and contributes zeros.
+  const double weight = static_cast<double>(n) * world / block.size(0);
+  if (n == 0) idx = block.slice(0, 0, 1);
   torch::Tensor x = train_.samples.index_select(0, idx);
   torch::Tensor y = train_.labels.index_select(0, idx);
   optimizer_->zero_grad();
@@ -143,14 +151,17 @@ bool Trainer::Step(const torch::Tensor& idx) {
   // stop after this same step.
   dp_->BeginStep(StopRequested());
   torch::Tensor loss = torch::nll_loss(model_->forward(x), y);
-  loss.backward();
+  (weight == 1.0 ? loss : loss * weight).backward();
   const bool stop = dp_->FinishStep();
   optimizer_->step();
-  loss_sum_ += loss.item<double>();
-  ++loss_steps_;
+  if (n > 0) {
+    loss_sum_ += loss.item<double>();
+    ++loss_steps_;
+  }
   ++progress_.step;
-  progress_.samples += idx.size(0) * o_.learner.world_size;
-  samples_since_report_ += idx.size(0);
+  progress_.samples += block.size(0);
+  samples_since_report_ += block.size(0);
+  if (audit_) audit_->Step(progress_.step, epoch_in_progress_, block);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   train_seconds_since_report_ += seconds;
@@ -164,21 +175,19 @@ absl::StatusOr<Trainer::EpochEnd> Trainer::TrainEpoch(int epoch) {
   auto gen = at::detail::createCPUGenerator(spec_.training.seed * 1000003 + epoch);
   torch::Tensor perm =
       torch::randperm(train_.size(), gen, torch::TensorOptions().dtype(torch::kInt64));
-  // The permutation from epoch_offset_ on, dealt round-robin to the ranks: the same count for
-  // every rank (up to world_size - 1 samples at the epoch's end are left out), so all take the
-  // same number of steps. The samples before the offset were trained, whatever the world size
-  // then: a gang restarted at another size (an elastic job) picks the epoch up at that sample.
-  const int64_t world = o_.learner.world_size;
+  // The permutation from epoch_offset_ on, block by block. The samples before the offset were
+  // trained by applied steps, whatever the world size then: a gang restarted at another size
+  // (an elastic job) picks the epoch up at that sample.
+  const int64_t n = train_.size();
+  const int64_t global = spec_.training.batch_size * o_.learner.world_size;
   const int64_t start = epoch_offset_;
-  const int64_t per_rank = (train_.size() - start) / world;
-  torch::Tensor mine = perm.slice(0, start + o_.learner.rank, start + per_rank * world, world);
-  const int64_t bs = spec_.training.batch_size;
-  const int64_t steps = (per_rank + bs - 1) / bs;
+  const int64_t steps = (n - start + global - 1) / global;
   steps_this_run_ = steps;
+  if (audit_) audit_->BeginEpoch(epoch_in_progress_, n);
   for (int64_t s = 0; s < steps; ++s) {
-    const int64_t end = std::min(per_rank, (s + 1) * bs);
-    const bool stop = Step(mine.slice(0, s * bs, end));
-    epoch_offset_ = start + end * world;
+    const int64_t end = std::min(n, start + (s + 1) * global);
+    const bool stop = Step(perm.slice(0, start + s * global, end));
+    epoch_offset_ = end;
     if (stop) {
       // Keep what was trained: halt and preemption resume from here.
       ReportTraining(/*force=*/true);
@@ -271,6 +280,11 @@ absl::StatusOr<LoopResult> Trainer::Run() {
   optimizer_ = MakeOptimizer();
   ASSIGN_OR_RETURN(const int64_t resumed_from, ResumeFromCheckpoints());
   RETURN_IF_ERROR(SyncGang());
+  if (o_.learner.rank == 0 && !o_.audit_path.empty()) {
+    ASSIGN_OR_RETURN(audit_, AuditLog::Open(o_.audit_path));
+    audit_->Resume(std::max<int64_t>(progress_.step, 0));
+    spdlog::info("auditing every applied step's samples in {}", o_.audit_path);
+  }
   Plan();
   dp_->AttachGradientHooks(model_->parameters());
   model_->train();

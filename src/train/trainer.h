@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/env.h"
+#include "train/audit_log.h"
 #include "train/data_parallel.h"
 #include "train/dataset.h"
 #include "train/models.h"
@@ -53,8 +54,9 @@ class Trainer {
   void Plan();
   // Trains the rest of the epoch `epoch` (0-based) from epoch_offset_.
   absl::StatusOr<EpochEnd> TrainEpoch(int epoch);
-  // One optimizer step on `idx` (sample indices); returns whether the gang must stop now.
-  bool Step(const torch::Tensor& idx);
+  // One optimizer step on `block` (int64 [k]: the step's sample indices over all ranks, of which
+  // this rank trains every world_size-th from its rank on); returns whether the gang must stop.
+  bool Step(const torch::Tensor& block);
   void LogEpochTimes(int epoch);
   // Evaluates, reports, and acts on the targets. Sets *complete when the complete target is met.
   absl::Status EvaluateAndCheckTargets(bool* complete);
@@ -93,8 +95,8 @@ class Trainer {
   int64_t classes_;  // NumClasses(train_, test_): the model's outputs
   std::unique_ptr<DataParallel> dp_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  std::unique_ptr<AuditLog> audit_;  // rank 0's, when LoopOptions::audit_path is set
 
-  int64_t per_rank_ = 0;  // samples of each epoch this rank trains on
   int64_t steps_per_epoch_ = 0;
   ProgressReport progress_;
   int epoch_in_progress_ = 1;

@@ -30,6 +30,8 @@ struct LoopOptions {
   // The kernel of each built-in layer; RunTraining sets it (forced by WEFT_LEARNER_KERNELS or
   // timed by ChooseKernels) before the model is built.
   LayerKernels kernels;
+  // Where rank 0 appends the job's data audit (job/audit.h); empty: no audit.
+  std::string audit_path;
 };
 
 struct LoopResult {

@@ -40,6 +40,7 @@ class GangTest : public ::testing::Test {
                                            "  - {name: node-b, cpus: 1, memory_mb: 8192}\n";
     weftd_ = std::make_unique<WeftdProcess>(dir_ + "/data");
     weftd_->set_args({"--config", dir_ + "/nodes.yaml"});
+    weftd_->set_env({"WEFT_LEARNER_AUDIT=1"});  // every job's samples, checked by Audit()
     ASSERT_TRUE(weftd_->Start()) << weftd_->log();
   }
   void TearDown() override {
@@ -83,6 +84,16 @@ class GangTest : public ::testing::Test {
     auto r = weftd_->Cli({"logs", id, "--rank", std::to_string(rank)});
     EXPECT_EQ(r.exit_code, 0) << r.output;
     return r.output;
+  }
+  // `weft audit`: every sample of each of `epochs` epochs of 12,000 trained by exactly one
+  // applied step of the job's lineage.
+  void ExpectExactAudit(const std::string& id, int epochs) {
+    auto r = weftd_->Cli({"audit", id});
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    for (int e = 1; e <= epochs; ++e) {
+      EXPECT_THAT(r.output, HasSubstr("epoch " + std::to_string(e) +
+                                      ": 12000 samples, 12000 once, 0 missing, 0 twice"));
+    }
   }
   static std::vector<std::string> Matches(const std::string& text, const std::string& pattern) {
     std::vector<std::string> out;
@@ -217,6 +228,7 @@ TEST_F(GangTest, GangHaltsResumesAndSurvivesAKilledLearnerFromRank0sCheckpoint) 
   auto sum0 = Matches(log0, "parameters checksum (\\S+)");
   EXPECT_EQ(sum0, Matches(log1, "parameters checksum (\\S+)"));
   EXPECT_GT(done["models"]["final"]["test_accuracy"].get<double>(), 0.80);
+  ExpectExactAudit(id, 20);
 }
 
 // Rank 1 dies while the gang evaluates the end of epoch 1 (a failpoint between its part of the
@@ -320,6 +332,7 @@ TEST_F(GangTest, AnElasticJobGivesBackWhatItGrewIntoAndResumesTheEpochAtTheSameS
                                  "into; checkpointing, then it restarts with the learners that "
                                  "fit"));
   EXPECT_THAT(history, ::testing::ContainsRegex("placed on node node-[ab]\n"));
+  ExpectExactAudit(id, 20);
 }
 
 }  // namespace
