@@ -1,6 +1,7 @@
 #include "train/data_parallel.h"
 
 #include <chrono>
+#include <cstring>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
@@ -29,7 +30,7 @@ struct DataParallel::Group {
   c10::intrusive_ptr<c10d::TCPStore> store;
   c10::intrusive_ptr<c10d::PrefixStore> keys;  // the group's keys in `store`, per job and attempt
   c10::intrusive_ptr<c10d::ProcessGroupGloo> gloo;
-  std::vector<torch::Tensor> parameters;
+  std::vector<torch::Tensor> parameters;  // DataParallel's, set when the buckets are built
   std::vector<Bucket> buckets;
   std::vector<std::pair<size_t, size_t>> slot_of;  // parameter -> (bucket, index in bucket)
   size_t next = 0;           // first bucket whose allreduce has not started this step
@@ -75,12 +76,43 @@ absl::StatusOr<std::unique_ptr<DataParallel>> DataParallel::Connect(const std::s
     return absl::InvalidArgumentError(
         absl::StrCat("rank ", rank, " is not in a world of ", world_size, " learners"));
   }
-  if (world_size == 1) return Local();
+  std::unique_ptr<DataParallel> dp(new DataParallel(rank, world_size));
+  if (world_size == 1) return dp;
+  absl::StatusOr<std::unique_ptr<Group>> group =
+      Join(host, port, rank, world_size, timeout_ms, prefix);
+  if (!group.ok()) return group.status();
+  dp->group_ = std::move(*group);
+  return dp;
+}
+
+absl::Status DataParallel::Reform(const std::string& host, int port, int rank, int world_size,
+                                  int64_t timeout_ms, const std::string& prefix) {
+  if (world_size < 1 || rank < 0 || rank >= world_size) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rank ", rank, " is not in a world of ", world_size, " learners"));
+  }
+  // Leave the old group first: its connections (to a lost peer, too) close with it.
+  group_.reset();
+  rank_ = rank;
+  world_size_ = world_size;
+  if (world_size == 1) return absl::OkStatus();
+  absl::StatusOr<std::unique_ptr<Group>> group =
+      Join(host, port, rank, world_size, timeout_ms, prefix);
+  if (!group.ok()) return group.status();
+  group_ = std::move(*group);
+  if (!parameters_.empty()) BuildBuckets();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<DataParallel::Group>> DataParallel::Join(const std::string& host,
+                                                                        int port, int rank,
+                                                                        int world_size,
+                                                                        int64_t timeout_ms,
+                                                                        const std::string& prefix) {
   if (port <= 0 || port > 65535) {
     return absl::InvalidArgumentError(absl::StrCat("rendezvous port ", port, " is not a port"));
   }
-  std::unique_ptr<DataParallel> dp(new DataParallel(rank, world_size));
-  dp->group_ = std::make_unique<Group>();
+  auto group = std::make_unique<Group>();
   auto t0 = std::chrono::steady_clock::now();
   try {
     c10d::TCPStoreOptions so;
@@ -89,13 +121,12 @@ absl::StatusOr<std::unique_ptr<DataParallel>> DataParallel::Connect(const std::s
     so.numWorkers = world_size;
     so.waitWorkers = true;
     so.timeout = std::chrono::milliseconds(timeout_ms);
-    dp->group_->store = c10::make_intrusive<c10d::TCPStore>(host, so);
-    dp->group_->keys = c10::make_intrusive<c10d::PrefixStore>(prefix, dp->group_->store);
+    group->store = c10::make_intrusive<c10d::TCPStore>(host, so);
+    group->keys = c10::make_intrusive<c10d::PrefixStore>(prefix, group->store);
     auto go = c10d::ProcessGroupGloo::Options::create();
     go->timeout = std::chrono::milliseconds(timeout_ms);
     go->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(host));
-    dp->group_->gloo =
-        c10::make_intrusive<c10d::ProcessGroupGloo>(dp->group_->keys, rank, world_size, go);
+    group->gloo = c10::make_intrusive<c10d::ProcessGroupGloo>(group->keys, rank, world_size, go);
   } catch (const std::exception& e) {
     std::string what = e.what();
     if (const auto* c10 = dynamic_cast<const c10::Error*>(&e)) what = c10->what_without_backtrace();
@@ -106,25 +137,36 @@ absl::StatusOr<std::unique_ptr<DataParallel>> DataParallel::Connect(const std::s
       "joined the process group at {}:{} as rank {} of {} in {:.0f} ms (Gloo)", host, port, rank,
       world_size,
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  return dp;
+  return group;
 }
 
 void DataParallel::AttachGradientHooks(const std::vector<torch::Tensor>& parameters,
                                        int64_t bucket_bytes) {
-  if (!group_) return;
+  parameters_ = parameters;
+  bucket_bytes_ = bucket_bytes;
+  // Hooks on every parameter even without a group: a group formed later (Reform) uses them.
+  for (size_t k = 0; k < parameters.size(); ++k) {
+    parameters[k].register_hook([this, k](torch::Tensor grad) {
+      if (group_) group_->OnGradient(k, grad);
+    });
+  }
+  if (group_) BuildBuckets();
+}
+
+void DataParallel::BuildBuckets() {
   Group& g = *group_;
-  g.parameters = parameters;
+  g.parameters = parameters_;
   g.buckets.clear();
-  g.slot_of.assign(parameters.size(), {0, 0});
+  g.slot_of.assign(parameters_.size(), {0, 0});
   // Last parameter first: backward produces their gradients in roughly that order.
   Bucket current;
-  for (size_t k = parameters.size(); k-- > 0;) {
-    const torch::Tensor& p = parameters[k];
+  for (size_t k = parameters_.size(); k-- > 0;) {
+    const torch::Tensor& p = parameters_[k];
     g.slot_of[k] = {g.buckets.size(), current.params.size()};
     current.params.push_back(k);
     current.offsets.push_back(current.numel);
     current.numel += p.numel();
-    if (current.numel * static_cast<int64_t>(sizeof(float)) >= bucket_bytes) {
+    if (current.numel * static_cast<int64_t>(sizeof(float)) >= bucket_bytes_) {
       g.buckets.push_back(std::move(current));
       current = Bucket();
     }
@@ -137,13 +179,10 @@ void DataParallel::AttachGradientHooks(const std::vector<torch::Tensor>& paramet
     bucket.buffer = torch::zeros({bucket.numel + extra}, torch::kFloat32);
     bucket.filled.assign(bucket.params.size(), false);
   }
-  for (size_t k = 0; k < parameters.size(); ++k) {
-    parameters[k].register_hook([this, k](torch::Tensor grad) { group_->OnGradient(k, grad); });
-  }
   spdlog::info(
       "gradient averaging: {} parameters in {} bucket(s) of >= {} bytes, overlapped "
       "with the backward pass",
-      parameters.size(), g.buckets.size(), bucket_bytes);
+      parameters_.size(), g.buckets.size(), bucket_bytes_);
 }
 
 void DataParallel::Group::OnGradient(size_t k, const torch::Tensor& grad) {
@@ -247,6 +286,22 @@ void DataParallel::BroadcastFromRank0(const std::vector<torch::Tensor>& tensors)
     o.rootRank = 0;
     Group::Wait(group_->gloo->broadcast(ts, o));
   }
+}
+
+std::string DataParallel::BroadcastBytes(const std::string& bytes) {
+  if (!group_) return bytes;
+  torch::Tensor size = torch::tensor({static_cast<int64_t>(bytes.size())}, torch::kInt64);
+  std::vector<torch::Tensor> ts = {size};
+  c10d::BroadcastOptions o;
+  o.rootRank = 0;
+  Group::Wait(group_->gloo->broadcast(ts, o));
+  const int64_t n = size.item<int64_t>();
+  torch::Tensor data = torch::empty({n}, torch::kUInt8);
+  if (rank_ == 0 && n > 0) std::memcpy(data.data_ptr<uint8_t>(), bytes.data(), bytes.size());
+  ts = {data};
+  if (n > 0) Group::Wait(group_->gloo->broadcast(ts, o));
+  return std::string(reinterpret_cast<const char*>(data.data_ptr<uint8_t>()),
+                     static_cast<size_t>(n));
 }
 
 std::vector<double> DataParallel::Sum(const std::vector<double>& values) {

@@ -43,6 +43,13 @@ class DataParallel {
                                                                const std::string& prefix);
   // A single-learner job: no process group.
   static std::unique_ptr<DataParallel> Local();
+  // Leaves the current group (if any) and joins a new one as `rank` of `world_size`, as Connect
+  // does, under a new `prefix` (the job, attempt and generation, e.g. "job-x/attempt-3/gen-2/"),
+  // keeping the gradient hooks: the in-place membership change of an elastic job. The old
+  // group's connections close first, so a lost peer holds nothing up; a world of 1 leaves no
+  // group. Errors as Connect's; after one this object has no group and must not step.
+  absl::Status Reform(const std::string& host, int port, int rank, int world_size,
+                      int64_t timeout_ms, const std::string& prefix);
   ~DataParallel();
 
   int rank() const { return rank_; }
@@ -74,6 +81,10 @@ class DataParallel {
   // initialisation or a restore).
   void BroadcastFromRank0(const std::vector<torch::Tensor>& tensors);
 
+  // Rank 0's `bytes` on every rank (what the others pass is ignored): e.g. a serialised training
+  // state for learners that join a group.
+  std::string BroadcastBytes(const std::string& bytes);
+
   // Element-wise sum over ranks of a float64 vector (evaluation counts).
   std::vector<double> Sum(const std::vector<double>& values);
 
@@ -83,11 +94,18 @@ class DataParallel {
  private:
   struct Group;  // the TCPStore and ProcessGroupGloo (c10d headers stay in the .cc)
   DataParallel(int rank, int world_size);
+  static absl::StatusOr<std::unique_ptr<Group>> Join(const std::string& host, int port, int rank,
+                                                     int world_size, int64_t timeout_ms,
+                                                     const std::string& prefix);
+  // The gradient buckets of parameters_ in group_.
+  void BuildBuckets();
 
   int rank_ = 0;
   int world_size_ = 1;
-  std::unique_ptr<Group> group_;  // null when world_size is 1
-  bool local_stop_ = false;       // BeginStep's flag without a group
+  std::unique_ptr<Group> group_;           // null when world_size is 1
+  std::vector<torch::Tensor> parameters_;  // AttachGradientHooks'
+  int64_t bucket_bytes_ = 0;
+  bool local_stop_ = false;  // BeginStep's flag without a group
   double wait_ms_ = 0;
   int64_t wait_steps_ = 0;
 };

@@ -7,7 +7,9 @@
 #include <unistd.h>
 
 #include <future>
+#include <memory>
 #include <string>
+#include <vector>
 
 namespace weft::train {
 namespace {
@@ -52,6 +54,73 @@ TEST(DataParallelTest, ALearnerOfAnotherAttemptAtTheSamePortDoesNotJoin) {
   absl::StatusOr<double> straggler = stale.get();
   EXPECT_TRUE(absl::IsUnavailable(current.status())) << current.status();
   EXPECT_TRUE(absl::IsUnavailable(straggler.status())) << straggler.status();
+}
+
+// The in-place membership change an elastic job needs: 3 ranks train; rank 0 leaves (its group
+// torn down mid-run, as a kill closes its connections); the survivors' next collective fails,
+// they re-form as ranks 0 and 1 of 2 at a new address under a new generation's prefix, without
+// a new process, and the new rank 0's state reaches the other by broadcast. Then the group grows
+// back to 3 with a newcomer that gets the state the same way.
+TEST(DataParallelTest, SurvivorsReformAtANewGenerationAndANewcomerGetsTheState) {
+  const int port1 = FreePort();
+  std::vector<std::unique_ptr<DataParallel>> dp(3);
+  {
+    std::vector<std::future<absl::StatusOr<std::unique_ptr<DataParallel>>>> joins;
+    for (int r = 0; r < 3; ++r) {
+      joins.push_back(std::async(std::launch::async, [=] {
+        return DataParallel::Connect("127.0.0.1", port1, r, 3, 2000, "job-e/attempt-1/gen-1/");
+      }));
+    }
+    for (int r = 0; r < 3; ++r) {
+      auto j = joins[r].get();
+      ASSERT_TRUE(j.ok()) << j.status();
+      dp[r] = std::move(*j);
+    }
+  }
+  // Rank 0 is lost: its group goes away while the others start a collective.
+  auto lost = std::async(std::launch::async, [&] { dp[0].reset(); });
+  auto fails = [&](int r) {
+    try {
+      dp[r]->Sum({1.0});
+    } catch (const PeerLostError&) {
+      return true;
+    }
+    return false;
+  };
+  auto rank2 = std::async(std::launch::async, fails, 2);
+  EXPECT_TRUE(fails(1)) << "rank 1's collective failed";
+  EXPECT_TRUE(rank2.get()) << "rank 2's collective failed";
+  lost.get();
+  // Generation 2: old ranks 1 and 2 become 0 and 1 at a new port.
+  const int port2 = FreePort();
+  auto other = std::async(std::launch::async, [&] {
+    return dp[2]->Reform("127.0.0.1", port2, 1, 2, 5000, "job-e/attempt-1/gen-2/");
+  });
+  absl::Status reformed = dp[1]->Reform("127.0.0.1", port2, 0, 2, 5000, "job-e/attempt-1/gen-2/");
+  ASSERT_TRUE(reformed.ok()) << reformed;
+  ASSERT_TRUE(other.get().ok());
+  EXPECT_EQ(dp[1]->rank(), 0);
+  EXPECT_EQ(dp[2]->world_size(), 2);
+  auto sum = std::async(std::launch::async, [&] { return dp[2]->Sum({2.0})[0]; });
+  EXPECT_EQ(dp[1]->Sum({1.0})[0], 3.0);
+  EXPECT_EQ(sum.get(), 3.0);
+  // Generation 3: a newcomer joins as rank 2 and receives rank 0's state.
+  const int port3 = FreePort();
+  const std::string prefix3 = "job-e/attempt-1/gen-3/";
+  auto newcomer = std::async(std::launch::async, [&]() -> std::string {
+    auto j = DataParallel::Connect("127.0.0.1", port3, 2, 3, 5000, prefix3);
+    if (!j.ok()) return "join failed: " + std::string(j.status().message());
+    return (*j)->BroadcastBytes("");
+  });
+  auto survivor = std::async(std::launch::async, [&]() -> std::string {
+    if (!dp[2]->Reform("127.0.0.1", port3, 1, 3, 5000, prefix3).ok()) return "reform failed";
+    return dp[2]->BroadcastBytes("");
+  });
+  ASSERT_TRUE(dp[1]->Reform("127.0.0.1", port3, 0, 3, 5000, prefix3).ok());
+  const std::string state(std::string(100000, 'w') + "step 42");
+  EXPECT_EQ(dp[1]->BroadcastBytes(state), state);
+  EXPECT_EQ(newcomer.get(), state);
+  EXPECT_EQ(survivor.get(), state);
 }
 
 }  // namespace
