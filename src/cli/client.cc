@@ -53,6 +53,16 @@ Client::Client(std::string server, std::string token, std::string ca_cert)
 
 std::unique_ptr<httplib::Client> Client::Connect() const { return Connect(server_); }
 
+std::unique_ptr<httplib::Client> Client::ConnectToLeader() const {
+  Reply r = CallOnce("GET", "/healthz", "", "");
+  json j = r.Json();
+  if (r.status == 200 && j.is_object() && j.value("status", "") == "standby" &&
+      j.contains("leader") && j["leader"].is_string() && !j["leader"].get<std::string>().empty()) {
+    server_ = j["leader"].get<std::string>();
+  }
+  return Connect();
+}
+
 std::unique_ptr<httplib::Client> Client::Connect(const std::string& server) const {
   auto c = std::make_unique<httplib::Client>(server);
   if (!ca_cert_.empty()) c->set_ca_cert_path(ca_cert_.c_str());
@@ -118,7 +128,7 @@ Reply Client::CallOnce(const std::string& method, const std::string& path, const
 
 Reply Client::Events(const std::string& path,
                      const std::function<bool(const SseEvent&)>& on_event) const {
-  std::unique_ptr<httplib::Client> c = Connect();
+  std::unique_ptr<httplib::Client> c = ConnectToLeader();
   c->set_read_timeout(60, 0);  // weftd writes a keep-alive every 15 s
   Reply out;
   SseParser parser;
@@ -158,7 +168,7 @@ Reply Client::Upload(const std::string& path, const std::string& file) const {
   }
   const auto size = static_cast<size_t>(in.tellg());
   in.seekg(0);
-  std::unique_ptr<httplib::Client> c = Connect();
+  std::unique_ptr<httplib::Client> c = ConnectToLeader();
   c->set_write_timeout(120, 0);
   bool read_failed = false;
   auto provide = [&](size_t offset, size_t length, httplib::DataSink& sink) {
@@ -179,7 +189,7 @@ Reply Client::Upload(const std::string& path, const std::string& file) const {
 }
 
 bool Client::Stream(const std::string& path, std::ostream& out, std::string* error) const {
-  std::unique_ptr<httplib::Client> c = Connect();
+  std::unique_ptr<httplib::Client> c = ConnectToLeader();
   c->set_read_timeout(24 * 3600, 0);
   int status = 0;
   std::string err_body;

@@ -46,6 +46,8 @@ class Client {
   Reply Call(const std::string& method, const std::string& path, const std::string& body = "",
              const std::string& content_type = "application/yaml") const;
 
+  // Upload, Stream and Events go to the leader: with several servers, or a standby, the first
+  // that answers GET /healthz names it.
   // POSTs the file at `file` as the body of `path`, read in pieces as it is sent (an artifact
   // upload). Status 0 with `error` set when the file cannot be read or weftd cannot be reached.
   Reply Upload(const std::string& path, const std::string& file) const;
@@ -68,6 +70,9 @@ class Client {
   // A connection to the server, with the token and the certificates to verify it by.
   std::unique_ptr<httplib::Client> Connect() const;
   std::unique_ptr<httplib::Client> Connect(const std::string& server) const;
+  // For what cannot be sent twice or follow a redirect (streams, uploads): a connection to the
+  // leader, as the first server that answers GET /healthz says (a standby names the leader).
+  std::unique_ptr<httplib::Client> ConnectToLeader() const;
   // Sends one request to `server`.
   Reply Send(const std::string& server, const std::string& method, const std::string& path,
              const std::string& body, const std::string& content_type) const;

@@ -138,6 +138,13 @@ TEST_F(FailoverTest, TheStandbyRedirectsTheApiToTheLeader) {
   const std::string id = testing::SubmittedJobId(submit.output);
   EXPECT_EQ(leader_->WaitForJob(id, {"COMPLETED", "FAILED"}, 120)["state"], "COMPLETED");
   EXPECT_THAT(standby_->log(), HasSubstr("standing by; the leader is a"));
+  // What cannot follow a redirect goes to the leader the standby names: a log stream, an upload.
+  auto logs = standby_->Cli({"logs", id, "--follow"});
+  EXPECT_EQ(logs.exit_code, 0) << logs.output;
+  EXPECT_THAT(logs.output, HasSubstr("finished"));
+  auto upload = standby_->Cli({"artifact", "upload", file, "--name", "job.yaml"});
+  EXPECT_EQ(upload.exit_code, 0) << upload.output;
+  EXPECT_THAT(leader_->Cli({"artifact", "list"}).output, HasSubstr("job.yaml"));
 }
 
 // The failover: kill -9 the leader while a gang trains on Slurm.
