@@ -218,8 +218,9 @@ class Controller : public LearnerEvents {
   // Moves a running job to PREEMPTED and has its learners checkpoint and exit; `reason` goes to
   // its history.
   void PreemptLocked(JobRecord r, const std::string& reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Applies a resize of a running job: a shrink restarts it from its checkpoint (it comes back
-  // with what fits); a grow waits for in-place resizing, so it is left alone.
+  // Applies a resize of a running job as a restart from the checkpoint its learners write when
+  // stopped (it comes back with what fits then): a shrink at once, a grow once the job is
+  // RUNNING (a starting gang cannot checkpoint yet).
   void ResizeLocked(const JobRecord& r, const scheduler::Placement& p)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void StartJobLocked(JobRecord record, const scheduler::Placement& placement)

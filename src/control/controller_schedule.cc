@@ -46,7 +46,11 @@ void Controller::ScheduleLocked(const std::vector<JobRecord>& jobs) {
   ClusterView::Round round = view_.ForRound(jobs, attempts_.not_before(), stopping, clock_.NowMs());
   std::map<std::string, scheduler::Waiting> waiting = round.held;
   const auto& queued = round.snapshot.jobs;
-  if (std::none_of(queued.begin(), queued.end(), [](const auto& j) { return j.Waiting(); })) {
+  // A round is due when a job waits, or a running elastic job could grow into idle capacity.
+  auto due = [](const scheduler::JobRequest& j) {
+    return j.Waiting() || static_cast<int>(j.allocation.size()) < j.max_learners;
+  };
+  if (std::none_of(queued.begin(), queued.end(), due)) {
     SetWaitingLocked(std::move(waiting), jobs);
     return;
   }
@@ -100,8 +104,11 @@ void Controller::ScheduleLocked(const std::vector<JobRecord>& jobs) {
 }
 
 void Controller::ResizeLocked(const JobRecord& r, const scheduler::Placement& p) {
-  if (p.learner_nodes.size() >= r.learners.size()) return;  // grows wait for in-place resizing
-  PreemptLocked(r, absl::StrCat(p.reason.empty() ? "shrink" : p.reason,
+  const bool grow = p.learner_nodes.size() > r.learners.size();
+  if (p.learner_nodes.size() == r.learners.size()) return;
+  // A gang still starting cannot checkpoint yet: its grow waits for a round after it runs.
+  if (grow && r.state != JobState::kRunning) return;
+  PreemptLocked(r, absl::StrCat(p.reason.empty() ? (grow ? "grow" : "shrink") : p.reason,
                                 "; checkpointing, then it restarts with the learners that fit"));
 }
 

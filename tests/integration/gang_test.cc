@@ -288,12 +288,17 @@ TEST_F(GangTest, AGangOutlivesAKilledWeftdAndIsAdoptedWhole) {
 
 // An elastic job {min 1, max 2} takes both nodes while nobody else wants them. When another
 // job arrives it gives one back: it checkpoints and restarts as a gang of 1, which picks the
-// epoch up at the sample the gang of 2 stopped at, so every epoch still trains each of its
-// 12,000 samples once.
+// epoch up at the sample the gang of 2 stopped at; when that job ends it grows back to 2 the
+// same way. Every epoch still trains each of its 12,000 samples once (the audit says so).
 TEST_F(GangTest, AnElasticJobGivesBackWhatItGrewIntoAndResumesTheEpochAtTheSameSample) {
-  const std::string id = Submit("elastic", kLongBudget +
-                                               "resources: {learners: {min: 1, max: 2}, cpus: 1}\n"
-                                               "checkpoint: {every_steps: 25, keep: 2}\n");
+  // 60 epochs (≈ 25 s here): long enough to shrink for the other job and grow back after it.
+  const std::string id =
+      Submit("elastic",
+             "model: {architecture: mlp, hidden_units: [128]}\n"
+             "data: {dataset: fashion-mnist, train_samples: 12000, test_samples: 2000}\n"
+             "training: {epochs: 60, batch_size: 64, threads: 1, seed: 3}\n"
+             "resources: {learners: {min: 1, max: 2}, cpus: 1}\n"
+             "checkpoint: {every_steps: 25, keep: 2}\n");
   json running = WaitUntil(
       id, [](const json& j) { return j["progress"].value("step", 0) >= 60; }, 300, "step 60");
   EXPECT_EQ(running["learners"].size(), 2u) << "grown to its maximum on an idle cluster";
@@ -302,17 +307,33 @@ TEST_F(GangTest, AnElasticJobGivesBackWhatItGrewIntoAndResumesTheEpochAtTheSameS
 
   // Another job of the same tenant and priority: it could preempt nothing, but the elastic job's
   // second learner came from idle capacity.
-  const std::string other = Submit("other", kLongBudget + "resources: {learners: 1, cpus: 1}\n");
+  const std::string other =
+      Submit("other",
+             "model: {architecture: mlp, hidden_units: [16]}\n"
+             "data: {dataset: fashion-mnist, train_samples: 2000, test_samples: 500}\n"
+             "training: {epochs: 1, threads: 1}\nresources: {learners: 1, cpus: 1}\n");
   json other_running = WaitFor(other, "RUNNING", 120);
   json back = WaitUntil(
       id, [](const json& j) { return j.value("state", "") == "RUNNING" && j["attempt"] == 2; }, 120,
       "attempt 2 running");
   EXPECT_EQ(back["learners"].size(), 1u) << back.dump(2);
   EXPECT_NE(back["learners"][0]["node"], other_running["learners"][0]["node"]);
+  // The other job (1 short epoch) ends first; the elastic job grows back into its node, again by a
+  // restart from the checkpoint written when it was stopped.
+  WaitFor(other, "COMPLETED", 300);
+  json regrown = WaitUntil(
+      id,
+      [](const json& j) {
+        const std::string state = j.value("state", "");
+        return (state == "RUNNING" && j["attempt"] == 3) || state == "COMPLETED" ||
+               state == "FAILED";
+      },
+      120, "attempt 3 running");
+  EXPECT_EQ(regrown["learners"].size(), 2u) << regrown.dump(2);
 
   json done = WaitFor(id, "COMPLETED", 400);
-  // 20 epochs of 12,000 samples, each trained once: part of one epoch by 2 learners, the rest by 1.
-  EXPECT_EQ(done["progress"]["samples"].get<int64_t>(), 20 * 12000) << done.dump(2);
+  // 60 epochs of 12,000 samples, each trained once, by 2 learners, then 1, then 2 again.
+  EXPECT_EQ(done["progress"]["samples"].get<int64_t>(), 60 * 12000) << done.dump(2);
   EXPECT_GT(done["models"]["final"]["test_accuracy"].get<double>(), 0.80);
   const std::string log0 = Log(id, 0);
   EXPECT_NE(log0.find("rank 0/2 attempt 1"), std::string::npos) << "no attempt as 2 learners";
@@ -332,7 +353,10 @@ TEST_F(GangTest, AnElasticJobGivesBackWhatItGrewIntoAndResumesTheEpochAtTheSameS
                                  "into; checkpointing, then it restarts with the learners that "
                                  "fit"));
   EXPECT_THAT(history, ::testing::ContainsRegex("placed on node node-[ab]\n"));
-  ExpectExactAudit(id, 20);
+  EXPECT_THAT(history, HasSubstr("grow to 2: idle capacity; checkpointing, then it restarts with "
+                                 "the learners that fit"));
+  EXPECT_EQ(done["attempt"], 3) << history;
+  ExpectExactAudit(id, 60);
 }
 
 }  // namespace
