@@ -24,7 +24,7 @@ start_weftd() {
   echo "weftd did not start" >&2; cat "$dir.weftd.log" >&2; return 1
 }
 
-stop_weftd() { kill "$WEFTD_PID" 2>/dev/null; wait "$WEFTD_PID" 2>/dev/null || true; }
+stop_weftd() { kill "$WEFTD_PID" 2>/dev/null || true; wait "$WEFTD_PID" 2>/dev/null || true; }
 
 # start_pg -> a throwaway PostgreSQL cluster (Debian's newest, in a temporary directory, reached
 # through a unix socket only, fsync on as in production; as the postgres user when root: initdb
