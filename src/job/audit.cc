@@ -4,7 +4,9 @@
 // the lineage's records, one epoch at a time (one byte per sample).
 #include "job/audit.h"
 
+#include <algorithm>
 #include <fstream>
+#include <limits>
 #include <map>
 
 #include "absl/strings/numbers.h"
@@ -165,7 +167,12 @@ absl::StatusOr<AuditReport> CheckAudit(std::istream& in) {
     if (!NextLine(in, buf, &line, &terminated, &too_long)) break;
     std::vector<absl::string_view> t = Tokens(line);
     int64_t epoch = 0;
-    (void)Int(t[3], &epoch);
+    // Pass 1 read a step record here; one that is not any more (the file was replaced between
+    // the passes) is a problem, never an index out of bounds.
+    if (t.size() < 6 || !Int(t[3], &epoch)) {
+      r.problems.push_back(absl::StrCat("step ", entry.step, "'s record changed while read"));
+      continue;
+    }
     if (current == nullptr || epoch != current->epoch) {
       if (current != nullptr) CloseEpoch(counts, *current);
       if (current != nullptr && epoch < current->epoch) {
