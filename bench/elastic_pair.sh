@@ -3,7 +3,7 @@
 # a cluster of 2 logical nodes × 1 cpu. Run 1: fixed gangs of 2 learners — the second waits for
 # the first. Run 2: elastic jobs {min: 1, max: 2} — the first grows to 2 on the idle cluster,
 # gives a learner back when the second arrives, and the second starts at once with 1; whichever
-# ends first, the other grows back to 2 (today each resize is a checkpoint and a restart). Same model, data budget and seed in both runs.
+# ends first, the other grows back to 2 (the shrink is a checkpoint and a restart, the grow back happens in place). Same model, data budget and seed in both runs.
 # Prints each job's completion time (JCT, submission to COMPLETED), the sum, the makespan and the
 # final accuracies; last line: JSON. ElasticDL reported 580 s elastic vs 795 s gang for its pair.
 #

@@ -44,39 +44,13 @@ def wait(cond, timeout, what):
         time.sleep(0.05)
     raise SystemExit(f"timed out waiting for {what}")
 
-# ---- torchrun ----
-os.makedirs(f"{work}/ck", exist_ok=True)
-out = open(f"{work}/torchrun.out", "w")
-tr = subprocess.Popen(["torchrun", "--nproc_per_node=2", "--max_restarts=3", "--redirects", "1", "--tee", "1",
-                       "--log_dir", f"{work}/trlogs", ref, "1", f"{work}/ck", str(ckpt)],
-                      stdout=out, stderr=subprocess.DEVNULL, env={**os.environ, "THREADS": "1"}, start_new_session=True)
-def events():
-    evs = []
-    for line in open(f"{work}/torchrun.out"):
-        m = re.search(r"\{.*\}", line)
-        if m:
-            try: evs.append(json.loads(m.group(0)))
-            except ValueError: pass
-    return evs
-wait(lambda: any(e["event"] == "progress" and e["step"] >= kill_at for e in events()), 600, "torchrun progress")
-victim = None
-for p in (p for p in os.listdir("/proc") if p.isdigit()):
-    try:
-        argv = open(f"/proc/{p}/cmdline", "rb").read().split(b"\0")
-        env = open(f"/proc/{p}/environ", "rb").read().split(b"\0")
-    except OSError: continue
-    is_worker = any(b"torchrun_fmnist_ddp" in a for a in argv) and not any(a.endswith(b"/torchrun") for a in argv)
-    if is_worker and b"RANK=1" in env: victim = int(p)
-if victim is None: raise SystemExit("no rank-1 torchrun worker found")
-step_at_kill = max(e["step"] for e in events() if e["event"] == "progress")
-t_kill = time.time(); os.kill(victim, signal.SIGKILL)
-restart = wait(lambda: next((e for e in events() if e["event"] == "start" and e["restart"] >= 1 and e["rank"] == 0), None), 300, "torchrun restart")
-back = wait(lambda: next((e for e in events() if e["event"] == "progress" and e["t"] > t_kill and e["step"] >= step_at_kill), None), 600, "torchrun regaining")
-torch_r = {"restart_s": round(restart["t"] - t_kill, 2), "steps_lost": step_at_kill - restart["step"],
-           "seconds_lost": round(back["t"] - t_kill, 2), "step_at_kill": step_at_kill, "resumed_step": restart["step"]}
-os.killpg(tr.pid, signal.SIGKILL); tr.wait()
-print(f"torchrun (2 workers): kill -9 of rank 1 at step {step_at_kill}; back to training after {torch_r['restart_s']} s "
-      f"from step {restart['step']}; {torch_r['steps_lost']} steps lost; back at step {step_at_kill} after {torch_r['seconds_lost']} s", flush=True)
+# ---- torchrun (bench/torchrun_recovery.py) ----
+tr = subprocess.run([sys.executable, "bench/torchrun_recovery.py",
+                     ref, work, "2", str(kill_at), str(ckpt)], capture_output=True, text=True)
+if tr.returncode != 0: raise SystemExit(f"torchrun benchmark failed: {tr.stdout}{tr.stderr}")
+lines = tr.stdout.strip().splitlines()
+print(lines[-2], flush=True)
+torch_r = json.loads(lines[-1])
 
 # ---- weft ----
 def api(path):

@@ -50,6 +50,7 @@ nlohmann::json LearnersJson(const std::vector<LearnerSlot>& learners) {
   for (size_t rank = 0; rank < learners.size(); ++rank) {
     const LearnerSlot& l = learners[rank];
     out.push_back({{"rank", rank},
+                   {"id", l.id},
                    {"node", l.node},
                    {"pid", l.pid > 0 ? nlohmann::json(l.pid) : nlohmann::json(nullptr)}});
   }
@@ -69,6 +70,7 @@ nlohmann::json JobSummaryJson(const JobRecord& r,
       {"created_at", FormatTimeMs(r.created_ms)},
       {"updated_at", FormatTimeMs(r.updated_ms)},
       {"attempt", r.attempt},
+      {"generation", r.generation},
       {"node", r.learners.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.learners[0].node)},
       {"learners", LearnersJson(r.learners)},
       {"progress", ProgressJson(r.progress)},

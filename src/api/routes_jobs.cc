@@ -1,5 +1,6 @@
 // /v1/jobs and everything under one job: submit, list, show, halt, resume, delete, metrics,
 // models, logs and the data audit. A tenant sees only its own jobs; another tenant's answers 404.
+#include <algorithm>
 #include <memory>
 
 #include "absl/strings/numbers.h"
@@ -202,11 +203,12 @@ void Logs(const Services& s, const Request& req, Response& res, const Caller& ca
   std::string id = req.matches[1];
   auto job = FindJob(s.store, id, caller, res);
   if (!job) return;
-  // One log per learner: ?rank=N (default 0) of the job's world size.
+  // One log per learner: ?rank=N (default 0), the learner's id (its rank as started; an elastic
+  // job's newcomers get ids past its maximum world size).
   int rank = 0;
   if (req.has_param("rank")) {
     auto spec = s.controller.Spec(*job);
-    const int world = spec.ok() ? (*spec)->resources.learners : 1;
+    const int world = std::max(spec.ok() ? (*spec)->resources.learners : 1, job->next_learner_id);
     if (!absl::SimpleAtoi(req.get_param_value("rank"), &rank) || rank < 0 || rank >= world) {
       return SendError(res, 400,
                        absl::StrCat("rank must be an integer in [0, ", world, "): the job has ",

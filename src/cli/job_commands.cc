@@ -243,7 +243,8 @@ int List(const Client& api) {
 }
 
 // "learners:  rank 0 on node-a (pid 12); ..." and, for an elastic job, how many it holds of its
-// range: "learners:  2 (elastic, 1 to 3): rank 0 ...".
+// range and its generation: "learners:  2 (elastic, 1 to 3, generation 2): rank 0 (learner 2)
+// ...": a learner's id when it differs from its rank.
 void PrintLearners(const json& j) {
   const json none = json::array();
   const json& learners = j.contains("learners") && j["learners"].is_array() ? j["learners"] : none;
@@ -256,11 +257,17 @@ void PrintLearners(const json& j) {
   if (!elastic && learners.empty()) return;
   std::cout << "learners: ";
   if (elastic) {
+    const int64_t generation = j.value("generation", int64_t{0});
     std::cout << " " << learners.size() << " (elastic, " << range.value("min", 0) << " to "
-              << range.value("max", 0) << ")" << (learners.empty() ? "" : ":");
+              << range.value("max", 0)
+              << (generation > 1 ? ", generation " + std::to_string(generation) : std::string())
+              << ")" << (learners.empty() ? "" : ":");
   }
   for (const auto& l : learners) {
-    std::cout << " rank " << l.value("rank", 0) << " on " << l.value("node", "")
+    const int rank = l.value("rank", 0), id = l.value("id", rank);
+    std::cout << " rank " << rank
+              << (id != rank ? " (learner " + std::to_string(id) + ")" : std::string()) << " on "
+              << l.value("node", "")
               << (l["pid"].is_number() ? " (pid " + std::to_string(l["pid"].get<int64_t>()) + ")"
                                        : std::string())
               << ";";

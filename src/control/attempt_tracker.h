@@ -12,6 +12,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 
 #include "common/clock.h"
 
@@ -32,11 +33,16 @@ class AttemptTracker {
     // later exit of the gang does not replace.
     bool from_cause = false;
   };
+  // Learners are known by their id (LearnerSlot::id: their rank when the attempt started).
   struct Attempt {
-    std::set<int> registered;            // ranks
-    std::map<int, TimeMs> last_seen_ms;  // by rank; a rank that exited cleanly is dropped
-    std::map<int, Finish> finished;      // by rank
+    std::set<int> registered;            // ids
+    std::map<int, TimeMs> last_seen_ms;  // by id; a learner that exited cleanly is dropped
+    std::map<int, Finish> finished;      // by id
     std::optional<Failure> failure;
+    // Where each generation after the first re-forms its group (host, port): chosen once per
+    // generation, so every member is sent to the same one.
+    std::map<int64_t, std::pair<std::string, int>> rendezvous;
+    int64_t generation = 0;  // the job's, as last stored (JobRecord::generation)
   };
 
   // The current attempt of `id`, created empty on first use.

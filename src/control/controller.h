@@ -10,7 +10,7 @@
 // (job/layout.h). The controller's own files: controller.cc (submission, user actions, the
 // loop), controller_schedule.cc (rounds, starts, preemption), controller_exits.cc (exits,
 // liveness, restarts), controller_recovery.cc (after a weftd restart), controller_learners.cc
-// (what learners report).
+// (what learners report), controller_membership.cc (elastic jobs' in-place membership changes).
 //
 // Thread-safety: all public methods may be called from any thread (REST handlers, gRPC handlers,
 // the scheduling loop); one mutex serialises the read-modify-write of job records. Nothing
@@ -167,6 +167,9 @@ class Controller : public LearnerEvents {
                                   const CheckpointRecord& checkpoint) override;
   absl::Status OnFinished(const std::string& id, int rank, int64_t attempt, bool succeeded,
                           const std::string& reason) override;
+  absl::StatusOr<RegroupDecision> OnRegroup(const std::string& id, int learner_id, int64_t attempt,
+                                            int64_t generation) override;
+  int64_t Generation(const std::string& id) override;
 
  private:
   // One of a tenant's artifacts that a job keeps: linked at submission from `from` (the
@@ -264,6 +267,24 @@ class Controller : public LearnerEvents {
   // them in `jobs` too.
   void CheckLivenessLocked(std::vector<JobRecord>& jobs) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string LastLogLine(const std::string& id, int rank) const;
+
+  // --- controller_membership.cc ---
+  // Learner `learner_id` of `r` is lost (`reason`). For a running elastic job with at least its
+  // minimum left, moves it to a new generation without that learner (stored with a history
+  // entry; survivors learn it through OnRegroup) and returns true; a learner no longer a member
+  // is settled (true). False when the job must stop its gang instead (not elastic, not running,
+  // below its minimum, no rendezvous, the store refused).
+  bool RegroupLocked(JobRecord& r, int learner_id, const std::string& reason)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A grow of a running elastic job (`p`: its current nodes and the ones it grows into): starts
+  // the new learners as members of a new generation (recorded in the history) and leaves the
+  // running ones to join it at their next step. False when it cannot be done in place (a command
+  // job, not running, not a pure grow, no rendezvous): the caller restarts the job instead.
+  bool GrowInPlaceLocked(JobRecord r, const scheduler::Placement& p)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether `r`'s membership can change without a restart: a running elastic job of the built-in
+  // learner.
+  bool InPlaceLocked(const JobRecord& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // --- controller_recovery.cc ---
   // Adopts the whole gang of `r` or none; true if adopted.

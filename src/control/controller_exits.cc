@@ -33,7 +33,9 @@ void Controller::HandleExitLocked(const LearnerExit& e) {
   AttemptTracker::Finish finish;
   if (auto f = attempt.finished.find(e.rank); f != attempt.finished.end()) finish = f->second;
   const bool exited_ok = e.status_unknown || (e.signal == 0 && e.exit_code == 0);
-  if (e.rank != 0 && exited_ok) {
+  // e.rank is the learner's id; the current rank 0 (the first learner) leads.
+  const int leader = r.learners.empty() ? 0 : r.learners[0].id;
+  if (e.rank != leader && exited_ok) {
     // A rank that finished its part; rank 0 exports the model and decides how the job ends.
     attempt.last_seen_ms.erase(e.rank);
     spdlog::info("job {}: learner rank {} {}", e.job_id, e.rank, e.Describe());
@@ -53,6 +55,13 @@ void Controller::HandleExitLocked(const LearnerExit& e) {
   const bool user_error = !e.killed_for.empty() || (!e.status_unknown && e.signal == 0 &&
                                                     e.exit_code == kLearnerExitUserError);
   const bool clean_exit = !e.status_unknown && e.signal == 0 && e.exit_code == 0;
+  // An elastic job goes on without the learner if enough are left: a new generation.
+  if (!user_error && !clean_exit &&
+      RegroupLocked(
+          r, e.rank,
+          absl::StrCat("learner ", e.rank, " ", e.Describe(), why.empty() ? "" : ": ", why))) {
+    return;
+  }
   if (executor_.Running(e.job_id) > 0) {
     // The rest of the gang cannot go on without this learner: their next allreduce fails. Rank 0,
     // if it survives, checkpoints the last step all ranks completed before it exits (its replica
@@ -154,11 +163,17 @@ void Controller::CheckLivenessLocked(std::vector<JobRecord>& jobs) {
     if (attempt && attempt->failure) continue;  // already stopping
     const int64_t limit =
         r.state == JobState::kStarting ? options_.start_timeout_ms : options_.heartbeat_timeout_ms;
-    // The longest-silent learner of the gang; one that has exited cleanly is no longer watched.
+    // The longest-silent learner of the gang (by id); one that has exited cleanly is no longer
+    // watched.
     const int world = WorldSize(r);
+    std::vector<int> ids;
+    for (const LearnerSlot& l : r.learners) ids.push_back(l.id);
+    if (ids.empty()) {
+      for (int rank = 0; rank < world; ++rank) ids.push_back(rank);
+    }
     int silent_rank = -1;
     TimeMs oldest = now;
-    for (int rank = 0; rank < world; ++rank) {
+    for (int rank : ids) {
       std::optional<TimeMs> seen;
       if (attempt) {
         if (auto it = attempt->last_seen_ms.find(rank); it != attempt->last_seen_ms.end()) {

@@ -2,6 +2,7 @@
 // metrics, commit checkpoints and models, and say how they finished. Every call names the
 // attempt it belongs to; a stale attempt is refused (FailedPrecondition). What a learner reports
 // is tenant input: a file it commits must be at the path weftd derives for it.
+#include <algorithm>
 #include <cmath>
 
 #include "absl/container/flat_hash_set.h"
@@ -49,7 +50,12 @@ RegisterDecision Controller::OnRegister(const std::string& id, int rank, int64_t
                          world, " learner(s)"),
             {}};
   }
-  if (rank < 0 || rank >= world) {
+  // `rank` is the learner's id (its rank as started): one of the current members'.
+  const bool member = r.learners.empty()
+                          ? rank < world
+                          : std::any_of(r.learners.begin(), r.learners.end(),
+                                        [rank](const LearnerSlot& l) { return l.id == rank; });
+  if (rank < 0 || !member) {
     return {false, absl::StrCat("rank ", rank, " is not in this job's gang of ", world), {}};
   }
   AttemptTracker::Attempt& a = attempts_.Of(id);
@@ -86,7 +92,8 @@ ReportAnswer Controller::OnMetrics(const std::string& id, int rank, int64_t atte
   if (!rec.ok()) return ReportAnswer::kStop;
   JobRecord r = *rec;
   attempts_.Of(id).last_seen_ms[rank] = clock_.NowMs();
-  if (rank != 0) return ReportAnswer::kKeepRunning;  // the job's metrics are rank 0's
+  // The job's metrics are its current rank 0's (the first learner; `rank` is the caller's id).
+  if (rank != (r.learners.empty() ? 0 : r.learners[0].id)) return ReportAnswer::kKeepRunning;
   if (!points.empty()) {
     absl::Status s = store_.AppendMetrics(id, points);
     // The learner keeps the points and sends them again: none is lost (nor stored twice, unless

@@ -40,9 +40,10 @@ absl::Status Controller::Recover() {
         continue;
       }
       AttemptTracker::Attempt& attempt = attempts_.Of(r.id);
-      for (size_t rank = 0; rank < r.learners.size(); ++rank) {
-        attempt.last_seen_ms[static_cast<int>(rank)] = clock_.NowMs();
-        attempt.registered.insert(static_cast<int>(rank));
+      attempt.generation = r.generation;
+      for (const LearnerSlot& l : r.learners) {
+        attempt.last_seen_ms[l.id] = clock_.NowMs();
+        attempt.registered.insert(l.id);
       }
       spdlog::info("job {}: adopted learner pid {} of attempt {} ({} learner(s) in all)", r.id,
                    r.learners[0].pid, r.attempt, r.learners.size());

@@ -108,6 +108,8 @@ void Controller::ResizeLocked(const JobRecord& r, const scheduler::Placement& p)
   if (p.learner_nodes.size() == r.learners.size()) return;
   // A gang still starting cannot checkpoint yet: its grow waits for a round after it runs.
   if (grow && r.state != JobState::kRunning) return;
+  // An elastic job's learners let newcomers join in place.
+  if (grow && GrowInPlaceLocked(r, p)) return;
   PreemptLocked(r, absl::StrCat(p.reason.empty() ? (grow ? "grow" : "shrink") : p.reason,
                                 "; checkpointing, then it restarts with the learners that fit"));
 }
@@ -149,9 +151,11 @@ LearnerLaunch Controller::LaunchFor(const JobRecord& r, const JobSpec& spec, int
   LearnerLaunch l;
   l.job_id = r.id;
   l.attempt = r.attempt;
-  l.rank = rank;
+  const bool placed = rank < static_cast<int>(r.learners.size());
+  // The learner's id: its rank as started (after an in-place membership change the two differ).
+  l.rank = placed ? r.learners[rank].id : rank;
   l.world_size = static_cast<int>(r.learners.size());  // an elastic job's: as placed
-  l.node = rank < static_cast<int>(r.learners.size()) ? r.learners[rank].node : "";
+  l.node = placed ? r.learners[rank].node : "";
   if (l.world_size > 1) {
     l.rendezvous_host = rendezvous.first;
     l.rendezvous_port = rendezvous.second;
@@ -165,7 +169,7 @@ LearnerLaunch Controller::LaunchFor(const JobRecord& r, const JobSpec& spec, int
     l.model_dir = layout_.DefinitionDir(r.id);
   }
   if (spec.IsCommandJob()) {
-    l.work_dir = WorkDir(layout_.WorkRoot(r.id), rank);
+    l.work_dir = WorkDir(layout_.WorkRoot(r.id), l.rank);
     l.private_dir = options_.data_dir;
     l.sandbox_required = !options_.allow_unsandboxed_commands;
   }
@@ -212,8 +216,12 @@ void Controller::StartJobLocked(JobRecord r, const scheduler::Placement& p) {
   }
   const int world = static_cast<int>(p.learner_nodes.size());  // elastic: anywhere in its range
   r.attempt += 1;
+  r.generation = 1;
   r.learners.clear();
-  for (const std::string& node : p.learner_nodes) r.learners.push_back({node, 0});
+  for (const std::string& node : p.learner_nodes) {
+    r.learners.push_back({node, 0, static_cast<int>(r.learners.size())});
+  }
+  r.next_learner_id = static_cast<int>(r.learners.size());
   if (absl::Status s = TransitionLocked(r, JobState::kPlaced, PlacedReason(p.learner_nodes));
       !s.ok()) {
     return spdlog::error("job {}: {}", r.id, s.message());
@@ -240,6 +248,7 @@ void Controller::StartJobLocked(JobRecord r, const scheduler::Placement& p) {
   // No learner of the job runs now (a queued job waits for the last one of its previous attempt).
   RemoveUncommittedCheckpointsLocked(r.id);
   AttemptTracker::Attempt& attempt = attempts_.Of(r.id);
+  attempt.generation = r.generation;
   for (int rank = 0; rank < world; ++rank) {
     absl::StatusOr<int64_t> pid = executor_.Start(LaunchFor(r, **spec, rank, rendezvous, *data));
     if (!pid.ok()) {

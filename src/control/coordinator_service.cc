@@ -64,6 +64,7 @@ grpc::Status CoordinatorService::Heartbeat(grpc::ServerContext*,
   const bool keep = answer == ReportAnswer::kKeepRunning;
   resp->set_keep_running(keep);
   if (!keep) resp->set_reason("the job no longer runs this attempt");
+  if (keep) resp->set_generation(events_.Generation(id.job_id()));
   AddCoordinators(resp);
   return grpc::Status::OK;
 }
@@ -90,6 +91,7 @@ grpc::Status CoordinatorService::ReportMetrics(grpc::ServerContext*,
       events_.OnMetrics(id.job_id(), id.rank(), id.attempt(), points, FromProto(req->progress()));
   if (answer == ReportAnswer::kRetry) return Unavailable("the store cannot be reached");
   resp->set_keep_running(answer == ReportAnswer::kKeepRunning);
+  if (answer == ReportAnswer::kKeepRunning) resp->set_generation(events_.Generation(id.job_id()));
   AddCoordinators(resp);
   return grpc::Status::OK;
 }
@@ -131,6 +133,25 @@ grpc::Status CoordinatorService::ReportFinished(grpc::ServerContext*,
       events_.OnFinished(req->learner().job_id(), req->learner().rank(), req->learner().attempt(),
                          req->succeeded(), Printable(req->reason(), kMaxReasonBytes));
   if (absl::IsUnavailable(s)) return Unavailable(std::string(s.message()));
+  return grpc::Status::OK;
+}
+
+grpc::Status CoordinatorService::Regroup(grpc::ServerContext*, const weft::v1::RegroupRequest* req,
+                                         weft::v1::RegroupResponse* resp) {
+  if (grpc::Status auth = Authenticate(req->learner()); !auth.ok()) return auth;
+  absl::StatusOr<RegroupDecision> d = events_.OnRegroup(
+      req->learner().job_id(), req->learner().rank(), req->learner().attempt(), req->generation());
+  if (!d.ok()) return Unavailable(std::string(d.status().message()));
+  using Kind = RegroupDecision::Kind;
+  resp->set_decision(d->kind == Kind::kReform ? weft::v1::RegroupResponse::REFORM
+                     : d->kind == Kind::kStop ? weft::v1::RegroupResponse::STOP
+                                              : weft::v1::RegroupResponse::WAIT);
+  resp->set_generation(d->generation);
+  resp->set_rank(d->rank);
+  resp->set_world_size(d->world_size);
+  resp->set_rendezvous_host(d->rendezvous_host);
+  resp->set_rendezvous_port(d->rendezvous_port);
+  resp->set_reason(d->reason);
   return grpc::Status::OK;
 }
 
@@ -212,6 +233,12 @@ grpc::Status StandbyCoordinatorService::CommitCheckpoint(grpc::ServerContext*,
 grpc::Status StandbyCoordinatorService::ReportFinished(grpc::ServerContext*,
                                                        const weft::v1::ReportFinishedRequest*,
                                                        weft::v1::ReportFinishedResponse*) {
+  return Answer();
+}
+
+grpc::Status StandbyCoordinatorService::Regroup(grpc::ServerContext*,
+                                                const weft::v1::RegroupRequest*,
+                                                weft::v1::RegroupResponse*) {
   return Answer();
 }
 

@@ -36,6 +36,8 @@ class CoordinatorService final : public weft::v1::Coordinator::Service {
                                 weft::v1::CommitCheckpointResponse* resp) override;
   grpc::Status ReportFinished(grpc::ServerContext*, const weft::v1::ReportFinishedRequest* req,
                               weft::v1::ReportFinishedResponse* resp) override;
+  grpc::Status Regroup(grpc::ServerContext*, const weft::v1::RegroupRequest* req,
+                       weft::v1::RegroupResponse* resp) override;
 
   // The coordinator addresses answers tell learners of (every weftd's, the leader's first);
   // empty (the default): none, learners keep theirs.
@@ -79,6 +81,8 @@ class StandbyCoordinatorService final : public weft::v1::Coordinator::Service {
                                 weft::v1::CommitCheckpointResponse*) override;
   grpc::Status ReportFinished(grpc::ServerContext*, const weft::v1::ReportFinishedRequest*,
                               weft::v1::ReportFinishedResponse*) override;
+  grpc::Status Regroup(grpc::ServerContext*, const weft::v1::RegroupRequest*,
+                       weft::v1::RegroupResponse*) override;
 
  private:
   grpc::Status Answer();

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "job/job.h"
 
 namespace weft {
@@ -21,6 +22,22 @@ struct RegisterDecision {
   // Neither accepted nor refused: the store could not be reached (reason says why); the learner
   // calls again.
   bool retry = false;
+};
+
+// What weftd answers a learner of an elastic job that lost a peer (OnRegroup).
+struct RegroupDecision {
+  enum class Kind {
+    kWait,    // the new membership is not settled yet: ask again
+    kReform,  // join `generation` as `rank` of `world_size` at the rendezvous
+    kStop,    // not a member any more, or the job moved on (`reason`)
+  };
+  Kind kind = Kind::kWait;
+  int64_t generation = 0;
+  int rank = 0;
+  int world_size = 0;
+  std::string rendezvous_host;
+  int rendezvous_port = 0;
+  std::string reason;
 };
 
 // What a heartbeat or a metrics report gets back.
@@ -65,6 +82,15 @@ class LearnerEvents {
   // ignored (a stale attempt).
   virtual absl::Status OnFinished(const std::string& id, int rank, int64_t attempt, bool succeeded,
                                   const std::string& reason) = 0;
+  // Learner `learner_id` (its rank when the attempt started) lost a peer of `generation`'s group
+  // and asks where to go: kReform once weftd has moved the job to a later generation that keeps
+  // it, kStop if that generation leaves it out or the attempt is over, kWait until then.
+  // Unavailable when the store cannot be reached (the learner asks again).
+  virtual absl::StatusOr<RegroupDecision> OnRegroup(const std::string& id, int learner_id,
+                                                    int64_t attempt, int64_t generation) = 0;
+  // The current membership generation of job `id`'s attempt, as heartbeat answers tell its
+  // learners (a later one than theirs: re-form at the next step); 0 when unknown.
+  virtual int64_t Generation(const std::string& id) = 0;
 };
 
 }  // namespace weft

@@ -22,11 +22,18 @@ struct JobProgress {
   int64_t samples = 0;  // training samples consumed
 };
 
-// One learner of a job's current attempt; a job's learners are indexed by rank.
+// One learner of a job's current attempt; a job's learners are indexed by their rank in the
+// current generation.
 struct LearnerSlot {
   std::string node;  // node it was placed on
   int64_t pid = 0;   // its process id once started; 0 before
-  bool operator==(const LearnerSlot& o) const { return node == o.node && pid == o.pid; }
+  // The learner's rank when its attempt started, which it keeps for life: its identity towards
+  // weftd (coordinator calls, the executor's handle, its log file) when an elastic job's
+  // membership changes and ranks are renumbered.
+  int id = 0;
+  bool operator==(const LearnerSlot& o) const {
+    return node == o.node && pid == o.pid && id == o.id;
+  }
 };
 
 struct JobRecord {
@@ -44,6 +51,12 @@ struct JobRecord {
   // The current attempt's learners by rank (the gang's placement and pids); empty when the job
   // holds no resources.
   std::vector<LearnerSlot> learners;
+  // The membership generation of the current attempt: 1 as started, +1 at each in-place
+  // membership change of an elastic job (a learner lost, the survivors go on); 0 before any.
+  int64_t generation = 0;
+  // The id the attempt's next learner gets: ids are never reused within an attempt (a lost
+  // learner's id is not a newcomer's).
+  int next_learner_id = 0;
   JobProgress progress;
   std::optional<double> best_test_accuracy;
   std::optional<TimeMs> deliver_met_ms;   // when targets.deliver was first met

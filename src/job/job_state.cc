@@ -55,12 +55,14 @@ bool CanTransition(JobState from, JobState to) {
     case S::kStarting:
       return to == S::kRunning || to == S::kQueued || to == S::kHalted || to == S::kFailed ||
              to == S::kPreempted;
+    // RUNNING -> RUNNING and DELIVERED -> DELIVERED: an elastic job's membership changed in
+    // place (a new generation), recorded in its history like a transition.
     case S::kRunning:
+      return to == S::kRunning || to == S::kDelivered || to == S::kCompleted || to == S::kFailed ||
+             to == S::kHalted || to == S::kPreempted || to == S::kQueued;
+    case S::kDelivered:
       return to == S::kDelivered || to == S::kCompleted || to == S::kFailed || to == S::kHalted ||
              to == S::kPreempted || to == S::kQueued;
-    case S::kDelivered:
-      return to == S::kCompleted || to == S::kFailed || to == S::kHalted || to == S::kPreempted ||
-             to == S::kQueued;
     case S::kPreempted:
       return to == S::kQueued;
     case S::kHalted:

@@ -31,6 +31,10 @@ std::vector<std::pair<std::string, std::string>> LearnerEnvironment(const Learne
       {e::kPrivateDir, l.private_dir},
       {e::kSandbox, l.sandbox_required ? "required" : "optional"},
   };
+  if (l.generation > 1) {
+    env.emplace_back(e::kGeneration, absl::StrCat(l.generation));
+    env.emplace_back(e::kGenerationRank, absl::StrCat(l.generation_rank));
+  }
   if (!l.rendezvous_host.empty()) {
     env.emplace_back(e::kMasterAddr, l.rendezvous_host);
     env.emplace_back(e::kMasterPort, absl::StrCat(l.rendezvous_port));
@@ -41,11 +45,12 @@ std::vector<std::pair<std::string, std::string>> LearnerEnvironment(const Learne
 const std::vector<std::string>& LearnerEnvironmentNames() {
   namespace e = learner_env;
   static const std::vector<std::string> names = {
-      e::kJobId,      e::kAttempt,     e::kCredential, e::kSpec,          e::kCoordinator,
-      e::kNode,       e::kDataDir,     e::kResultDir,  e::kCheckpointDir, e::kLogDir,
-      e::kLearnerId,  e::kNumLearners, e::kRank,       e::kLocalRank,     e::kWorldSize,
-      e::kMasterAddr, e::kMasterPort,  e::kThreads,    e::kModelDir,      e::kForbiddenToken,
-      e::kDataFormat, e::kWorkDir,     e::kPrivateDir, e::kSandbox,       e::kCoordinatorCa};
+      e::kJobId,      e::kAttempt,       e::kCredential, e::kSpec,          e::kCoordinator,
+      e::kNode,       e::kDataDir,       e::kResultDir,  e::kCheckpointDir, e::kLogDir,
+      e::kLearnerId,  e::kNumLearners,   e::kRank,       e::kLocalRank,     e::kWorldSize,
+      e::kMasterAddr, e::kMasterPort,    e::kThreads,    e::kModelDir,      e::kForbiddenToken,
+      e::kDataFormat, e::kWorkDir,       e::kPrivateDir, e::kSandbox,       e::kCoordinatorCa,
+      e::kGeneration, e::kGenerationRank};
   return names;
 }
 
@@ -89,9 +94,14 @@ absl::StatusOr<LearnerLaunch> LearnerLaunchFromEnvironment(
     if (absl::Status s = number(name, fallback, field); !s.ok()) return s;
   }
   if (absl::Status s = number(e::kAttempt, int64_t{1}, &l.attempt); !s.ok()) return s;
-  if (l.world_size < 1 || l.rank < 0 || l.rank >= l.world_size) {
-    return absl::InvalidArgumentError(absl::StrCat(e::kRank, " ", l.rank, " is not in [0, ",
-                                                   e::kWorldSize, " ", l.world_size, ")"));
+  if (absl::Status s = number(e::kGeneration, int64_t{1}, &l.generation); !s.ok()) return s;
+  if (absl::Status s = number(e::kGenerationRank, -1, &l.generation_rank); !s.ok()) return s;
+  const bool joins = l.generation > 1;
+  const int rank = joins ? l.generation_rank : l.rank;
+  if (l.world_size < 1 || l.rank < 0 || rank < 0 || rank >= l.world_size) {
+    return absl::InvalidArgumentError(absl::StrCat(joins ? e::kGenerationRank : e::kRank, " ", rank,
+                                                   " is not in [0, ", e::kWorldSize, " ",
+                                                   l.world_size, ")"));
   }
   if (l.world_size > 1 && l.rendezvous_port <= 0) {
     return absl::InvalidArgumentError(

@@ -39,6 +39,10 @@ inline constexpr char kWorldSize[] = "WORLD_SIZE";
 inline constexpr char kMasterAddr[] = "MASTER_ADDR";
 inline constexpr char kMasterPort[] = "MASTER_PORT";
 inline constexpr char kThreads[] = "OMP_NUM_THREADS";
+// A learner that joins a running elastic job (issue 14): the generation it joins and its rank
+// there (RANK stays its id, kept for life). Unset for a learner started with its attempt.
+inline constexpr char kGeneration[] = "WEFT_GENERATION";
+inline constexpr char kGenerationRank[] = "WEFT_GENERATION_RANK";
 // Command jobs (train/command_job.h): the learner's working directory, where the code is
 // unpacked and the program runs; the directory the sandbox hides (weftd's data directory);
 // "required" or "optional": whether a command that cannot be sandboxed may run without.
@@ -81,6 +85,11 @@ struct LearnerLaunch {
   // empty for a single learner.
   std::string rendezvous_host;
   int rendezvous_port = 0;
+  // A learner that joins a running elastic job: the generation it joins (> 1) and its rank in
+  // it (WORLD_SIZE and MASTER_ADDR/PORT are that generation's). 1 and -1 for a learner started
+  // with its attempt, whose rank is `rank`.
+  int64_t generation = 1;
+  int generation_rank = -1;
   int threads = 1;          // intra-op threads (OMP_NUM_THREADS)
   std::string credential;   // WEFT_JOB_CREDENTIAL: authenticates to the coordinator
   std::vector<int> cpuset;  // CPUs to pin the learner to (its node's); not in the environment
@@ -99,8 +108,8 @@ const std::vector<std::string>& LearnerEnvironmentNames();
 // Reads a launch back from an environment (`getenv`-like lookup, nullptr for unset). Defaults:
 // attempt 1, rank 0, world size 1, one thread, MASTER_ADDR 127.0.0.1 for a gang. InvalidArgument
 // naming the variable when WEFT_JOB_ID, WEFT_JOB_SPEC, WEFT_COORDINATOR or RESULT_DIR is missing, a
-// number does not parse, the rank is outside [0, WORLD_SIZE), or MASTER_PORT is missing for
-// WORLD_SIZE > 1.
+// number does not parse, the rank (WEFT_GENERATION_RANK for a joining learner) is outside
+// [0, WORLD_SIZE), or MASTER_PORT is missing for WORLD_SIZE > 1.
 absl::StatusOr<LearnerLaunch> LearnerLaunchFromEnvironment(
     const std::function<const char*(const char*)>& getenv);
 

@@ -17,17 +17,19 @@ namespace weft::store_columns {
 inline constexpr char kJobColumns[] =
     "id, tenant, name, state, reason, manifest, spec_json, created_ms, updated_ms, attempt, "
     "node, learner_pid, epoch, epochs_total, step, steps_total, samples, best_test_accuracy, "
-    "deliver_met_ms, complete_met_ms, restarts, learners";
+    "deliver_met_ms, complete_met_ms, restarts, learners, generation, next_learner_id";
 
-// The learners column: [{"node": …, "pid": …}, …] by rank.
+// The learners column: [{"node": …, "pid": …, "id": …}, …] by rank.
 inline std::string LearnersJson(const std::vector<LearnerSlot>& learners) {
   nlohmann::json j = nlohmann::json::array();
-  for (const LearnerSlot& l : learners) j.push_back({{"node", l.node}, {"pid", l.pid}});
+  for (const LearnerSlot& l : learners) {
+    j.push_back({{"node", l.node}, {"pid", l.pid}, {"id", l.id}});
+  }
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 // The learners column read back; a row without one (SQLite's version 3) has rank 0 in
-// node / learner_pid.
+// node / learner_pid. A learner without an id (written before generations) has its rank.
 inline std::vector<LearnerSlot> ParseLearners(const std::string& text, const std::string& node,
                                               int64_t pid) {
   std::vector<LearnerSlot> out;
@@ -35,7 +37,9 @@ inline std::vector<LearnerSlot> ParseLearners(const std::string& text, const std
   if (j.is_array()) {
     for (const auto& l : j) {
       if (!l.is_object()) continue;
-      out.push_back({l.value("node", std::string()), l.value("pid", int64_t{0})});
+      const int rank = static_cast<int>(out.size());
+      out.push_back(
+          {l.value("node", std::string()), l.value("pid", int64_t{0}), l.value("id", rank)});
     }
   }
   if (out.empty() && !node.empty()) out.push_back({node, pid});

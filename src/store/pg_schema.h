@@ -8,7 +8,7 @@
 
 namespace weft::pg {
 
-inline constexpr int kSchemaVersion = 2;
+inline constexpr int kSchemaVersion = 3;
 
 // The advisory lock (pg_advisory_xact_lock's key) migrations hold: "weft" in ASCII.
 inline constexpr long long kMigrationLock = 0x77656674;
@@ -163,8 +163,15 @@ CREATE TABLE weft_members (
 ALTER TABLE job_events ADD COLUMN leader_epoch BIGINT NOT NULL DEFAULT 0;
 )sql";
 
+// Version 3: the membership generation of a job's current attempt and the id its next learner
+// gets (job/job.h JobRecord).
+inline constexpr char kSchemaV3[] = R"sql(
+ALTER TABLE jobs ADD COLUMN generation BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN next_learner_id INTEGER NOT NULL DEFAULT 0;
+)sql";
+
 // Migration i (0-based) takes a store from version i to version i + 1.
-inline constexpr const char* kMigrations[] = {kSchemaV1, kSchemaV2};
+inline constexpr const char* kMigrations[] = {kSchemaV1, kSchemaV2, kSchemaV3};
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kSchemaVersion);
 
 }  // namespace weft::pg

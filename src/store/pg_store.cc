@@ -63,6 +63,8 @@ JobRecord ReadJob(const pqxx::row& row) {
   r.restarts = row[20].as<int>();
   r.learners =
       store_columns::ParseLearners(pg::Str(row[21]), pg::Str(row[10]), row[11].as<int64_t>());
+  r.generation = row[22].as<int64_t>();
+  r.next_learner_id = row[23].as<int>();
   return r;
 }
 
@@ -163,20 +165,22 @@ void PgStore::WriteJobIn(pg::Tx& tx, const JobRecord& r, bool insert) {
       insert ? "INSERT INTO jobs (id, tenant, name, state, reason, manifest, spec_json, "
                "created_ms, updated_ms, attempt, node, learner_pid, epoch, epochs_total, step, "
                "steps_total, samples, best_test_accuracy, deliver_met_ms, complete_met_ms, "
-               "restarts, learners) VALUES "
-               "($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22)"
+               "restarts, learners, generation, next_learner_id) VALUES "
+               "($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$"
+               "23,$24)"
              : "UPDATE jobs SET tenant=$2, name=$3, state=$4, reason=$5, manifest=$6, "
                "spec_json=$7, created_ms=$8, updated_ms=$9, attempt=$10, node=$11, "
                "learner_pid=$12, epoch=$13, epochs_total=$14, step=$15, steps_total=$16, "
                "samples=$17, best_test_accuracy=$18, deliver_met_ms=$19, complete_met_ms=$20, "
-               "restarts=$21, learners=$22 WHERE id=$1";
+               "restarts=$21, learners=$22, generation=$23, "
+               "next_learner_id=$24 WHERE id=$1";
   const bool placed = !r.learners.empty();
   tx.Exec(sql, r.id, r.tenant, r.name, std::string(JobStateName(r.state)), r.reason, r.manifest,
           r.spec_json, r.created_ms, r.updated_ms, r.attempt,
           placed ? r.learners[0].node : std::string(), placed ? r.learners[0].pid : int64_t{0},
           r.progress.epoch, r.progress.epochs_total, r.progress.step, r.progress.steps_total,
           r.progress.samples, r.best_test_accuracy, r.deliver_met_ms, r.complete_met_ms, r.restarts,
-          store_columns::LearnersJson(r.learners));
+          store_columns::LearnersJson(r.learners), r.generation, r.next_learner_id);
 }
 
 void PgStore::AppendEventIn(pg::Tx& tx, const std::string& id, TimeMs t,

@@ -5,7 +5,7 @@
 
 namespace weft::sqlite {
 
-inline constexpr int kSchemaVersion = 9;
+inline constexpr int kSchemaVersion = 10;
 
 inline constexpr char kSchema[] = R"sql(
 CREATE TABLE IF NOT EXISTS jobs (
@@ -175,9 +175,17 @@ CREATE INDEX webhook_deliveries_due ON webhook_deliveries(state, next_attempt_ms
 CREATE INDEX webhook_deliveries_by_webhook ON webhook_deliveries(webhook_id, state);
 )sql";
 
+// Version 10: the membership generation of a job's current attempt and the id its next learner
+// gets (job/job.h JobRecord).
+inline constexpr char kSchemaV10[] = R"sql(
+ALTER TABLE jobs ADD COLUMN generation INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN next_learner_id INTEGER NOT NULL DEFAULT 0;
+)sql";
+
 // Migration i (0-based) takes a store from version i to version i + 1.
-inline constexpr const char* kMigrations[] = {kSchema,   kSchemaV2, kSchemaV3, kSchemaV4, kSchemaV5,
-                                              kSchemaV6, kSchemaV7, kSchemaV8, kSchemaV9};
+inline constexpr const char* kMigrations[] = {kSchema,   kSchemaV2, kSchemaV3, kSchemaV4,
+                                              kSchemaV5, kSchemaV6, kSchemaV7, kSchemaV8,
+                                              kSchemaV9, kSchemaV10};
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kSchemaVersion);
 
 }  // namespace weft::sqlite

@@ -38,6 +38,8 @@ JobRecord ReadJob(sqlite::Stmt& s) {
   r.complete_met_ms = s.OptInt(19);
   r.restarts = static_cast<int>(s.Int(20));
   r.learners = ParseLearners(s.Text(21), s.Text(10), s.Int(11));
+  r.generation = s.Int(22);
+  r.next_learner_id = static_cast<int>(s.Int(23));
   return r;
 }
 
@@ -119,13 +121,15 @@ absl::Status SqliteStore::WriteJobLocked(const JobRecord& r, bool insert) {
       insert ? "INSERT INTO jobs (id, tenant, name, state, reason, manifest, spec_json, "
                "created_ms, updated_ms, attempt, node, learner_pid, epoch, epochs_total, step, "
                "steps_total, samples, best_test_accuracy, deliver_met_ms, complete_met_ms, "
-               "restarts, learners) VALUES "
-               "(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22)"
+               "restarts, learners, generation, next_learner_id) VALUES "
+               "(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?"
+               "23,?24)"
              : "UPDATE jobs SET tenant=?2, name=?3, state=?4, reason=?5, manifest=?6, "
                "spec_json=?7, created_ms=?8, updated_ms=?9, attempt=?10, node=?11, "
                "learner_pid=?12, epoch=?13, epochs_total=?14, step=?15, steps_total=?16, "
                "samples=?17, best_test_accuracy=?18, deliver_met_ms=?19, complete_met_ms=?20, "
-               "restarts=?21, learners=?22 WHERE id=?1";
+               "restarts=?21, learners=?22, generation=?23, "
+               "next_learner_id=?24 WHERE id=?1";
   const bool placed = !r.learners.empty();
   absl::StatusOr<int> n = sqlite::Execute(
       *stmts_, "write job", sql, r.id, r.tenant, r.name, std::string(JobStateName(r.state)),
@@ -133,7 +137,7 @@ absl::Status SqliteStore::WriteJobLocked(const JobRecord& r, bool insert) {
       placed ? r.learners[0].node : std::string(), placed ? r.learners[0].pid : int64_t{0},
       r.progress.epoch, r.progress.epochs_total, r.progress.step, r.progress.steps_total,
       r.progress.samples, r.best_test_accuracy, r.deliver_met_ms, r.complete_met_ms, r.restarts,
-      LearnersJson(r.learners));
+      LearnersJson(r.learners), r.generation, r.next_learner_id);
   if (absl::IsAlreadyExists(n.status())) {
     return absl::AlreadyExistsError(absl::StrCat("job ", r.id, " already exists"));
   }

@@ -174,6 +174,7 @@ bool CoordinatorReporter::Flush() {
     s = stub->Heartbeat(Context().get(), req, &resp);
     keep = resp.keep_running();
     if (s.ok()) UseCoordinators(resp.coordinators());
+    if (s.ok() && resp.generation() > 0) generation_.store(resp.generation());
   } else {
     weft::v1::ReportMetricsRequest req;
     *req.mutable_learner() = Identity();
@@ -192,6 +193,7 @@ bool CoordinatorReporter::Flush() {
     s = stub->ReportMetrics(Context().get(), req, &resp);
     keep = resp.keep_running();
     if (s.ok()) UseCoordinators(resp.coordinators());
+    if (s.ok() && resp.generation() > 0) generation_.store(resp.generation());
     if (!s.ok()) {
       // Put the batch back in front of anything queued since, so nothing is lost or reordered.
       absl::MutexLock lock(&mu_);
@@ -268,6 +270,32 @@ absl::Status CoordinatorReporter::CommitCheckpoint(const std::string& path, int 
         absl::StrCat("weftd refused the checkpoint: ", resp.reason()));
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<Membership> CoordinatorReporter::Regroup(int64_t generation, int64_t step) {
+  weft::v1::RegroupRequest req;
+  *req.mutable_learner() = Identity();
+  req.set_generation(generation);
+  req.set_step(step);
+  weft::v1::RegroupResponse resp;
+  grpc::Status s = Retry([&](Stub& stub) { return stub.Regroup(Context().get(), req, &resp); });
+  if (!s.ok()) return absl::UnavailableError(absl::StrCat("cannot regroup: ", s.error_message()));
+  Membership m;
+  m.kind = resp.decision() == weft::v1::RegroupResponse::REFORM ? Membership::Kind::kReform
+           : resp.decision() == weft::v1::RegroupResponse::STOP ? Membership::Kind::kStop
+                                                                : Membership::Kind::kWait;
+  m.generation = resp.generation();
+  m.rank = resp.rank();
+  m.world_size = resp.world_size();
+  m.rendezvous_host = resp.rendezvous_host();
+  m.rendezvous_port = resp.rendezvous_port();
+  m.reason = resp.reason();
+  if (m.kind == Membership::Kind::kReform &&
+      (m.world_size < 1 || m.rank < 0 || m.rank >= m.world_size || m.generation <= generation)) {
+    return absl::InternalError(absl::StrCat("weftd sent an impossible membership: rank ", m.rank,
+                                            " of ", m.world_size, " in generation ", m.generation));
+  }
+  return m;
 }
 
 void CoordinatorReporter::Finish(bool succeeded, const std::string& reason, double best) {

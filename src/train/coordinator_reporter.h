@@ -41,6 +41,8 @@ class CoordinatorReporter : public Reporter {
   absl::Status CommitCheckpoint(const std::string& path, int epoch, int64_t step, int64_t bytes,
                                 double write_seconds) override;
   void Finish(bool succeeded, const std::string& reason, double best_test_accuracy) override;
+  absl::StatusOr<Membership> Regroup(int64_t generation, int64_t step) override;
+  int64_t Generation() const override { return generation_.load(); }
 
  private:
   void Loop();
@@ -70,6 +72,7 @@ class CoordinatorReporter : public Reporter {
   size_t current_ ABSL_GUARDED_BY(stub_mu_) = 0;
   std::atomic<bool> keep_running_{true};
   std::atomic<int> heartbeat_ms_{1000};
+  std::atomic<int64_t> generation_{0};    // the job's, as weftd's latest answer said
   std::vector<std::string> resume_from_;  // written once by Register
 
   absl::Mutex mu_;

@@ -33,10 +33,11 @@ struct DataParallel::Group {
   std::vector<torch::Tensor> parameters;  // DataParallel's, set when the buckets are built
   std::vector<Bucket> buckets;
   std::vector<std::pair<size_t, size_t>> slot_of;  // parameter -> (bucket, index in bucket)
-  size_t next = 0;           // first bucket whose allreduce has not started this step
-  bool stop_flag = false;    // this rank's stop flag for this step
-  bool armed = false;        // between BeginStep and FinishStep
-  std::string launch_error;  // a collective that could not even be started this step
+  size_t next = 0;            // first bucket whose allreduce has not started this step
+  bool stop_flag = false;     // this rank's stop flag for this step
+  bool regroup_flag = false;  // this rank's regroup flag for this step
+  bool armed = false;         // between BeginStep and FinishStep
+  std::string launch_error;   // a collective that could not even be started this step
 
   void OnGradient(size_t k, const torch::Tensor& grad);
   void LaunchReady();
@@ -67,11 +68,9 @@ std::unique_ptr<DataParallel> DataParallel::Local() {
   return std::unique_ptr<DataParallel>(new DataParallel(0, 1));
 }
 
-absl::StatusOr<std::unique_ptr<DataParallel>> DataParallel::Connect(const std::string& host,
-                                                                    int port, int rank,
-                                                                    int world_size,
-                                                                    int64_t timeout_ms,
-                                                                    const std::string& prefix) {
+absl::StatusOr<std::unique_ptr<DataParallel>> DataParallel::Connect(
+    const std::string& host, int port, int rank, int world_size, int64_t timeout_ms,
+    const std::string& prefix, int64_t rendezvous_timeout_ms) {
   if (world_size < 1 || rank < 0 || rank >= world_size) {
     return absl::InvalidArgumentError(
         absl::StrCat("rank ", rank, " is not in a world of ", world_size, " learners"));
@@ -79,14 +78,15 @@ absl::StatusOr<std::unique_ptr<DataParallel>> DataParallel::Connect(const std::s
   std::unique_ptr<DataParallel> dp(new DataParallel(rank, world_size));
   if (world_size == 1) return dp;
   absl::StatusOr<std::unique_ptr<Group>> group =
-      Join(host, port, rank, world_size, timeout_ms, prefix);
+      Join(host, port, rank, world_size, timeout_ms, prefix, rendezvous_timeout_ms);
   if (!group.ok()) return group.status();
   dp->group_ = std::move(*group);
   return dp;
 }
 
 absl::Status DataParallel::Reform(const std::string& host, int port, int rank, int world_size,
-                                  int64_t timeout_ms, const std::string& prefix) {
+                                  int64_t timeout_ms, const std::string& prefix,
+                                  int64_t rendezvous_timeout_ms) {
   if (world_size < 1 || rank < 0 || rank >= world_size) {
     return absl::InvalidArgumentError(
         absl::StrCat("rank ", rank, " is not in a world of ", world_size, " learners"));
@@ -97,18 +97,16 @@ absl::Status DataParallel::Reform(const std::string& host, int port, int rank, i
   world_size_ = world_size;
   if (world_size == 1) return absl::OkStatus();
   absl::StatusOr<std::unique_ptr<Group>> group =
-      Join(host, port, rank, world_size, timeout_ms, prefix);
+      Join(host, port, rank, world_size, timeout_ms, prefix, rendezvous_timeout_ms);
   if (!group.ok()) return group.status();
   group_ = std::move(*group);
   if (!parameters_.empty()) BuildBuckets();
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::unique_ptr<DataParallel::Group>> DataParallel::Join(const std::string& host,
-                                                                        int port, int rank,
-                                                                        int world_size,
-                                                                        int64_t timeout_ms,
-                                                                        const std::string& prefix) {
+absl::StatusOr<std::unique_ptr<DataParallel::Group>> DataParallel::Join(
+    const std::string& host, int port, int rank, int world_size, int64_t timeout_ms,
+    const std::string& prefix, int64_t rendezvous_ms) {
   if (port <= 0 || port > 65535) {
     return absl::InvalidArgumentError(absl::StrCat("rendezvous port ", port, " is not a port"));
   }
@@ -120,7 +118,7 @@ absl::StatusOr<std::unique_ptr<DataParallel::Group>> DataParallel::Join(const st
     so.isServer = rank == 0;
     so.numWorkers = world_size;
     so.waitWorkers = true;
-    so.timeout = std::chrono::milliseconds(timeout_ms);
+    so.timeout = std::chrono::milliseconds(rendezvous_ms > 0 ? rendezvous_ms : timeout_ms);
     group->store = c10::make_intrusive<c10d::TCPStore>(host, so);
     group->keys = c10::make_intrusive<c10d::PrefixStore>(prefix, group->store);
     auto go = c10d::ProcessGroupGloo::Options::create();
@@ -174,8 +172,8 @@ void DataParallel::BuildBuckets() {
   if (!current.params.empty() || g.buckets.empty()) g.buckets.push_back(std::move(current));
   for (size_t b = 0; b < g.buckets.size(); ++b) {
     Bucket& bucket = g.buckets[b];
-    // The last bucket carries the stop flag in one extra element.
-    const int64_t extra = b + 1 == g.buckets.size() ? 1 : 0;
+    // The last bucket carries the stop and regroup flags in two extra elements.
+    const int64_t extra = b + 1 == g.buckets.size() ? 2 : 0;
     bucket.buffer = torch::zeros({bucket.numel + extra}, torch::kFloat32);
     bucket.filled.assign(bucket.params.size(), false);
   }
@@ -206,7 +204,10 @@ void DataParallel::Group::LaunchReady() {
 }
 
 void DataParallel::Group::Launch(Bucket& bucket) {
-  if (&bucket == &buckets.back()) bucket.buffer[bucket.numel].fill_(stop_flag ? 1.0f : 0.0f);
+  if (&bucket == &buckets.back()) {
+    bucket.buffer[bucket.numel].fill_(stop_flag ? 1.0f : 0.0f);
+    bucket.buffer[bucket.numel + 1].fill_(regroup_flag ? 1.0f : 0.0f);
+  }
   std::vector<torch::Tensor> ts = {bucket.buffer};
   try {
     bucket.work = gloo->allreduce(ts);
@@ -216,9 +217,11 @@ void DataParallel::Group::Launch(Bucket& bucket) {
   }
 }
 
-void DataParallel::BeginStep(bool stop) {
+void DataParallel::BeginStep(bool stop, bool regroup) {
+  regroup_ = false;
   if (!group_) {
     local_stop_ = stop;
+    regroup_ = regroup;
     return;
   }
   Group& g = *group_;
@@ -230,6 +233,7 @@ void DataParallel::BeginStep(bool stop) {
   g.next = 0;
   g.launch_error.clear();
   g.stop_flag = stop;
+  g.regroup_flag = regroup;
   g.armed = true;
 }
 
@@ -257,6 +261,7 @@ bool DataParallel::FinishStep() {
   ++wait_steps_;
   const Bucket& last = g.buckets.back();
   const bool any_stop = last.buffer[last.numel].item<float>() > 0;
+  regroup_ = last.buffer[last.numel + 1].item<float>() > 0;
   torch::NoGradGuard no_grad;
   for (Bucket& bucket : g.buckets) {
     bucket.buffer.div_(world_size_);

@@ -37,10 +37,13 @@ class DataParallel {
   // port cannot be bound; InvalidArgument for a bad rank/world size. Every key the group keeps in
   // the store is under `prefix` (the job and attempt, e.g. "job-x/attempt-3/"), so a learner of
   // another attempt or job that reaches the same host:port meets none of this group's keys.
+  // `rendezvous_timeout_ms` (> 0), when given, bounds the wait for the others in the store
+  // instead (milliseconds); `timeout_ms` stays every collective's.
   static absl::StatusOr<std::unique_ptr<DataParallel>> Connect(const std::string& host, int port,
                                                                int rank, int world_size,
                                                                int64_t timeout_ms,
-                                                               const std::string& prefix);
+                                                               const std::string& prefix,
+                                                               int64_t rendezvous_timeout_ms = 0);
   // A single-learner job: no process group.
   static std::unique_ptr<DataParallel> Local();
   // Leaves the current group (if any) and joins a new one as `rank` of `world_size`, as Connect
@@ -49,7 +52,8 @@ class DataParallel {
   // group's connections close first, so a lost peer holds nothing up; a world of 1 leaves no
   // group. Errors as Connect's; after one this object has no group and must not step.
   absl::Status Reform(const std::string& host, int port, int rank, int world_size,
-                      int64_t timeout_ms, const std::string& prefix);
+                      int64_t timeout_ms, const std::string& prefix,
+                      int64_t rendezvous_timeout_ms = 0);
   ~DataParallel();
 
   int rank() const { return rank_; }
@@ -63,14 +67,17 @@ class DataParallel {
   // once, after the model's parameters are final (after a restore).
   void AttachGradientHooks(const std::vector<torch::Tensor>& parameters,
                            int64_t bucket_bytes = int64_t{1} << 20);
-  // Before a step's backward pass: arms the buckets; `stop` is this rank's stop flag, carried as
-  // one extra element of the last bucket.
-  void BeginStep(bool stop);
+  // Before a step's backward pass: arms the buckets; `stop` is this rank's stop flag and
+  // `regroup` whether it knows of a later membership generation, carried as two extra elements
+  // of the last bucket.
+  void BeginStep(bool stop, bool regroup = false);
   // After the backward pass: starts any bucket still pending (a parameter that got no gradient
   // contributes zeros), waits for all, replaces each parameter's gradient with its mean over
   // the ranks, and returns whether any rank passed stop = true. Throws PeerLostError if a peer
   // is gone. Without a process group it only returns `stop`.
   bool FinishStep();
+  // After FinishStep: whether any rank passed regroup = true, so all re-form after this step.
+  bool regroup_requested() const { return regroup_; }
 
   // Mean time per step, in milliseconds, FinishStep() spent waiting for the allreduce to end
   // (the part not hidden behind the backward pass), since the last call.
@@ -96,7 +103,8 @@ class DataParallel {
   DataParallel(int rank, int world_size);
   static absl::StatusOr<std::unique_ptr<Group>> Join(const std::string& host, int port, int rank,
                                                      int world_size, int64_t timeout_ms,
-                                                     const std::string& prefix);
+                                                     const std::string& prefix,
+                                                     int64_t rendezvous_ms);
   // The gradient buckets of parameters_ in group_.
   void BuildBuckets();
 
@@ -106,6 +114,7 @@ class DataParallel {
   std::vector<torch::Tensor> parameters_;  // AttachGradientHooks'
   int64_t bucket_bytes_ = 0;
   bool local_stop_ = false;  // BeginStep's flag without a group
+  bool regroup_ = false;     // any rank's regroup flag in the last step
   double wait_ms_ = 0;
   int64_t wait_steps_ = 0;
 };

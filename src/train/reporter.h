@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "common/clock.h"
 
 namespace weft::train {
@@ -41,6 +42,18 @@ struct ModelFile {
   int64_t bytes = 0;
 };
 
+// Where an elastic job's learner goes after losing a peer (Reporter::Regroup).
+struct Membership {
+  enum class Kind { kWait, kReform, kStop };
+  Kind kind = Kind::kWait;  // kWait: not decided yet, ask again; kStop: leave (reason)
+  int64_t generation = 0;   // the generation to join (kReform)
+  int rank = 0;             // this learner's rank in it
+  int world_size = 0;
+  std::string rendezvous_host;  // where its rank 0 serves the group's store (world_size > 1)
+  int rendezvous_port = 0;
+  std::string reason;
+};
+
 class Reporter {
  public:
   virtual ~Reporter() = default;
@@ -66,6 +79,17 @@ class Reporter {
                                         int64_t bytes, double write_seconds) = 0;
   // Flushes queued samples, then reports the end of training.
   virtual void Finish(bool succeeded, const std::string& reason, double best_test_accuracy) = 0;
+  // An elastic job's learner lost a peer of `generation`'s group at `step` steps applied: asks
+  // weftd once which group to re-form. Unavailable if weftd cannot be reached in time;
+  // Unimplemented where there is no weftd to ask (the learner then stops like a fixed gang's).
+  // The job's membership generation as weftd last said (0: unknown); later than the learner's
+  // own: the job grew, and its learners re-form the group at their next step.
+  virtual int64_t Generation() const { return 0; }
+  virtual absl::StatusOr<Membership> Regroup(int64_t generation, int64_t step) {
+    (void)generation;
+    (void)step;
+    return absl::UnimplementedError("no coordinator to regroup with");
+  }
 };
 
 }  // namespace weft::train

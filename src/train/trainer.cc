@@ -39,7 +39,7 @@ bool Trainer::StopRequested() const {
 }
 
 std::unique_ptr<torch::optim::Optimizer> Trainer::MakeOptimizer() {
-  double lr = spec_.ScaledLearningRate(o_.learner.world_size);
+  double lr = spec_.ScaledLearningRate(world());
   if (spec_.training.optimizer == "sgd") {
     return std::make_unique<torch::optim::SGD>(model_->parameters(),
                                                torch::optim::SGDOptions(lr)
@@ -52,7 +52,7 @@ std::unique_ptr<torch::optim::Optimizer> Trainer::MakeOptimizer() {
 }
 
 absl::Status Trainer::SyncGang() {
-  if (o_.learner.world_size <= 1) return absl::OkStatus();
+  if (world() <= 1) return absl::OkStatus();
   if (!dp_->AllEqual(progress_.step)) {
     return absl::InternalError(
         absl::StrCat("the job's learners resumed from different steps (this rank: ", progress_.step,
@@ -69,7 +69,7 @@ void Trainer::Plan() {
   // round-robin to the ranks; the last step of an epoch takes what is left, so every sample of
   // every epoch is trained exactly once.
   const int64_t bs = spec_.training.batch_size;
-  const int64_t global = bs * o_.learner.world_size;
+  const int64_t global = bs * world();
   steps_per_epoch_ = (train_.size() + global - 1) / global;
   progress_.epochs_total = spec_.training.epochs;
   progress_.steps_total = steps_per_epoch_ * spec_.training.epochs;
@@ -77,12 +77,11 @@ void Trainer::Plan() {
       "training {} on {} samples, {} test samples, batch {} per learner ({} in all), {} steps "
       "per epoch, {} epochs, {} threads, learning rate {:g}",
       spec_.model.architecture, train_.size(), test_.size(), bs, global, steps_per_epoch_,
-      spec_.training.epochs, torch::get_num_threads(),
-      spec_.ScaledLearningRate(o_.learner.world_size));
+      spec_.training.epochs, torch::get_num_threads(), spec_.ScaledLearningRate(world()));
 }
 
 void Trainer::ReportTraining(bool force) {
-  if (o_.learner.rank != 0) return;  // metrics are the job's, reported once
+  if (rank() != 0) return;  // metrics are the job's, reported once
   double now = NowS();
   if (!force && now - last_report_s_ < kReportIntervalS) return;
   if (loss_steps_ == 0) return;
@@ -108,7 +107,7 @@ absl::Status Trainer::EvaluateAndCheckTargets(bool* complete) {
   best_ = std::max(best_, ev.accuracy);
   spdlog::info("evaluation: epoch {} step {} test_accuracy {:.4f} test_loss {:.4f}",
                epoch_in_progress_, progress_.step, ev.accuracy, ev.loss);
-  if (o_.learner.rank == 0) {
+  if (rank() == 0) {
     MetricSample m;
     m.step = progress_.step;
     m.epoch = epoch_in_progress_;
@@ -122,7 +121,7 @@ absl::Status Trainer::EvaluateAndCheckTargets(bool* complete) {
   const TargetSpec& t = spec_.targets;
   if (t.deliver && !delivered_ && ev.accuracy >= *t.deliver) {
     spdlog::info("deliver target met: test_accuracy {:.4f} >= {}", ev.accuracy, *t.deliver);
-    if (o_.learner.rank == 0) RETURN_IF_ERROR(Export(kDeliveredModel, ev.accuracy));
+    if (rank() == 0) RETURN_IF_ERROR(Export(kDeliveredModel, ev.accuracy));
     delivered_ = true;
   }
   if (t.complete && ev.accuracy >= *t.complete) {
@@ -134,22 +133,23 @@ absl::Status Trainer::EvaluateAndCheckTargets(bool* complete) {
 
 bool Trainer::Step(const torch::Tensor& block) {
   auto t0 = std::chrono::steady_clock::now();
-  const int64_t world = o_.learner.world_size;
+  const int64_t ranks = world();
   // This rank's part: positions rank, rank + world, … of the block (counts differ by at most 1).
-  torch::Tensor idx = block.slice(0, o_.learner.rank, block.size(0), world);
+  torch::Tensor idx = block.slice(0, rank(), block.size(0), ranks);
   const int64_t n = idx.size(0);
   // The allreduce averages over ranks; weighting each rank's mean loss by its share of the block
   // makes that the mean over the whole block (weight 1 in every full step). A rank with no share
   // (a block shorter than the world) runs one sample at weight 0, so it has the same gradients
   // defined as its peers and contributes zeros.
-  const double weight = static_cast<double>(n) * world / block.size(0);
+  const double weight = static_cast<double>(n) * ranks / block.size(0);
   if (n == 0) idx = block.slice(0, 0, 1);
   torch::Tensor x = train_.samples.index_select(0, idx);
   torch::Tensor y = train_.labels.index_select(0, idx);
   optimizer_->zero_grad();
   // Every rank learns whether any was asked to stop from the step's last collective, so all
   // stop after this same step.
-  dp_->BeginStep(StopRequested());
+  // and whether any knows the job moved to a later generation (it grew), so all re-form after it.
+  dp_->BeginStep(StopRequested(), spec_.resources.elastic && reporter_.Generation() > generation_);
   torch::Tensor loss = torch::nll_loss(model_->forward(x), y);
   (weight == 1.0 ? loss : loss * weight).backward();
   const bool stop = dp_->FinishStep();
@@ -162,6 +162,8 @@ bool Trainer::Step(const torch::Tensor& block) {
   progress_.samples += block.size(0);
   samples_since_report_ += block.size(0);
   if (audit_) audit_->Step(progress_.step, epoch_in_progress_, block);
+  last_block_ = block;
+  last_block_epoch_ = epoch_in_progress_;
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   train_seconds_since_report_ += seconds;
@@ -179,7 +181,7 @@ absl::StatusOr<Trainer::EpochEnd> Trainer::TrainEpoch(int epoch) {
   // trained by applied steps, whatever the world size then: a gang restarted at another size
   // (an elastic job) picks the epoch up at that sample.
   const int64_t n = train_.size();
-  const int64_t global = spec_.training.batch_size * o_.learner.world_size;
+  const int64_t global = spec_.training.batch_size * world();
   const int64_t start = epoch_offset_;
   const int64_t steps = (n - start + global - 1) / global;
   steps_this_run_ = steps;
@@ -205,6 +207,10 @@ absl::StatusOr<Trainer::EpochEnd> Trainer::TrainEpoch(int epoch) {
       eval_pending_ = false;
       if (complete) return EpochEnd::kComplete;
     }
+    // Every rank saw the same flag: all leave the epoch here and re-enter it in the new group.
+    if (dp_->regroup_requested()) {
+      throw RegroupRequest(absl::StrCat("the job moved to generation ", reporter_.Generation()));
+    }
   }
   progress_.epoch = epoch + 1;
   LogEpochTimes(epoch);
@@ -217,7 +223,7 @@ absl::StatusOr<Trainer::EpochEnd> Trainer::TrainEpoch(int epoch) {
 }
 
 void Trainer::LogEpochTimes(int epoch) {
-  if (o_.learner.world_size > 1) {
+  if (world() > 1) {
     const int64_t steps = std::max<int64_t>(1, steps_this_run_);
     const double wait_ms = dp_->TakeWaitMs();
     spdlog::info(
@@ -231,7 +237,7 @@ void Trainer::LogEpochTimes(int epoch) {
 
 absl::Status Trainer::OnPeerLost(const PeerLostError& e) {
   spdlog::warn("lost a peer learner at step {}: {}", progress_.step, e.what());
-  if (o_.learner.rank == 0) {
+  if (rank() == 0) {
     absl::Status saved = Checkpoint();
     if (saved.ok()) {
       spdlog::info(
@@ -256,9 +262,9 @@ absl::StatusOr<LoopResult> Trainer::Finish(bool complete) {
     spdlog::info("parameters checksum {:.10e} at step {}", checksum, progress_.step);
   }
   LoopResult result;
-  if (o_.learner.rank != 0) {
+  if (rank() != 0) {
     result.reason = absl::StrFormat("rank %d of %d done at step %d; rank 0 writes the final model",
-                                    o_.learner.rank, o_.learner.world_size, progress_.step);
+                                    rank(), world(), progress_.step);
   } else if (complete) {
     result.reason = absl::StrFormat("target met: test_accuracy %.4f >= %g", complete_met_,
                                     *spec_.targets.complete);
@@ -269,50 +275,86 @@ absl::StatusOr<LoopResult> Trainer::Finish(bool complete) {
     result.reason = absl::StrFormat("budget exhausted: %d epochs, test_accuracy %.4f",
                                     spec_.training.epochs, last_accuracy_);
   }
-  if (o_.learner.rank == 0) RETURN_IF_ERROR(Export(kFinalModel, last_accuracy_));
+  if (rank() == 0) RETURN_IF_ERROR(Export(kFinalModel, last_accuracy_));
   result.succeeded = true;
   result.best_test_accuracy = best_;
   result.final_test_accuracy = last_accuracy_;
   return result;
 }
 
+absl::StatusOr<std::optional<LoopResult>> Trainer::TrainToEnd(bool* complete) {
+  if (eval_pending_) {
+    // The gang lost a learner during this evaluation: do it now, before training on.
+    epoch_in_progress_ = epoch_offset_ == 0 ? progress_.epoch : progress_.epoch + 1;
+    spdlog::info("evaluating step {} first: its evaluation was interrupted", progress_.step);
+    RETURN_IF_ERROR(EvaluateAndCheckTargets(complete));
+    eval_pending_ = false;
+  }
+  for (int epoch = progress_.epoch; epoch < spec_.training.epochs && !*complete; ++epoch) {
+    ASSIGN_OR_RETURN(EpochEnd end, TrainEpoch(epoch));
+    if (end == EpochEnd::kStopped) {
+      LoopResult result;
+      result.stopped = true;
+      result.reason = "stopped on request";
+      result.best_test_accuracy = best_;
+      return result;
+    }
+    *complete = end == EpochEnd::kComplete;
+  }
+  return std::nullopt;
+}
+
 absl::StatusOr<LoopResult> Trainer::Run() {
   optimizer_ = MakeOptimizer();
-  ASSIGN_OR_RETURN(const int64_t resumed_from, ResumeFromCheckpoints());
-  RETURN_IF_ERROR(SyncGang());
-  if (o_.learner.rank == 0 && !o_.audit_path.empty()) {
-    ASSIGN_OR_RETURN(audit_, AuditLog::Open(o_.audit_path));
-    audit_->Resume(std::max<int64_t>(progress_.step, 0));
-    spdlog::info("auditing every applied step's samples in {}", o_.audit_path);
+  int64_t resumed_from = -1;
+  if (o_.learner.generation > 1) {
+    // Joining a running elastic job: its group's rank 0 hands over the training state.
+    generation_ = o_.learner.generation;
+    RETURN_IF_ERROR(TakeRank0State());
+    spdlog::info("joined generation {} as rank {} of {} at step {} ({} samples into epoch {})",
+                 generation_, rank(), world(), progress_.step, epoch_offset_, progress_.epoch + 1);
+  } else {
+    ASSIGN_OR_RETURN(resumed_from, ResumeFromCheckpoints());
+    RETURN_IF_ERROR(SyncGang());
+    RETURN_IF_ERROR(OpenAudit());
+    Plan();
   }
-  Plan();
   dp_->AttachGradientHooks(model_->parameters());
   model_->train();
   last_report_s_ = NowS();
   last_checkpoint_s_ = NowS();
   bool complete = false;
-  try {
-    if (eval_pending_) {
-      // The gang lost a learner during this evaluation last time: do it now, before training on.
-      epoch_in_progress_ = epoch_offset_ == 0 ? progress_.epoch : progress_.epoch + 1;
-      spdlog::info("evaluating step {} first: its evaluation was interrupted", progress_.step);
-      RETURN_IF_ERROR(EvaluateAndCheckTargets(&complete));
-      eval_pending_ = false;
-    }
-    for (int epoch = progress_.epoch; epoch < spec_.training.epochs && !complete; ++epoch) {
-      ASSIGN_OR_RETURN(EpochEnd end, TrainEpoch(epoch));
-      if (end == EpochEnd::kStopped) {
-        LoopResult result;
-        result.stopped = true;
-        result.reason = "stopped on request";
-        result.best_test_accuracy = best_;
-        result.resumed_from_step = resumed_from;
-        return result;
+  for (;;) {
+    absl::StatusOr<bool> member = true;
+    try {
+      ASSIGN_OR_RETURN(std::optional<LoopResult> stopped, TrainToEnd(&complete));
+      if (stopped) {
+        stopped->resumed_from_step = resumed_from;
+        return *stopped;
       }
-      complete = end == EpochEnd::kComplete;
+      break;
+    } catch (const PeerLostError& e) {
+      if (!spec_.resources.elastic) return OnPeerLost(e);
+      member = Regroup(absl::StrCat("lost a peer learner (", e.what(), ")"));
+      if (!member.ok()) {
+        spdlog::warn("cannot regroup in place: {}", member.status().message());
+        return OnPeerLost(e);
+      }
+    } catch (const RegroupRequest& e) {
+      member = Regroup(e.what());
+      if (!member.ok()) {
+        spdlog::warn("cannot regroup in place: {}", member.status().message());
+        return OnPeerLost(PeerLostError(e.what()));
+      }
     }
-  } catch (const PeerLostError& e) {
-    return OnPeerLost(e);
+    if (!*member) {
+      LoopResult result;
+      result.stopped = true;
+      result.reason = "left the job's group at weftd's request";
+      result.best_test_accuracy = best_;
+      result.resumed_from_step = resumed_from;
+      return result;
+    }
   }
   ASSIGN_OR_RETURN(LoopResult result, Finish(complete));
   result.resumed_from_step = resumed_from;

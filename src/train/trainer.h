@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -33,6 +34,23 @@ Evaluation Evaluate(const Model& model, const Dataset& test, DataParallel* dp = 
 
 // libtorch's message without its C++ backtrace.
 std::string TorchMessage(const std::exception& e);
+
+// The key prefix of an elastic job's generation's group in its rendezvous store.
+std::string GenerationPrefix(const std::string& job_id, int64_t attempt, int64_t generation);
+
+// How long a learner waits in the store for a new generation's other members (milliseconds): the
+// running members join within a heartbeat and a step; past it, it asks weftd again.
+inline constexpr int64_t kReformWaitMs = 10000;
+// How long a learner joining a running job waits for its members: they notice the generation at
+// their next heartbeat, then finish the step (or an evaluation) in flight.
+inline constexpr int64_t kJoinWaitMs = 30000;
+
+// Thrown at a step boundary when the job has moved to a later membership generation (it grew):
+// every rank throws it after the same step, and all re-form the group.
+class RegroupRequest : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 class Trainer {
  public:
@@ -68,6 +86,29 @@ class Trainer {
   // step every rank completed (a failed step is not applied), so rank 0 checkpoints it before
   // exiting and the gang's restart loses (almost) no steps. Returns Unavailable.
   absl::Status OnPeerLost(const PeerLostError& e);
+  // Trains from the current position to the end of the budget or the complete target (a pending
+  // evaluation first). Sets *complete; returns a result only when stopped on request. Throws
+  // PeerLostError.
+  absl::StatusOr<std::optional<LoopResult>> TrainToEnd(bool* complete);
+  // This rank's rank and the world size in the current group.
+  int rank() const { return dp_->rank(); }
+  int world() const { return dp_->world_size(); }
+
+  // --- trainer_membership.cc ---
+  // An elastic job's learner lost a peer or saw the job grow (`why`): asks weftd for the new
+  // generation, re-forms the
+  // group in place and takes rank 0's training state (parameters, buffers, optimizer state,
+  // position, RNG). True when this learner trains on; false when weftd says it is no longer a
+  // member. Errors (weftd undecided within the regroup timeout, unreachable, a group that does
+  // not form): the caller falls back to a fixed gang's restart.
+  absl::StatusOr<bool> Regroup(const std::string& why);
+  // One attempt at joining `m`'s generation and taking rank 0's state. Throws PeerLostError.
+  absl::Status Rejoin(const Membership& m);
+  // After joining a group: every member takes rank 0's training state; the learning rate
+  // follows the new world size; rank 0 keeps the audit. Throws PeerLostError.
+  absl::Status TakeRank0State();
+  // Rank 0 of the current group opens the audit (if any) and records where the lineage resumes.
+  absl::Status OpenAudit();
 
   // --- trainer_state.cc ---
   // Restores the newest of the reporter's checkpoints that loads (a truncated or corrupt one is
@@ -75,6 +116,11 @@ class Trainer {
   absl::StatusOr<int64_t> ResumeFromCheckpoints();
   // Loads the training state from `path`. DataLoss if the file is truncated or corrupt.
   absl::Status Restore(const std::string& path);
+  // Loads the training state SerializeState() gave rank 0. DataLoss if it does not load.
+  absl::Status RestoreFromBytes(const std::string& bytes);
+  absl::Status LoadState(torch::serialize::InputArchive& ar, const std::string& path);
+  // The whole training state as a checkpoint holds it. Internal if serialising fails.
+  absl::StatusOr<std::string> SerializeState();
   bool CheckpointDue() const;
   // Writes a checkpoint of the whole training state and commits it (rank 0 only). With
   // `tolerate_disk_errors` a write the disk refuses (full, I/O error) is logged and skipped: the
@@ -121,6 +167,14 @@ class Trainer {
   // checkpoint written when a peer is lost mid-evaluation makes the restart evaluate first.
   bool eval_pending_ = false;
   bool last_checkpoint_eval_pending_ = false;
+  // The membership generation of the group this learner trains in (1 as started; an elastic job
+  // moves on in place when it loses a learner).
+  int64_t generation_ = 1;
+  // The sample indices (int64 [k]) and epoch of the last step this learner applied itself, for
+  // its audit record should it become rank 0 (the rank 0 that recorded steps may have died before
+  // recording that one); undefined after taking another rank's state.
+  torch::Tensor last_block_;
+  int last_block_epoch_ = 0;
 };
 
 }  // namespace weft::train

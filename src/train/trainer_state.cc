@@ -51,12 +51,7 @@ absl::StatusOr<int64_t> Trainer::ResumeFromCheckpoints() {
   return -1;
 }
 
-absl::Status Trainer::Checkpoint(bool tolerate_disk_errors) {
-  if (o_.learner.rank != 0 || o_.learner.checkpoint_dir.empty() ||
-      (progress_.step == last_checkpoint_step_ && eval_pending_ == last_checkpoint_eval_pending_)) {
-    return absl::OkStatus();  // this state is on disk already
-  }
-  auto t0 = std::chrono::steady_clock::now();
+absl::StatusOr<std::string> Trainer::SerializeState() {
   std::ostringstream bytes;
   try {
     torch::serialize::OutputArchive ar;
@@ -80,9 +75,19 @@ absl::Status Trainer::Checkpoint(bool tolerate_disk_errors) {
   } catch (const std::exception& e) {
     return absl::InternalError(absl::StrCat("cannot serialise a checkpoint: ", TorchMessage(e)));
   }
+  return std::move(bytes).str();
+}
+
+absl::Status Trainer::Checkpoint(bool tolerate_disk_errors) {
+  if (rank() != 0 || o_.learner.checkpoint_dir.empty() ||
+      (progress_.step == last_checkpoint_step_ && eval_pending_ == last_checkpoint_eval_pending_)) {
+    return absl::OkStatus();  // this state is on disk already
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  ASSIGN_OR_RETURN(const std::string bytes, SerializeState());
   const std::string path = CheckpointPath(o_.learner.checkpoint_dir, progress_.step);
   absl::Status written = env_.MakeDirs(o_.learner.checkpoint_dir);
-  if (written.ok()) written = WriteFileAtomic(env_, path, bytes.str());
+  if (written.ok()) written = WriteFileAtomic(env_, path, bytes);
   if (!written.ok()) {
     if (!tolerate_disk_errors) return written;
     // The latest committed checkpoint stands; try again when the next one is due.
@@ -96,10 +101,10 @@ absl::Status Trainer::Checkpoint(bool tolerate_disk_errors) {
   double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   spdlog::info("checkpoint written: {} (step {}, {} bytes, {:.0f} ms)", path, progress_.step,
-               bytes.str().size(), ms);
+               bytes.size(), ms);
   Failpoint("checkpoint-before-commit");
   RETURN_IF_ERROR(reporter_.CommitCheckpoint(path, progress_.epoch, progress_.step,
-                                             static_cast<int64_t>(bytes.str().size()), ms / 1000));
+                                             static_cast<int64_t>(bytes.size()), ms / 1000));
   last_checkpoint_step_ = progress_.step;
   last_checkpoint_eval_pending_ = eval_pending_;
   last_checkpoint_s_ = NowS();
@@ -120,6 +125,22 @@ absl::Status Trainer::Restore(const std::string& path) {
     return absl::DataLossError(
         absl::StrCat("checkpoint ", path, " does not load: ", TorchMessage(e)));
   }
+  return LoadState(ar, path);
+}
+
+absl::Status Trainer::RestoreFromBytes(const std::string& bytes) {
+  torch::serialize::InputArchive ar;
+  try {
+    std::istringstream in(bytes);
+    ar.load_from(in);
+  } catch (const std::exception& e) {
+    return absl::DataLossError(
+        absl::StrCat("rank 0's training state does not load: ", TorchMessage(e)));
+  }
+  return LoadState(ar, "from rank 0");
+}
+
+absl::Status Trainer::LoadState(torch::serialize::InputArchive& ar, const std::string& path) {
   try {
     torch::Tensor format;
     ar.read("format", format);
@@ -148,7 +169,7 @@ absl::Status Trainer::Restore(const std::string& path) {
     } else {
       // Written before the offset existed, by a fixed gang of this same size: whole steps of
       // batch_size samples per rank.
-      epoch_offset_ = i64("step_in_epoch") * spec_.training.batch_size * o_.learner.world_size;
+      epoch_offset_ = i64("step_in_epoch") * spec_.training.batch_size * world();
     }
     if (epoch_offset_ < 0 || epoch_offset_ > train_.size()) {
       return absl::DataLossError(absl::StrCat("checkpoint ", path, " is ", epoch_offset_,

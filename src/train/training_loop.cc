@@ -103,11 +103,16 @@ absl::StatusOr<LoopResult> RunTraining(const LoopOptions& given, Reporter& repor
                                              train.SampleShape(), classes, options.kernels));
     std::unique_ptr<DataParallel> dp = DataParallel::Local();
     if (options.learner.world_size > 1) {
-      ASSIGN_OR_RETURN(
-          dp, DataParallel::Connect(
-                  options.learner.rendezvous_host, options.learner.rendezvous_port,
-                  options.learner.rank, options.learner.world_size, options.rendezvous_timeout_ms,
-                  absl::StrCat(options.learner.job_id, "/attempt-", options.learner.attempt, "/")));
+      // A learner that joins a running elastic job meets its generation's group.
+      const LearnerLaunch& l = options.learner;
+      const bool joins = l.generation > 1;
+      ASSIGN_OR_RETURN(dp,
+                       DataParallel::Connect(
+                           l.rendezvous_host, l.rendezvous_port, joins ? l.generation_rank : l.rank,
+                           l.world_size, options.rendezvous_timeout_ms,
+                           joins ? GenerationPrefix(l.job_id, l.attempt, l.generation)
+                                 : absl::StrCat(l.job_id, "/attempt-", l.attempt, "/"),
+                           joins ? std::min(options.rendezvous_timeout_ms, kJoinWaitMs) : 0));
     }
     Trainer trainer(options, reporter, std::move(model), std::move(train), std::move(test),
                     std::move(dp));

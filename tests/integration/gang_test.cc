@@ -34,10 +34,13 @@ class GangTest : public ::testing::Test {
     }
     char tmpl[] = "/tmp/weft-gang-XXXXXX";
     dir_ = mkdtemp(tmpl);
-    // Two logical nodes of one cpu each: a 2-learner gang must spread over both.
-    std::ofstream(dir_ + "/nodes.yaml") << "nodes:\n"
-                                           "  - {name: node-a, cpus: 1, memory_mb: 8192}\n"
-                                           "  - {name: node-b, cpus: 1, memory_mb: 8192}\n";
+    // Logical nodes of one cpu each (two unless a test says): a 2-learner gang must spread.
+    std::ofstream nodes(dir_ + "/nodes.yaml");
+    nodes << "nodes:\n";
+    for (int i = 0; i < nodes_; ++i) {
+      nodes << "  - {name: node-" << static_cast<char>('a' + i) << ", cpus: 1, memory_mb: 8192}\n";
+    }
+    nodes.close();
     weftd_ = std::make_unique<WeftdProcess>(dir_ + "/data");
     weftd_->set_args({"--config", dir_ + "/nodes.yaml"});
     weftd_->set_env({"WEFT_LEARNER_AUDIT=1"});  // every job's samples, checked by Audit()
@@ -105,7 +108,37 @@ class GangTest : public ::testing::Test {
   }
 
   std::string dir_;
+  int nodes_ = 2;
   std::unique_ptr<WeftdProcess> weftd_;
+};
+
+// Three logical nodes: room for an elastic job of up to 3 learners.
+class ElasticGangTest : public GangTest {
+ protected:
+  ElasticGangTest() { nodes_ = 3; }
+  // The job's running learners by id: their pids.
+  std::map<int, int64_t> PidsById(const json& j) {
+    std::map<int, int64_t> out;
+    for (const auto& l : j["learners"]) {
+      if (l["pid"].is_number()) out[l.value("id", -1)] = l["pid"].get<int64_t>();
+    }
+    return out;
+  }
+  // Polls learner `learner`'s log until it has `text`.
+  void WaitForLog(const std::string& id, int learner, const std::string& text, int timeout_s) {
+    std::string log;
+    for (int i = 0; i < timeout_s * 5; ++i) {
+      log = Log(id, learner);
+      if (log.find(text) != std::string::npos) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    ADD_FAILURE() << "learner " << learner << " never logged '" << text << "':\n" << log;
+  }
+  std::string History(const json& j) {
+    std::string text;
+    for (const auto& e : j["history"]) text += e["reason"].get<std::string>() + "\n";
+    return text;
+  }
 };
 
 // MLP on 12,000 training images for 3 epochs: the same data budget for 1 and 2 learners.
@@ -318,18 +351,18 @@ TEST_F(GangTest, AnElasticJobGivesBackWhatItGrewIntoAndResumesTheEpochAtTheSameS
       "attempt 2 running");
   EXPECT_EQ(back["learners"].size(), 1u) << back.dump(2);
   EXPECT_NE(back["learners"][0]["node"], other_running["learners"][0]["node"]);
-  // The other job (1 short epoch) ends first; the elastic job grows back into its node, again by a
-  // restart from the checkpoint written when it was stopped.
+  // The other job (1 short epoch) ends first; the elastic job grows back into its node in place:
+  // a newcomer joins the running learner at a new generation of the same attempt.
   WaitFor(other, "COMPLETED", 300);
   json regrown = WaitUntil(
       id,
       [](const json& j) {
         const std::string state = j.value("state", "");
-        return (state == "RUNNING" && j["attempt"] == 3) || state == "COMPLETED" ||
-               state == "FAILED";
+        return j.value("generation", 0) >= 2 || state == "COMPLETED" || state == "FAILED";
       },
-      120, "attempt 3 running");
+      120, "generation 2");
   EXPECT_EQ(regrown["learners"].size(), 2u) << regrown.dump(2);
+  EXPECT_EQ(regrown["attempt"], 2) << regrown.dump(2);
 
   json done = WaitFor(id, "COMPLETED", 400);
   // 60 epochs of 12,000 samples, each trained once, by 2 learners, then 1, then 2 again.
@@ -353,9 +386,72 @@ TEST_F(GangTest, AnElasticJobGivesBackWhatItGrewIntoAndResumesTheEpochAtTheSameS
                                  "into; checkpointing, then it restarts with the learners that "
                                  "fit"));
   EXPECT_THAT(history, ::testing::ContainsRegex("placed on node node-[ab]\n"));
-  EXPECT_THAT(history, HasSubstr("grow to 2: idle capacity; checkpointing, then it restarts with "
-                                 "the learners that fit"));
-  EXPECT_EQ(done["attempt"], 3) << history;
+  EXPECT_THAT(history, HasSubstr("generation 2: grow to 2: idle capacity; learner 1 joins without "
+                                 "a restart"));
+  EXPECT_EQ(done["attempt"], 2) << history;
+  ExpectExactAudit(id, 60);
+}
+
+// Issue 14's test: an elastic job loses a learner, then its rank 0, and grows back each time, all
+// without a restart: the survivors' processes go on, the history shows each generation, and
+// every sample of every epoch is trained exactly once.
+TEST_F(ElasticGangTest, AnElasticJobLosesALearnerThenRank0AndGrowsBackWithoutARestart) {
+  const std::string id =
+      Submit("elastic",
+             "model: {architecture: mlp, hidden_units: [128]}\n"
+             "data: {dataset: fashion-mnist, train_samples: 12000, test_samples: 2000}\n"
+             "training: {epochs: 60, batch_size: 64, threads: 1, seed: 3}\n"
+             "resources: {learners: {min: 1, max: 3}, cpus: 1}\n"
+             "checkpoint: {every_steps: 100, keep: 2}\n");
+  json j = WaitUntil(
+      id,
+      [](const json& j) {
+        return j["learners"].size() == 3 && j["progress"].value("step", 0) >= 100;
+      },
+      300, "3 learners past step 100");
+  const std::map<int, int64_t> first = PidsById(j);
+  ASSERT_EQ(first.size(), 3u) << j.dump(2);
+
+  // kill -9 of learner 1 (rank 1), mid-epoch.
+  ASSERT_EQ(::kill(static_cast<pid_t>(first.at(1)), SIGKILL), 0);
+  // The survivors re-form with a newcomer (weftd regrows into the freed node at once) and train.
+  WaitForLog(id, 0, "generation 3: rank 0 of 3, training on from step", 120);
+  WaitForLog(id, 3, "joined generation 3 as rank 2 of 3 at step", 120);
+  j = Get("/v1/jobs/" + id);
+  std::map<int, int64_t> second = PidsById(j);
+  EXPECT_EQ(second.count(1), 0u) << "learner 1 is gone";
+  EXPECT_EQ(second.at(0), first.at(0)) << "learner 0 was not restarted";
+  EXPECT_EQ(second.at(2), first.at(2)) << "learner 2 was not restarted";
+  EXPECT_EQ(j["attempt"], 1);
+
+  // kill -9 of learner 0, rank 0: the one that served the group's rendezvous and kept the audit.
+  ASSERT_EQ(::kill(static_cast<pid_t>(second.at(0)), SIGKILL), 0);
+  WaitForLog(id, 2, "generation 5: rank 0 of 3, training on from step", 120);
+  WaitForLog(id, 4, "joined generation 5 as rank 2 of 3 at step", 120);
+  j = Get("/v1/jobs/" + id);
+  EXPECT_EQ(j.value("generation", 0), 5);
+  std::map<int, int64_t> third = PidsById(j);
+  EXPECT_EQ(third.count(0), 0u);
+  EXPECT_EQ(third.at(2), first.at(2)) << "learner 2 was not restarted";
+  for (const auto& [learner, pid] : second) {
+    if (learner != 0) {
+      EXPECT_EQ(third.at(learner), pid) << "learner " << learner;
+    }
+  }
+  EXPECT_EQ(j["learners"][0].value("id", -1), 2) << "the lowest surviving rank leads";
+
+  json done = WaitFor(id, "COMPLETED", 400);
+  EXPECT_EQ(done["attempt"], 1) << "never restarted";
+  EXPECT_EQ(done["progress"]["samples"].get<int64_t>(), 60 * 12000) << done.dump(2);
+  EXPECT_GT(done["models"]["final"]["test_accuracy"].get<double>(), 0.80);
+  const std::string history = History(done);
+  EXPECT_THAT(history, HasSubstr("generation 2: learner 1 killed by signal 9 (SIGKILL); 2 learners "
+                                 "go on without a restart (rank 0 is learner 0"));
+  EXPECT_THAT(history, HasSubstr("generation 3: grow to 3: idle capacity; learner 3 joins without "
+                                 "a restart"));
+  EXPECT_THAT(history, HasSubstr("generation 4: learner 0 killed by signal 9 (SIGKILL); 2 learners "
+                                 "go on without a restart (rank 0 is learner 2"));
+  EXPECT_THAT(history, HasSubstr("generation 5: grow to 3: idle capacity; learner 4 joins"));
   ExpectExactAudit(id, 60);
 }
 

@@ -13,15 +13,16 @@ using S = JobState;
 // The lifecycle of ARCHITECTURE.md, written out edge by edge.
 const std::set<std::pair<S, S>>& Allowed() {
   static const std::set<std::pair<S, S>> kAllowed = {
-      {S::kQueued, S::kPlaced},       {S::kQueued, S::kHalted},     {S::kQueued, S::kFailed},
-      {S::kPlaced, S::kStarting},     {S::kPlaced, S::kQueued},     {S::kPlaced, S::kHalted},
-      {S::kPlaced, S::kFailed},       {S::kStarting, S::kRunning},  {S::kStarting, S::kQueued},
-      {S::kStarting, S::kHalted},     {S::kStarting, S::kFailed},   {S::kStarting, S::kPreempted},
-      {S::kRunning, S::kDelivered},   {S::kRunning, S::kCompleted}, {S::kRunning, S::kFailed},
-      {S::kRunning, S::kHalted},      {S::kRunning, S::kPreempted}, {S::kRunning, S::kQueued},
-      {S::kDelivered, S::kCompleted}, {S::kDelivered, S::kFailed},  {S::kDelivered, S::kHalted},
-      {S::kDelivered, S::kPreempted}, {S::kDelivered, S::kQueued},  {S::kPreempted, S::kQueued},
-      {S::kHalted, S::kResuming},     {S::kResuming, S::kQueued},   {S::kResuming, S::kFailed},
+      {S::kQueued, S::kPlaced},     {S::kQueued, S::kHalted},       {S::kQueued, S::kFailed},
+      {S::kPlaced, S::kStarting},   {S::kPlaced, S::kQueued},       {S::kPlaced, S::kHalted},
+      {S::kPlaced, S::kFailed},     {S::kStarting, S::kRunning},    {S::kStarting, S::kQueued},
+      {S::kStarting, S::kHalted},   {S::kStarting, S::kFailed},     {S::kStarting, S::kPreempted},
+      {S::kRunning, S::kRunning},   {S::kDelivered, S::kDelivered}, {S::kRunning, S::kDelivered},
+      {S::kRunning, S::kCompleted}, {S::kRunning, S::kFailed},      {S::kRunning, S::kHalted},
+      {S::kRunning, S::kPreempted}, {S::kRunning, S::kQueued},      {S::kDelivered, S::kCompleted},
+      {S::kDelivered, S::kFailed},  {S::kDelivered, S::kHalted},    {S::kDelivered, S::kPreempted},
+      {S::kDelivered, S::kQueued},  {S::kPreempted, S::kQueued},    {S::kHalted, S::kResuming},
+      {S::kResuming, S::kQueued},   {S::kResuming, S::kFailed},
   };
   return kAllowed;
 }

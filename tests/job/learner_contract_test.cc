@@ -92,6 +92,28 @@ TEST(LearnerContractTest, WhatTheExecutorWritesTheLearnerReadsBack) {
   EXPECT_EQ(got->credential, sent.credential);
 }
 
+TEST(LearnerContractTest, ALearnerJoiningARunningElasticJobKeepsItsIdAndGetsItsRankThere) {
+  LearnerLaunch sent = Gang();
+  sent.rank = 4;  // its id: ids 0..3 were handed out before
+  sent.world_size = 3;
+  sent.generation = 5;
+  sent.generation_rank = 2;
+  auto env = AsMap(sent);
+  EXPECT_EQ(env["WEFT_GENERATION"], "5");
+  EXPECT_EQ(env["WEFT_GENERATION_RANK"], "2");
+  auto got = ReadBack(env);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->rank, 4);
+  EXPECT_EQ(got->generation, 5);
+  EXPECT_EQ(got->generation_rank, 2);
+  env["WEFT_GENERATION_RANK"] = "3";
+  EXPECT_THAT(std::string(ReadBack(env).status().message()),
+              HasSubstr("WEFT_GENERATION_RANK 3 is not in [0, WORLD_SIZE 3)"));
+  // A learner started with its attempt has neither.
+  EXPECT_EQ(AsMap(Gang()).count("WEFT_GENERATION"), 0u);
+  EXPECT_EQ(ReadBack(AsMap(Gang()))->generation, 1);
+}
+
 TEST(LearnerContractTest, AMissingOrMalformedVariableIsNamed) {
   auto env = AsMap(Gang());
   env.erase("WEFT_JOB_ID");

@@ -40,7 +40,9 @@ TEST_P(StoreTest, TransitionAppendsHistoryAndChecksTheCurrentState) {
   r.state = JobState::kPlaced;
   r.reason = "placed on node local";
   r.updated_ms = 2000;
-  r.learners = {{"node-a", 0}, {"node-b", 4242}};
+  r.learners = {{"node-a", 0, 0}, {"node-b", 4242, 3}};
+  r.generation = 2;
+  r.next_learner_id = 4;
   ASSERT_TRUE(store_->TransitionJob(r, JobState::kQueued).ok());
   // Compare-and-set: the stored state is PLACED now, not QUEUED.
   r.state = JobState::kStarting;
@@ -66,6 +68,11 @@ TEST_P(StoreTest, TransitionAppendsHistoryAndChecksTheCurrentState) {
   EXPECT_EQ(got->learners[0].node, "node-a");
   EXPECT_EQ(got->learners[1].node, "node-b");
   EXPECT_EQ(got->learners[1].pid, 4242);
+  // With their ids, the membership generation and the next id an elastic job's newcomer gets.
+  EXPECT_EQ(got->learners[0].id, 0);
+  EXPECT_EQ(got->learners[1].id, 3);
+  EXPECT_EQ(got->generation, 2);
+  EXPECT_EQ(got->next_learner_id, 4);
 }
 
 TEST_P(StoreTest, UpdateLeavesStateAndHistoryAlone) {

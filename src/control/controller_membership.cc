@@ -1,0 +1,177 @@
+// In-place membership changes of elastic jobs (issue 14): when a learner of a running elastic
+// job is lost and at least its minimum remain, the survivors are not stopped: weftd moves the
+// job to a new generation without that learner (ranks renumbered in order, ids kept), records
+// it in the history, and answers the survivors' Regroup calls with their new rank, the world
+// size and where the new generation's group meets (served by its rank 0).
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/logging.h"
+#include "control/controller.h"
+
+namespace weft {
+
+bool Controller::InPlaceLocked(const JobRecord& r) {
+  if (r.state != JobState::kRunning && r.state != JobState::kDelivered) return false;
+  auto spec = specs_.Get(r);
+  // A command job's program does not speak the regroup protocol: its changes are restarts.
+  return spec.ok() && (*spec)->resources.elastic && !(*spec)->IsCommandJob();
+}
+
+bool Controller::RegroupLocked(JobRecord& r, int learner_id, const std::string& reason) {
+  if (!InPlaceLocked(r)) return false;
+  auto spec = specs_.Get(r);
+  std::vector<LearnerSlot> survivors;
+  for (const LearnerSlot& l : r.learners) {
+    if (l.id != learner_id) survivors.push_back(l);
+  }
+  if (survivors.size() == r.learners.size()) return true;  // not a member any more: settled
+  const int min = std::max(1, (*spec)->resources.min_learners);
+  if (static_cast<int>(survivors.size()) < min) return false;
+  std::pair<std::string, int> rendezvous;
+  if (survivors.size() > 1) {
+    absl::StatusOr<std::pair<std::string, int>> address =
+        executor_.RendezvousAddress(survivors[0].node);
+    if (!address.ok()) {
+      spdlog::warn("job {}: no rendezvous for a new generation ({}); restarting the gang", r.id,
+                   address.status().message());
+      return false;
+    }
+    rendezvous = *address;
+  }
+  const std::vector<LearnerSlot> before = r.learners;
+  r.learners = survivors;
+  r.generation = std::max<int64_t>(r.generation, 1) + 1;
+  std::string why =
+      absl::StrCat("generation ", r.generation, ": ", reason, "; ", survivors.size(), " learner",
+                   survivors.size() == 1 ? " goes" : "s go",
+                   " on without a restart (rank 0 is learner ", survivors[0].id,
+                   survivors.size() > 1
+                       ? absl::StrCat(", rendezvous at ", rendezvous.first, ":", rendezvous.second)
+                       : std::string(),
+                   ")");
+  if (absl::Status s = TransitionLocked(r, r.state, why); !s.ok()) {
+    spdlog::error("job {}: cannot record generation {}: {}", r.id, r.generation, s.message());
+    r.learners = before;
+    r.generation -= 1;
+    return false;
+  }
+  AttemptTracker::Attempt& attempt = attempts_.Of(r.id);
+  attempt.last_seen_ms.erase(learner_id);
+  attempt.registered.erase(learner_id);
+  attempt.finished.erase(learner_id);
+  attempt.rendezvous[r.generation] = rendezvous;
+  attempt.generation = r.generation;
+  return true;
+}
+
+bool Controller::GrowInPlaceLocked(JobRecord r, const scheduler::Placement& p) {
+  if (!InPlaceLocked(r) || r.learners.empty()) return false;
+  auto spec = specs_.Get(r);
+  absl::StatusOr<DatasetRecord> data = DataSetLocked(r, **spec);
+  if (!data.ok()) return false;  // the restart path reports it
+  // The nodes the placement adds to the job's current ones.
+  std::multiset<std::string> have;
+  for (const LearnerSlot& l : r.learners) have.insert(l.node);
+  std::vector<std::string> added;
+  for (const std::string& node : p.learner_nodes) {
+    if (auto it = have.find(node); it != have.end()) {
+      have.erase(it);
+    } else {
+      added.push_back(node);
+    }
+  }
+  if (added.empty() || !have.empty()) return false;  // not a pure grow
+  absl::StatusOr<std::pair<std::string, int>> rendezvous =
+      executor_.RendezvousAddress(r.learners[0].node);
+  if (!rendezvous.ok()) return false;
+  // Never a lost learner's id (next_learner_id is 0 in a record older than ids).
+  for (const LearnerSlot& l : r.learners) r.next_learner_id = std::max(r.next_learner_id, l.id + 1);
+  std::vector<int> joining;
+  for (const std::string& node : added) {
+    joining.push_back(r.next_learner_id);
+    r.learners.push_back({node, 0, r.next_learner_id++});
+  }
+  r.generation = std::max<int64_t>(r.generation, 1) + 1;
+  std::string why = absl::StrCat(
+      "generation ", r.generation, ": ", p.reason.empty() ? "grow" : p.reason, "; learner",
+      joining.size() == 1 ? " " : "s ", absl::StrJoin(joining, ", "), " join",
+      joining.size() == 1 ? "s" : "", " without a restart (", r.learners.size(),
+      " learners, rendezvous at ", rendezvous->first, ":", rendezvous->second, ")");
+  if (absl::Status s = TransitionLocked(r, r.state, why); !s.ok()) {
+    spdlog::error("job {}: cannot record generation {}: {}", r.id, r.generation, s.message());
+    return true;  // nothing changed; a later round tries again
+  }
+  AttemptTracker::Attempt& attempt = attempts_.Of(r.id);
+  attempt.rendezvous[r.generation] = *rendezvous;
+  attempt.generation = r.generation;
+  for (size_t rank = r.learners.size() - joining.size(); rank < r.learners.size(); ++rank) {
+    LearnerLaunch launch = LaunchFor(r, **spec, static_cast<int>(rank), *rendezvous, *data);
+    launch.generation = r.generation;
+    launch.generation_rank = static_cast<int>(rank);
+    absl::StatusOr<int64_t> pid = executor_.Start(launch);
+    if (!pid.ok()) {
+      // The others would wait for it in vain: a generation without it.
+      const int id = r.learners[rank].id;
+      RegroupLocked(r, id, absl::StrCat("cannot start learner ", id, ": ", pid.status().message()));
+      return true;
+    }
+    r.learners[rank].pid = *pid;
+    attempt.last_seen_ms[r.learners[rank].id] = clock_.NowMs();
+  }
+  if (absl::Status s = store_.UpdateJob(r); !s.ok()) {
+    spdlog::error("job {}: cannot record learner pids: {}", r.id, s.message());
+  }
+  return true;
+}
+
+absl::StatusOr<RegroupDecision> Controller::OnRegroup(const std::string& id, int learner_id,
+                                                      int64_t attempt, int64_t generation) {
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<JobRecord> rec = AttemptLocked(id, attempt, RunsLearners);
+  if (absl::IsUnavailable(rec.status())) return rec.status();
+  RegroupDecision d;
+  if (!rec.ok()) {
+    d.kind = RegroupDecision::Kind::kStop;
+    d.reason = std::string(rec.status().message());
+    return d;
+  }
+  const JobRecord& r = *rec;
+  AttemptTracker::Attempt& a = attempts_.Of(id);
+  if (a.failure || r.generation <= generation) return d;  // kWait: stopping, or not decided yet
+  auto member = std::find_if(r.learners.begin(), r.learners.end(),
+                             [learner_id](const LearnerSlot& l) { return l.id == learner_id; });
+  d.generation = r.generation;
+  if (member == r.learners.end()) {
+    d.kind = RegroupDecision::Kind::kStop;
+    d.reason =
+        absl::StrCat("learner ", learner_id, " is not a member of generation ", r.generation);
+    return d;
+  }
+  a.last_seen_ms[learner_id] = clock_.NowMs();
+  d.kind = RegroupDecision::Kind::kReform;
+  d.rank = static_cast<int>(member - r.learners.begin());
+  d.world_size = static_cast<int>(r.learners.size());
+  if (d.world_size > 1) {
+    auto it = a.rendezvous.find(r.generation);
+    if (it == a.rendezvous.end()) {
+      // Chosen before a weftd restart and lost with it: choose again, once for everyone.
+      absl::StatusOr<std::pair<std::string, int>> address =
+          executor_.RendezvousAddress(r.learners[0].node);
+      if (!address.ok()) return absl::UnavailableError(address.status().message());
+      it = a.rendezvous.emplace(r.generation, *address).first;
+    }
+    d.rendezvous_host = it->second.first;
+    d.rendezvous_port = it->second.second;
+  }
+  return d;
+}
+
+int64_t Controller::Generation(const std::string& id) {
+  absl::MutexLock lock(&mu_);
+  const AttemptTracker::Attempt* a = attempts_.Find(id);
+  return a ? a->generation : 0;
+}
+
+}  // namespace weft

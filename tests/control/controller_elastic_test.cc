@@ -1,0 +1,141 @@
+// The controller's side of an elastic job's in-place membership changes (issue 14): a lost
+// learner moves the job to a new generation without stopping the survivors, who learn their new
+// ranks from OnRegroup; a grow starts newcomers that join a new generation; below its minimum
+// the gang restarts as a fixed one does.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "control/controller_fixture.h"
+#include "scheduler/fair_share_policy.h"
+
+namespace weft {
+namespace {
+
+using ::testing::HasSubstr;
+using Kind = RegroupDecision::Kind;
+
+constexpr char kElastic[] = R"(
+name: elastic
+model: {architecture: mlp}
+training: {epochs: 2}
+resources: {learners: {min: 1, max: 2}, cpus: 1, memory_mb: 1024}
+)";
+
+class ElasticControllerTest : public ControllerTest {
+ protected:
+  // An elastic job running as 2 learners (ids 0 and 1) on the 2-cpu node.
+  std::string StartTwo() {
+    MakeController(&fair_share_);
+    std::string id = Submit(kElastic);
+    controller_->Tick();
+    EXPECT_EQ(executor_.launches.size(), 2u) << "grown to its maximum on an idle node";
+    EXPECT_TRUE(controller_->OnRegister(id, 0, 1, 4242, 0).accepted);
+    EXPECT_TRUE(controller_->OnRegister(id, 1, 1, 4243, 0).accepted);
+    EXPECT_EQ(State(id), JobState::kRunning);
+    EXPECT_EQ(store_->GetJob(id)->generation, 1);
+    return id;
+  }
+  std::string History(const std::string& id) {
+    absl::StatusOr<std::vector<StateEvent>> history = store_->History(id);
+    if (!history.ok()) return std::string(history.status().message());
+    std::string text;
+    for (const StateEvent& e : *history) text += e.reason + "\n";
+    return text;
+  }
+  scheduler::FairSharePolicy fair_share_;
+};
+
+TEST_F(ElasticControllerTest, ALostLearnerIsANewGenerationAndTheSurvivorIsNotStopped) {
+  const std::string id = StartTwo();
+  // Learner 0 (rank 0) is killed; the fair-share policy is not asked to regrow this round.
+  executor_.stopped.clear();
+  executor_.Exit(id, 1, -1, 9, /*rank=*/0);
+  controller_->Tick();
+  EXPECT_TRUE(executor_.stopped.empty()) << "the survivor must not be stopped";
+  JobRecord r = *store_->GetJob(id);
+  EXPECT_EQ(r.state, JobState::kRunning);
+  EXPECT_EQ(r.attempt, 1) << "no restart";
+  EXPECT_GE(r.generation, 2);
+  EXPECT_THAT(History(id), HasSubstr("generation 2: learner 0 killed by signal 9 (SIGKILL); 1 "
+                                     "learner goes on without a restart (rank 0 is learner 1)"));
+  EXPECT_EQ(r.restarts, 0);
+
+  // The survivor asks where to go: rank 0 of the new generation (alone: no rendezvous needed).
+  absl::StatusOr<RegroupDecision> d = controller_->OnRegroup(id, 1, 1, 1);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->kind, Kind::kReform);
+  EXPECT_EQ(d->rank, 0);
+  EXPECT_EQ(d->generation, r.generation);
+  // The lost learner is no member; a stale attempt is told to stop; the current generation waits.
+  EXPECT_EQ(controller_->OnRegroup(id, 0, 1, 1)->kind, Kind::kStop);
+  EXPECT_EQ(controller_->OnRegroup(id, 1, 7, 1)->kind, Kind::kStop);
+  EXPECT_EQ(controller_->OnRegroup(id, 1, 1, r.generation)->kind, Kind::kWait);
+  // Learner 1 now leads: its metrics are the job's, its success completes the job.
+  MetricRecord m;
+  m.step = 40;
+  m.test_accuracy = 0.8;
+  EXPECT_EQ(controller_->OnMetrics(id, 1, 1, {m}, JobProgress{1, 2, 40, 80, 2560}),
+            ReportAnswer::kKeepRunning);
+  EXPECT_EQ(store_->GetJob(id)->progress.step, 40);
+}
+
+TEST_F(ElasticControllerTest, AGrowStartsANewcomerThatJoinsTheRunningLearners) {
+  const std::string id = StartTwo();
+  executor_.Exit(id, 1, -1, 9, /*rank=*/1);
+  controller_->Tick();  // generation 2 without learner 1; the same round regrows into its cpu
+  controller_->Tick();
+  JobRecord r = *store_->GetJob(id);
+  ASSERT_EQ(r.learners.size(), 2u) << History(id);
+  EXPECT_EQ(r.generation, 3);
+  EXPECT_EQ(r.attempt, 1);
+  EXPECT_EQ(r.learners[0].id, 0);
+  EXPECT_EQ(r.learners[1].id, 2) << "a newcomer gets a new id";
+  EXPECT_THAT(History(id), HasSubstr("generation 3: grow to 2: idle capacity; learner 2 joins "
+                                     "without a restart (2 learners, rendezvous at "
+                                     "127.0.0.1:29400)"));
+  ASSERT_EQ(executor_.launches.size(), 3u);
+  const LearnerLaunch& l = executor_.launches[2];
+  EXPECT_EQ(l.rank, 2);
+  EXPECT_EQ(l.generation, 3);
+  EXPECT_EQ(l.generation_rank, 1);
+  EXPECT_EQ(l.world_size, 2);
+  EXPECT_EQ(l.attempt, 1);
+  EXPECT_EQ(r.learners[1].pid, 4244);
+  // The running learner hears of generation 3 and re-forms as rank 0 of 2 with the newcomer.
+  EXPECT_EQ(controller_->Generation(id), 3);
+  absl::StatusOr<RegroupDecision> d = controller_->OnRegroup(id, 0, 1, 1);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->kind, Kind::kReform);
+  EXPECT_EQ(d->generation, 3);
+  EXPECT_EQ(d->rank, 0);
+  EXPECT_EQ(d->world_size, 2);
+  EXPECT_EQ(d->rendezvous_port, 29400);
+  EXPECT_TRUE(controller_->OnRegister(id, 2, 1, 4244, 2).accepted) << "the newcomer registers";
+}
+
+TEST_F(ElasticControllerTest, BelowItsMinimumTheGangRestartsLikeAFixedOne) {
+  MakeController(&fair_share_);
+  std::string id = Submit(R"(
+name: elastic
+model: {architecture: mlp}
+training: {epochs: 2}
+resources: {learners: {min: 2, max: 3}, cpus: 1, memory_mb: 1024}
+)");
+  controller_->Tick();
+  controller_->OnRegister(id, 0, 1, 4242, 0);
+  controller_->OnRegister(id, 1, 1, 4243, 0);
+  executor_.stopped.clear();
+  executor_.Exit(id, 1, -1, 9, /*rank=*/1);
+  controller_->Tick();
+  EXPECT_EQ(executor_.stopped.size(), 1u) << "rank 0 is stopped to checkpoint";
+  EXPECT_EQ(store_->GetJob(id)->generation, 1);
+  EXPECT_EQ(controller_->OnRegroup(id, 0, 1, 1)->kind, Kind::kWait)
+      << "no new generation: the survivor is being stopped";
+  executor_.Exit(id, 1, 1, 0, /*rank=*/0);
+  controller_->Tick();
+  EXPECT_EQ(State(id), JobState::kQueued);
+  EXPECT_THAT(Reason(id), HasSubstr("learner rank 1 killed by signal 9"));
+}
+
+}  // namespace
+}  // namespace weft
