@@ -5,8 +5,9 @@
 #    CKPT_STEPS steps, --max_restarts=3; once KILL_AT_STEP steps are done one worker gets kill -9
 #    and TorchElastic restarts all three from the checkpoint.
 #  - weft: the same CNN as an elastic job {min: 1, max: 3} on 3 logical nodes of 1 cpu
-#    (checkpoint.every_steps CKPT_STEPS); at step KILL_AT_STEP learner 1 (rank 1) gets kill -9;
-#    the two others re-form in place, and weftd grows the job back with a newcomer.
+#    (checkpoint.every_steps CKPT_STEPS; 2 epochs, as 3 learners finish the first at step 313);
+#    at step KILL_AT_STEP learner 1 (rank 1) gets kill -9; the two others re-form in place, and
+#    weftd grows the job back with a newcomer.
 # For each: seconds from the kill to training again (torchrun: the workers' "start" line; weft:
 # the survivors' "generation N: rank 0 of M, training on" log line), steps of applied work lost,
 # and seconds from the kill until the job is back at the step it had reached. For weft also the
@@ -34,7 +35,7 @@ cat >"$WORK/job.yaml" <<YAML
 name: elastic-recovery
 model: {architecture: cnn}
 data: {dataset: fashion-mnist}
-training: {epochs: 1, batch_size: 64, optimizer: adam, learning_rate: 0.001, threads: 1}
+training: {epochs: 2, batch_size: 64, optimizer: adam, learning_rate: 0.001, threads: 1}
 resources: {learners: {min: 1, max: 3}, cpus: 1, memory_mb: 2048}
 checkpoint: {every_steps: $CKPT, every_seconds: 0}
 max_restarts: 3

@@ -43,6 +43,13 @@ class AttemptTracker {
     // generation, so every member is sent to the same one.
     std::map<int64_t, std::pair<std::string, int>> rendezvous;
     int64_t generation = 0;  // the job's, as last stored (JobRecord::generation)
+    // Members of the current generation not yet told it by a Regroup answer, after a loss: the
+    // job grows only once they all have, so survivors re-form without waiting for a newcomer.
+    std::set<int> untold;
+    // Newcomers of the current generation not ready yet (they ask Regroup once their data and
+    // model are loaded): until then heartbeats announce the generation before, so the running
+    // learners keep training instead of waiting for them.
+    std::set<int> joining;
   };
 
   // The current attempt of `id`, created empty on first use.

@@ -63,11 +63,21 @@ bool Controller::RegroupLocked(JobRecord& r, int learner_id, const std::string& 
   attempt.finished.erase(learner_id);
   attempt.rendezvous[r.generation] = rendezvous;
   attempt.generation = r.generation;
+  attempt.joining.erase(learner_id);
+  attempt.untold.clear();
+  for (const LearnerSlot& l : survivors) {
+    if (!attempt.joining.count(l.id)) attempt.untold.insert(l.id);
+  }
   return true;
 }
 
 bool Controller::GrowInPlaceLocked(JobRecord r, const scheduler::Placement& p) {
   if (!InPlaceLocked(r) || r.learners.empty()) return false;
+  // Survivors of a loss re-form first; a newcomer still starting joins before another does.
+  if (const AttemptTracker::Attempt* a = attempts_.Find(r.id);
+      a && (!a->untold.empty() || !a->joining.empty())) {
+    return true;
+  }
   auto spec = specs_.Get(r);
   absl::StatusOr<DatasetRecord> data = DataSetLocked(r, **spec);
   if (!data.ok()) return false;  // the restart path reports it
@@ -106,6 +116,7 @@ bool Controller::GrowInPlaceLocked(JobRecord r, const scheduler::Placement& p) {
   AttemptTracker::Attempt& attempt = attempts_.Of(r.id);
   attempt.rendezvous[r.generation] = *rendezvous;
   attempt.generation = r.generation;
+  attempt.joining.insert(joining.begin(), joining.end());
   for (size_t rank = r.learners.size() - joining.size(); rank < r.learners.size(); ++rank) {
     LearnerLaunch launch = LaunchFor(r, **spec, static_cast<int>(rank), *rendezvous, *data);
     launch.generation = r.generation;
@@ -150,6 +161,8 @@ absl::StatusOr<RegroupDecision> Controller::OnRegroup(const std::string& id, int
     return d;
   }
   a.last_seen_ms[learner_id] = clock_.NowMs();
+  a.untold.erase(learner_id);
+  a.joining.erase(learner_id);  // a newcomer asks once it is ready to join
   d.kind = RegroupDecision::Kind::kReform;
   d.rank = static_cast<int>(member - r.learners.begin());
   d.world_size = static_cast<int>(r.learners.size());
@@ -171,7 +184,9 @@ absl::StatusOr<RegroupDecision> Controller::OnRegroup(const std::string& id, int
 int64_t Controller::Generation(const std::string& id) {
   absl::MutexLock lock(&mu_);
   const AttemptTracker::Attempt* a = attempts_.Find(id);
-  return a ? a->generation : 0;
+  if (a == nullptr) return 0;
+  // A generation whose newcomers are still starting is announced once they are ready.
+  return a->joining.empty() ? a->generation : a->generation - 1;
 }
 
 }  // namespace weft

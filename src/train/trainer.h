@@ -45,6 +45,14 @@ inline constexpr int64_t kReformWaitMs = 10000;
 // their next heartbeat, then finish the step (or an evaluation) in flight.
 inline constexpr int64_t kJoinWaitMs = 30000;
 
+// A learner started to join a running elastic job (launch.generation > 1), its data and model
+// loaded: tells weftd it is ready and polls until weftd says which generation to join, as which
+// rank (kJoinWaitMs at most). Aborted when weftd says stop or `stop_requested` is set;
+// Unavailable when it would be rank 0 (no member with the job's state is left); errors of
+// Reporter::Regroup.
+absl::StatusOr<Membership> AwaitJoin(Reporter& reporter, const LearnerLaunch& launch,
+                                     const std::atomic<bool>* stop_requested);
+
 // Thrown at a step boundary when the job has moved to a later membership generation (it grew):
 // every rank throws it after the same step, and all re-form the group.
 class RegroupRequest : public std::runtime_error {

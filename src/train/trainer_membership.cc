@@ -24,6 +24,30 @@ constexpr int64_t kPollMs = 100;
 
 }  // namespace
 
+absl::StatusOr<Membership> AwaitJoin(Reporter& reporter, const LearnerLaunch& launch,
+                                     const std::atomic<bool>* stop_requested) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kJoinWaitMs);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (stop_requested && stop_requested->load()) {
+      return absl::AbortedError("asked to stop before joining");
+    }
+    ASSIGN_OR_RETURN(Membership m, reporter.Regroup(launch.generation - 1, 0));
+    if (m.kind == Membership::Kind::kStop) {
+      return absl::AbortedError(absl::StrCat("weftd: ", m.reason));
+    }
+    if (m.kind == Membership::Kind::kReform) {
+      // Rank 0 hands the training state over; a newcomer has none to hand.
+      if (m.rank == 0) {
+        return absl::UnavailableError(
+            absl::StrCat("no learner with the job's state is left in generation ", m.generation));
+      }
+      return m;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(kPollMs));
+  }
+  return absl::DeadlineExceededError("weftd did not let this learner join in time");
+}
+
 absl::Status Trainer::OpenAudit() {
   if (rank() != 0 || o_.audit_path.empty()) {
     audit_.reset();

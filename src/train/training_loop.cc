@@ -102,6 +102,16 @@ absl::StatusOr<LoopResult> RunTraining(const LoopOptions& given, Reporter& repor
     ASSIGN_OR_RETURN(Model model, BuildModel(options.spec.model, options.learner.model_dir,
                                              train.SampleShape(), classes, options.kernels));
     std::unique_ptr<DataParallel> dp = DataParallel::Local();
+    if (options.learner.generation > 1) {
+      // Joining a running elastic job: ready now, it learns where to join (a loss meanwhile may
+      // have moved the job on).
+      ASSIGN_OR_RETURN(Membership m, AwaitJoin(reporter, options.learner, options.stop_requested));
+      options.learner.generation = m.generation;
+      options.learner.generation_rank = m.rank;
+      options.learner.world_size = m.world_size;
+      options.learner.rendezvous_host = m.rendezvous_host;
+      options.learner.rendezvous_port = m.rendezvous_port;
+    }
     if (options.learner.world_size > 1) {
       // A learner that joins a running elastic job meets its generation's group.
       const LearnerLaunch& l = options.learner;

@@ -82,8 +82,12 @@ TEST_F(ElasticControllerTest, ALostLearnerIsANewGenerationAndTheSurvivorIsNotSto
 TEST_F(ElasticControllerTest, AGrowStartsANewcomerThatJoinsTheRunningLearners) {
   const std::string id = StartTwo();
   executor_.Exit(id, 1, -1, 9, /*rank=*/1);
-  controller_->Tick();  // generation 2 without learner 1; the same round regrows into its cpu
+  controller_->Tick();  // generation 2 without learner 1
   controller_->Tick();
+  EXPECT_EQ(store_->GetJob(id)->generation, 2)
+      << "no grow before the survivor has re-formed: it must not wait for a newcomer";
+  ASSERT_EQ(controller_->OnRegroup(id, 0, 1, 1)->kind, Kind::kReform);
+  controller_->Tick();  // grows into learner 1's cpu
   JobRecord r = *store_->GetJob(id);
   ASSERT_EQ(r.learners.size(), 2u) << History(id);
   EXPECT_EQ(r.generation, 3);
@@ -101,9 +105,15 @@ TEST_F(ElasticControllerTest, AGrowStartsANewcomerThatJoinsTheRunningLearners) {
   EXPECT_EQ(l.world_size, 2);
   EXPECT_EQ(l.attempt, 1);
   EXPECT_EQ(r.learners[1].pid, 4244);
-  // The running learner hears of generation 3 and re-forms as rank 0 of 2 with the newcomer.
+  // Heartbeats announce generation 3 once the newcomer is ready (it asks, data loaded); then the
+  // running learner re-forms as rank 0 of 2 with it.
+  EXPECT_EQ(controller_->Generation(id), 2);
+  absl::StatusOr<RegroupDecision> ready = controller_->OnRegroup(id, 2, 1, 2);
+  ASSERT_TRUE(ready.ok());
+  EXPECT_EQ(ready->kind, Kind::kReform);
+  EXPECT_EQ(ready->rank, 1);
   EXPECT_EQ(controller_->Generation(id), 3);
-  absl::StatusOr<RegroupDecision> d = controller_->OnRegroup(id, 0, 1, 1);
+  absl::StatusOr<RegroupDecision> d = controller_->OnRegroup(id, 0, 1, 2);
   ASSERT_TRUE(d.ok());
   EXPECT_EQ(d->kind, Kind::kReform);
   EXPECT_EQ(d->generation, 3);

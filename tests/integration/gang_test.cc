@@ -455,5 +455,43 @@ TEST_F(ElasticGangTest, AnElasticJobLosesALearnerThenRank0AndGrowsBackWithoutARe
   ExpectExactAudit(id, 60);
 }
 
+// weftd killed and restarted after a generation change: it adopts the learners with their ids and
+// generation, and the next loss is handled in place by the new weftd.
+TEST_F(ElasticGangTest, ARestartedWeftdAdoptsTheGenerationAndTheNextLossIsInPlaceToo) {
+  const std::string id =
+      Submit("elastic",
+             "model: {architecture: mlp, hidden_units: [128]}\n"
+             "data: {dataset: fashion-mnist, train_samples: 12000, test_samples: 2000}\n"
+             "training: {epochs: 40, batch_size: 64, threads: 1, seed: 3}\n"
+             "resources: {learners: {min: 1, max: 3}, cpus: 1}\n");
+  json j = WaitUntil(
+      id,
+      [](const json& j) {
+        return j["learners"].size() == 3 && j["progress"].value("step", 0) >= 60;
+      },
+      300, "3 learners past step 60");
+  const std::map<int, int64_t> first = PidsById(j);
+  ASSERT_EQ(::kill(static_cast<pid_t>(first.at(1)), SIGKILL), 0);
+  WaitForLog(id, 0, "generation 3: rank 0 of 3, training on from step", 120);
+  WaitForLog(id, 3, "joined generation 3 as rank 2 of 3 at step", 120);
+
+  weftd_->Kill();
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  ASSERT_TRUE(weftd_->Start()) << weftd_->log();
+  j = Get("/v1/jobs/" + id);
+  EXPECT_EQ(j.value("generation", 0), 3) << j.dump(2);
+  const std::map<int, int64_t> adopted = PidsById(j);
+  EXPECT_EQ(adopted.at(0), first.at(0));
+  EXPECT_EQ(adopted.at(2), first.at(2));
+
+  ASSERT_EQ(::kill(static_cast<pid_t>(adopted.at(0)), SIGKILL), 0);
+  WaitForLog(id, 2, "generation 5: rank 0 of 3, training on from step", 120);
+  json done = WaitFor(id, "COMPLETED", 400);
+  EXPECT_EQ(done["attempt"], 1) << History(done);
+  EXPECT_EQ(PidsById(Get("/v1/jobs/" + id)).size(), 0u);
+  EXPECT_EQ(done["progress"]["samples"].get<int64_t>(), 40 * 12000) << done.dump(2);
+  ExpectExactAudit(id, 40);
+}
+
 }  // namespace
 }  // namespace weft
