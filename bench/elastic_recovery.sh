@@ -46,21 +46,9 @@ import datetime, json, os, re, signal, subprocess, sys, time, urllib.request
 ref, work, kill_at, ckpt, binp = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
 server, token = os.environ["WEFT_SERVER"], os.environ["WEFT_TOKEN"]
 
-def wait(cond, timeout, what):
-    end = time.time() + timeout
-    while time.time() < end:
-        v = cond()
-        if v: return v
-        time.sleep(0.05)
-    raise SystemExit(f"timed out waiting for {what}")
-
-# ---- torchrun (bench/torchrun_recovery.py) ----
-tr = subprocess.run([sys.executable, "bench/torchrun_recovery.py",
-                     ref, work, "3", str(kill_at), str(ckpt)], capture_output=True, text=True)
-if tr.returncode != 0: raise SystemExit(f"torchrun benchmark failed: {tr.stdout}{tr.stderr}")
-lines = tr.stdout.strip().splitlines()
-print(lines[-2], flush=True)
-torch_r = json.loads(lines[-1])
+sys.path.insert(0, "bench")
+from torchrun_recovery import wait, run as torchrun_recovery
+torch_r = torchrun_recovery(ref, work, 3, kill_at, str(ckpt))
 
 # ---- weft ----
 def api(path):

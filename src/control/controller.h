@@ -278,8 +278,10 @@ class Controller : public LearnerEvents {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A grow of a running elastic job (`p`: its current nodes and the ones it grows into): starts
   // the new learners as members of a new generation (recorded in the history) and leaves the
-  // running ones to join it at their next step. False when it cannot be done in place (a command
-  // job, not running, not a pure grow, no rendezvous): the caller restarts the job instead.
+  // running ones to join it at their next step. True also when it waits (survivors of a loss not
+  // all told their generation yet, a newcomer not ready yet: a later round grows), or when the
+  // store refused the change. False when it cannot be done in place (a command job, not running,
+  // not a pure grow, no rendezvous): the caller restarts the job instead.
   bool GrowInPlaceLocked(JobRecord r, const scheduler::Placement& p)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether `r`'s membership can change without a restart: a running elastic job of the built-in

@@ -82,7 +82,10 @@ int RunLearnerFromEnvironment() {
   }
   CoordinatorReporter reporter(launch->coordinator_address, options.learner.job_id,
                                options.learner.rank, attempt, launch->credential, ca_pem);
-  absl::Status registered = reporter.Register(options.learner.world_size);
+  // A learner joining a running elastic job registers without a world size: a loss while it
+  // starts may change the job's, and Regroup tells it the one to join.
+  absl::Status registered =
+      reporter.Register(options.learner.generation > 1 ? 0 : options.learner.world_size);
   if (!registered.ok()) {
     spdlog::error("{}", registered.message());
     return absl::IsFailedPrecondition(registered) ? kLearnerExitStopped : kLearnerExitRetry;

@@ -124,6 +124,29 @@ class ElasticGangTest : public GangTest {
     }
     return out;
   }
+  // Submits an elastic MLP job {min 1, max 3} of `epochs` epochs (plus `extra` manifest lines)
+  // and waits until its 3 learners are past step `past_step`; their pids by id in *pids.
+  std::string StartElastic(int epochs, int past_step, const std::string& extra,
+                           std::map<int, int64_t>* pids) {
+    const std::string id =
+        Submit("elastic",
+               "model: {architecture: mlp, hidden_units: [128]}\n"
+               "data: {dataset: fashion-mnist, train_samples: 12000, test_samples: 2000}\n"
+               "training: {epochs: " +
+                   std::to_string(epochs) +
+                   ", batch_size: 64, threads: 1, seed: 3}\n"
+                   "resources: {learners: {min: 1, max: 3}, cpus: 1}\n" +
+                   extra);
+    json j = WaitUntil(
+        id,
+        [past_step](const json& j) {
+          return j["learners"].size() == 3 && j["progress"].value("step", 0) >= past_step;
+        },
+        300, "3 learners past step " + std::to_string(past_step));
+    *pids = PidsById(j);
+    EXPECT_EQ(pids->size(), 3u) << j.dump(2);
+    return id;
+  }
   // Polls learner `learner`'s log until it has `text`.
   void WaitForLog(const std::string& id, int learner, const std::string& text, int timeout_s) {
     std::string log;
@@ -396,21 +419,10 @@ TEST_F(GangTest, AnElasticJobGivesBackWhatItGrewIntoAndResumesTheEpochAtTheSameS
 // without a restart: the survivors' processes go on, the history shows each generation, and
 // every sample of every epoch is trained exactly once.
 TEST_F(ElasticGangTest, AnElasticJobLosesALearnerThenRank0AndGrowsBackWithoutARestart) {
-  const std::string id =
-      Submit("elastic",
-             "model: {architecture: mlp, hidden_units: [128]}\n"
-             "data: {dataset: fashion-mnist, train_samples: 12000, test_samples: 2000}\n"
-             "training: {epochs: 60, batch_size: 64, threads: 1, seed: 3}\n"
-             "resources: {learners: {min: 1, max: 3}, cpus: 1}\n"
-             "checkpoint: {every_steps: 100, keep: 2}\n");
-  json j = WaitUntil(
-      id,
-      [](const json& j) {
-        return j["learners"].size() == 3 && j["progress"].value("step", 0) >= 100;
-      },
-      300, "3 learners past step 100");
-  const std::map<int, int64_t> first = PidsById(j);
-  ASSERT_EQ(first.size(), 3u) << j.dump(2);
+  std::map<int, int64_t> first;
+  const std::string id = StartElastic(60, 100, "checkpoint: {every_steps: 100, keep: 2}\n", &first);
+  ASSERT_EQ(first.size(), 3u);
+  json j;
 
   // kill -9 of learner 1 (rank 1), mid-epoch.
   ASSERT_EQ(::kill(static_cast<pid_t>(first.at(1)), SIGKILL), 0);
@@ -458,19 +470,9 @@ TEST_F(ElasticGangTest, AnElasticJobLosesALearnerThenRank0AndGrowsBackWithoutARe
 // weftd killed and restarted after a generation change: it adopts the learners with their ids and
 // generation, and the next loss is handled in place by the new weftd.
 TEST_F(ElasticGangTest, ARestartedWeftdAdoptsTheGenerationAndTheNextLossIsInPlaceToo) {
-  const std::string id =
-      Submit("elastic",
-             "model: {architecture: mlp, hidden_units: [128]}\n"
-             "data: {dataset: fashion-mnist, train_samples: 12000, test_samples: 2000}\n"
-             "training: {epochs: 40, batch_size: 64, threads: 1, seed: 3}\n"
-             "resources: {learners: {min: 1, max: 3}, cpus: 1}\n");
-  json j = WaitUntil(
-      id,
-      [](const json& j) {
-        return j["learners"].size() == 3 && j["progress"].value("step", 0) >= 60;
-      },
-      300, "3 learners past step 60");
-  const std::map<int, int64_t> first = PidsById(j);
+  std::map<int, int64_t> first;
+  const std::string id = StartElastic(40, 60, "", &first);
+  ASSERT_EQ(first.size(), 3u);
   ASSERT_EQ(::kill(static_cast<pid_t>(first.at(1)), SIGKILL), 0);
   WaitForLog(id, 0, "generation 3: rank 0 of 3, training on from step", 120);
   WaitForLog(id, 3, "joined generation 3 as rank 2 of 3 at step", 120);
@@ -478,7 +480,7 @@ TEST_F(ElasticGangTest, ARestartedWeftdAdoptsTheGenerationAndTheNextLossIsInPlac
   weftd_->Kill();
   std::this_thread::sleep_for(std::chrono::seconds(1));
   ASSERT_TRUE(weftd_->Start()) << weftd_->log();
-  j = Get("/v1/jobs/" + id);
+  json j = Get("/v1/jobs/" + id);
   EXPECT_EQ(j.value("generation", 0), 3) << j.dump(2);
   const std::map<int, int64_t> adopted = PidsById(j);
   EXPECT_EQ(adopted.at(0), first.at(0));
