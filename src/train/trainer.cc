@@ -72,7 +72,14 @@ void Trainer::Plan() {
   const int64_t global = bs * world();
   steps_per_epoch_ = (train_.size() + global - 1) / global;
   progress_.epochs_total = spec_.training.epochs;
-  progress_.steps_total = steps_per_epoch_ * spec_.training.epochs;
+  // The steps taken so far (at whatever world sizes the job had) and those left at this one: the
+  // rest of the epoch in progress from its offset, then whole epochs. An elastic job's total
+  // changes with its world size, and its progress reaches 100 % exactly at the end.
+  const int64_t epochs_after = std::max(0, spec_.training.epochs - progress_.epoch - 1);
+  const int64_t left_in_epoch = progress_.epoch < spec_.training.epochs
+                                    ? (train_.size() - epoch_offset_ + global - 1) / global
+                                    : 0;
+  progress_.steps_total = progress_.step + left_in_epoch + epochs_after * steps_per_epoch_;
   spdlog::info(
       "training {} on {} samples, {} test samples, batch {} per learner ({} in all), {} steps "
       "per epoch, {} epochs, {} threads, learning rate {:g}",

@@ -390,6 +390,8 @@ TEST_F(GangTest, AnElasticJobGivesBackWhatItGrewIntoAndResumesTheEpochAtTheSameS
   json done = WaitFor(id, "COMPLETED", 400);
   // 60 epochs of 12,000 samples, each trained once, by 2 learners, then 1, then 2 again.
   EXPECT_EQ(done["progress"]["samples"].get<int64_t>(), 60 * 12000) << done.dump(2);
+  // Steps at 2, 1 and 2 learners: the total follows the world size and is met exactly.
+  EXPECT_EQ(done["progress"]["step"], done["progress"]["steps_total"]) << done["progress"].dump();
   EXPECT_GT(done["models"]["final"]["test_accuracy"].get<double>(), 0.80);
   const std::string log0 = Log(id, 0);
   EXPECT_NE(log0.find("rank 0/2 attempt 1"), std::string::npos) << "no attempt as 2 learners";
@@ -455,6 +457,7 @@ TEST_F(ElasticGangTest, AnElasticJobLosesALearnerThenRank0AndGrowsBackWithoutARe
   json done = WaitFor(id, "COMPLETED", 400);
   EXPECT_EQ(done["attempt"], 1) << "never restarted";
   EXPECT_EQ(done["progress"]["samples"].get<int64_t>(), 60 * 12000) << done.dump(2);
+  EXPECT_DOUBLE_EQ(done["progress"]["fraction"].get<double>(), 1.0) << done["progress"].dump();
   EXPECT_GT(done["models"]["final"]["test_accuracy"].get<double>(), 0.80);
   const std::string history = History(done);
   EXPECT_THAT(history, HasSubstr("generation 2: learner 1 killed by signal 9 (SIGKILL); 2 learners "
