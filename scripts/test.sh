@@ -3,7 +3,8 @@
 # tools enforce (scripts/check.sh: format, thread-safety analysis, sizes), lints the API document
 # (scripts/lint-openapi.sh, Redocly CLI), runs the whole test suite (ctest), then each fuzz
 # target for 10,000 inputs (scripts/fuzz.sh, clang + libFuzzer) and the unit tests that need no
-# libtorch under ASan + UBSan (scripts/unit-asan.sh, with the fuzzers' objects).
+# libtorch under ASan + UBSan (scripts/unit-asan.sh, with the fuzzers' objects) and the parameter
+# server's protocol tests under TSan (scripts/unit-tsan.sh).
 #
 #   scripts/test.sh                               the default run (CI)
 #   scripts/test.sh --sanitize address,undefined  the whole suite under ASan + UBSan, in
@@ -59,4 +60,5 @@ fi
 if [[ -z "$SANITIZE" && ${#CTEST_ARGS[@]} -eq 0 ]]; then
   ./scripts/fuzz.sh --runs "${WEFT_FUZZ_RUNS:-10000}"
   ./scripts/unit-asan.sh
+  ./scripts/unit-tsan.sh
 fi
