@@ -13,6 +13,7 @@
 #include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "common/clock.h"
 
@@ -50,6 +51,9 @@ class AttemptTracker {
     // model are loaded): until then heartbeats announce the generation before, so the running
     // learners keep training instead of waiting for them.
     std::set<int> joining;
+    // Learners a shrink told to leave (by id: node, and when): not members any more, they hold
+    // their node until they exit at their next step boundary, so no job is placed beside them.
+    std::map<int, std::pair<std::string, TimeMs>> leaving;
   };
 
   // The current attempt of `id`, created empty on first use.
@@ -71,6 +75,9 @@ class AttemptTracker {
       for (auto& [rank, seen] : attempt.last_seen_ms) seen = std::max(seen, now_ms);
     }
   }
+
+  // The nodes that learners leaving after a shrink still hold, by job id (one entry per learner).
+  std::map<std::string, std::vector<std::string>> LeavingNodes() const;
 
   // Forgets everything about `id` (it was deleted).
   void Erase(const std::string& id);

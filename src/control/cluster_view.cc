@@ -40,18 +40,33 @@ scheduler::JobRequest ClusterView::Request(const JobRecord& r, const JobSpec& sp
 }
 
 std::vector<scheduler::Node> ClusterView::Allocated(const std::vector<JobRecord>& jobs) {
+  std::map<std::string, std::vector<std::string>> leaving;
+  {
+    absl::MutexLock lock(&mu_);
+    leaving = leaving_;
+  }
   std::vector<scheduler::Node> nodes = nodes_;
   for (const JobRecord& r : jobs) {
     if (!HoldsNodes(r.state)) continue;
     auto spec = specs_.Get(r);
     if (!spec.ok()) continue;
-    for (const LearnerSlot& l : r.learners) {
+    std::vector<std::string> held;
+    for (const LearnerSlot& l : r.learners) held.push_back(l.node);
+    if (auto it = leaving.find(r.id); it != leaving.end()) {
+      held.insert(held.end(), it->second.begin(), it->second.end());
+    }
+    for (const std::string& node : held) {
       for (auto& n : nodes) {
-        if (n.name == l.node) n.allocated += PerLearner(**spec);
+        if (n.name == node) n.allocated += PerLearner(**spec);
       }
     }
   }
   return nodes;
+}
+
+void ClusterView::SetLeaving(std::map<std::string, std::vector<std::string>> leaving) {
+  absl::MutexLock lock(&mu_);
+  leaving_ = std::move(leaving);
 }
 
 std::map<std::string, scheduler::TenantShare> ClusterView::Tenants() {

@@ -50,6 +50,10 @@ class ClusterView {
                  const std::map<std::string, TimeMs>& not_before,
                  const std::map<std::string, int>& stopping, TimeMs now);
 
+  // The nodes learners still hold after a shrink told them to leave (job id: one node per
+  // learner), counted as allocated until they exit; the controller sets it before each round.
+  void SetLeaving(std::map<std::string, std::vector<std::string>> leaving);
+
   // Why each queued job waits, as of the latest round.
   void SetWaiting(std::map<std::string, scheduler::Waiting> waiting);
   // How long the control rounds take (reap, liveness, scheduling, starts), for GET /v1/queue.
@@ -110,6 +114,7 @@ class ClusterView {
   mutable absl::Mutex mu_;
   std::map<std::string, scheduler::Waiting> waiting_ ABSL_GUARDED_BY(mu_);
   RoundTime round_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::vector<std::string>> leaving_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace weft

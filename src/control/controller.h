@@ -266,6 +266,9 @@ class Controller : public LearnerEvents {
   // Stops the learners of jobs that have been silent too long and restarts those jobs; marks
   // them in `jobs` too.
   void CheckLivenessLocked(std::vector<JobRecord>& jobs) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Learners of `r` told to leave by a shrink more than a heartbeat timeout ago (ms) no longer
+  // hold their nodes: a learner that hangs instead of leaving does not keep them forever.
+  void ReleaseLeaversLocked(const JobRecord& r, TimeMs now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string LastLogLine(const std::string& id, int rank) const;
 
   // --- controller_membership.cc ---
@@ -276,6 +279,12 @@ class Controller : public LearnerEvents {
   // below its minimum, no rendezvous, the store refused).
   bool RegroupLocked(JobRecord& r, int learner_id, const std::string& reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Stores `r` as a new generation whose members are `members` (rank order), with a history
+  // entry "generation G: <what>; N learners go on without a restart (rank 0 is learner X,
+  // rendezvous at H:P)", and points the attempt at it (its rendezvous, members to tell). False,
+  // `r` unchanged, when there is no rendezvous or the store refused.
+  bool NextGenerationLocked(JobRecord& r, std::vector<LearnerSlot> members, const std::string& what)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A grow of a running elastic job (`p`: its current nodes and the ones it grows into): starts
   // the new learners as members of a new generation (recorded in the history) and leaves the
   // running ones to join it at their next step. True also when it waits (survivors of a loss not
@@ -283,6 +292,14 @@ class Controller : public LearnerEvents {
   // store refused the change. False when it cannot be done in place (a command job, not running,
   // not a pure grow, no rendezvous): the caller restarts the job instead.
   bool GrowInPlaceLocked(JobRecord r, const scheduler::Placement& p)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A shrink of a running elastic job (`p`: the nodes it keeps, a prefix of its learners'): moves
+  // it to a new generation without the learners on the other nodes (recorded in the history);
+  // they learn it at their next heartbeat, leave with the rest at the same step boundary, and
+  // hold their nodes until they exit. True also when it waits (a membership change still
+  // settling); false when it cannot be done in place (a command job, not running, not a pure
+  // shrink, no rendezvous, the store refused): the caller restarts the job instead.
+  bool ShrinkInPlaceLocked(JobRecord r, const scheduler::Placement& p)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether `r`'s membership can change without a restart: a running elastic job of the built-in
   // learner.

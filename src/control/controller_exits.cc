@@ -30,6 +30,13 @@ void Controller::HandleExitLocked(const LearnerExit& e) {
   }
   AttemptTracker::Attempt& attempt = attempts_.Of(e.job_id);
   if (attempt.failure) return HandleFailingGangExitLocked(r, e);
+  if (attempt.leaving.erase(e.rank) > 0) {
+    // A learner a shrink told to leave: not a member any more, whatever its exit says; its node
+    // is free from the next round on.
+    attempt.finished.erase(e.rank);
+    spdlog::info("job {}: learner {} left after the shrink ({})", e.job_id, e.rank, e.Describe());
+    return;
+  }
   AttemptTracker::Finish finish;
   if (auto f = attempt.finished.find(e.rank); f != attempt.finished.end()) finish = f->second;
   const bool exited_ok = e.status_unknown || (e.signal == 0 && e.exit_code == 0);
@@ -159,6 +166,7 @@ void Controller::CheckLivenessLocked(std::vector<JobRecord>& jobs) {
   const TimeMs now = clock_.NowMs();
   for (JobRecord& r : jobs) {
     if (!RunsLearners(r.state)) continue;
+    ReleaseLeaversLocked(r, now);
     const AttemptTracker::Attempt* attempt = attempts_.Find(r.id);
     if (attempt && attempt->failure) continue;  // already stopping
     const int64_t limit =
@@ -196,6 +204,22 @@ void Controller::CheckLivenessLocked(std::vector<JobRecord>& jobs) {
                         world > 1 ? absl::StrCat(" rank ", silent_rank) : std::string(),
                         (now - oldest) / 1000.0),
         /*fail_job=*/false);
+  }
+}
+
+void Controller::ReleaseLeaversLocked(const JobRecord& r, TimeMs now) {
+  if (attempts_.Find(r.id) == nullptr) return;
+  auto& leaving = attempts_.Of(r.id).leaving;
+  for (auto it = leaving.begin(); it != leaving.end();) {
+    if (now - it->second.second <= options_.heartbeat_timeout_ms) {
+      ++it;
+      continue;
+    }
+    spdlog::warn(
+        "job {}: learner {} told to leave {} ms ago has not exited; its node {} counts as "
+        "free again",
+        r.id, it->first, now - it->second.second, it->second.first);
+    it = leaving.erase(it);
   }
 }
 

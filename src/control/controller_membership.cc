@@ -2,7 +2,9 @@
 // job is lost and at least its minimum remain, the survivors are not stopped: weftd moves the
 // job to a new generation without that learner (ranks renumbered in order, ids kept), records
 // it in the history, and answers the survivors' Regroup calls with their new rank, the world
-// size and where the new generation's group meets (served by its rank 0).
+// size and where the new generation's group meets (served by its rank 0). A grow starts
+// newcomers that join a new generation; a shrink makes one without the last ranks, who are told
+// to stop when they ask.
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -19,6 +21,45 @@ bool Controller::InPlaceLocked(const JobRecord& r) {
   return spec.ok() && (*spec)->resources.elastic && !(*spec)->IsCommandJob();
 }
 
+bool Controller::NextGenerationLocked(JobRecord& r, std::vector<LearnerSlot> members,
+                                      const std::string& what) {
+  std::pair<std::string, int> rendezvous;
+  if (members.size() > 1) {
+    absl::StatusOr<std::pair<std::string, int>> address =
+        executor_.RendezvousAddress(members[0].node);
+    if (!address.ok()) {
+      spdlog::warn("job {}: no rendezvous for a new generation ({}); restarting the gang", r.id,
+                   address.status().message());
+      return false;
+    }
+    rendezvous = *address;
+  }
+  const std::vector<LearnerSlot> before = r.learners;
+  r.learners = std::move(members);
+  r.generation = std::max<int64_t>(r.generation, 1) + 1;
+  const size_t n = r.learners.size();
+  std::string why = absl::StrCat(
+      "generation ", r.generation, ": ", what, "; ", n, " learner", n == 1 ? " goes" : "s go",
+      " on without a restart (rank 0 is learner ", r.learners[0].id,
+      n > 1 ? absl::StrCat(", rendezvous at ", rendezvous.first, ":", rendezvous.second)
+            : std::string(),
+      ")");
+  if (absl::Status s = TransitionLocked(r, r.state, why); !s.ok()) {
+    spdlog::error("job {}: cannot record generation {}: {}", r.id, r.generation, s.message());
+    r.learners = before;
+    r.generation -= 1;
+    return false;
+  }
+  AttemptTracker::Attempt& attempt = attempts_.Of(r.id);
+  attempt.rendezvous[r.generation] = rendezvous;
+  attempt.generation = r.generation;
+  attempt.untold.clear();
+  for (const LearnerSlot& l : r.learners) {
+    if (!attempt.joining.count(l.id)) attempt.untold.insert(l.id);
+  }
+  return true;
+}
+
 bool Controller::RegroupLocked(JobRecord& r, int learner_id, const std::string& reason) {
   if (!InPlaceLocked(r)) return false;
   auto spec = specs_.Get(r);
@@ -29,44 +70,42 @@ bool Controller::RegroupLocked(JobRecord& r, int learner_id, const std::string& 
   if (survivors.size() == r.learners.size()) return true;  // not a member any more: settled
   const int min = std::max(1, (*spec)->resources.min_learners);
   if (static_cast<int>(survivors.size()) < min) return false;
-  std::pair<std::string, int> rendezvous;
-  if (survivors.size() > 1) {
-    absl::StatusOr<std::pair<std::string, int>> address =
-        executor_.RendezvousAddress(survivors[0].node);
-    if (!address.ok()) {
-      spdlog::warn("job {}: no rendezvous for a new generation ({}); restarting the gang", r.id,
-                   address.status().message());
-      return false;
-    }
-    rendezvous = *address;
-  }
-  const std::vector<LearnerSlot> before = r.learners;
-  r.learners = survivors;
-  r.generation = std::max<int64_t>(r.generation, 1) + 1;
-  std::string why =
-      absl::StrCat("generation ", r.generation, ": ", reason, "; ", survivors.size(), " learner",
-                   survivors.size() == 1 ? " goes" : "s go",
-                   " on without a restart (rank 0 is learner ", survivors[0].id,
-                   survivors.size() > 1
-                       ? absl::StrCat(", rendezvous at ", rendezvous.first, ":", rendezvous.second)
-                       : std::string(),
-                   ")");
-  if (absl::Status s = TransitionLocked(r, r.state, why); !s.ok()) {
-    spdlog::error("job {}: cannot record generation {}: {}", r.id, r.generation, s.message());
-    r.learners = before;
-    r.generation -= 1;
-    return false;
-  }
+  if (!NextGenerationLocked(r, std::move(survivors), reason)) return false;
   AttemptTracker::Attempt& attempt = attempts_.Of(r.id);
   attempt.last_seen_ms.erase(learner_id);
   attempt.registered.erase(learner_id);
   attempt.finished.erase(learner_id);
-  attempt.rendezvous[r.generation] = rendezvous;
-  attempt.generation = r.generation;
   attempt.joining.erase(learner_id);
-  attempt.untold.clear();
-  for (const LearnerSlot& l : survivors) {
-    if (!attempt.joining.count(l.id)) attempt.untold.insert(l.id);
+  attempt.untold.erase(learner_id);
+  return true;
+}
+
+bool Controller::ShrinkInPlaceLocked(JobRecord r, const scheduler::Placement& p) {
+  if (!InPlaceLocked(r) || p.learner_nodes.empty()) return false;
+  // A change still settling (survivors not told, a newcomer starting) settles first.
+  if (const AttemptTracker::Attempt* a = attempts_.Find(r.id);
+      a && (!a->untold.empty() || !a->joining.empty())) {
+    return true;
+  }
+  // The placement keeps a prefix of the learners (the last ranks leave): rank 0 stays.
+  if (p.learner_nodes.size() >= r.learners.size()) return false;
+  for (size_t i = 0; i < p.learner_nodes.size(); ++i) {
+    if (r.learners[i].node != p.learner_nodes[i]) return false;  // not a pure shrink
+  }
+  std::vector<LearnerSlot> kept(r.learners.begin(), r.learners.begin() + p.learner_nodes.size());
+  std::vector<LearnerSlot> leaving(r.learners.begin() + p.learner_nodes.size(), r.learners.end());
+  std::vector<int> ids;
+  for (const LearnerSlot& l : leaving) ids.push_back(l.id);
+  const std::string what =
+      absl::StrCat(p.reason.empty() ? absl::StrCat("shrink to ", kept.size()) : p.reason,
+                   "; learner", ids.size() == 1 ? " " : "s ", absl::StrJoin(ids, ", "), " leave",
+                   ids.size() == 1 ? "s" : "", " at the next step boundary");
+  if (!NextGenerationLocked(r, std::move(kept), what)) return false;
+  AttemptTracker::Attempt& attempt = attempts_.Of(r.id);
+  for (const LearnerSlot& l : leaving) {
+    attempt.leaving[l.id] = {l.node, clock_.NowMs()};
+    attempt.registered.erase(l.id);
+    attempt.last_seen_ms.erase(l.id);  // not watched as a member; CheckLivenessLocked bounds it
   }
   return true;
 }

@@ -43,6 +43,7 @@ void Controller::ScheduleLocked(const std::vector<JobRecord>& jobs) {
     if (r.state != JobState::kQueued) continue;
     if (int left = executor_.Running(r.id); left > 0) stopping[r.id] = left;
   }
+  view_.SetLeaving(attempts_.LeavingNodes());
   ClusterView::Round round = view_.ForRound(jobs, attempts_.not_before(), stopping, clock_.NowMs());
   std::map<std::string, scheduler::Waiting> waiting = round.held;
   const auto& queued = round.snapshot.jobs;
@@ -108,8 +109,9 @@ void Controller::ResizeLocked(const JobRecord& r, const scheduler::Placement& p)
   if (p.learner_nodes.size() == r.learners.size()) return;
   // A gang still starting cannot checkpoint yet: its grow waits for a round after it runs.
   if (grow && r.state != JobState::kRunning) return;
-  // An elastic job's learners let newcomers join in place.
+  // An elastic job's learners let newcomers join, and let learners leave, in place.
   if (grow && GrowInPlaceLocked(r, p)) return;
+  if (!grow && ShrinkInPlaceLocked(r, p)) return;
   PreemptLocked(r, absl::StrCat(p.reason.empty() ? (grow ? "grow" : "shrink") : p.reason,
                                 "; checkpointing, then it restarts with the learners that fit"));
 }

@@ -1,7 +1,7 @@
 // The controller's side of an elastic job's in-place membership changes (issue 14): a lost
 // learner moves the job to a new generation without stopping the survivors, who learn their new
-// ranks from OnRegroup; a grow starts newcomers that join a new generation; below its minimum
-// the gang restarts as a fixed one does.
+// ranks from OnRegroup; a grow starts newcomers that join a new generation; a shrink lets the
+// last learners leave; below its minimum the gang restarts as a fixed one does.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -121,6 +121,49 @@ TEST_F(ElasticControllerTest, AGrowStartsANewcomerThatJoinsTheRunningLearners) {
   EXPECT_EQ(d->world_size, 2);
   EXPECT_EQ(d->rendezvous_port, 29400);
   EXPECT_TRUE(controller_->OnRegister(id, 2, 1, 4244, 2).accepted) << "the newcomer registers";
+}
+
+TEST_F(ElasticControllerTest, AShrinkLetsTheLastLearnerLeaveInPlaceAndHoldsItsNodeUntilItExits) {
+  const std::string id = StartTwo();
+  executor_.stopped.clear();
+  // A job of the same tenant needs the cpu the elastic job grew into.
+  const std::string other = Submit(R"(
+name: other
+model: {architecture: mlp}
+training: {epochs: 1}
+resources: {learners: 1, cpus: 1, memory_mb: 1024}
+)");
+  controller_->Tick();
+  EXPECT_TRUE(executor_.stopped.empty()) << "no learner is stopped: the last one leaves itself";
+  JobRecord r = *store_->GetJob(id);
+  EXPECT_EQ(r.state, JobState::kRunning);
+  EXPECT_EQ(r.attempt, 1) << "no restart";
+  EXPECT_EQ(r.generation, 2);
+  ASSERT_EQ(r.learners.size(), 1u);
+  EXPECT_EQ(r.learners[0].id, 0);
+  EXPECT_THAT(History(id), HasSubstr("generation 2: shrink to 1: a waiting job needs the idle "
+                                     "capacity it grew into; learner 1 leaves at the next step "
+                                     "boundary; 1 learner goes on without a restart (rank 0 is "
+                                     "learner 0)"));
+  // Heartbeats announce generation 2; at the next step boundary learner 0 re-forms alone and
+  // learner 1, no member, is told to stop.
+  EXPECT_EQ(controller_->Generation(id), 2);
+  EXPECT_EQ(controller_->OnRegroup(id, 1, 1, 1)->kind, Kind::kStop);
+  absl::StatusOr<RegroupDecision> d = controller_->OnRegroup(id, 0, 1, 1);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->kind, Kind::kReform);
+  EXPECT_EQ(d->world_size, 1);
+  // Until learner 1 has exited its node is not free: the other job waits.
+  controller_->Tick();
+  EXPECT_EQ(State(other), JobState::kQueued);
+  EXPECT_EQ(executor_.launches.size(), 2u);
+  executor_.Exit(id, 1, kLearnerExitStopped, 0, /*rank=*/1);
+  controller_->Tick();
+  controller_->Tick();
+  EXPECT_NE(State(other), JobState::kQueued) << "placed once the learner left";
+  EXPECT_EQ(executor_.launches.size(), 3u);
+  EXPECT_EQ(State(id), JobState::kRunning) << "the leaver's exit is not a loss";
+  EXPECT_EQ(store_->GetJob(id)->generation, 2);
 }
 
 TEST_F(ElasticControllerTest, BelowItsMinimumTheGangRestartsLikeAFixedOne) {
