@@ -175,13 +175,18 @@ TEST_F(FailoverTest, OnSlurmTheStandbyTakesOverFromAKilledLeaderAndTheJobComplet
 // renewal or write finds the new epoch, and it exits having changed nothing.
 TEST_F(FailoverTest, ALeaderPausedPastItsLeaseIsDeposedAndWritesNothingWhenItWakes) {
   StartPair({}, {});
+  // 150 epochs of this MLP train for about 20 s here (10 took 1.4 s, and the learner finished
+  // while the leader was stopped: nothing was left to hand over).
   const std::string id = Submit(
       "name: long\nmodel: {architecture: mlp, hidden_units: [128]}\n"
       "data: {train_samples: 20000, test_samples: 2000}\n"
-      "training: {epochs: 10, threads: 1}\nresources: {cpus: 1}\n");
+      "training: {epochs: 150, threads: 1}\nresources: {cpus: 1}\n");
   ASSERT_EQ(leader_->WaitForJob(id, {"RUNNING"}, 60)["state"], "RUNNING") << leader_->log();
   const std::vector<int64_t> pids = testing::LearnerPids(id);
   ASSERT_EQ(pids.size(), 1u);
+  // The leader learns the standby's coordinator within a lease renewal (1 s) and the learner
+  // from the next heartbeat answer (1 s): before that it knows no other weftd to turn to.
+  std::this_thread::sleep_for(std::chrono::seconds(3));
   kill(leader_->pid(), SIGSTOP);
   AwaitTakeover(60);
   std::this_thread::sleep_for(std::chrono::seconds(2));  // the learner reports to b now
