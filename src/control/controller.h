@@ -301,6 +301,10 @@ class Controller : public LearnerEvents {
   // shrink, no rendezvous, the store refused): the caller restarts the job instead.
   bool ShrinkInPlaceLocked(JobRecord r, const scheduler::Placement& p)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether job `id`'s last membership change is still settling: members not yet told their
+  // generation (after a loss or a shrink) or newcomers not yet ready. Survivors re-form and a
+  // newcomer joins before the next change starts.
+  bool SettlingLocked(const std::string& id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether `r`'s membership can change without a restart: a running elastic job of the built-in
   // learner.
   bool InPlaceLocked(const JobRecord& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -21,6 +21,11 @@ bool Controller::InPlaceLocked(const JobRecord& r) {
   return spec.ok() && (*spec)->resources.elastic && !(*spec)->IsCommandJob();
 }
 
+bool Controller::SettlingLocked(const std::string& id) const {
+  const AttemptTracker::Attempt* a = attempts_.Find(id);
+  return a != nullptr && (!a->untold.empty() || !a->joining.empty());
+}
+
 bool Controller::NextGenerationLocked(JobRecord& r, std::vector<LearnerSlot> members,
                                       const std::string& what) {
   std::pair<std::string, int> rendezvous;
@@ -82,11 +87,7 @@ bool Controller::RegroupLocked(JobRecord& r, int learner_id, const std::string& 
 
 bool Controller::ShrinkInPlaceLocked(JobRecord r, const scheduler::Placement& p) {
   if (!InPlaceLocked(r) || p.learner_nodes.empty()) return false;
-  // A change still settling (survivors not told, a newcomer starting) settles first.
-  if (const AttemptTracker::Attempt* a = attempts_.Find(r.id);
-      a && (!a->untold.empty() || !a->joining.empty())) {
-    return true;
-  }
+  if (SettlingLocked(r.id)) return true;  // a later round shrinks
   // The placement keeps a prefix of the learners (the last ranks leave): rank 0 stays.
   if (p.learner_nodes.size() >= r.learners.size()) return false;
   for (size_t i = 0; i < p.learner_nodes.size(); ++i) {
@@ -112,11 +113,7 @@ bool Controller::ShrinkInPlaceLocked(JobRecord r, const scheduler::Placement& p)
 
 bool Controller::GrowInPlaceLocked(JobRecord r, const scheduler::Placement& p) {
   if (!InPlaceLocked(r) || r.learners.empty()) return false;
-  // Survivors of a loss re-form first; a newcomer still starting joins before another does.
-  if (const AttemptTracker::Attempt* a = attempts_.Find(r.id);
-      a && (!a->untold.empty() || !a->joining.empty())) {
-    return true;
-  }
+  if (SettlingLocked(r.id)) return true;  // a later round grows
   auto spec = specs_.Get(r);
   absl::StatusOr<DatasetRecord> data = DataSetLocked(r, **spec);
   if (!data.ok()) return false;  // the restart path reports it
