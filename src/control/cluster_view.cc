@@ -33,6 +33,7 @@ scheduler::JobRequest ClusterView::Request(const JobRecord& r, const JobSpec& sp
   req.restarts = r.restarts;
   req.priority = spec.priority;
   req.spread = spec.resources.placement == "spread";
+  req.one_node = spec.UsesParameterServer();
   if (HoldsResources(r.state)) {
     for (const LearnerSlot& l : r.learners) req.allocation.push_back(l.node);
   }

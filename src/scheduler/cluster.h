@@ -59,6 +59,8 @@ struct JobRequest {
   int priority = 0;
   // Gang placement strategy: false = pack (fewest nodes), true = spread (most nodes).
   bool spread = false;
+  // All its learners on one node or none (a parameter-server job: its server is shared memory).
+  bool one_node = false;
   // Its targets (the targets policy orders by them; the others ignore them).
   TargetState target = TargetState::kNone;
   // Speed model for policies that size jobs by throughput (Optimus, goodput); null when weft has

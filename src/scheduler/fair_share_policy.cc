@@ -152,7 +152,7 @@ void Round::Consider(TenantRound& t, size_t i) {
   const int n = StartSize(j);
   if (free_.TotalFree().Fits(Gang(j)) &&
       (j.spread ? free_.PlaceSpread(n, j.per_learner, &p.learner_nodes)
-                : free_.PlacePacked(n, j.per_learner, {}, &p.learner_nodes))) {
+                : free_.PlacePacked(n, j.per_learner, {}, &p.learner_nodes, j.one_node))) {
     t.figures.used += Gang(j);
     d_.placements.push_back(std::move(p));
     return;
@@ -175,7 +175,10 @@ void Round::LeaveWaiting(TenantRound& t, size_t i) {
   std::string why = absl::StrCat(
       "waiting: no node set fits ", LearnersOf(j), " × ", Num(j.per_learner.cpus), " cpus",
       j.per_learner.gpus ? absl::StrCat(", ", j.per_learner.gpus, " gpus") : "", " (",
-      j.spread ? "spread" : "pack", ")");
+      j.spread     ? "spread"
+      : j.one_node ? "one node"
+                   : "pack",
+      ")");
   if (blocked_ < 0) {
     Reserve(j);
     blocked_ = static_cast<int>(i);
@@ -282,7 +285,7 @@ bool FitsOn(const JobRequest& b, const std::vector<Node>& room) {
   FreeMap trial(left);
   std::vector<std::string> out;
   return b.spread ? trial.PlaceSpread(StartSize(b), b.per_learner, &out)
-                  : trial.PlacePacked(StartSize(b), b.per_learner, {}, &out);
+                  : trial.PlacePacked(StartSize(b), b.per_learner, {}, &out, b.one_node);
 }
 
 // Makes room for the blocked gang, cheapest first: the learners elastic victims hold above their

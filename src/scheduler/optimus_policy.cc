@@ -68,7 +68,8 @@ Decisions OptimusPolicy::Schedule(const ClusterSnapshot& snapshot) {
     }
     Placement p;
     p.job_id = j.job_id;
-    if (free.PlaceMostFree(count[i], j.per_learner, &p.learner_nodes)) {
+    if (j.one_node ? free.PlacePacked(count[i], j.per_learner, {}, &p.learner_nodes, true)
+                   : free.PlaceMostFree(count[i], j.per_learner, &p.learner_nodes)) {
       d.placements.push_back(std::move(p));
     } else {
       if (!j.Waiting()) d.preempted.push_back(j.job_id);

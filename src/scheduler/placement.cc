@@ -122,8 +122,8 @@ bool FreeMap::PlaceMostFree(int learners, const Resources& per, std::vector<std:
 }
 
 bool FreeMap::PlacePacked(int learners, const Resources& per,
-                          const std::vector<std::string>& preferred,
-                          std::vector<std::string>* out) {
+                          const std::vector<std::string>& preferred, std::vector<std::string>* out,
+                          bool one_node) {
   IndexFor(per);
   // Current nodes first, in the order the job holds them.
   std::vector<int> mine;
@@ -146,6 +146,8 @@ bool FreeMap::PlacePacked(int learners, const Resources& per,
   }
   if (whole >= 0) {
     taken.emplace_back(whole, learners);
+  } else if (one_node) {
+    return false;
   } else {
     int need = learners;
     for (int i : mine) {
@@ -250,7 +252,7 @@ Decisions PlaceCounts(const ClusterSnapshot& snapshot, const std::vector<int>& c
     Placement p;
     p.job_id = j.job_id;
     if (counts[i] > 0 &&
-        free.PlacePacked(counts[i], j.per_learner, j.allocation, &p.learner_nodes)) {
+        free.PlacePacked(counts[i], j.per_learner, j.allocation, &p.learner_nodes, j.one_node)) {
       d.placements.push_back(std::move(p));
       continue;
     }

@@ -34,9 +34,10 @@ class FreeMap {
   bool PlaceMostFree(int learners, const Resources& per, std::vector<std::string>* out);
 
   // Packs `learners` onto as few nodes as possible, preferring nodes in `preferred` (the job's
-  // current nodes) so that a resize moves as little as possible. All or nothing.
+  // current nodes) so that a resize moves as little as possible. All or nothing; with `one_node`,
+  // all on one node or nothing.
   bool PlacePacked(int learners, const Resources& per, const std::vector<std::string>& preferred,
-                   std::vector<std::string>* out);
+                   std::vector<std::string>* out, bool one_node = false);
 
   // Spreads `learners` over as many nodes as possible: one learner per node per pass, most free
   // nodes first (ties to the lowest index). All or nothing.

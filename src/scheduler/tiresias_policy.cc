@@ -90,7 +90,8 @@ Decisions TiresiasPolicy::Schedule(const ClusterSnapshot& snapshot) {
     if (!j->Waiting()) continue;
     Placement p;
     p.job_id = j->job_id;
-    if (free.PlaceMostFree(j->learners, j->per_learner, &p.learner_nodes)) {
+    if (j->one_node ? free.PlacePacked(j->learners, j->per_learner, {}, &p.learner_nodes, true)
+                    : free.PlaceMostFree(j->learners, j->per_learner, &p.learner_nodes)) {
       d.placements.push_back(std::move(p));
       continue;
     }

@@ -176,6 +176,30 @@ TEST(FairSharePolicyTest, GangsAreAllOrNothingAndPackOrSpreadAsAsked) {
       << ReasonFor(d, "big");
 }
 
+TEST(FairSharePolicyTest, AOneNodeGangWaitsForANodeThatHoldsItWhole) {
+  // 3 learners of 2 cpus: 6 cpus fit over two nodes of 4, never on one. A parameter-server job
+  // (one_node) waits; the same gang packed would start.
+  ClusterSnapshot s = Cluster(2, 4, 8192);
+  JobRequest ps = Job("ps", "t", 3, {2, 1024});
+  ps.one_node = true;
+  s.jobs = {ps};
+  FairSharePolicy policy;
+  Decisions d = policy.Schedule(s);
+  EXPECT_TRUE(d.placements.empty());
+  EXPECT_EQ(ReasonFor(d, "ps").rfind(
+                "no_room: waiting: no node set fits 3 learners × 2 cpus (one node)", 0),
+            0u)
+      << ReasonFor(d, "ps");
+  s.jobs[0].one_node = false;
+  EXPECT_EQ(policy.Schedule(s).placements.size(), 1u);
+  // Two of them fit on one node, and both go there.
+  s.jobs = {Job("ps2", "t", 2, {2, 1024})};
+  s.jobs[0].one_node = true;
+  d = policy.Schedule(s);
+  ASSERT_EQ(d.placements.size(), 1u);
+  EXPECT_EQ(d.placements[0].learner_nodes[0], d.placements[0].learner_nodes[1]);
+}
+
 TEST(FairSharePolicyTest, ALargeGangIsNotStarvedByAStreamOfSmallJobs) {
   // 2 nodes × 4 cpus, busy with small jobs; a 4-learner gang arrives and then a small job every
   // round. Without a reservation the small ones would take every cpu that frees up.
