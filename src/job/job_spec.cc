@@ -10,133 +10,15 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/text.h"
+#include "job/field_reader.h"
 #include "yaml-cpp/yaml.h"
 
 namespace weft {
 namespace {
 
-constexpr int kMaxEpochs = 10000;
-constexpr int kMaxBatchSize = 1 << 20;
+using namespace spec_internal;  // NOLINT(google-build-using-namespace): this file's own tools
+
 constexpr int kMaxLearners = 1024;
-constexpr int kMaxThreads = 256;
-constexpr size_t kMaxStringBytes = 4096;  // a path, a description
-
-std::string Join(const std::string& prefix, const std::string& key) {
-  return prefix.empty() ? key : absl::StrCat(prefix, ".", key);
-}
-
-// What a node holds, safe to echo in an error (common/text.h).
-std::string Describe(const YAML::Node& n) {
-  if (n.IsScalar()) return absl::StrCat("'", Printable(n.Scalar()), "'");
-  if (n.IsSequence()) return "a list";
-  if (n.IsMap()) return "a mapping";
-  return "null";
-}
-
-// A mapping's key as a field name: printable, and never empty (an empty key, or one that is a
-// list or mapping, would otherwise give a problem that names no field).
-std::string KeyLabel(const YAML::Node& key) {
-  return key.IsScalar() ? FieldName(key.Scalar()) : "(a key that is not text)";
-}
-
-// Reads typed fields out of a YAML mapping, collecting every problem instead of stopping at
-// the first one.
-class FieldReader {
- public:
-  explicit FieldReader(std::vector<FieldError>* errors) : errors_(errors) {}
-
-  void Error(const std::string& field, const std::string& problem) {
-    errors_->push_back({field, problem});
-  }
-
-  // Checks that `node` is a mapping with only `allowed` keys. Returns false if not a mapping.
-  bool Mapping(const YAML::Node& node, const std::string& path,
-               const std::set<std::string>& allowed) {
-    if (!node.IsMap()) {
-      Error(path.empty() ? "(document)" : path,
-            absl::StrCat("must be a mapping, got ", Describe(node)));
-      return false;
-    }
-    for (const auto& kv : node) {
-      if (!kv.first.IsScalar() || !allowed.count(kv.first.Scalar())) {
-        Error(Join(path, KeyLabel(kv.first)),
-              absl::StrCat("unknown field (allowed: ", absl::StrJoin(allowed, ", "), ")"));
-      }
-    }
-    return true;
-  }
-
-  // Integer in [min, max]; leaves `out` unchanged when absent.
-  template <typename Int>
-  void Integer(const YAML::Node& parent, const std::string& path, const std::string& key, Int* out,
-               int64_t min, int64_t max, const char* what) {
-    YAML::Node n = parent[key];
-    if (!n) return;
-    IntegerNode(n, Join(path, key), out, min, max, what);
-  }
-
-  template <typename Int>
-  void IntegerNode(const YAML::Node& n, const std::string& field, Int* out, int64_t min,
-                   int64_t max, const char* what) {
-    int64_t v = 0;
-    if (!n.IsScalar() || !ParseInt(n.Scalar(), &v) || v < min || v > max) {
-      Error(field, absl::StrCat("must be ", what, ", got ", Describe(n)));
-      return;
-    }
-    *out = static_cast<Int>(v);
-  }
-
-  // Real number in [min, max] (or (min, max] when min_exclusive).
-  void Real(const YAML::Node& parent, const std::string& path, const std::string& key, double* out,
-            double min, double max, bool min_exclusive, const char* what) {
-    YAML::Node n = parent[key];
-    if (!n) return;
-    std::string field = Join(path, key);
-    double v = 0;
-    bool ok = n.IsScalar() && ParseReal(n.Scalar(), &v) && std::isfinite(v) &&
-              (min_exclusive ? v > min : v >= min) && v <= max;
-    if (!ok) {
-      Error(field, absl::StrCat("must be ", what, ", got ", Describe(n)));
-      return;
-    }
-    *out = v;
-  }
-
-  // Text of at most `max_bytes`: valid UTF-8 without control characters (`multiline` allows
-  // tab and newline), optionally from a fixed set of choices.
-  void String(const YAML::Node& parent, const std::string& path, const std::string& key,
-              std::string* out, const std::set<std::string>& choices = {},
-              size_t max_bytes = kMaxStringBytes, bool multiline = false) {
-    YAML::Node n = parent[key];
-    if (!n) return;
-    std::string field = Join(path, key);
-    if (!n.IsScalar()) {
-      Error(field, absl::StrCat("must be a string, got ", Describe(n)));
-      return;
-    }
-    const std::string& v = n.Scalar();
-    if (std::string problem = TextProblem(v, multiline); !problem.empty()) {
-      Error(field, absl::StrCat("must be UTF-8 text without control characters; it ", problem));
-      return;
-    }
-    if (v.size() > max_bytes) {
-      Error(field, absl::StrCat("must be at most ", max_bytes, " bytes, got ", v.size()));
-      return;
-    }
-    if (!choices.empty() && !choices.count(v)) {
-      Error(field,
-            absl::StrCat("must be one of ", absl::StrJoin(choices, ", "), ", got ", Describe(n)));
-      return;
-    }
-    *out = v;
-  }
-
- private:
-  static bool ParseInt(const std::string& s, int64_t* v) { return absl::SimpleAtoi(s, v); }
-  static bool ParseReal(const std::string& s, double* v) { return absl::SimpleAtod(s, v); }
-
-  std::vector<FieldError>* errors_;
-};
 
 void ReadModel(FieldReader& r, const YAML::Node& n, JobSpec* spec) {
   if (!n) {
@@ -220,35 +102,6 @@ void ReadData(FieldReader& r, const YAML::Node& n, JobSpec* spec) {
             "a non-negative integer (0 = all)");
   r.Integer(n, "data", "test_samples", &spec->data.test_samples, 0, 100000000,
             "a non-negative integer (0 = all)");
-}
-
-void ReadTraining(FieldReader& r, const YAML::Node& n, JobSpec* spec) {
-  if (!n) {
-    r.Error("training", "is required (at least training.epochs)");
-    return;
-  }
-  if (!r.Mapping(n, "training",
-                 {"epochs", "batch_size", "optimizer", "learning_rate", "lr_scaling", "momentum",
-                  "weight_decay", "seed", "eval_every_steps", "threads"})) {
-    return;
-  }
-  if (!n["epochs"]) r.Error("training.epochs", "is required: a positive integer");
-  TrainingSpec& t = spec->training;
-  r.Integer(n, "training", "epochs", &t.epochs, 1, kMaxEpochs, "a positive integer up to 10000");
-  r.Integer(n, "training", "batch_size", &t.batch_size, 1, kMaxBatchSize, "a positive integer");
-  r.String(n, "training", "optimizer", &t.optimizer, {"adam", "sgd"});
-  r.Real(n, "training", "learning_rate", &t.learning_rate, 0, 10, true, "a number in (0, 10]");
-  r.String(n, "training", "lr_scaling", &t.lr_scaling, {"none", "linear", "sqrt"});
-  r.Real(n, "training", "momentum", &t.momentum, 0, 1, false, "a number in [0, 1)");
-  if (t.momentum >= 1) r.Error("training.momentum", "must be a number in [0, 1), got 1");
-  if (n["momentum"] && t.optimizer != "sgd") {
-    r.Error("training.momentum", "applies only to optimizer sgd");
-  }
-  r.Real(n, "training", "weight_decay", &t.weight_decay, 0, 1, false, "a number in [0, 1]");
-  r.Integer(n, "training", "seed", &t.seed, 0, INT64_MAX, "a non-negative integer");
-  r.Integer(n, "training", "eval_every_steps", &t.eval_every_steps, 0, INT64_MAX,
-            "a non-negative integer (0 = only at epoch ends)");
-  r.Integer(n, "training", "threads", &t.threads, 1, kMaxThreads, "a positive integer up to 256");
 }
 
 // `learners: N` (a fixed gang) or `learners: {min: M, max: N}` (elastic, 1 <= M <= N <= 1024).
@@ -457,6 +310,18 @@ void ReadDocument(FieldReader& r, const YAML::Node& doc, JobSpec* spec) {
             "a command job asks for a fixed number of learners: your program, not weft, would "
             "have to follow a change of world size");
   }
+  if (spec->UsesParameterServer()) {
+    if (spec->IsCommandJob()) {
+      r.Error("training.sync", "applies only to a job whose model weft trains");
+    } else if (spec->resources.elastic) {
+      r.Error("resources.learners",
+              "a parameter-server job (training.sync: ps) asks for a fixed number of learners");
+    } else if (spec->resources.placement == "spread") {
+      r.Error("resources.placement",
+              "a parameter-server job (training.sync: ps, servers: 1) runs its learners on one "
+              "node, beside its shared-memory server; it cannot be spread");
+    }
+  }
   ReadTargets(r, doc["targets"], spec);
   ReadCheckpoint(r, doc["checkpoint"], spec);
   r.Integer(doc, "", "max_restarts", &spec->max_restarts, 0, 100, "an integer in [0, 100]");
@@ -479,6 +344,7 @@ double JobSpec::ScaledLearningRate(int world_size) const {
   const double base = EffectiveLearningRate();
   const std::string rule = EffectiveLrScaling();
   if (world_size <= 1 || rule == "none") return base;
+  if (UsesParameterServer() && training.ps.consistency != "bsp") return base;
   return rule == "linear" ? base * world_size : base * std::sqrt(static_cast<double>(world_size));
 }
 

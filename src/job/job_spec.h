@@ -46,6 +46,16 @@ struct DataSpec {
   int64_t test_samples = 0;   // evaluate on the first N test samples; 0 = all
 };
 
+// How the learners of a `training.sync: ps` job reach their parameter server (docs/manifest.md).
+struct PsSpec {
+  // "asp" (each gradient applied as it arrives), "bsp" (one version per round, the average of one
+  // gradient per learner) or "ssp" (as asp, but no learner runs more than `staleness` gradients
+  // ahead of the slowest; Ho et al., NIPS 2013).
+  std::string consistency = "asp";
+  int64_t staleness = 3;  // ssp only: 0 to 1000
+  int servers = 1;        // 1: GaDei's scale-up server in shared memory, learners on one node
+};
+
 struct TrainingSpec {
   int epochs = 0;                  // epoch budget (required)
   int batch_size = 64;             // samples per step, per learner
@@ -60,6 +70,10 @@ struct TrainingSpec {
   uint64_t seed = 0;
   int64_t eval_every_steps = 0;  // also evaluate every N steps; 0 = only at epoch ends
   int threads = 0;               // intra-op threads; 0 = resources.cpus
+  // How the learners combine gradients: "allreduce" (synchronous data parallelism over c10d Gloo)
+  // or "ps" (a parameter server, `ps`).
+  std::string sync = "allreduce";
+  PsSpec ps;
 };
 
 struct ResourceSpec {
@@ -112,12 +126,16 @@ struct JobSpec {
 
   // Whether the tenant's own program trains (command is set) rather than weft's loop.
   bool IsCommandJob() const { return !command.empty(); }
+  // Whether its learners train through a parameter server (training.sync: ps).
+  bool UsesParameterServer() const { return training.sync == "ps"; }
   // The learning rate actually used (resolves the 0 default per optimizer).
   double EffectiveLearningRate() const;
   // training.lr_scaling, or its default for the optimizer ("linear" for sgd, "sqrt" for adam).
   std::string EffectiveLrScaling() const;
   // The learning rate each learner's optimizer uses in a job of `world_size` learners:
-  // EffectiveLearningRate() scaled by EffectiveLrScaling() (unchanged for one learner).
+  // EffectiveLearningRate() scaled by EffectiveLrScaling() (unchanged for one learner). A
+  // parameter server's is scaled for bsp (each version averages world_size batches) and not for
+  // asp and ssp (each version is one learner's batch).
   double ScaledLearningRate(int world_size) const;
   // The intra-op thread count actually used: training.threads, or the cpus request rounded
   // down, never more than that and at least 1.

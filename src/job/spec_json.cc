@@ -62,6 +62,13 @@ nlohmann::json SpecToJson(const JobSpec& s) {
                    {"eval_every_steps", s.training.eval_every_steps},
                    {"threads", s.EffectiveThreads()}};
   if (s.training.optimizer == "sgd") j["training"]["momentum"] = s.training.momentum;
+  if (s.UsesParameterServer()) {  // absent for allreduce: older jobs' digests stay as they were
+    j["training"]["sync"] = s.training.sync;
+    j["training"]["ps"] = {{"consistency", s.training.ps.consistency},
+                           {"servers", s.training.ps.servers}};
+    if (s.training.ps.consistency == "ssp")
+      j["training"]["ps"]["staleness"] = s.training.ps.staleness;
+  }
   j["checkpoint"] = {{"every_steps", s.checkpoint.every_steps},
                      {"every_seconds", s.checkpoint.every_seconds},
                      {"keep", s.checkpoint.keep}};

@@ -85,6 +85,30 @@ std::vector<BadCase> BadCases() {
       {"unknown lr scaling",
        "name: x\nmodel: {architecture: cnn}\ntraining: {epochs: 1, lr_scaling: cubic}\n",
        "training.lr_scaling", "linear"},
+      {"unknown sync", "name: x\nmodel: {architecture: cnn}\ntraining: {epochs: 1, sync: gossip}\n",
+       "training.sync", "allreduce, ps"},
+      {"ps without sync ps",
+       "name: x\nmodel: {architecture: cnn}\ntraining: {epochs: 1, ps: {consistency: bsp}}\n",
+       "training.ps", "only to training.sync: ps"},
+      {"unknown consistency",
+       "name: x\nmodel: {architecture: cnn}\ntraining: {epochs: 1, sync: ps, ps: {consistency: "
+       "eventual}}\n",
+       "training.ps.consistency", "asp, bsp, ssp"},
+      {"staleness without ssp",
+       "name: x\nmodel: {architecture: cnn}\ntraining: {epochs: 1, sync: ps, ps: {staleness: "
+       "2}}\n",
+       "training.ps.staleness", "only to consistency: ssp"},
+      {"several servers",
+       "name: x\nmodel: {architecture: cnn}\ntraining: {epochs: 1, sync: ps, ps: {servers: 2}}\n",
+       "training.ps.servers", "not built yet"},
+      {"elastic ps",
+       "name: x\nmodel: {architecture: cnn}\ntraining: {epochs: 1, sync: ps}\nresources: "
+       "{learners: {min: 1, max: 2}}\n",
+       "resources.learners", "fixed number of learners"},
+      {"spread ps",
+       "name: x\nmodel: {architecture: cnn}\ntraining: {epochs: 1, sync: ps}\nresources: "
+       "{learners: 2, placement: spread}\n",
+       "resources.placement", "one node"},
       {"target above one", std::string(kGood) + "targets: {deliver: 1.5}\n", "targets.deliver",
        "(0, 1]"},
       {"deliver above complete", std::string(kGood) + "targets: {deliver: 0.9, complete: 0.8}\n",
@@ -168,6 +192,31 @@ TEST(JobSpecTest, FillsDefaults) {
   EXPECT_EQ(spec->resources.learners, 1);
   EXPECT_EQ(spec->EffectiveThreads(), 1);
   EXPECT_FALSE(spec->targets.deliver.has_value());
+}
+
+TEST(JobSpecTest, AParameterServerJobDefaultsToAspOnOneServerAndScalesItsRateOnlyForBsp) {
+  auto asp = ParseManifest(
+      "name: x\nmodel: {architecture: cnn}\ntraining: {epochs: 1, optimizer: sgd, sync: ps}\n"
+      "resources: {learners: 4}\n");
+  ASSERT_TRUE(asp.ok()) << asp.status();
+  EXPECT_TRUE(asp->UsesParameterServer());
+  EXPECT_EQ(asp->training.ps.consistency, "asp");
+  EXPECT_EQ(asp->training.ps.servers, 1);
+  // Each version is one learner's batch: the rate of one learner.
+  EXPECT_DOUBLE_EQ(asp->ScaledLearningRate(4), 0.01);
+  EXPECT_EQ(SpecToJson(*asp)["training"]["sync"], "ps");
+  auto bsp = ParseManifest(
+      "name: x\nmodel: {architecture: cnn}\ntraining: {epochs: 1, optimizer: sgd, sync: ps, ps: "
+      "{consistency: bsp}}\nresources: {learners: 4}\n");
+  ASSERT_TRUE(bsp.ok()) << bsp.status();
+  EXPECT_DOUBLE_EQ(bsp->ScaledLearningRate(4), 0.04);  // a version averages 4 batches
+  auto ssp = ParseManifest(
+      "name: x\nmodel: {architecture: cnn}\ntraining: {epochs: 1, sync: ps, ps: {consistency: "
+      "ssp, staleness: 7}}\n");
+  ASSERT_TRUE(ssp.ok()) << ssp.status();
+  EXPECT_EQ(ssp->training.ps.staleness, 7);
+  // An allreduce job's JSON (and so its digest) has no sync field.
+  EXPECT_FALSE(SpecToJson(*ParseManifest(kGood))["training"].contains("sync"));
 }
 
 TEST(JobSpecTest, LearningRateScalesWithTheGang) {
