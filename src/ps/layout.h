@@ -59,7 +59,7 @@ absl::Status ValidateServerConfig(const ServerConfig& config);
 int StateFloatsPerParam(const OptimizerConfig& config);
 
 inline constexpr uint64_t kSegmentMagic = 0x3130535054464557ull;  // "WEFTPS01"
-inline constexpr uint32_t kLayoutVersion = 1;
+inline constexpr uint32_t kLayoutVersion = 2;
 
 static_assert(std::atomic<uint64_t>::is_always_lock_free &&
                   std::atomic<int64_t>::is_always_lock_free,
@@ -105,6 +105,10 @@ struct alignas(64) SlotHeader {
   // 1 when the published gradient holds a NaN or an infinity (its learner checked as it copied;
   // a learner that lied would only spoil its own job, whose gradients it writes anyway).
   std::atomic<uint32_t> non_finite;
+  // Batches of its learner's data trained before this segment was created (a resumed job's, from
+  // its checkpoint); written once, before the magic. The learner's next batch is
+  // start_position + published: every gradient is one batch, in order.
+  int64_t start_position;
 };
 
 inline constexpr uint64_t kSlotHeaderBytes = 64;

@@ -33,8 +33,13 @@ absl::StatusOr<SegmentView> SegmentView::Of(const SharedSegment& segment) {
     return absl::FailedPreconditionError(absl::StrCat(segment.name(), ": too small"));
   }
   auto* header = static_cast<SegmentHeader*>(segment.data());
-  if (header->magic.load(std::memory_order_acquire) != kSegmentMagic ||
-      header->layout_version != kLayoutVersion) {
+  const uint64_t magic = header->magic.load(std::memory_order_acquire);
+  if (magic == 0) {
+    // Created, and its server still writing the header (the magic is stored last).
+    return absl::UnavailableError(
+        absl::StrCat(segment.name(), ": not initialised yet (its server is creating it)"));
+  }
+  if (magic != kSegmentMagic || header->layout_version != kLayoutVersion) {
     return absl::FailedPreconditionError(
         absl::StrCat(segment.name(), ": not a weft parameter server of layout ", kLayoutVersion));
   }

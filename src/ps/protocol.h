@@ -47,9 +47,12 @@ class SegmentView {
   SegmentHeader* header_;
 };
 
-// True when the slot's learner has called into it within its lease.
+// True when the slot's learner has called into it within its lease, or none has attached to it
+// yet: a learner still starting is waited for (a kBsp round, the kSsp bound), one that came and
+// went silent for a lease is not.
 inline bool SlotIsLive(const SlotHeader& slot, int64_t now_ms) {
-  return slot.lease_until_ms.load(std::memory_order_acquire) >= now_ms;
+  return slot.owner.load(std::memory_order_acquire) == 0 ||
+         slot.lease_until_ms.load(std::memory_order_acquire) >= now_ms;
 }
 
 // Spins, then yields, then sleeps in growing steps up to 200 µs: a wait that costs nothing while

@@ -89,7 +89,9 @@ absl::StatusOr<SharedSegment> SharedSegment::Open(const std::string& name) {
   }
   if (st.st_size <= 0) {
     close(fd);
-    return absl::FailedPreconditionError(absl::StrCat(name, ": empty segment"));
+    // Created, and not yet sized by its creator.
+    return absl::UnavailableError(
+        absl::StrCat(name, ": empty segment (its server is creating it)"));
   }
   absl::StatusOr<void*> data = Map(fd, static_cast<size_t>(st.st_size), name);
   close(fd);

@@ -22,8 +22,9 @@ class SharedSegment {
   // it. AlreadyExists when the name exists; InvalidArgument for 0 bytes; ResourceExhausted when
   // /dev/shm has no room; Internal for other OS errors (with the errno text).
   static absl::StatusOr<SharedSegment> Create(const std::string& name, size_t bytes);
-  // Maps an existing object whole. NotFound when there is none; PermissionDenied when another
-  // user owns it or its mode lets group or others in; Internal for other OS errors.
+  // Maps an existing object whole. NotFound when there is none; Unavailable while it is empty
+  // (created, not yet sized); PermissionDenied when another user owns it or its mode lets group
+  // or others in; Internal for other OS errors.
   static absl::StatusOr<SharedSegment> Open(const std::string& name);
   // Removes the name; mappings stay valid until unmapped. NotFound when there is none.
   static absl::Status Unlink(const std::string& name);

@@ -36,7 +36,8 @@ class SharedPsClient {
   // Attaches to slot `slot` (the learner's rank) of segment `name`, taking it over from any
   // earlier learner of that slot, and renews its lease. The next gradient's sequence number goes
   // on from the slot's (a replacement resumes its predecessor's sequence). NotFound when there
-  // is no segment yet; FailedPrecondition when it is not a parameter server of this layout or is
+  // is no segment yet, Unavailable while its server is still writing it (try again, as for
+  // NotFound); FailedPrecondition when it is not a parameter server of this layout or is
   // closed; InvalidArgument when `slot` is out of range; the errors of SharedSegment::Open.
   static absl::StatusOr<std::unique_ptr<SharedPsClient>> Attach(const std::string& name, int slot,
                                                                 NowMsFn now = MonotonicMs);
@@ -64,6 +65,8 @@ class SharedPsClient {
   // The slot's counters: gradients published / applied or discarded so far.
   uint64_t published() const;
   uint64_t applied() const;
+  // Batches of this slot's data trained before the segment was created (SlotHeader).
+  int64_t start_position() const { return slot_header_.start_position; }
   void set_kill_hook(KillHook hook) { kill_hook_ = std::move(hook); }
 
  private:

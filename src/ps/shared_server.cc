@@ -3,6 +3,7 @@
 #include <cstring>
 #include <new>
 
+#include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "ps/update.h"
 
@@ -35,13 +36,48 @@ void WriteHeader(void* data, const ServerConfig& config, const Layout& layout) {
 
 absl::StatusOr<std::unique_ptr<SharedParameterServer>> SharedParameterServer::Create(
     const std::string& name, const ServerConfig& config, const float* initial_params, NowMsFn now) {
+  return CreateFrom(name, config, initial_params, nullptr, std::move(now));
+}
+
+absl::StatusOr<std::unique_ptr<SharedParameterServer>> SharedParameterServer::Create(
+    const std::string& name, const ServerConfig& config, const ServerState& state, NowMsFn now) {
+  const auto n = static_cast<size_t>(config.num_params);
+  auto mismatch = [](const char* what, size_t got, size_t want) {
+    return absl::InvalidArgumentError(absl::StrCat("the server state's ", what, " has ", got,
+                                                   " entries; the server needs ", want));
+  };
+  if (state.params.size() != n) return mismatch("parameters", state.params.size(), n);
+  const size_t state_floats = n * static_cast<size_t>(StateFloatsPerParam(config.optimizer));
+  if (!state.optimizer_state.empty() && state.optimizer_state.size() != state_floats) {
+    return mismatch("optimizer state", state.optimizer_state.size(), state_floats);
+  }
+  const auto slots = static_cast<size_t>(config.num_slots);
+  if (!state.positions.empty() && state.positions.size() != slots) {
+    return mismatch("positions", state.positions.size(), slots);
+  }
+  return CreateFrom(name, config, state.params.data(), &state, std::move(now));
+}
+
+absl::StatusOr<std::unique_ptr<SharedParameterServer>> SharedParameterServer::CreateFrom(
+    const std::string& name, const ServerConfig& config, const float* params,
+    const ServerState* state, NowMsFn now) {
   RETURN_IF_ERROR(ValidateServerConfig(config));
   const Layout layout = LayoutFor(config);
   ASSIGN_OR_RETURN(SharedSegment segment, SharedSegment::Create(name, layout.total_bytes));
   WriteHeader(segment.data(), config, layout);
   SegmentView view = SegmentView::Unchecked(segment.data());
-  std::memcpy(view.params(), initial_params,
-              static_cast<size_t>(config.num_params) * sizeof(float));
+  std::memcpy(view.params(), params, static_cast<size_t>(config.num_params) * sizeof(float));
+  if (state != nullptr) {
+    // A fresh mapping is zeros: only what the state holds is copied.
+    if (!state->optimizer_state.empty()) {
+      std::memcpy(view.state(), state->optimizer_state.data(),
+                  state->optimizer_state.size() * sizeof(float));
+    }
+    view.header().version.store(state->version, kRelaxed);
+    for (size_t i = 0; i < state->positions.size(); ++i) {
+      view.slot(static_cast<int>(i)).start_position = state->positions[i];
+    }
+  }
   // Learners check the magic (acquire) before they read anything else.
   view.header().magic.store(kSegmentMagic, kRelease);
   return std::unique_ptr<SharedParameterServer>(
@@ -67,6 +103,13 @@ int SharedParameterServer::ApplyReady() {
 void SharedParameterServer::Run(const std::atomic<bool>& stop) {
   Backoff backoff;
   while (!stop.load(kAcquire)) {
+    if (snapshot_wanted_.load(kAcquire)) {
+      ServerState state = Snapshot();
+      absl::MutexLock lock(&snapshot_mu_);
+      snapshot_ = std::move(state);
+      snapshot_ready_ = true;
+      snapshot_wanted_.store(false, kRelease);
+    }
     if (ApplyReady() > 0) {
       backoff.Reset();
     } else {
@@ -165,6 +208,36 @@ ApplierStats SharedParameterServer::Stats() const {
     stats.staleness[b] = header.staleness_buckets[b].load(kRelaxed);
   }
   return stats;
+}
+
+std::vector<int64_t> SharedParameterServer::Positions() const {
+  std::vector<int64_t> positions(static_cast<size_t>(view_.num_slots()));
+  for (int i = 0; i < view_.num_slots(); ++i) {
+    const SlotHeader& slot = view_.slot(i);
+    positions[i] = slot.start_position + static_cast<int64_t>(slot.applied.load(kAcquire));
+  }
+  return positions;
+}
+
+ServerState SharedParameterServer::Snapshot() const {
+  ServerState state;
+  state.version = view_.header().version.load(kRelaxed);
+  const auto n = static_cast<size_t>(view_.num_params());
+  state.params.assign(view_.params(), view_.params() + n);
+  const size_t state_floats =
+      n * static_cast<size_t>(StateFloatsPerParam(view_.header().optimizer));
+  state.optimizer_state.assign(view_.state(), view_.state() + state_floats);
+  state.positions = Positions();
+  return state;
+}
+
+ServerState SharedParameterServer::TakeSnapshot() {
+  absl::MutexLock lock(&snapshot_mu_);
+  snapshot_ready_ = false;
+  snapshot_wanted_.store(true, kRelease);
+  snapshot_mu_.Await(absl::Condition(&snapshot_ready_));
+  snapshot_ready_ = false;
+  return std::move(snapshot_);
 }
 
 void SharedParameterServer::CopyParams(float* out) const {

@@ -16,11 +16,24 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "ps/layout.h"
 #include "ps/protocol.h"
 #include "ps/segment.h"
 
 namespace weft::ps {
+
+// The server's training state, as a checkpoint holds it and a resumed server starts from.
+struct ServerState {
+  uint64_t version = 0;       // versions applied (Adam's step count goes on from it)
+  std::vector<float> params;  // [num_params]
+  // [num_params × StateFloatsPerParam]: SGD's momentum buffer, or Adam's first moments then
+  // second moments; empty: zeros.
+  std::vector<float> optimizer_state;
+  // Per slot, batches of its learner's data whose gradients were applied or discarded:
+  // start_position + applied. Empty: zeros.
+  std::vector<int64_t> positions;
+};
 
 // What the applier has done since the segment was created.
 struct ApplierStats {
@@ -42,6 +55,13 @@ class SharedParameterServer {
                                                                        const ServerConfig& config,
                                                                        const float* initial_params,
                                                                        NowMsFn now = MonotonicMs);
+  // As above, resumed from `state` (a checkpoint's): its parameters, optimizer state, version,
+  // and each slot's position as its start_position. InvalidArgument when a size does not match
+  // `config`.
+  static absl::StatusOr<std::unique_ptr<SharedParameterServer>> Create(const std::string& name,
+                                                                       const ServerConfig& config,
+                                                                       const ServerState& state,
+                                                                       NowMsFn now = MonotonicMs);
   // Marks the server closed (learners' waits return Unavailable) and removes its name.
   ~SharedParameterServer();
   SharedParameterServer(const SharedParameterServer&) = delete;
@@ -57,6 +77,12 @@ class SharedParameterServer {
   void Run(const std::atomic<bool>& stop);
 
   ApplierStats Stats() const;
+  // Each slot's position (ServerState::positions) now; any thread.
+  std::vector<int64_t> Positions() const;
+  // The state between two passes, for a checkpoint: on the applier's thread, or from another
+  // while Run runs (it hands the state over after its current pass; call it only then).
+  ServerState Snapshot() const;
+  ServerState TakeSnapshot();
   // Copies the parameters into out[num_params]; call on the applier's thread (a checkpoint).
   void CopyParams(float* out) const;
   int64_t num_params() const { return view_.num_params(); }
@@ -64,6 +90,9 @@ class SharedParameterServer {
 
  private:
   SharedParameterServer(SharedSegment segment, NowMsFn now);
+  static absl::StatusOr<std::unique_ptr<SharedParameterServer>> CreateFrom(
+      const std::string& name, const ServerConfig& config, const float* params,
+      const ServerState* state, NowMsFn now);
   // Applies `grad` as the next version and frees slots[0..count) (their gradients are in it).
   void ApplyVersion(const float* grad, const int* slots, int count);
   void Discard(int slot);
@@ -75,6 +104,11 @@ class SharedParameterServer {
   NowMsFn now_;
   std::vector<float> sum_;  // kBsp: the round's averaged gradient
   std::vector<int> ready_;  // slots taken by the current pass
+  // TakeSnapshot's hand-over from Run's thread.
+  std::atomic<bool> snapshot_wanted_{false};
+  absl::Mutex snapshot_mu_;
+  bool snapshot_ready_ ABSL_GUARDED_BY(snapshot_mu_) = false;
+  ServerState snapshot_ ABSL_GUARDED_BY(snapshot_mu_);
 };
 
 }  // namespace weft::ps

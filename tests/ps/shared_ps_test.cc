@@ -83,8 +83,11 @@ TEST(SharedSegmentTest, ASegmentOthersCouldWriteIsRefused) {
   fd = shm_open(name.c_str(), O_RDWR, 0);
   ASSERT_GE(fd, 0);
   ASSERT_EQ(fchmod(fd, 0600), 0);
-  close(fd);
+  // Owner-only and all zeros: a server still writing its header (the magic comes last); try again.
+  EXPECT_EQ(SharedPsClient::Attach(name, 0).status().code(), absl::StatusCode::kUnavailable);
   // Owner-only but not a parameter server: refused by its header, not read blindly.
+  ASSERT_EQ(pwrite(fd, "garbage!", 8, 0), 8);
+  close(fd);
   EXPECT_EQ(SharedPsClient::Attach(name, 0).status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_TRUE(SharedSegment::Unlink(name).ok());
 }
@@ -240,6 +243,45 @@ TEST(SharedServerTest, ClosingTheServerReleasesAWaitingLearner) {
   server.reset();
   learner.join();
   EXPECT_EQ(waited.code(), absl::StatusCode::kUnavailable);
+}
+
+TEST(SharedServerTest, AResumedServerGoesOnFromItsStateAndASnapshotIsWhatWasApplied) {
+  ServerConfig config = Config(2, 2, Consistency::kAsp);
+  config.optimizer.kind = OptimizerKind::kSgd;
+  config.optimizer.momentum = 0.5;
+  ServerState from;
+  from.version = 7;
+  from.params = {1, 2};
+  from.optimizer_state = {0.25f, -0.25f};
+  from.positions = {10, 4};
+  const std::string name = FreshSegmentName();
+  ServerState wrong = from;
+  wrong.positions = {1, 2, 3};
+  EXPECT_EQ(SharedParameterServer::Create(name, config, wrong).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  auto server = SharedParameterServer::Create(name, config, from).value();
+  auto a = SharedPsClient::Attach(name, 0).value();
+  auto b = SharedPsClient::Attach(name, 1).value();
+  EXPECT_EQ(a->start_position(), 10);  // the next batch of learner 0 is its 11th
+  EXPECT_EQ(b->start_position(), 4);
+  std::vector<float> pulled(2), g = {1, 1};
+  EXPECT_EQ(a->Pull(pulled.data(), 1000).value(), 7u);
+  EXPECT_EQ(pulled, from.params);
+  std::atomic<bool> stop{false};
+  std::thread applier([&] { server->Run(stop); });
+  ASSERT_EQ(a->Publish(g.data(), 7, 1000).value(), 1u);
+  ASSERT_TRUE(a->WaitApplied(1, 10'000).ok());
+  ServerState now = server->TakeSnapshot();
+  stop = true;
+  applier.join();
+  EXPECT_EQ(now.version, 8u);
+  EXPECT_EQ(now.positions, (std::vector<int64_t>{11, 4}));
+  // torch.optim.SGD: buf = 0.5 * buf + g; p -= lr * buf (lr 0.5).
+  EXPECT_FLOAT_EQ(now.optimizer_state[0], 1.125f);
+  EXPECT_FLOAT_EQ(now.optimizer_state[1], 0.875f);
+  EXPECT_FLOAT_EQ(now.params[0], 1 - 0.5f * 1.125f);
+  EXPECT_FLOAT_EQ(now.params[1], 2 - 0.5f * 0.875f);
+  EXPECT_EQ(server->Positions(), now.positions);
 }
 
 TEST(StalenessBucketTest, PowersOfTwoAfterTwo) {
