@@ -54,6 +54,8 @@ class AttemptTracker {
     // Learners a shrink told to leave (by id: node, and when): not members any more, they hold
     // their node until they exit at their next step boundary, so no job is placed beside them.
     std::map<int, std::pair<std::string, TimeMs>> leaving;
+    // Learners of a parameter-server job replaced alone in this attempt (at most max_restarts).
+    int replacements = 0;
   };
 
   // The current attempt of `id`, created empty on first use.

@@ -279,6 +279,14 @@ class Controller : public LearnerEvents {
   // below its minimum, no rendezvous, the store refused).
   bool RegroupLocked(JobRecord& r, int learner_id, const std::string& reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Learner `learner_id` of `r`, a running parameter-server job, is lost (`reason`) and is not
+  // rank 0 (whose process holds the server): starts a new learner in its place, on its node, in
+  // the same attempt (recorded in the history); it takes the slot over and goes on from the
+  // slot's position, and the other learners never stop. True when started; false when the job
+  // must stop its gang instead (not ps, rank 0, not running, max_restarts replacements already
+  // in this attempt, the executor or the store refused).
+  bool ReplaceLearnerLocked(JobRecord& r, int learner_id, const std::string& reason)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Stores `r` as a new generation whose members are `members` (rank order), with a history
   // entry "generation G: <what>; N learners go on without a restart (rank 0 is learner X,
   // rendezvous at H:P)", and points the attempt at it (its rendezvous, members to tell). False,

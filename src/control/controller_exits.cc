@@ -62,6 +62,13 @@ void Controller::HandleExitLocked(const LearnerExit& e) {
   const bool user_error = !e.killed_for.empty() || (!e.status_unknown && e.signal == 0 &&
                                                     e.exit_code == kLearnerExitUserError);
   const bool clean_exit = !e.status_unknown && e.signal == 0 && e.exit_code == 0;
+  // A parameter-server job's learner other than rank 0 is replaced alone.
+  if (!user_error && !clean_exit && e.rank != leader &&
+      ReplaceLearnerLocked(
+          r, e.rank,
+          absl::StrCat("learner ", e.rank, " ", e.Describe(), why.empty() ? "" : ": ", why))) {
+    return;
+  }
   // An elastic job goes on without the learner if enough are left: a new generation.
   if (!user_error && !clean_exit &&
       RegroupLocked(

@@ -5,6 +5,7 @@
 // size and where the new generation's group meets (served by its rank 0). A grow starts
 // newcomers that join a new generation; a shrink makes one without the last ranks, who are told
 // to stop when they ask.
+#include <algorithm>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -82,6 +83,43 @@ bool Controller::RegroupLocked(JobRecord& r, int learner_id, const std::string& 
   attempt.finished.erase(learner_id);
   attempt.joining.erase(learner_id);
   attempt.untold.erase(learner_id);
+  return true;
+}
+
+bool Controller::ReplaceLearnerLocked(JobRecord& r, int learner_id, const std::string& reason) {
+  if (r.state != JobState::kRunning && r.state != JobState::kDelivered) return false;
+  auto spec = specs_.Get(r);
+  if (!spec.ok() || !(*spec)->UsesParameterServer()) return false;
+  auto slot = std::find_if(r.learners.begin(), r.learners.end(),
+                           [learner_id](const LearnerSlot& l) { return l.id == learner_id; });
+  if (slot == r.learners.end() || slot == r.learners.begin()) return false;
+  AttemptTracker::Attempt& attempt = attempts_.Of(r.id);
+  if (attempt.replacements >= (*spec)->max_restarts) return false;
+  absl::StatusOr<DatasetRecord> data = DataSetLocked(r, **spec);
+  if (!data.ok()) return false;
+  // The learner environment names a rendezvous for every gang; a ps learner does not use it.
+  absl::StatusOr<std::pair<std::string, int>> rendezvous =
+      executor_.RendezvousAddress(r.learners[0].node);
+  if (!rendezvous.ok()) return false;
+  const int rank = static_cast<int>(slot - r.learners.begin());
+  absl::StatusOr<int64_t> pid = executor_.Start(LaunchFor(r, **spec, rank, *rendezvous, *data));
+  if (!pid.ok()) {
+    spdlog::warn("job {}: cannot replace learner {}: {}", r.id, learner_id, pid.status().message());
+    return false;
+  }
+  const int64_t old_pid = slot->pid;
+  slot->pid = *pid;
+  attempt.replacements += 1;
+  attempt.last_seen_ms[learner_id] = clock_.NowMs();
+  attempt.registered.erase(learner_id);
+  attempt.finished.erase(learner_id);
+  const std::string why =
+      absl::StrCat(reason, "; learner ", learner_id, " replaced (pid ", old_pid, " -> ", *pid,
+                   ", replacement ", attempt.replacements, " of ", (*spec)->max_restarts,
+                   "): it takes its parameter-server slot over, the others go on");
+  if (absl::Status s = TransitionLocked(r, r.state, why); !s.ok()) {
+    spdlog::error("job {}: cannot record the replacement: {}", r.id, s.message());
+  }
   return true;
 }
 

@@ -53,6 +53,24 @@ inline constexpr int64_t kJoinWaitMs = 30000;
 absl::StatusOr<Membership> AwaitJoin(Reporter& reporter, const LearnerLaunch& launch,
                                      const std::atomic<bool>* stop_requested);
 
+// A model to write and commit: `kind` (kDeliveredModel, kFinalModel) of the job `options` runs.
+struct ModelExport {
+  const LoopOptions& options;
+  Env& env;
+  Reporter& reporter;
+  ClassifierImpl& model;
+  std::vector<int64_t> sample_shape;  // one sample's, for the model card
+  int64_t classes = 0;
+  std::string kind;
+  double accuracy = 0;  // test accuracy of this model
+  double best = 0;      // best test accuracy so far
+  int epoch = 0;
+  int64_t step = 0;
+};
+// Writes the model (TorchScript) and its model card atomically and asks weftd to commit them.
+// Errors from the disk (the directory, the write) and from weftd's commit.
+absl::Status ExportModel(const ModelExport& e);
+
 // Thrown at a step boundary when the job has moved to a later membership generation (it grew):
 // every rank throws it after the same step, and all re-form the group.
 class RegroupRequest : public std::runtime_error {
@@ -135,10 +153,8 @@ class Trainer {
   // latest committed checkpoint stands and the next one is tried when due. Errors from
   // serialising, from the disk otherwise, and from weftd's commit.
   absl::Status Checkpoint(bool tolerate_disk_errors = false);
-  // Writes and commits the `kind` model and its card. Errors from the disk or from weftd.
+  // Writes and commits the `kind` model and its card (ExportModel).
   absl::Status Export(const std::string& kind, double accuracy);
-  // What the delivered model's forward takes, for its model card.
-  std::string InputDescription() const;
 
   const LoopOptions& o_;
   const JobSpec& spec_;

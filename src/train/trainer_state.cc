@@ -193,52 +193,61 @@ absl::Status Trainer::LoadState(torch::serialize::InputArchive& ar, const std::s
   return absl::OkStatus();
 }
 
-std::string Trainer::InputDescription() const {
-  const std::string shape =
-      absl::StrCat("[N, ", absl::StrJoin(train_.SampleShape(), ", "), "] float32");
-  const std::string& format = o_.learner.data_format;
+namespace {
+
+// What the delivered model's forward takes, for its model card.
+std::string InputDescription(const std::vector<int64_t>& sample_shape, const std::string& format) {
+  const std::string shape = absl::StrCat("[N, ", absl::StrJoin(sample_shape, ", "), "] float32");
   if (format == "csv") return shape + ", the CSV's feature columns as written";
   if (format == "tensors") return shape + ", the data set's train_x/test_x as float32";
   return shape + ", (pixel/255 - 0.2860) / 0.3530";
 }
 
-absl::Status Trainer::Export(const std::string& kind, double accuracy) {
-  RETURN_IF_ERROR(env_.MakeDirs(ModelDir(o_.learner.result_dir, kind)));
+}  // namespace
+
+absl::Status ExportModel(const ModelExport& e) {
+  const LoopOptions& o = e.options;
+  RETURN_IF_ERROR(e.env.MakeDirs(ModelDir(o.learner.result_dir, e.kind)));
   std::ostringstream bytes;
   try {
-    model_->Save(bytes);  // TorchScript: torch.jit.load reads it, in Python or C++
-  } catch (const std::exception& e) {
-    return absl::InternalError(absl::StrCat("cannot serialise the model: ", TorchMessage(e)));
+    e.model.Save(bytes);  // TorchScript: torch.jit.load reads it, in Python or C++
+  } catch (const std::exception& ex) {
+    return absl::InternalError(absl::StrCat("cannot serialise the model: ", TorchMessage(ex)));
   }
-  const std::string model_path = ModelPath(o_.learner.result_dir, kind);
-  const std::string card_path = ModelCardPath(o_.learner.result_dir, kind);
-  RETURN_IF_ERROR(WriteFileAtomic(env_, model_path, bytes.str()));
+  const std::string model_path = ModelPath(o.learner.result_dir, e.kind);
+  const std::string card_path = ModelCardPath(o.learner.result_dir, e.kind);
+  RETURN_IF_ERROR(WriteFileAtomic(e.env, model_path, bytes.str()));
   nlohmann::json card = {
-      {"job_id", o_.learner.job_id},
-      {"kind", kind},
-      {"architecture", spec_.model.architecture},
+      {"job_id", o.learner.job_id},
+      {"kind", e.kind},
+      {"architecture", o.spec.model.architecture},
       {"format", "TorchScript (torch.jit.save): torch.jit.load in Python, torch::jit::load in C++"},
-      {"input", InputDescription()},
-      {"output", absl::StrCat("[N, ", classes_, "] logits")},
-      {"epoch", progress_.epoch},
-      {"step", progress_.step},
-      {"metrics", {{"test_accuracy", accuracy}, {"best_test_accuracy", best_}}},
-      {"manifest_digest", SpecDigest(spec_)},
-      {"spec", SpecToJson(spec_)},
+      {"input", InputDescription(e.sample_shape, o.learner.data_format)},
+      {"output", absl::StrCat("[N, ", e.classes, "] logits")},
+      {"epoch", e.epoch},
+      {"step", e.step},
+      {"metrics", {{"test_accuracy", e.accuracy}, {"best_test_accuracy", e.best}}},
+      {"manifest_digest", SpecDigest(o.spec)},
+      {"spec", SpecToJson(o.spec)},
       {"created_at", FormatTimeMs(SystemClock::Get().NowMs())},
       {"bytes", bytes.str().size()},
   };
-  RETURN_IF_ERROR(WriteFileAtomic(env_, card_path, card.dump(2) + "\n"));
-  spdlog::info("{} model written: {} ({} bytes, test_accuracy {:.4f})", kind, model_path,
-               bytes.str().size(), accuracy);
-  ModelFile a{kind,
+  RETURN_IF_ERROR(WriteFileAtomic(e.env, card_path, card.dump(2) + "\n"));
+  spdlog::info("{} model written: {} ({} bytes, test_accuracy {:.4f})", e.kind, model_path,
+               bytes.str().size(), e.accuracy);
+  ModelFile a{e.kind,
               model_path,
               card_path,
-              accuracy,
-              progress_.epoch,
-              progress_.step,
+              e.accuracy,
+              e.epoch,
+              e.step,
               static_cast<int64_t>(bytes.str().size())};
-  return reporter_.CommitModel(a);
+  return e.reporter.CommitModel(a);
+}
+
+absl::Status Trainer::Export(const std::string& kind, double accuracy) {
+  return ExportModel({o_, env_, reporter_, *model_, train_.SampleShape(), classes_, kind, accuracy,
+                      best_, progress_.epoch, progress_.step});
 }
 
 }  // namespace weft::train

@@ -13,6 +13,7 @@
 #include "common/logging.h"
 #include "common/status_macros.h"
 #include "train/blas.h"
+#include "train/ps_trainer.h"
 #include "train/trainer.h"
 
 namespace weft::train {
@@ -101,6 +102,11 @@ absl::StatusOr<LoopResult> RunTraining(const LoopOptions& given, Reporter& repor
     options.kernels = KernelsFor(options.spec, train.SampleShape(), classes);
     ASSIGN_OR_RETURN(Model model, BuildModel(options.spec.model, options.learner.model_dir,
                                              train.SampleShape(), classes, options.kernels));
+    if (options.spec.UsesParameterServer()) {
+      // No process group: the learners meet in rank 0's shared-memory server.
+      PsTrainer trainer(options, reporter, std::move(model), std::move(train), std::move(test));
+      return trainer.Run();
+    }
     std::unique_ptr<DataParallel> dp = DataParallel::Local();
     if (options.learner.generation > 1) {
       // Joining a running elastic job: ready now, it learns where to join (a loss meanwhile may

@@ -138,6 +138,44 @@ TEST_F(ControllerTest, OneDeadLearnerStopsTheGangAndRestartsTheJob) {
   EXPECT_EQ(executor_.launches[3].rank, 1);
 }
 
+// A parameter-server job (training.sync: ps) whose rank 1 dies: only that learner is started
+// again, in the same attempt, the others never stopped; after max_restarts replacements, and for
+// rank 0 (the server's process) at once, the gang stops and restarts as any other.
+TEST_F(ControllerTest, AParameterServerJobReplacesALostLearnerAloneUpToMaxRestarts) {
+  std::string id = Submit(R"(
+name: ps
+model: {architecture: mlp}
+training: {epochs: 2, sync: ps}
+resources: {learners: 2, cpus: 1, memory_mb: 1024}
+max_restarts: 1
+)");
+  controller_->Tick();
+  controller_->OnRegister(id, 0, 1, 4242, 0);
+  controller_->OnRegister(id, 1, 1, 4243, 0);
+  ASSERT_EQ(State(id), JobState::kRunning);
+  executor_.stopped.clear();
+  executor_.Exit(id, 1, -1, 9, /*rank=*/1);
+  controller_->Tick();
+  EXPECT_TRUE(executor_.stopped.empty()) << "rank 0 trains on";
+  EXPECT_EQ(State(id), JobState::kRunning);
+  EXPECT_THAT(Reason(id), HasSubstr("learner 1 killed by signal 9"));
+  EXPECT_THAT(Reason(id), HasSubstr("learner 1 replaced"));
+  ASSERT_EQ(executor_.launches.size(), 3u);
+  EXPECT_EQ(executor_.launches[2].rank, 1);
+  EXPECT_EQ(executor_.launches[2].attempt, 1) << "the same attempt";
+  EXPECT_EQ(executor_.Running(id), 2);
+  // The replacement registers like its predecessor; a second loss is past max_restarts (1).
+  controller_->OnRegister(id, 1, 1, 4244, 0);
+  executor_.Exit(id, 1, -1, 9, /*rank=*/1);
+  controller_->Tick();
+  ASSERT_EQ(executor_.stopped.size(), 1u) << "the gang stops";
+  EXPECT_EQ(executor_.launches.size(), 3u);
+  executor_.Exit(id, 1, 1, 0, /*rank=*/0);
+  controller_->Tick();
+  EXPECT_EQ(State(id), JobState::kQueued);
+  EXPECT_EQ(store_->GetJob(id)->restarts, 1);
+}
+
 TEST_F(ControllerTest, ASilentRankRestartsTheGang) {
   std::string id = Submit(kGang);
   controller_->Tick();

@@ -1,0 +1,116 @@
+// A learner of a `training.sync: ps` job (internal to train/): GaDei's scale-up parameter server
+// (Zhang et al., HPDC 2017) in POSIX shared memory, src/ps/. Rank 0 creates the job attempt's
+// segment from its checkpoint and runs the applier on a thread of its own; every rank, rank 0
+// included, trains its share of each epoch at its own pace: pull the parameters, forward and
+// backward on its next batch, publish the gradient to its slot. Rank 0 also reports, evaluates,
+// delivers, checkpoints the server's state and writes the final model; it closes the server at
+// the end, and the others' next call then says so. The design and its guarantees are in
+// docs/design.md ("The parameter server").
+#pragma once
+
+#include <torch/torch.h>
+
+#include <atomic>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "ps/shared_client.h"
+#include "ps/shared_server.h"
+#include "train/trainer.h"
+
+namespace weft::train {
+
+// The segment's data order: learner r trains positions r, r + W, r + 2W, ... of each epoch's
+// permutation (seed + epoch, as an allreduce gang draws it), batch_size at a time; its position p
+// is batch p % BatchesPerEpoch of epoch p / BatchesPerEpoch.
+class PsDataOrder {
+ public:
+  PsDataOrder(int64_t samples, int world, int rank, int64_t batch_size, uint64_t seed);
+  // Batches of rank's share of one epoch (0 when it has no samples).
+  int64_t BatchesPerEpoch() const { return batches_; }
+  int64_t SamplesInShare() const { return share_; }
+  // The sample indices (int64 [k], 1 <= k <= batch_size) of batch `position`.
+  torch::Tensor Batch(int64_t position);
+  // Samples of this share trained by `position` batches.
+  int64_t SamplesBefore(int64_t position) const;
+
+ private:
+  int64_t samples_, world_, rank_, batch_size_;
+  uint64_t seed_;
+  int64_t share_, batches_;
+  int64_t cached_epoch_ = -1;
+  torch::Tensor cached_share_;
+};
+
+class PsTrainer {
+ public:
+  PsTrainer(const LoopOptions& o, Reporter& r, Model model, Dataset train, Dataset test);
+  ~PsTrainer();
+  PsTrainer(const PsTrainer&) = delete;
+  PsTrainer& operator=(const PsTrainer&) = delete;
+
+  absl::StatusOr<LoopResult> Run();
+
+ private:
+  // Makes the parameters views of one flat float tensor, and their gradients of another.
+  // InvalidArgument for a model whose parameters are not all float32.
+  absl::Status Flatten();
+  // Rank 0: the newest checkpoint that loads (or the fresh model), the segment, the applier.
+  // Returns the step resumed from, or -1.
+  absl::StatusOr<int64_t> StartServer();
+  absl::StatusOr<ps::ServerState> ResumeState(int64_t* step);
+  // Every rank: attaches to its slot, waiting up to the rendezvous timeout for rank 0 to create
+  // the segment. False when the server is closed already (the job is ending).
+  absl::StatusOr<bool> Attach();
+  // Trains this rank's share to its end, the complete target, or a stop. Returns how it ended.
+  enum class End { kDone, kComplete, kStopped, kClosed };
+  absl::StatusOr<End> TrainShare();
+  // Rank 0, between its steps and while it waits for the others: progress, metrics,
+  // evaluations with their targets, checkpoints. Sets *complete at the complete target.
+  absl::Status LeadJob(bool* complete);
+  absl::Status EvaluateNow(bool* complete);
+  absl::Status Checkpoint();
+  // Rank 0 at the end: waits until every learner's share is applied (or a stop).
+  absl::StatusOr<End> AwaitOthers(bool* complete);
+  absl::StatusOr<LoopResult> FinishLeader(End end, bool complete);
+  void StopApplier();
+  // Progress of the whole job from the server's slot positions.
+  void UpdateProgress();
+  bool StopRequested() const;
+  int rank() const { return o_.learner.rank; }
+  int world() const { return o_.learner.world_size; }
+
+  const LoopOptions& o_;
+  const JobSpec& spec_;
+  Env& env_;
+  Reporter& reporter_;
+  Model model_;
+  Dataset train_, test_;
+  int64_t classes_;
+  PsDataOrder order_;
+  torch::Tensor params_, grads_;  // float [num_params]: the parameters' and gradients' storage
+  int64_t timeout_ms_;
+  std::string segment_name_;
+  std::unique_ptr<ps::SharedParameterServer> server_;  // rank 0's
+  std::atomic<bool> applier_stop_{false};
+  std::thread applier_;
+  std::unique_ptr<ps::SharedPsClient> client_;
+  uint64_t published_here_ = 0;  // gradients this process published and had acknowledged
+  uint64_t last_seq_ = 0;
+  // Rank 0's view of the job.
+  std::vector<int64_t> totals_;  // per slot: epochs × its batches per epoch
+  std::vector<int64_t> per_epoch_;
+  ProgressReport progress_;
+  int evaluated_epochs_ = 0;
+  int64_t evaluated_step_ = 0;
+  double best_ = 0, last_accuracy_ = 0, complete_met_ = 0;
+  bool delivered_ = false;
+  double loss_sum_ = 0;
+  int64_t loss_steps_ = 0;
+  double last_report_s_ = 0, last_checkpoint_s_ = 0;
+  int64_t last_report_samples_ = 0, last_checkpoint_step_ = -1;
+};
+
+}  // namespace weft::train
