@@ -28,6 +28,7 @@
 #include "common/logging.h"
 #include "common/status_macros.h"
 #include "job/layout.h"
+#include "ps/segment.h"
 
 extern char** environ;
 
@@ -446,6 +447,16 @@ absl::Status LocalExecutor::Adopt(const LearnerLaunch& launch, int64_t pid) {
   return absl::OkStatus();
 }
 
+void LocalExecutor::RemoveParameterServer(const LearnerLaunch& launch) {
+  // Its rank 0 removes it when it ends well; one killed (SIGKILL after the stop grace, the OOM
+  // killer) leaves it behind. The segment is the attempt's: no other process creates it again.
+  absl::StatusOr<std::string> name = ps::SegmentNameForJob(launch.job_id, launch.attempt);
+  if (name.ok() && ps::SharedSegment::Unlink(*name).ok()) {
+    spdlog::info("job {}: removed parameter-server segment {} that rank 0 left behind",
+                 launch.job_id, *name);
+  }
+}
+
 std::vector<LearnerExit> LocalExecutor::Reap() {
   absl::MutexLock lock(&mu_);
   std::vector<LearnerExit> exits;
@@ -468,6 +479,7 @@ std::vector<LearnerExit> LocalExecutor::Reap() {
         e.killed_for = it->killed_for;
         exited_cgroups_.push_back(it->cgroup);
       }
+      if (it->launch.rank == 0) RemoveParameterServer(it->launch);
       exits.push_back(e);
       it = children_.erase(it);
       continue;

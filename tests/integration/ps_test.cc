@@ -228,6 +228,9 @@ TEST_F(ParameterServerTest, ARank0CrashRestartsFromTheServersCheckpointWithNothi
   EXPECT_EQ(account[3], 300 * 94);
   EXPECT_EQ(account[4], 300 * 94);
   EXPECT_EQ(account[1] + account[2] + resumed[0][1], account[3] + account[4]);
+  // The killed rank 0's segment was removed when it was reaped, the second one by its rank 0.
+  EXPECT_FALSE(std::filesystem::exists("/dev/shm/weft-ps-" + id + "-1"));
+  EXPECT_FALSE(std::filesystem::exists("/dev/shm/weft-ps-" + id + "-2"));
   EXPECT_GT(done["models"]["final"].value("test_accuracy", 0.0), 0.80);
 }
 

@@ -14,9 +14,14 @@
 
 namespace weft::ps {
 
+// A name no other test process uses now; one a dead process of the same pid left behind (a test
+// killed mid-way) is removed first.
 inline std::string FreshSegmentName() {
   static std::atomic<int> counter{0};
-  return SegmentNameForJob(absl::StrCat("test-", getpid(), "-", counter.fetch_add(1)), 1).value();
+  std::string name =
+      SegmentNameForJob(absl::StrCat("test-", getpid(), "-", counter.fetch_add(1)), 1).value();
+  (void)SharedSegment::Unlink(name);
+  return name;
 }
 
 // A monotonic clock in ms that only moves when the test says so; share it by reference.
