@@ -79,9 +79,11 @@ absl::Status AppendGauges(const Services& s, std::string* out) {
   ASSIGN_OR_RETURN(auto nodes, s.controller.view().Nodes());
   std::map<Labels, double> by_state, queued, oldest;
   std::vector<std::pair<Labels, double>> samples, restarts;
+  std::map<std::string, Labels> holding;  // jobs holding learners: their own labels
   for (const JobRecord& r : jobs) {
     by_state[{{"tenant", r.tenant}, {"state", JobStateName(r.state)}}] += 1;
     if (r.learners.empty()) continue;
+    holding[r.id] = {{"tenant", r.tenant}, {"job", r.id}};
     samples.push_back(
         {{{"tenant", r.tenant}, {"job", r.id}}, static_cast<double>(r.progress.samples)});
     restarts.push_back({{{"tenant", r.tenant}, {"job", r.id}}, static_cast<double>(r.restarts)});
@@ -111,6 +113,9 @@ absl::Status AppendGauges(const Services& s, std::string* out) {
   RenderGauge("weft_job_restarts", "restarts of a job holding learners", restarts, out);
   RenderGauge("weft_node_cpus", "cpus of each node", cpus, out);
   RenderGauge("weft_node_allocated_cpus", "cpus of each node held by jobs", allocated, out);
+  // What learners report of their own (a parameter server's counters), for jobs still holding
+  // learners; the others' are forgotten.
+  JobGauges::Global().RenderAndPrune(holding, out);
   return absl::OkStatus();
 }
 

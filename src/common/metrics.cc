@@ -142,6 +142,44 @@ std::string RenderLabels(const Labels& labels) {
   return out + "}";
 }
 
+JobGauges& JobGauges::Global() {
+  static JobGauges* gauges = new JobGauges();
+  return *gauges;
+}
+
+void JobGauges::Declare(const std::string& name, const std::string& help) {
+  absl::MutexLock lock(&mu_);
+  help_.emplace(name, help);
+}
+
+void JobGauges::Set(const std::string& job, const std::string& name,
+                    const std::vector<std::pair<Labels, double>>& series) {
+  absl::MutexLock lock(&mu_);
+  if (help_.count(name) == 0) return;
+  values_[name][job] = series;
+}
+
+void JobGauges::RenderAndPrune(const std::map<std::string, Labels>& active, std::string* out) {
+  absl::MutexLock lock(&mu_);
+  for (auto& [name, jobs] : values_) {
+    std::vector<std::pair<Labels, double>> rows;
+    for (auto it = jobs.begin(); it != jobs.end();) {
+      auto job = active.find(it->first);
+      if (job == active.end()) {
+        it = jobs.erase(it);
+        continue;
+      }
+      for (const auto& [labels, value] : it->second) {
+        Labels all = job->second;
+        all.insert(labels.begin(), labels.end());
+        rows.emplace_back(std::move(all), value);
+      }
+      ++it;
+    }
+    if (!rows.empty()) RenderGauge(name, help_[name], rows, out);
+  }
+}
+
 std::vector<double> SecondsBuckets() {
   return {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
 }

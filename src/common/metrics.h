@@ -53,6 +53,29 @@ class MetricsRegistry {
   std::map<std::string, Family> families_ ABSL_GUARDED_BY(mu_);
 };
 
+// Values that jobs' learners report as totals they count themselves (a parameter server's
+// versions, gradients by staleness), kept per job until a scrape finds the job no longer active.
+// Thread-safe.
+class JobGauges {
+ public:
+  static JobGauges& Global();
+  // Declares a family once (its help text); Set for an undeclared name is ignored.
+  void Declare(const std::string& name, const std::string& help);
+  // Replaces job `job`'s series of family `name`: labels (beyond the job's own) -> value.
+  void Set(const std::string& job, const std::string& name,
+           const std::vector<std::pair<Labels, double>>& series);
+  // Appends every family's series of the jobs in `active` (job id -> labels that identify it,
+  // e.g. tenant and job) to `out`, and forgets every other job.
+  void RenderAndPrune(const std::map<std::string, Labels>& active, std::string* out);
+
+ private:
+  absl::Mutex mu_;
+  std::map<std::string, std::string> help_ ABSL_GUARDED_BY(mu_);
+  // family -> job -> series
+  std::map<std::string, std::map<std::string, std::vector<std::pair<Labels, double>>>> values_
+      ABSL_GUARDED_BY(mu_);
+};
+
 // Appends one family of gauges to `out` in the text format: "# HELP", "# TYPE name gauge" and a
 // line per (labels, value).
 void RenderGauge(const std::string& name, const std::string& help,

@@ -1,6 +1,9 @@
 #include "control/coordinator_service.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
+#include "common/metrics.h"
 #include "common/text.h"
 
 namespace weft {
@@ -16,6 +19,39 @@ JobProgress FromProto(const weft::v1::Progress& p) {
 // (train/coordinator_reporter.cc retries UNAVAILABLE).
 grpc::Status Unavailable(const std::string& why) {
   return grpc::Status(grpc::StatusCode::UNAVAILABLE, why);
+}
+
+// A parameter-server job's counters as its rank 0 reports them (untrusted: at most the 8
+// staleness buckets of ps/layout.h are read), kept as the job's gauges for GET /metrics.
+void RecordParameterServer(const std::string& job, const weft::v1::Progress& p) {
+  if (!p.has_parameter_server()) return;
+  static const char* const kBuckets[] = {"0", "1", "2", "3-4", "5-8", "9-16", "17-32", "33+"};
+  JobGauges& gauges = JobGauges::Global();
+  static const bool declared = [&gauges] {
+    gauges.Declare("weft_ps_versions",
+                   "versions (parameter updates) a parameter-server job has applied in its "
+                   "current attempt; rate() gives versions/s");
+    gauges.Declare("weft_ps_gradients_applied",
+                   "gradients a parameter-server job has applied in its current attempt");
+    gauges.Declare("weft_ps_gradients_discarded",
+                   "gradients a parameter-server job has discarded in its current attempt, by "
+                   "reason");
+    gauges.Declare("weft_ps_gradients_by_staleness",
+                   "gradients a parameter-server job has applied in its current attempt, by "
+                   "staleness (versions between the one computed on and the one updated)");
+    return true;
+  }();
+  (void)declared;
+  const weft::v1::ParameterServerStats& s = p.parameter_server();
+  gauges.Set(job, "weft_ps_versions", {{{}, static_cast<double>(s.versions())}});
+  gauges.Set(job, "weft_ps_gradients_applied", {{{}, static_cast<double>(s.gradients_applied())}});
+  gauges.Set(job, "weft_ps_gradients_discarded",
+             {{{{"reason", "non_finite"}}, static_cast<double>(s.discarded_non_finite())}});
+  std::vector<std::pair<Labels, double>> staleness;
+  for (int b = 0; b < std::min(s.staleness_size(), 8); ++b) {
+    staleness.push_back({{{"staleness", kBuckets[b]}}, static_cast<double>(s.staleness(b))});
+  }
+  gauges.Set(job, "weft_ps_gradients_by_staleness", staleness);
 }
 
 }  // namespace
@@ -58,6 +94,7 @@ grpc::Status CoordinatorService::Heartbeat(grpc::ServerContext*,
                                            weft::v1::HeartbeatResponse* resp) {
   if (grpc::Status auth = Authenticate(req->learner()); !auth.ok()) return auth;
   const auto& id = req->learner();
+  RecordParameterServer(id.job_id(), req->progress());
   const ReportAnswer answer =
       events_.OnHeartbeat(id.job_id(), id.rank(), id.attempt(), FromProto(req->progress()));
   if (answer == ReportAnswer::kRetry) return Unavailable("the store cannot be reached");
@@ -87,6 +124,7 @@ grpc::Status CoordinatorService::ReportMetrics(grpc::ServerContext*,
     points.push_back(m);
   }
   const auto& id = req->learner();
+  RecordParameterServer(id.job_id(), req->progress());
   const ReportAnswer answer =
       events_.OnMetrics(id.job_id(), id.rank(), id.attempt(), points, FromProto(req->progress()));
   if (answer == ReportAnswer::kRetry) return Unavailable("the store cannot be reached");

@@ -227,6 +227,10 @@ void PsTrainer::UpdateProgress() {
   progress_.steps_total = total;
   progress_.epochs_total = spec_.training.epochs;
   progress_.epoch = static_cast<int>(epochs_done);
+  const ps::ApplierStats stats = server_->Stats();
+  progress_.parameter_server = ProgressReport::ServerCounters{
+      stats.version, stats.gradients_applied, stats.discarded_non_finite,
+      std::vector<uint64_t>(stats.staleness.begin(), stats.staleness.end())};
 }
 
 absl::Status PsTrainer::LeadJob(bool* complete) {

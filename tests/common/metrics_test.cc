@@ -43,4 +43,25 @@ TEST(MetricsTest, LabelValuesAreEscapedAndControlCharactersDropped) {
 }
 
 }  // namespace
+TEST(MetricsTest, JobGaugesRenderActiveJobsWithTheirLabelsAndForgetTheRest) {
+  JobGauges gauges;
+  gauges.Declare("weft_x", "a value jobs report");
+  gauges.Set("a", "weft_x", {{{{"k", "1"}}, 5}});
+  gauges.Set("b", "weft_x", {{{}, 7}});
+  gauges.Set("a", "undeclared", {{{}, 1}});  // ignored
+  std::string out;
+  gauges.RenderAndPrune({{"a", {{"job", "a"}}}, {"b", {{"job", "b"}}}}, &out);
+  EXPECT_NE(out.find("weft_x{job=\"a\",k=\"1\"} 5"), std::string::npos) << out;
+  EXPECT_NE(out.find("weft_x{job=\"b\"} 7"), std::string::npos) << out;
+  EXPECT_EQ(out.find("undeclared"), std::string::npos) << out;
+  // b ended: gone now and after, though a reports again.
+  out.clear();
+  gauges.RenderAndPrune({{"a", {{"job", "a"}}}}, &out);
+  EXPECT_EQ(out.find("job=\"b\""), std::string::npos) << out;
+  out.clear();
+  gauges.RenderAndPrune({{"a", {{"job", "a"}}}, {"b", {{"job", "b"}}}}, &out);
+  EXPECT_EQ(out.find("job=\"b\""), std::string::npos) << out;
+  EXPECT_NE(out.find("weft_x{job=\"a\",k=\"1\"} 5"), std::string::npos) << out;
+}
+
 }  // namespace weft

@@ -180,6 +180,17 @@ TEST_F(ParameterServerTest, AKilledLearnerIsReplacedAloneAndEveryBatchIsAppliedO
       },
       60, "learner 1 replaced");
   EXPECT_EQ(replaced["learners"][0]["pid"].get<int64_t>(), pid0) << "learner 0 trains on";
+  // The server's counters are the job's gauges while it runs (rank 0 reports them).
+  auto scraped = weftd_->ClientAs(weftd_->admin_token()).Get("/metrics");
+  ASSERT_TRUE(scraped && scraped->status == 200);
+  auto versions =
+      Numbers(scraped->body, "weft_ps_versions\\{job=\"" + id + "\",tenant=\"[^\"]+\"\\} (\\d+)");
+  ASSERT_EQ(versions.size(), 1u) << scraped->body;
+  EXPECT_GT(versions[0][0], 0);
+  EXPECT_THAT(scraped->body,
+              HasSubstr("weft_ps_gradients_by_staleness{job=\"" + id + "\",staleness=\"0\","));
+  EXPECT_THAT(scraped->body,
+              HasSubstr("weft_ps_gradients_discarded{job=\"" + id + "\",reason=\"non_finite\","));
   json done = WaitFor(id, "COMPLETED", 600);
   EXPECT_EQ(done["attempt"], 1) << History(done);
   EXPECT_THAT(History(done), HasSubstr("learner 1 replaced (pid " + std::to_string(pid1)));
