@@ -60,8 +60,13 @@ absl::Status SharedPsClient::Check() {
   if (slot_header_.owner.load(kAcquire) != owner_) {
     return absl::AbortedError(absl::StrCat("slot ", slot_, " was taken over by a replacement"));
   }
-  slot_header_.lease_until_ms.store(now_() + view_.header().lease_ms, kRelease);
+  if (!done_) slot_header_.lease_until_ms.store(now_() + view_.header().lease_ms, kRelease);
   return absl::OkStatus();
+}
+
+void SharedPsClient::Done() {
+  done_ = true;
+  if (slot_header_.owner.load(kAcquire) == owner_) slot_header_.lease_until_ms.store(0, kRelease);
 }
 
 bool SharedPsClient::Killed(KillPoint point) {

@@ -60,6 +60,10 @@ class SharedPsClient {
   // Waits until gradient `seq` of this slot is applied (or discarded). Errors as Pull.
   absl::Status WaitApplied(uint64_t seq, int64_t timeout_ms);
 
+  // This learner publishes no more gradients (its share is trained): kBsp rounds and the kSsp
+  // bound stop waiting for the slot at once, and its later pulls do not make it live again.
+  void Done();
+
   int64_t num_params() const { return view_.num_params(); }
   int slot() const { return slot_; }
   // The slot's counters: gradients published / applied or discarded so far.
@@ -88,6 +92,7 @@ class SharedPsClient {
   NowMsFn now_;
   KillHook kill_hook_;
   bool killed_ = false;
+  bool done_ = false;  // Done(): calls no longer renew the lease
 };
 
 }  // namespace weft::ps

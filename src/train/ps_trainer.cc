@@ -208,6 +208,9 @@ absl::StatusOr<PsTrainer::End> PsTrainer::TrainShare() {
       if (complete) return End::kComplete;
     }
   }
+  // Rank 0 keeps pulling (evaluations, the final model): its slot must not hold up the others'
+  // bsp rounds or the ssp bound while they finish their shares.
+  client_->Done();
   return End::kDone;
 }
 

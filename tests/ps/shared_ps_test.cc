@@ -284,6 +284,21 @@ TEST(SharedServerTest, AResumedServerGoesOnFromItsStateAndASnapshotIsWhatWasAppl
   EXPECT_EQ(server->Positions(), now.positions);
 }
 
+TEST(SharedServerTest, ALearnerThatIsDoneNoLongerHoldsUpABspRoundThoughItStillPulls) {
+  const std::string name = FreshSegmentName();
+  std::vector<float> init = {0}, g = {1}, pulled(1);
+  auto server =
+      SharedParameterServer::Create(name, Config(2, 1, Consistency::kBsp), init.data()).value();
+  auto finished = SharedPsClient::Attach(name, 0).value();
+  auto other = SharedPsClient::Attach(name, 1).value();
+  ASSERT_TRUE(other->Publish(g.data(), 0, 1000).ok());
+  EXPECT_EQ(server->ApplyReady(), 0) << "slot 0 is live and has not published";
+  finished->Done();
+  ASSERT_TRUE(finished->Pull(pulled.data(), 1000).ok());  // an evaluation's pull
+  EXPECT_EQ(server->ApplyReady(), 1) << "the round goes on without the learner that is done";
+  EXPECT_EQ(server->Stats().version, 1u);
+}
+
 TEST(StalenessBucketTest, PowersOfTwoAfterTwo) {
   std::vector<std::pair<uint64_t, int>> cases = {{0, 0},  {1, 1},  {2, 2},   {3, 3},  {4, 3},
                                                  {5, 4},  {8, 4},  {9, 5},   {16, 5}, {17, 6},
