@@ -30,7 +30,7 @@ void ToProto(const ProgressReport& p, weft::v1::Progress* out) {
   out->set_samples(p.samples);
   if (p.parameter_server) {
     auto* ps = out->mutable_parameter_server();
-    ps->set_versions(p.parameter_server->versions);
+    ps->set_versions(p.parameter_server->version);
     ps->set_gradients_applied(p.parameter_server->gradients_applied);
     ps->set_discarded_non_finite(p.parameter_server->discarded_non_finite);
     for (uint64_t n : p.parameter_server->staleness) ps->add_staleness(n);

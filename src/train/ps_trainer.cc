@@ -77,9 +77,7 @@ PsTrainer::PsTrainer(const LoopOptions& o, Reporter& r, Model model, Dataset tra
 
 PsTrainer::~PsTrainer() { StopApplier(); }
 
-bool PsTrainer::StopRequested() const {
-  return (o_.stop_requested && o_.stop_requested->load()) || !reporter_.KeepRunning();
-}
+bool PsTrainer::StopRequested() const { return train::StopRequested(o_, reporter_); }
 
 void PsTrainer::StopApplier() {
   applier_stop_.store(true);
@@ -214,26 +212,32 @@ absl::StatusOr<PsTrainer::End> PsTrainer::TrainShare() {
   return End::kDone;
 }
 
+std::vector<int64_t> PsTrainer::Totals() const {
+  std::vector<int64_t> totals;
+  for (const PsDataOrder& share : shares_) {
+    totals.push_back(spec_.training.epochs * share.BatchesPerEpoch());
+  }
+  return totals;
+}
+
 void PsTrainer::UpdateProgress() {
   const std::vector<int64_t> positions = server_->Positions();
   int64_t step = 0, samples = 0, total = 0;
   int64_t epochs_done = spec_.training.epochs;
   for (int r = 0; r < world(); ++r) {
     step += positions[r];
-    total += totals_[r];
-    PsDataOrder share(train_.size(), world(), r, spec_.training.batch_size, spec_.training.seed);
-    samples += share.SamplesBefore(positions[r]);
-    if (per_epoch_[r] > 0) epochs_done = std::min(epochs_done, positions[r] / per_epoch_[r]);
+    samples += shares_[r].SamplesBefore(positions[r]);
+    const int64_t per_epoch = shares_[r].BatchesPerEpoch();
+    total += spec_.training.epochs * per_epoch;
+    if (per_epoch > 0) epochs_done = std::min(epochs_done, positions[r] / per_epoch);
   }
   progress_.step = step;
   progress_.samples = samples;
   progress_.steps_total = total;
+  // A dozen atomic loads: every report carries the counters, whichever sends the progress.
+  progress_.parameter_server = server_->Stats();
   progress_.epochs_total = spec_.training.epochs;
   progress_.epoch = static_cast<int>(epochs_done);
-  const ps::ApplierStats stats = server_->Stats();
-  progress_.parameter_server = ProgressReport::ServerCounters{
-      stats.version, stats.gradients_applied, stats.discarded_non_finite,
-      std::vector<uint64_t>(stats.staleness.begin(), stats.staleness.end())};
 }
 
 absl::Status PsTrainer::LeadJob(bool* complete) {
@@ -308,8 +312,9 @@ absl::StatusOr<PsTrainer::End> PsTrainer::AwaitOthers(bool* complete) {
     RETURN_IF_ERROR(LeadJob(complete));
     if (*complete) return End::kComplete;
     const std::vector<int64_t> positions = server_->Positions();
+    const std::vector<int64_t> totals = Totals();
     bool done = true;
-    for (int r = 0; r < world(); ++r) done = done && positions[r] >= totals_[r];
+    for (int r = 0; r < world(); ++r) done = done && positions[r] >= totals[r];
     if (done && evaluated_epochs_ >= spec_.training.epochs) return End::kDone;
     if (StopRequested()) return End::kStopped;
     std::this_thread::sleep_for(std::chrono::milliseconds(kAwaitPollMs));
@@ -325,7 +330,7 @@ absl::StatusOr<LoopResult> PsTrainer::FinishLeader(End end, bool complete) {
       "parameter server: version {}, {} gradients applied, {} discarded as non-finite; slot "
       "positions [{}] of [{}]; this learner published {} gradients",
       stats.version, stats.gradients_applied, stats.discarded_non_finite,
-      absl::StrJoin(server_->Positions(), ", "), absl::StrJoin(totals_, ", "), published_here_);
+      absl::StrJoin(server_->Positions(), ", "), absl::StrJoin(Totals(), ", "), published_here_);
   if (end == End::kStopped) {
     // Keep what was applied: halt and preemption resume from here.
     if (absl::Status saved = Checkpoint(); !saved.ok()) {
@@ -337,16 +342,7 @@ absl::StatusOr<LoopResult> PsTrainer::FinishLeader(End end, bool complete) {
   }
   // The final model is the server's parameters as they are now.
   RETURN_IF_ERROR(client_->Pull(params_.data_ptr<float>(), timeout_ms_).status());
-  if (complete) {
-    result.reason = absl::StrFormat("target met: test_accuracy %.4f >= %g", complete_met_,
-                                    *spec_.targets.complete);
-  } else if (spec_.targets.complete) {
-    result.reason =
-        absl::StrFormat("budget exhausted, best %.4f (target %g)", best_, *spec_.targets.complete);
-  } else {
-    result.reason = absl::StrFormat("budget exhausted: %d epochs, test_accuracy %.4f",
-                                    spec_.training.epochs, last_accuracy_);
-  }
+  result.reason = FinishReason(spec_, complete, complete_met_, best_, last_accuracy_);
   RETURN_IF_ERROR(
       ExportModel({o_, env_, reporter_, *model_, train_.SampleShape(), classes_, kFinalModel,
                    last_accuracy_, best_, progress_.epoch, progress_.step}));
@@ -362,9 +358,8 @@ absl::StatusOr<LoopResult> PsTrainer::Run() {
   int64_t resumed_from = -1;
   if (rank() == 0) {
     for (int r = 0; r < world(); ++r) {
-      PsDataOrder share(train_.size(), world(), r, spec_.training.batch_size, spec_.training.seed);
-      per_epoch_.push_back(share.BatchesPerEpoch());
-      totals_.push_back(spec_.training.epochs * share.BatchesPerEpoch());
+      shares_.emplace_back(train_.size(), world(), r, spec_.training.batch_size,
+                           spec_.training.seed);
     }
     ASSIGN_OR_RETURN(resumed_from, StartServer());
     last_report_s_ = last_checkpoint_s_ = NowS();

@@ -78,6 +78,8 @@ class PsTrainer {
   void StopApplier();
   // Progress of the whole job from the server's slot positions.
   void UpdateProgress();
+  // Per slot: the batches of its share of the whole budget (epochs × its batches per epoch).
+  std::vector<int64_t> Totals() const;
   bool StopRequested() const;
   int rank() const { return o_.learner.rank; }
   int world() const { return o_.learner.world_size; }
@@ -100,8 +102,7 @@ class PsTrainer {
   uint64_t published_here_ = 0;  // gradients this process published and had acknowledged
   uint64_t last_seq_ = 0;
   // Rank 0's view of the job.
-  std::vector<int64_t> totals_;  // per slot: epochs × its batches per epoch
-  std::vector<int64_t> per_epoch_;
+  std::vector<PsDataOrder> shares_;  // every slot's data order (its batches, its samples)
   ProgressReport progress_;
   int evaluated_epochs_ = 0;
   int64_t evaluated_step_ = 0;

@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/clock.h"
+#include "ps/shared_server.h"
 
 namespace weft::train {
 
@@ -19,14 +20,8 @@ struct ProgressReport {
   int64_t step = 0;  // optimizer steps taken
   int64_t steps_total = 0;
   int64_t samples = 0;  // training samples consumed (this learner's share × world size)
-  // A parameter-server job's rank 0: its server's counters in this attempt (ps::ApplierStats).
-  struct ServerCounters {
-    uint64_t versions = 0;
-    uint64_t gradients_applied = 0;
-    uint64_t discarded_non_finite = 0;
-    std::vector<uint64_t> staleness;  // buckets 0, 1, 2, 3-4, 5-8, 9-16, 17-32, 33+
-  };
-  std::optional<ServerCounters> parameter_server;
+  // A parameter-server job's rank 0: its server's counters in this attempt.
+  std::optional<ps::ApplierStats> parameter_server;
 };
 
 struct MetricSample {

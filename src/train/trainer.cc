@@ -34,9 +34,24 @@ Trainer::Trainer(const LoopOptions& o, Reporter& r, Model model, Dataset train, 
       classes_(NumClasses(train_, test_)),
       dp_(std::move(dp)) {}
 
-bool Trainer::StopRequested() const {
-  return (o_.stop_requested && o_.stop_requested->load()) || !reporter_.KeepRunning();
+bool StopRequested(const LoopOptions& o, const Reporter& reporter) {
+  return (o.stop_requested && o.stop_requested->load()) || !reporter.KeepRunning();
 }
+
+std::string FinishReason(const JobSpec& spec, bool complete, double complete_met, double best,
+                         double last) {
+  if (complete) {
+    return absl::StrFormat("target met: test_accuracy %.4f >= %g", complete_met,
+                           *spec.targets.complete);
+  }
+  if (spec.targets.complete) {
+    return absl::StrFormat("budget exhausted, best %.4f (target %g)", best, *spec.targets.complete);
+  }
+  return absl::StrFormat("budget exhausted: %d epochs, test_accuracy %.4f", spec.training.epochs,
+                         last);
+}
+
+bool Trainer::StopRequested() const { return train::StopRequested(o_, reporter_); }
 
 std::unique_ptr<torch::optim::Optimizer> Trainer::MakeOptimizer() {
   double lr = spec_.ScaledLearningRate(world());
@@ -272,15 +287,8 @@ absl::StatusOr<LoopResult> Trainer::Finish(bool complete) {
   if (rank() != 0) {
     result.reason = absl::StrFormat("rank %d of %d done at step %d; rank 0 writes the final model",
                                     rank(), world(), progress_.step);
-  } else if (complete) {
-    result.reason = absl::StrFormat("target met: test_accuracy %.4f >= %g", complete_met_,
-                                    *spec_.targets.complete);
-  } else if (spec_.targets.complete) {
-    result.reason =
-        absl::StrFormat("budget exhausted, best %.4f (target %g)", best_, *spec_.targets.complete);
   } else {
-    result.reason = absl::StrFormat("budget exhausted: %d epochs, test_accuracy %.4f",
-                                    spec_.training.epochs, last_accuracy_);
+    result.reason = FinishReason(spec_, complete, complete_met_, best_, last_accuracy_);
   }
   if (rank() == 0) RETURN_IF_ERROR(Export(kFinalModel, last_accuracy_));
   result.succeeded = true;

@@ -53,6 +53,15 @@ inline constexpr int64_t kJoinWaitMs = 30000;
 absl::StatusOr<Membership> AwaitJoin(Reporter& reporter, const LearnerLaunch& launch,
                                      const std::atomic<bool>* stop_requested);
 
+// Whether the learner was asked to stop: by a signal (o.stop_requested) or by weftd.
+bool StopRequested(const LoopOptions& o, const Reporter& reporter);
+
+// How a training run that was not stopped ended, for the job's history: "target met:
+// test_accuracy 0.9012 >= 0.9" (`complete`, at accuracy `complete_met`), else "budget exhausted,
+// best 0.8800 (target 0.9)" or "budget exhausted: 10 epochs, test_accuracy 0.8700" (`last`).
+std::string FinishReason(const JobSpec& spec, bool complete, double complete_met, double best,
+                         double last);
+
 // A model to write and commit: `kind` (kDeliveredModel, kFinalModel) of the job `options` runs.
 struct ModelExport {
   const LoopOptions& options;

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <regex>
 #include <set>
@@ -51,43 +52,24 @@ class GangTest : public ::testing::Test {
     if (!dir_.empty()) std::filesystem::remove_all(dir_);
   }
 
+  // Writes the manifest `name` (its body after the name) and submits it; the job's id.
   std::string Submit(const std::string& name, const std::string& body) {
     std::string path = dir_ + "/" + name + ".yaml";
     std::ofstream(path) << "name: " << name << "\n" << body;
-    auto r = weftd_->Cli({"submit", path});
-    EXPECT_EQ(r.exit_code, 0) << r.output;
-    std::smatch m;
-    std::string out = r.output;
-    return std::regex_search(out, m, std::regex("job (job-[0-9a-z]+-[0-9a-z]+) submitted"))
-               ? m[1].str()
-               : "";
+    return weftd_->Submit(path);
   }
   json Get(const std::string& path) {
     auto r = weftd_->Client().Get(path);
     return r ? json::parse(r->body, nullptr, false) : json();
   }
-  // Polls the job until `done(job)` holds or `timeout_s` seconds pass.
-  template <typename Pred>
-  json WaitUntil(const std::string& id, Pred done, int timeout_s, const std::string& what) {
-    json j;
-    for (int i = 0; i < timeout_s * 5; ++i) {
-      j = Get("/v1/jobs/" + id);
-      if (j.is_object() && done(j)) return j;
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    }
-    ADD_FAILURE() << id << ": " << what << " never happened: " << j.dump(2);
-    return j;
+  json WaitUntil(const std::string& id, const std::function<bool(const json&)>& done, int timeout_s,
+                 const std::string& what) {
+    return weftd_->WaitForJobWhere(id, done, timeout_s, what);
   }
   json WaitFor(const std::string& id, const std::string& state, int timeout_s) {
-    return WaitUntil(
-        id, [&](const json& j) { return j.value("state", "") == state; }, timeout_s,
-        "state " + state);
+    return weftd_->WaitForJob(id, {state}, timeout_s);
   }
-  std::string Log(const std::string& id, int rank) {
-    auto r = weftd_->Cli({"logs", id, "--rank", std::to_string(rank)});
-    EXPECT_EQ(r.exit_code, 0) << r.output;
-    return r.output;
-  }
+  std::string Log(const std::string& id, int rank) { return weftd_->LearnerLog(id, rank); }
   // `weft audit`: every sample of each of `epochs` epochs of 12,000 trained by exactly one
   // applied step of the job's lineage.
   void ExpectExactAudit(const std::string& id, int epochs) {
@@ -116,11 +98,7 @@ class GangTest : public ::testing::Test {
     }
     ADD_FAILURE() << "learner " << learner << " never logged '" << text << "':\n" << log;
   }
-  std::string History(const json& j) {
-    std::string text;
-    for (const auto& e : j["history"]) text += e["reason"].get<std::string>() + "\n";
-    return text;
-  }
+  std::string History(const json& j) { return testing::HistoryText(j); }
   static std::vector<std::string> Matches(const std::string& text, const std::string& pattern) {
     std::vector<std::string> out;
     std::regex re(pattern);

@@ -22,6 +22,7 @@ namespace {
 
 using json = nlohmann::json;
 using ::testing::HasSubstr;
+using testing::HistoryText;
 using testing::WeftdProcess;
 
 constexpr char kData[] = "/usr/share/datasets/fashion-mnist";
@@ -50,47 +51,16 @@ class ParameterServerTest : public ::testing::Test {
     if (!dir_.empty()) std::filesystem::remove_all(dir_);
   }
 
+  // Writes the manifest `name` (its body after the name) and submits it; the job's id.
   std::string Submit(const std::string& name, const std::string& body) {
     std::string path = dir_ + "/" + name + ".yaml";
     std::ofstream(path) << "name: " << name << "\n" << body;
-    auto r = weftd_->Cli({"submit", path});
-    EXPECT_EQ(r.exit_code, 0) << r.output;
-    std::smatch m;
-    std::string out = r.output;
-    return std::regex_search(out, m, std::regex("job (job-[0-9a-z]+-[0-9a-z]+) submitted"))
-               ? m[1].str()
-               : "";
-  }
-  json Get(const std::string& path) {
-    auto r = weftd_->Client().Get(path);
-    return r ? json::parse(r->body, nullptr, false) : json();
-  }
-  template <typename Pred>
-  json WaitUntil(const std::string& id, Pred done, int timeout_s, const std::string& what) {
-    json j;
-    for (int i = 0; i < timeout_s * 5; ++i) {
-      j = Get("/v1/jobs/" + id);
-      if (j.is_object() && done(j)) return j;
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    }
-    ADD_FAILURE() << id << ": " << what << " never happened: " << j.dump(2);
-    return j;
+    return weftd_->Submit(path);
   }
   json WaitFor(const std::string& id, const std::string& state, int timeout_s) {
-    return WaitUntil(
-        id, [&](const json& j) { return j.value("state", "") == state; }, timeout_s,
-        "state " + state);
+    return weftd_->WaitForJob(id, {state}, timeout_s);
   }
-  std::string Log(const std::string& id, int rank) {
-    auto r = weftd_->Cli({"logs", id, "--rank", std::to_string(rank)});
-    EXPECT_EQ(r.exit_code, 0) << r.output;
-    return r.output;
-  }
-  std::string History(const json& j) {
-    std::string text;
-    for (const auto& e : j["history"]) text += e["reason"].get<std::string>() + "\n";
-    return text;
-  }
+  std::string Log(const std::string& id, int rank) { return weftd_->LearnerLog(id, rank); }
   // Every match of `pattern`'s groups in `text`, in order.
   static std::vector<std::vector<int64_t>> Numbers(const std::string& text,
                                                    const std::string& pattern) {
@@ -142,7 +112,7 @@ TEST_F(ParameterServerTest, TwoLearnersReachTheAllreduceAccuracyInEveryConsisten
     std::cout << "best test accuracy: allreduce " << reference << ", ps " << mode << " " << accuracy
               << " (final " << done["models"]["final"].value("test_accuracy", 0.0) << ")\n";
     EXPECT_NEAR(accuracy, reference, 0.01) << mode << ": within 1 point of allreduce";
-    EXPECT_THAT(History(done), HasSubstr("placed 2 learners on node node-a"));
+    EXPECT_THAT(HistoryText(done), HasSubstr("placed 2 learners on node node-a"));
     // Every batch of both learners' shares of 10 epochs applied once: 6,000 samples each in
     // batches of 64 is 94 batches per epoch.
     const std::string log0 = Log(id, 0);
@@ -167,12 +137,12 @@ TEST_F(ParameterServerTest, AKilledLearnerIsReplacedAloneAndEveryBatchIsAppliedO
       Submit("ps", kModel +
                        "training: {epochs: 300, batch_size: 64, threads: 1, seed: 3, sync: ps}\n"
                        "resources: {learners: 2, cpus: 1}\n");
-  json running = WaitUntil(
+  json running = weftd_->WaitForJobWhere(
       id, [](const json& j) { return j["progress"].value("step", 0) >= 3000; }, 300, "step 3000");
   ASSERT_EQ(running["learners"].size(), 2u) << running.dump(2);
   const int64_t pid0 = running["learners"][0]["pid"], pid1 = running["learners"][1]["pid"];
   ASSERT_EQ(kill(static_cast<pid_t>(pid1), SIGKILL), 0) << running.dump(2) << Log(id, 1);
-  json replaced = WaitUntil(
+  json replaced = weftd_->WaitForJobWhere(
       id,
       [pid1](const json& j) {
         return j["learners"].size() == 2 && j["learners"][1]["pid"].is_number() &&
@@ -192,8 +162,8 @@ TEST_F(ParameterServerTest, AKilledLearnerIsReplacedAloneAndEveryBatchIsAppliedO
   EXPECT_THAT(scraped->body,
               HasSubstr("weft_ps_gradients_discarded{job=\"" + id + "\",reason=\"non_finite\","));
   json done = WaitFor(id, "COMPLETED", 600);
-  EXPECT_EQ(done["attempt"], 1) << History(done);
-  EXPECT_THAT(History(done), HasSubstr("learner 1 replaced (pid " + std::to_string(pid1)));
+  EXPECT_EQ(done["attempt"], 1) << HistoryText(done);
+  EXPECT_THAT(HistoryText(done), HasSubstr("learner 1 replaced (pid " + std::to_string(pid1)));
   EXPECT_GT(done["models"]["final"].value("test_accuracy", 0.0), 0.80);
 
   // The server's count against the learners': rank 0 published its whole share; learner 1's
@@ -225,11 +195,11 @@ TEST_F(ParameterServerTest, ARank0CrashRestartsFromTheServersCheckpointWithNothi
                        "training: {epochs: 300, batch_size: 64, threads: 1, seed: 3, sync: ps, ps: "
                        "{consistency: ssp, staleness: 2}}\n"
                        "resources: {learners: 2, cpus: 1}\ncheckpoint: {every_steps: 2000}\n");
-  json running = WaitUntil(
+  json running = weftd_->WaitForJobWhere(
       id, [](const json& j) { return j["progress"].value("step", 0) >= 5000; }, 300, "step 5000");
   ASSERT_EQ(kill(static_cast<pid_t>(running["learners"][0]["pid"].get<int64_t>()), SIGKILL), 0);
   json done = WaitFor(id, "COMPLETED", 600);
-  EXPECT_EQ(done["attempt"], 2) << History(done);
+  EXPECT_EQ(done["attempt"], 2) << HistoryText(done);
   const std::string log0 = Log(id, 0);
   auto resumed = Numbers(log0, "resumed from \\S+: version (\\d+), step (\\d+)");
   ASSERT_EQ(resumed.size(), 1u) << log0;

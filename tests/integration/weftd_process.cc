@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -247,25 +248,51 @@ std::string SubmittedJobId(const std::string& output) {
   return std::regex_search(output, m, re) ? m[1].str() : "";
 }
 
-nlohmann::json WeftdProcess::WaitForJob(const std::string& id,
-                                        const std::vector<std::string>& states,
-                                        int timeout_s) const {
+nlohmann::json WeftdProcess::WaitForJobWhere(const std::string& id,
+                                             const std::function<bool(const nlohmann::json&)>& done,
+                                             int timeout_s, const std::string& what) const {
   nlohmann::json j;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
   while (true) {
     auto r = Client().Get("/v1/jobs/" + id);
     if (r && r->status == 200) {
       j = nlohmann::json::parse(r->body, nullptr, false);
-      const std::string state = j.is_object() ? j.value("state", "") : "";
-      for (const auto& want : states) {
-        if (state == want) return j;
-      }
+      if (j.is_object() && done(j)) return j;
     }
     if (std::chrono::steady_clock::now() > deadline) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
-  ADD_FAILURE() << "job " << id << " did not reach the expected state: " << j.dump(2);
+  ADD_FAILURE() << "job " << id << ": " << what << " never happened: " << j.dump(2);
   return j;
+}
+
+nlohmann::json WeftdProcess::WaitForJob(const std::string& id,
+                                        const std::vector<std::string>& states,
+                                        int timeout_s) const {
+  return WaitForJobWhere(
+      id,
+      [&states](const nlohmann::json& j) {
+        return std::find(states.begin(), states.end(), j.value("state", "")) != states.end();
+      },
+      timeout_s, "one of the expected states");
+}
+
+std::string WeftdProcess::Submit(const std::string& manifest_path) const {
+  CommandResult r = Cli({"submit", manifest_path});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  return SubmittedJobId(r.output);
+}
+
+std::string WeftdProcess::LearnerLog(const std::string& id, int rank) const {
+  CommandResult r = Cli({"logs", id, "--rank", std::to_string(rank)});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  return r.output;
+}
+
+std::string HistoryText(const nlohmann::json& job) {
+  std::string text;
+  for (const auto& e : job["history"]) text += e.value("reason", "") + "\n";
+  return text;
 }
 
 }  // namespace weft::testing

@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -35,6 +36,9 @@ std::string RawExchange(int port, const std::string& request);
 
 // The job id in `weft submit`'s output ("job job-… submitted"), or "" if there is none.
 std::string SubmittedJobId(const std::string& output);
+
+// A job's history (GET /v1/jobs/ID's "history"), one reason per line.
+std::string HistoryText(const nlohmann::json& job);
 
 class WeftdProcess {
  public:
@@ -85,6 +89,15 @@ class WeftdProcess {
   // returns the job's JSON. After `timeout_s` adds a test failure and returns the last answer.
   nlohmann::json WaitForJob(const std::string& id, const std::vector<std::string>& states,
                             int timeout_s) const;
+  // Polls GET /v1/jobs/ID (as token()) every 200 ms until `done(job)` holds; after `timeout_s`
+  // adds a test failure naming `what` and returns the last answer.
+  nlohmann::json WaitForJobWhere(const std::string& id,
+                                 const std::function<bool(const nlohmann::json&)>& done,
+                                 int timeout_s, const std::string& what) const;
+  // `weft submit PATH` as tenant `default`: the job's id ("" and a test failure if refused).
+  std::string Submit(const std::string& manifest_path) const;
+  // `weft logs ID --rank RANK`: learner RANK's log (a test failure if the command fails).
+  std::string LearnerLog(const std::string& id, int rank) const;
   // An HTTP client carrying `token` ("" = no Authorization header); token() by default.
   httplib::Client Client() const { return ClientAs(token_); }
   httplib::Client ClientAs(const std::string& token) const;
