@@ -351,8 +351,11 @@ TEST_F(GangTest, AnElasticJobGivesBackWhatItGrewIntoInPlaceAndGrowsBackAfter) {
   json other_running = WaitFor(other, "RUNNING", 120);
   WaitForLog(id, 1, "is not a member of generation 2; leaving the job", 60);
   WaitForLog(id, 0, "generation 2: rank 0 of 1, training on from step", 60);
+  // The other job (one short epoch) may have ended by now and this one grown back already
+  // (generation 3): the shrink is read from the history, not from the current learners.
   json shrunk = Get("/v1/jobs/" + id);
-  ASSERT_EQ(shrunk["learners"].size(), 1u) << shrunk.dump(2);
+  EXPECT_THAT(History(shrunk),
+              HasSubstr("generation 2: shrink to 1: a waiting job needs the idle capacity"));
   EXPECT_EQ(shrunk["attempt"], 1) << "shrunk without a restart";
   EXPECT_EQ(PidsById(shrunk).at(0), first.at(0)) << "learner 0 trains on";
   EXPECT_NE(shrunk["learners"][0]["node"], other_running["learners"][0]["node"]);
