@@ -1,6 +1,7 @@
 // weft-ps: one shard of a job's scale-out parameter server (training.ps.servers > 1), started by
 // a weftd executor beside the job's learners. It serves proto/ps.proto on --listen until rank 0
-// shuts it down (exit 0) or it is sent SIGTERM (exit 143). The job and its credential come from
+// shuts it down (exit 0; asked to stop by SIGTERM, it serves on until then, so that rank 0 can
+// checkpoint from it, unless it holds nothing yet). The job and its credential come from
 // the learner environment (WEFT_JOB_ID, WEFT_JOB_CREDENTIAL), never from the command line, which
 // any user of the node can read.
 #include <atomic>
@@ -38,12 +39,18 @@ int main(int argc, char** argv) {
                   weft::learner_env::kCredential);
     return weft::kLearnerExitUserError;
   }
+  // Fault injection for tests: drop the acknowledgement of every n-th push (docs/design.md).
+  int64_t drop_ack_every = 0;
+  if (const std::string drop = Env("WEFT_PS_DROP_ACKS"); !drop.empty()) {
+    drop_ack_every = std::atoll(drop.c_str());
+  }
   std::signal(SIGTERM, OnSignal);
   std::signal(SIGINT, OnSignal);
-  absl::Status s = weft::ps::ServeShard(listen, job_id, credential, &g_stop);
+  absl::Status s = weft::ps::ServeShard(listen, job_id, credential, &g_stop, drop_ack_every);
   if (!s.ok()) {
     spdlog::error("weft-ps: {}", std::string(s.message()));
     return weft::kLearnerExitRetry;
   }
-  return g_stop ? weft::kLearnerExitStopped : weft::kLearnerExitOk;
+  // Shut down by rank 0 (even after a stop was asked for: it checkpointed first): 0.
+  return weft::kLearnerExitOk;
 }

@@ -3,27 +3,35 @@
 # synchronous allreduce, because the exchange per batch is what limits throughput. One weftd, one
 # node of 2 cpus; the CNN, 2 learners × 1 thread, the same data budget and seed, for batch sizes
 # 8, 16, 32 and 64: allreduce (c10d Gloo, every step) against training.sync: ps in bsp, asp and
-# ssp (the server is a thread of rank 0; learners wait for their own gradient to be applied).
+# ssp (the server is a thread of rank 0; learners wait for their own gradient to be applied), and
+# `sharded`: asp with the parameters over 2 weft-ps servers reached over gRPC (servers: 2; the
+# node counts 4 cpus so that the gang of 2 learners and 2 servers fits, the machine has what it
+# has).
 # Jobs run one at a time. Samples/s is the job's samples over its running time (from all
 # learners registered to COMPLETED: data loading, evaluation and the model's export included for
 # every mode alike); accuracy is the final and the best test accuracy on TEST_SAMPLES images.
 # Prints a table, where ps's samples/s cross allreduce's, and one JSON line at the end.
 #
 # Usage: bench/ps_vs_allreduce.sh [EPOCHS=2] [TRAIN_SAMPLES=12000] [TEST_SAMPLES=10000]
-#        [BATCHES="8 16 32 64"]
+#        [BATCHES="8 16 32 64"] [MODES="allreduce bsp asp ssp sharded"]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
 EPOCHS=${1:-2}; SAMPLES=${2:-12000}; TEST=${3:-10000}; BATCHES=${4:-"8 16 32 64"}
+MODES=${5:-"allreduce bsp asp ssp sharded"}
 WORK=$(mktemp -d)
 trap 'stop_weftd; rm -rf "$WORK"' EXIT
-printf 'nodes:\n  - {name: node-a, cpus: 2, memory_mb: 8192}\n' >"$WORK/nodes.yaml"
+printf 'nodes:\n  - {name: node-a, cpus: 4, memory_mb: 16384}\n' >"$WORK/nodes.yaml"
 start_weftd "$WORK/data" --config "$WORK/nodes.yaml"
 
 echo "ps vs allreduce: CNN, 2 learners × 1 thread on one node, $SAMPLES samples × $EPOCHS epochs"
 for batch in $BATCHES; do
-  for mode in allreduce bsp asp ssp; do
-    if [[ $mode == allreduce ]]; then sync=""; else sync=", sync: ps, ps: {consistency: $mode}"; fi
+  for mode in $MODES; do
+    case $mode in
+      allreduce) sync="" ;;
+      sharded) sync=", sync: ps, ps: {consistency: asp, servers: 2}" ;;
+      *) sync=", sync: ps, ps: {consistency: $mode}" ;;
+    esac
     cat >"$WORK/$mode-$batch.yaml" <<YAML
 name: $mode-b$batch
 model: {architecture: cnn}
@@ -57,7 +65,7 @@ for line in open(sys.argv[1]):
                            "accuracy": j["models"]["final"]["test_accuracy"],
                            "best_accuracy": j.get("best_test_accuracy", 0)}
 batches = sorted({b for _, b in rows})
-modes = ["allreduce", "bsp", "asp", "ssp"]
+modes = [m for m in ["allreduce", "bsp", "asp", "ssp", "sharded"] if any(k[0] == m for k in rows)]
 print(f"{'batch':>5s} " + " ".join(f"{m + ' samples/s':>19s}" for m in modes) + "   accuracy (final/best) " +
       " ".join(f"{m:>11s}" for m in modes))
 for b in batches:

@@ -27,15 +27,19 @@ scheduler::JobRequest ClusterView::Request(const JobRecord& r, const JobSpec& sp
   req.job_id = r.id;
   req.tenant = r.tenant;
   req.submitted_ms = r.created_ms;
-  req.learners = req.max_learners = spec.resources.learners;
-  req.min_learners = spec.resources.min_learners;
+  // A scale-out parameter-server job's weft-ps servers are members of its gang, each holding a
+  // learner's resources, placed after its learners (Controller::StartJobLocked splits them).
+  const int servers = spec.ParameterServers();
+  req.learners = req.max_learners = spec.resources.learners + servers;
+  req.min_learners = spec.resources.min_learners + servers;
   req.per_learner = PerLearner(spec);
   req.restarts = r.restarts;
   req.priority = spec.priority;
   req.spread = spec.resources.placement == "spread";
-  req.one_node = spec.UsesParameterServer();
+  req.one_node = spec.UsesParameterServer() && servers == 0;  // beside its shared memory
   if (HoldsResources(r.state)) {
     for (const LearnerSlot& l : r.learners) req.allocation.push_back(l.node);
+    for (const ServerSlot& l : r.servers) req.allocation.push_back(l.node);
   }
   return req;
 }
@@ -53,6 +57,7 @@ std::vector<scheduler::Node> ClusterView::Allocated(const std::vector<JobRecord>
     if (!spec.ok()) continue;
     std::vector<std::string> held;
     for (const LearnerSlot& l : r.learners) held.push_back(l.node);
+    for (const ServerSlot& l : r.servers) held.push_back(l.node);
     if (auto it = leaving.find(r.id); it != leaving.end()) {
       held.insert(held.end(), it->second.begin(), it->second.end());
     }

@@ -233,7 +233,7 @@ absl::Status Controller::HaltLocked(const std::string& id, const std::string& re
         absl::StrCat("job ", id, " is ", JobStateName(r.state), "; halt it once it is QUEUED"));
   }
   bool had_learners = HoldsResources(r.state);
-  r.learners.clear();
+  r.ClearGang();
   RETURN_IF_ERROR(TransitionLocked(r, JobState::kHalted, reason));
   view_.Forget(id);
   if (had_learners) RETURN_IF_ERROR(executor_.Stop(id, options_.stop_grace_ms));

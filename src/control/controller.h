@@ -234,6 +234,19 @@ class Controller : public LearnerEvents {
   LearnerLaunch LaunchFor(const JobRecord& record, const JobSpec& spec, int rank,
                           const std::pair<std::string, int>& rendezvous = {},
                           const DatasetRecord& data = {}) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The launch of a scale-out parameter-server job's server `index` (weft-ps on
+  // record.servers[index], rank learners + index).
+  LearnerLaunch ServerLaunchFor(const JobRecord& record, const JobSpec& spec, int index,
+                                const DatasetRecord& data = {}) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Where the gang's rank 0 serves its rendezvous (a gang of more than one learner) and where each
+  // parameter server listens (record.servers' addresses). Unavailable when a port cannot be had.
+  absl::Status PickAddressesLocked(JobRecord& record, std::pair<std::string, int>* rendezvous)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Starts record.servers (their addresses chosen already) before the learners, who are told
+  // them. Returns why not; the caller stops the gang.
+  absl::Status StartServersLocked(JobRecord& record, const JobSpec& spec, const DatasetRecord& data)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The data set the job's learners read: the one it names, if the tenant may still use it, its
   // own (data.artifact: the job's DataDir, format tensors), or for a spec stored before data sets
   // were registered its data.path (format idx). NotFound
@@ -269,7 +282,11 @@ class Controller : public LearnerEvents {
   // Learners of `r` told to leave by a shrink more than a heartbeat timeout ago (ms) no longer
   // hold their nodes: a learner that hangs instead of leaving does not keep them forever.
   void ReleaseLeaversLocked(const JobRecord& r, TimeMs now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  std::string LastLogLine(const std::string& id, int rank) const;
+  std::string LastLogLine(const std::string& log_path) const;
+  // "learner", "learner rank 2" or "parameter server 1" for the process of `rank` (an executor
+  // handle's), and its log.
+  static std::string MemberName(const JobRecord& r, int rank);
+  std::string LogPathOf(const JobRecord& r, int rank) const;
 
   // --- controller_membership.cc ---
   // Learner `learner_id` of `r` is lost (`reason`). For a running elastic job with at least its

@@ -51,11 +51,10 @@ void Controller::HandleExitLocked(const LearnerExit& e) {
   if (exited_ok && finish.succeeded) return CompleteLocked(r, finish.reason);
   // The learner's own reason, else (for an exit, not a kill) its last log line.
   std::string why = !finish.reason.empty() ? finish.reason
-                    : e.signal == 0        ? LastLogLine(e.job_id, e.rank)
-                                           : std::string();
+                    : e.signal != 0        ? std::string()
+                                           : LastLogLine(LogPathOf(r, e.rank));
   std::string reason =
-      absl::StrCat("learner ", e.rank > 0 ? absl::StrCat("rank ", e.rank, " ") : "", e.Describe(),
-                   why.empty() ? "" : ": ", why);
+      absl::StrCat(MemberName(r, e.rank), " ", e.Describe(), why.empty() ? "" : ": ", why);
   // A user error (bad spec, missing data, a model that does not build, a learner killed for
   // going over its memory) fails at once, and so does a learner that exits 0 without having
   // reported success.
@@ -96,7 +95,7 @@ void Controller::HandlePreemptedExitLocked(JobRecord& r, const LearnerExit& e) {
     return;
   }
   attempts_.EndAttempt(e.job_id);
-  r.learners.clear();
+  r.ClearGang();
   absl::Status s =
       TransitionLocked(r, JobState::kQueued,
                        absl::StrCat("requeued after preemption (learner rank ", e.rank, " ",
@@ -125,7 +124,7 @@ void Controller::HandleFailingGangExitLocked(JobRecord& r, const LearnerExit& e)
 
 void Controller::CompleteLocked(JobRecord& r, const std::string& reason) {
   attempts_.EndAttempt(r.id);
-  r.learners.clear();
+  r.ClearGang();
   // The other ranks are done training too; make sure none lingers.
   executor_.Stop(r.id, options_.stop_grace_ms).IgnoreError();
   auto models = store_.Models(r.id);
@@ -140,7 +139,7 @@ void Controller::CompleteLocked(JobRecord& r, const std::string& reason) {
 
 void Controller::EndAttemptLocked(JobRecord& r, const std::string& reason, bool fail_job) {
   attempts_.EndAttempt(r.id);
-  r.learners.clear();
+  r.ClearGang();
   if (fail_job) return FailLocked(r, reason);
   RestartOrFailLocked(r, reason);
 }
@@ -230,11 +229,28 @@ void Controller::ReleaseLeaversLocked(const JobRecord& r, TimeMs now) {
   }
 }
 
-std::string Controller::LastLogLine(const std::string& id, int rank) const {
+// A scale-out parameter-server job's servers have the ranks after its learners': one exits 0 when
+// rank 0 shuts it down, and any other end loses the range it held (the job restarts from its
+// latest checkpoint).
+std::string Controller::MemberName(const JobRecord& r, int rank) {
+  const int server = rank - static_cast<int>(r.learners.size());
+  if (!r.servers.empty() && server >= 0) return absl::StrCat("parameter server ", server);
+  return rank > 0 ? absl::StrCat("learner rank ", rank) : "learner";
+}
+
+std::string Controller::LogPathOf(const JobRecord& r, int rank) const {
+  const int server = rank - static_cast<int>(r.learners.size());
+  if (!r.servers.empty() && server >= 0) {
+    return ParameterServerLogPath(layout_.LogDir(r.id), server);
+  }
+  return layout_.LogPath(r.id, rank);
+}
+
+std::string Controller::LastLogLine(const std::string& path) const {
   // Only the log's tail is read (a learner's log can be large), and what it says is the tenant's
   // text: escaped before it becomes a reason.
   constexpr std::streamoff kTail = 4096;
-  std::ifstream in(layout_.LogPath(id, rank), std::ios::binary | std::ios::ate);
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) return "";
   in.seekg(std::max<std::streamoff>(0, static_cast<std::streamoff>(in.tellg()) - kTail));
   std::string line, last;

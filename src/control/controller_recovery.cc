@@ -13,12 +13,22 @@ bool Controller::AdoptGangLocked(const JobRecord& r) {
   for (const LearnerSlot& l : r.learners) {
     if (l.pid <= 0) return false;  // never started
   }
-  size_t taken = 0;
-  for (; taken < r.learners.size(); ++taken) {
-    const int rank = static_cast<int>(taken);
-    if (!executor_.Adopt(LaunchFor(r, **spec, rank), r.learners[taken].pid).ok()) break;
+  for (const ServerSlot& l : r.servers) {
+    if (l.pid <= 0) return false;
   }
-  if (taken == r.learners.size()) return true;
+  // The learners, then a scale-out parameter-server job's servers.
+  const size_t gang = r.learners.size() + r.servers.size();
+  size_t taken = 0;
+  for (; taken < gang; ++taken) {
+    const int i = static_cast<int>(taken);
+    const bool learner = taken < r.learners.size();
+    const int world = static_cast<int>(r.learners.size());
+    absl::Status s =
+        learner ? executor_.Adopt(LaunchFor(r, **spec, i), r.learners[taken].pid)
+                : executor_.Adopt(ServerLaunchFor(r, **spec, i - world), r.servers[i - world].pid);
+    if (!s.ok()) break;
+  }
+  if (taken == gang) return true;
   // Part of the gang is gone: the rest cannot train alone.
   if (taken > 0) executor_.Stop(r.id, 0).IgnoreError();
   return false;
@@ -52,7 +62,7 @@ absl::Status Controller::Recover() {
     }
     // Its learners are gone (or never started): requeue. A straggler of this attempt is fenced
     // off by the attempt number and stops at its next heartbeat.
-    r.learners.clear();
+    r.ClearGang();
     RETURN_IF_ERROR(TransitionLocked(
         r, JobState::kQueued,
         absl::StrCat("requeued: the learners of attempt ", r.attempt,

@@ -106,7 +106,8 @@ void Controller::ScheduleLocked(const std::vector<JobRecord>& jobs) {
 
 void Controller::ResizeLocked(const JobRecord& r, const scheduler::Placement& p) {
   const bool grow = p.learner_nodes.size() > r.learners.size();
-  if (p.learner_nodes.size() == r.learners.size()) return;
+  // A scale-out parameter-server job's gang lists its servers after its learners.
+  if (p.learner_nodes.size() == r.learners.size() + r.servers.size()) return;
   // A gang still starting cannot checkpoint yet: its grow waits for a round after it runs.
   if (grow && r.state != JobState::kRunning) return;
   // An elastic job's learners let newcomers join, and let learners leave, in place.
@@ -184,23 +185,122 @@ LearnerLaunch Controller::LaunchFor(const JobRecord& r, const JobSpec& spec, int
   if (auto it = options_.node_cpusets.find(l.node); it != options_.node_cpusets.end()) {
     l.cpuset = it->second;
   }
+  for (const ServerSlot& server : r.servers) l.ps_servers.push_back(server.address);
   return l;
+}
+
+LearnerLaunch Controller::ServerLaunchFor(const JobRecord& r, const JobSpec& spec, int index,
+                                          const DatasetRecord& data) const {
+  LearnerLaunch l = LaunchFor(r, spec, 0, {}, data);
+  l.rank = static_cast<int>(r.learners.size()) + index;
+  l.node = r.servers[index].node;
+  l.ps_server = index;
+  l.threads = 1;  // the applier is one thread
+  l.cpuset.clear();
+  if (auto it = options_.node_cpusets.find(l.node); it != options_.node_cpusets.end()) {
+    l.cpuset = it->second;
+  }
+  return l;
+}
+
+absl::Status Controller::PickAddressesLocked(JobRecord& r,
+                                             std::pair<std::string, int>* rendezvous) {
+  if (r.learners.size() > 1) {
+    auto address = executor_.RendezvousAddress(r.learners[0].node);
+    if (!address.ok()) {
+      return absl::UnavailableError(
+          absl::StrCat("cannot start the gang: ", address.status().message()));
+    }
+    *rendezvous = *address;
+  }
+  for (ServerSlot& server : r.servers) {
+    auto address = executor_.RendezvousAddress(server.node);
+    if (!address.ok()) {
+      return absl::UnavailableError(
+          absl::StrCat("cannot place a parameter server: ", address.status().message()));
+    }
+    server.address = absl::StrCat(address->first, ":", address->second);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Controller::StartServersLocked(JobRecord& r, const JobSpec& spec,
+                                            const DatasetRecord& data) {
+  for (size_t i = 0; i < r.servers.size(); ++i) {
+    absl::StatusOr<int64_t> pid =
+        executor_.Start(ServerLaunchFor(r, spec, static_cast<int>(i), data));
+    if (!pid.ok()) {
+      return absl::Status(pid.status().code(), absl::StrCat("cannot start parameter server ", i,
+                                                            ": ", pid.status().message()));
+    }
+    r.servers[i].pid = *pid;
+  }
+  return absl::OkStatus();
 }
 
 namespace {
 
-// "placed on node a" / "placed 2 learners on node a" / "placed 3 learners on nodes a, b, b".
-std::string PlacedReason(const std::vector<std::string>& learner_nodes) {
-  if (learner_nodes.size() == 1) return absl::StrCat("placed on node ", learner_nodes[0]);
-  std::vector<std::string> distinct;
-  for (const std::string& node : learner_nodes) {
-    if (std::find(distinct.begin(), distinct.end(), node) == distinct.end()) {
-      distinct.push_back(node);
+// The gang's nodes one of each in turn ([a, a, b, b] -> [a, b, a, b]), in order of first
+// appearance.
+std::vector<std::string> InterleaveByNode(const std::vector<std::string>& nodes) {
+  std::vector<std::pair<std::string, int>> counts;  // node, members there
+  for (const std::string& n : nodes) {
+    auto it =
+        std::find_if(counts.begin(), counts.end(), [&n](const auto& c) { return c.first == n; });
+    if (it == counts.end()) {
+      counts.push_back({n, 1});
+    } else {
+      ++it->second;
     }
   }
-  return absl::StrCat("placed ", learner_nodes.size(), " learners on ",
-                      distinct.size() == 1 ? "node " : "nodes ",
-                      absl::StrJoin(distinct.size() == 1 ? distinct : learner_nodes, ", "));
+  std::vector<std::string> out;
+  while (out.size() < nodes.size()) {
+    for (auto& [node, left] : counts) {
+      if (left-- > 0) out.push_back(node);
+    }
+  }
+  return out;
+}
+
+// "a" / "node a" / "nodes a, b, b" for the nodes of `slots`.
+template <typename Slot>
+std::string NodesOf(const std::vector<Slot>& slots) {
+  std::vector<std::string> nodes, distinct;
+  for (const Slot& l : slots) {
+    nodes.push_back(l.node);
+    if (std::find(distinct.begin(), distinct.end(), l.node) == distinct.end()) {
+      distinct.push_back(l.node);
+    }
+  }
+  return absl::StrCat(distinct.size() == 1 ? "node " : "nodes ",
+                      absl::StrJoin(distinct.size() == 1 ? distinct : nodes, ", "));
+}
+
+// "placed on node a" / "placed 2 learners on node a" / "placed 3 learners on nodes a, b, b",
+// then "; 2 parameter servers on nodes a, b" for a scale-out parameter-server job.
+std::string PlacedReason(const JobRecord& r) {
+  std::string reason = r.learners.size() == 1 ? absl::StrCat("placed on node ", r.learners[0].node)
+                                              : absl::StrCat("placed ", r.learners.size(),
+                                                             " learners on ", NodesOf(r.learners));
+  if (!r.servers.empty()) {
+    absl::StrAppend(&reason, "; ", r.servers.size(), " parameter servers on ", NodesOf(r.servers));
+  }
+  return reason;
+}
+
+// "starting learner, attempt 2" / "starting 2 learners, attempt 2, rendezvous at h:p" /
+// "starting 2 learners, attempt 2, parameter servers at h:p, h:q".
+std::string StartingReason(const JobRecord& r, const std::pair<std::string, int>& rendezvous) {
+  const size_t world = r.learners.size();
+  if (!r.servers.empty()) {
+    std::vector<std::string> addresses;
+    for (const ServerSlot& s : r.servers) addresses.push_back(s.address);
+    return absl::StrCat("starting ", world, world == 1 ? " learner" : " learners", ", attempt ",
+                        r.attempt, ", parameter servers at ", absl::StrJoin(addresses, ", "));
+  }
+  if (world == 1) return absl::StrCat("starting learner, attempt ", r.attempt);
+  return absl::StrCat("starting ", world, " learners, attempt ", r.attempt, ", rendezvous at ",
+                      rendezvous.first, ":", rendezvous.second);
 }
 
 }  // namespace
@@ -216,33 +316,28 @@ void Controller::StartJobLocked(JobRecord r, const scheduler::Placement& p) {
     }
     return FailLocked(r, std::string(data.status().message()));
   }
-  const int world = static_cast<int>(p.learner_nodes.size());  // elastic: anywhere in its range
+  // Elastic: anywhere in its range. A scale-out parameter-server job's servers come last.
+  const int servers = (*spec)->ParameterServers();
+  const int world = static_cast<int>(p.learner_nodes.size()) - servers;
   r.attempt += 1;
   r.generation = 1;
-  r.learners.clear();
-  for (const std::string& node : p.learner_nodes) {
-    r.learners.push_back({node, 0, static_cast<int>(r.learners.size())});
-  }
+  r.ClearGang();
+  // Learners first over the nodes, then servers: a spread gang of 2 + 2 on two nodes puts a
+  // learner and a server on each.
+  const std::vector<std::string> members =
+      servers > 0 ? InterleaveByNode(p.learner_nodes) : p.learner_nodes;
+  for (int i = 0; i < world; ++i) r.learners.push_back({members[i], 0, i});
+  for (int i = 0; i < servers; ++i) r.servers.push_back({members[world + i], 0, i, ""});
   r.next_learner_id = static_cast<int>(r.learners.size());
-  if (absl::Status s = TransitionLocked(r, JobState::kPlaced, PlacedReason(p.learner_nodes));
-      !s.ok()) {
+  if (absl::Status s = TransitionLocked(r, JobState::kPlaced, PlacedReason(r)); !s.ok()) {
     return spdlog::error("job {}: {}", r.id, s.message());
   }
   std::pair<std::string, int> rendezvous;
-  if (world > 1) {
-    auto address = executor_.RendezvousAddress(r.learners[0].node);
-    if (!address.ok()) {
-      r.learners.clear();
-      return RestartOrFailLocked(
-          r, absl::StrCat("cannot start the gang: ", address.status().message()));
-    }
-    rendezvous = *address;
+  if (absl::Status s = PickAddressesLocked(r, &rendezvous); !s.ok()) {
+    r.ClearGang();
+    return RestartOrFailLocked(r, std::string(s.message()));
   }
-  if (absl::Status s = TransitionLocked(
-          r, JobState::kStarting,
-          world == 1 ? absl::StrCat("starting learner, attempt ", r.attempt)
-                     : absl::StrCat("starting ", world, " learners, attempt ", r.attempt,
-                                    ", rendezvous at ", rendezvous.first, ":", rendezvous.second));
+  if (absl::Status s = TransitionLocked(r, JobState::kStarting, StartingReason(r, rendezvous));
       !s.ok()) {
     return spdlog::error("job {}: {}", r.id, s.message());
   }
@@ -251,18 +346,23 @@ void Controller::StartJobLocked(JobRecord r, const scheduler::Placement& p) {
   RemoveUncommittedCheckpointsLocked(r.id);
   AttemptTracker::Attempt& attempt = attempts_.Of(r.id);
   attempt.generation = r.generation;
-  for (int rank = 0; rank < world; ++rank) {
+  absl::Status started = StartServersLocked(r, **spec, *data);
+  for (int rank = 0; started.ok() && rank < world; ++rank) {
     absl::StatusOr<int64_t> pid = executor_.Start(LaunchFor(r, **spec, rank, rendezvous, *data));
     if (!pid.ok()) {
-      // All or nothing: a gang missing a learner cannot train.
-      executor_.Stop(r.id, 0).IgnoreError();
-      r.learners.clear();
-      attempts_.EndAttempt(r.id);
-      return FailLocked(
-          r, absl::StrCat("cannot start learner rank ", rank, ": ", pid.status().message()));
+      started = absl::Status(pid.status().code(), absl::StrCat("cannot start learner rank ", rank,
+                                                               ": ", pid.status().message()));
+      break;
     }
     r.learners[rank].pid = *pid;
     attempt.last_seen_ms[rank] = clock_.NowMs();
+  }
+  if (!started.ok()) {
+    // All or nothing: a gang missing a learner or a server cannot train.
+    executor_.Stop(r.id, 0).IgnoreError();
+    r.ClearGang();
+    attempts_.EndAttempt(r.id);
+    return FailLocked(r, std::string(started.message()));
   }
   absl::Status s = store_.UpdateJob(r);
   if (!s.ok()) spdlog::error("job {}: cannot record learner pids: {}", r.id, s.message());

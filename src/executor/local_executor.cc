@@ -133,7 +133,13 @@ absl::StatusOr<int64_t> LocalExecutor::Start(const LearnerLaunch& launch) {
   RETURN_IF_ERROR(MakeDirs(launch.log_dir));
   RETURN_IF_ERROR(MakeDirs(launch.result_dir));
   RETURN_IF_ERROR(MakeDirs(launch.checkpoint_dir));
-  std::string log_path = LearnerLogPath(launch.log_dir, launch.rank);
+  const bool server = launch.ps_server >= 0;
+  if (server && static_cast<size_t>(launch.ps_server) >= launch.ps_servers.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("parameter server ", launch.ps_server, " has no address"));
+  }
+  std::string log_path = server ? ParameterServerLogPath(launch.log_dir, launch.ps_server)
+                                : LearnerLogPath(launch.log_dir, launch.rank);
   std::string cgroup;
   if (cgroups_ && launch.memory_limit_mb > 0) {
     auto dir =
@@ -151,11 +157,18 @@ absl::StatusOr<int64_t> LocalExecutor::Start(const LearnerLaunch& launch) {
   std::vector<char*> envp;
   for (auto& e : env) envp.push_back(e.data());
   envp.push_back(nullptr);
-  std::string argv0 = learner_binary_;
-  std::vector<char*> argv = {argv0.data(), nullptr};
-  SpawnRequest req{
-      learner_binary_.c_str(), argv.data(),   envp.data(),
-      log_path.c_str(),        launch.cpuset, cgroup.empty() ? "" : cgroup + "/cgroup.procs"};
+  // A parameter server is weft-ps, installed beside weft-learner.
+  std::string binary = learner_binary_;
+  std::vector<std::string> args = {binary};
+  if (server) {
+    binary = absl::StrCat(learner_binary_.substr(0, learner_binary_.rfind('/') + 1), "weft-ps");
+    args = {binary, "--listen", launch.ps_servers[launch.ps_server]};
+  }
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  SpawnRequest req{binary.c_str(),   argv.data(),   envp.data(),
+                   log_path.c_str(), launch.cpuset, cgroup.empty() ? "" : cgroup + "/cgroup.procs"};
   SpawnResult spawned = Spawn(req);
   if (spawned.failed_step == SpawnResult::kCgroup) {
     spdlog::warn(
@@ -169,7 +182,7 @@ absl::StatusOr<int64_t> LocalExecutor::Start(const LearnerLaunch& launch) {
   }
   if (spawned.failed_step != SpawnResult::kNone) {
     if (!cgroup.empty()) (void)cgroups_->Remove(cgroup);
-    return absl::InternalError(absl::StrCat("cannot start learner ", learner_binary_, ": ",
+    return absl::InternalError(absl::StrCat("cannot start ", binary, ": ",
                                             SpawnResult::StepName(spawned.failed_step), ": ",
                                             strerror(spawned.error)));
   }

@@ -19,7 +19,8 @@ namespace weft {
 
 class LocalExecutor : public Executor {
  public:
-  // `learner_binary`: path of the weft-learner executable. With `cgroups`, each learner with a
+  // `learner_binary`: path of the weft-learner executable (a parameter server, LearnerLaunch::
+  // ps_server >= 0, runs weft-ps from the same directory). With `cgroups`, each learner with a
   // memory limit runs in a memory cgroup of its own and the kernel holds it to the limit (empty
   // cgroups an earlier weftd left are removed now); without, a watchdog does (Start()).
   explicit LocalExecutor(std::string learner_binary, const Clock& clock = SystemClock::Get(),

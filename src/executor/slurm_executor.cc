@@ -121,6 +121,11 @@ SlurmExecutor::CommandOutput SlurmExecutor::Command(const std::vector<std::strin
 }
 
 absl::StatusOr<int64_t> SlurmExecutor::Start(const LearnerLaunch& launch) {
+  if (launch.ps_server >= 0) {
+    return absl::UnimplementedError(
+        "the Slurm executor does not start weft-ps servers yet (training.ps.servers > 1); run "
+        "the job with servers: 1 or on the local executor");
+  }
   for (const std::string& dir : {launch.log_dir, launch.result_dir, launch.checkpoint_dir}) {
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);

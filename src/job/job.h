@@ -36,6 +36,17 @@ struct LearnerSlot {
   }
 };
 
+// One weft-ps process of a scale-out parameter-server job (training.ps.servers > 1).
+struct ServerSlot {
+  std::string node;     // node it was placed on
+  int64_t pid = 0;      // its process id once started; 0 before
+  int index = 0;        // its shard: keys ShardRange(parameters, servers, index)
+  std::string address;  // host:port it serves on
+  bool operator==(const ServerSlot& o) const {
+    return node == o.node && pid == o.pid && index == o.index && address == o.address;
+  }
+};
+
 struct JobRecord {
   std::string id;
   std::string tenant = "default";
@@ -51,6 +62,14 @@ struct JobRecord {
   // The current attempt's learners by rank (the gang's placement and pids); empty when the job
   // holds no resources.
   std::vector<LearnerSlot> learners;
+  // A scale-out parameter-server job's weft-ps processes (training.ps.servers > 1), in shard
+  // order, placed with its learners as one gang. Empty for every other job.
+  std::vector<ServerSlot> servers;
+  // Releases the gang: no learner and no server.
+  void ClearGang() {
+    learners.clear();
+    servers.clear();
+  }
   // The membership generation of the current attempt: 1 as started, +1 at each in-place
   // membership change of an elastic job (a learner lost, the survivors go on); 0 before any.
   int64_t generation = 0;

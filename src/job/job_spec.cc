@@ -316,10 +316,11 @@ void ReadDocument(FieldReader& r, const YAML::Node& doc, JobSpec* spec) {
     } else if (spec->resources.elastic) {
       r.Error("resources.learners",
               "a parameter-server job (training.sync: ps) asks for a fixed number of learners");
-    } else if (spec->resources.placement == "spread") {
+    } else if (spec->resources.placement == "spread" && spec->training.ps.servers == 1) {
       r.Error("resources.placement",
               "a parameter-server job (training.sync: ps, servers: 1) runs its learners on one "
-              "node, beside its shared-memory server; it cannot be spread");
+              "node, beside its shared-memory server; it cannot be spread (servers: 2 or more "
+              "shard the parameters over weft-ps processes, and the learners may spread)");
     }
   }
   ReadTargets(r, doc["targets"], spec);

@@ -53,8 +53,11 @@ struct PsSpec {
   // ahead of the slowest; Ho et al., NIPS 2013).
   std::string consistency = "asp";
   int64_t staleness = 3;  // ssp only: 0 to 1000
-  int servers = 1;        // 1: GaDei's scale-up server in shared memory, learners on one node
+  // 1: GaDei's scale-up server in shared memory, learners on one node; K > 1: the parameters
+  // sharded over K weft-ps processes reached over gRPC, learners on any nodes.
+  int servers = 1;
 };
+inline constexpr int kMaxParameterServers = 64;
 
 struct TrainingSpec {
   int epochs = 0;                  // epoch budget (required)
@@ -128,6 +131,11 @@ struct JobSpec {
   bool IsCommandJob() const { return !command.empty(); }
   // Whether its learners train through a parameter server (training.sync: ps).
   bool UsesParameterServer() const { return training.sync == "ps"; }
+  // The weft-ps processes of a scale-out parameter-server job (training.ps.servers > 1), placed
+  // with its learners as one gang; 0 for every other job.
+  int ParameterServers() const {
+    return UsesParameterServer() && training.ps.servers > 1 ? training.ps.servers : 0;
+  }
   // The learning rate actually used (resolves the 0 default per optimizer).
   double EffectiveLearningRate() const;
   // training.lr_scaling, or its default for the optimizer ("linear" for sgd, "sqrt" for adam).

@@ -42,6 +42,9 @@ std::string WorkDir(const std::string& work_root, int rank) {
 std::string LearnerLogPath(const std::string& log_dir, int rank) {
   return absl::StrCat(log_dir, "/learner-", rank, ".log");
 }
+std::string ParameterServerLogPath(const std::string& log_dir, int index) {
+  return absl::StrCat(log_dir, "/ps-", index, ".log");
+}
 std::string AuditPath(const std::string& log_dir) { return log_dir + "/audit.log"; }
 std::string CheckpointPath(const std::string& checkpoint_dir, int64_t step) {
   return absl::StrFormat("%s/ckpt-%010d.pt", checkpoint_dir, step);

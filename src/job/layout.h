@@ -52,6 +52,8 @@ class JobLayout {
 
 // The files inside a job's directories.
 std::string LearnerLogPath(const std::string& log_dir, int rank);
+// Parameter server `index`'s log (a scale-out ps job's weft-ps): LOG_DIR/ps-<index>.log.
+std::string ParameterServerLogPath(const std::string& log_dir, int index);
 // The job's data audit (job/audit.h), kept with its logs: rank 0 of each attempt appends to it.
 std::string AuditPath(const std::string& log_dir);
 std::string CheckpointPath(const std::string& checkpoint_dir, int64_t step);

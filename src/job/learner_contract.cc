@@ -2,6 +2,8 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 
 namespace weft {
 
@@ -39,20 +41,44 @@ std::vector<std::pair<std::string, std::string>> LearnerEnvironment(const Learne
     env.emplace_back(e::kMasterAddr, l.rendezvous_host);
     env.emplace_back(e::kMasterPort, absl::StrCat(l.rendezvous_port));
   }
+  if (!l.ps_servers.empty()) env.emplace_back(e::kPsServers, absl::StrJoin(l.ps_servers, ","));
+  if (l.ps_server >= 0) env.emplace_back(e::kPsServer, absl::StrCat(l.ps_server));
   return env;
 }
 
 const std::vector<std::string>& LearnerEnvironmentNames() {
   namespace e = learner_env;
   static const std::vector<std::string> names = {
-      e::kJobId,      e::kAttempt,       e::kCredential, e::kSpec,          e::kCoordinator,
-      e::kNode,       e::kDataDir,       e::kResultDir,  e::kCheckpointDir, e::kLogDir,
-      e::kLearnerId,  e::kNumLearners,   e::kRank,       e::kLocalRank,     e::kWorldSize,
-      e::kMasterAddr, e::kMasterPort,    e::kThreads,    e::kModelDir,      e::kForbiddenToken,
-      e::kDataFormat, e::kWorkDir,       e::kPrivateDir, e::kSandbox,       e::kCoordinatorCa,
-      e::kGeneration, e::kGenerationRank};
+      e::kJobId,      e::kAttempt,        e::kCredential, e::kSpec,          e::kCoordinator,
+      e::kNode,       e::kDataDir,        e::kResultDir,  e::kCheckpointDir, e::kLogDir,
+      e::kLearnerId,  e::kNumLearners,    e::kRank,       e::kLocalRank,     e::kWorldSize,
+      e::kMasterAddr, e::kMasterPort,     e::kThreads,    e::kModelDir,      e::kForbiddenToken,
+      e::kDataFormat, e::kWorkDir,        e::kPrivateDir, e::kSandbox,       e::kCoordinatorCa,
+      e::kGeneration, e::kGenerationRank, e::kPsServers,  e::kPsServer};
   return names;
 }
+
+namespace {
+
+// WEFT_PS_SERVERS: comma-separated host:port, at most 64, none empty or over 256 bytes.
+absl::Status ParsePsServers(const std::string& text, std::vector<std::string>* out) {
+  if (text.empty()) return absl::OkStatus();
+  *out = absl::StrSplit(text, ',');
+  constexpr size_t kMaxServers = 64, kMaxAddress = 256;
+  if (out->size() > kMaxServers) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(learner_env::kPsServers, " names more than ", kMaxServers, " servers"));
+  }
+  for (const std::string& a : *out) {
+    if (a.empty() || a.size() > kMaxAddress) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(learner_env::kPsServers, " holds an empty or over-long address"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::StatusOr<LearnerLaunch> LearnerLaunchFromEnvironment(
     const std::function<const char*(const char*)>& getenv) {
@@ -119,6 +145,7 @@ absl::StatusOr<LearnerLaunch> LearnerLaunchFromEnvironment(
   l.work_dir = text(e::kWorkDir);
   l.private_dir = text(e::kPrivateDir);
   l.sandbox_required = text(e::kSandbox) != "optional";
+  if (absl::Status s = ParsePsServers(text(e::kPsServers), &l.ps_servers); !s.ok()) return s;
   l.rendezvous_host = text(e::kMasterAddr);
   if (l.world_size > 1 && l.rendezvous_host.empty()) l.rendezvous_host = "127.0.0.1";
   return l;

@@ -49,6 +49,10 @@ inline constexpr char kGenerationRank[] = "WEFT_GENERATION_RANK";
 inline constexpr char kWorkDir[] = "WORK_DIR";
 inline constexpr char kPrivateDir[] = "WEFT_PRIVATE_DIR";
 inline constexpr char kSandbox[] = "WEFT_SANDBOX";
+// A scale-out parameter-server job (training.ps.servers > 1): its weft-ps servers' host:port in
+// shard order, comma-separated; and, for a weft-ps process, which of them it is.
+inline constexpr char kPsServers[] = "WEFT_PS_SERVERS";
+inline constexpr char kPsServer[] = "WEFT_PS_SERVER";
 // Never set for a learner, and removed from what it inherits: weftd's own bearer token.
 inline constexpr char kForbiddenToken[] = "WEFT_TOKEN";
 }  // namespace learner_env
@@ -90,6 +94,12 @@ struct LearnerLaunch {
   // with its attempt, whose rank is `rank`.
   int64_t generation = 1;
   int generation_rank = -1;
+  // WEFT_PS_SERVERS: a scale-out parameter-server job's servers (host:port, shard order).
+  std::vector<std::string> ps_servers;
+  // WEFT_PS_SERVER: >= 0 when this process is not a learner but the job's parameter server
+  // `ps_server` (weft-ps, listening on ps_servers[ps_server]); its rank is then world_size +
+  // ps_server, its log ParameterServerLogPath().
+  int ps_server = -1;
   int threads = 1;          // intra-op threads (OMP_NUM_THREADS)
   std::string credential;   // WEFT_JOB_CREDENTIAL: authenticates to the coordinator
   std::vector<int> cpuset;  // CPUs to pin the learner to (its node's); not in the environment
@@ -108,7 +118,8 @@ const std::vector<std::string>& LearnerEnvironmentNames();
 // Reads a launch back from an environment (`getenv`-like lookup, nullptr for unset). Defaults:
 // attempt 1, rank 0, world size 1, one thread, MASTER_ADDR 127.0.0.1 for a gang. InvalidArgument
 // naming the variable when WEFT_JOB_ID, WEFT_JOB_SPEC, WEFT_COORDINATOR or RESULT_DIR is missing, a
-// number does not parse, the rank (WEFT_GENERATION_RANK for a joining learner) is outside
+// number does not parse, WEFT_PS_SERVERS holds an empty or over-long address or more than 64, the
+// rank (WEFT_GENERATION_RANK for a joining learner) is outside
 // [0, WORLD_SIZE), or MASTER_PORT is missing for WORLD_SIZE > 1.
 absl::StatusOr<LearnerLaunch> LearnerLaunchFromEnvironment(
     const std::function<const char*(const char*)>& getenv);

@@ -21,13 +21,8 @@ void ReadParameterServer(FieldReader& r, const YAML::Node& n, TrainingSpec* t) {
   if (n["staleness"] && t->ps.consistency != "ssp") {
     r.Error("training.ps.staleness", "applies only to consistency: ssp");
   }
-  r.Integer(n, "training.ps", "servers", &t->ps.servers, 1, 1024, "a positive integer");
-  if (t->ps.servers > 1) {
-    r.Error("training.ps.servers",
-            absl::StrCat("must be 1, got ", t->ps.servers,
-                         ": weft runs one scale-up server in shared memory beside the learners; "
-                         "sharding over several weft-ps servers is not built yet"));
-  }
+  r.Integer(n, "training.ps", "servers", &t->ps.servers, 1, kMaxParameterServers,
+            "an integer in [1, 64]");
 }
 
 }  // namespace

@@ -49,6 +49,17 @@ std::vector<float> Floats(const std::string& bytes) {
   return v;
 }
 
+ApplierStats StatsFrom(const v1::ParameterServerStats& s) {
+  ApplierStats out;
+  out.version = s.versions();
+  out.gradients_applied = s.gradients_applied();
+  out.discarded_non_finite = s.discarded_non_finite();
+  for (int b = 0; b < s.staleness_size() && b < kStalenessBuckets; ++b) {
+    out.staleness[b] = s.staleness(b);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<int64_t> ShardedState::ResumePositions() const {
@@ -274,17 +285,34 @@ absl::StatusOr<ShardedState> RemotePsClient::Snapshot(ApplierStats* stats, uint6
     dup += r.duplicates();
   }
   // Every push reaches every shard: shard 0's counters are the job's.
-  ApplierStats sum;
-  const v1::ParameterServerStats& first = responses[0].stats();
-  sum.version = first.versions();
-  sum.gradients_applied = first.gradients_applied();
-  sum.discarded_non_finite = first.discarded_non_finite();
-  for (int b = 0; b < first.staleness_size() && b < kStalenessBuckets; ++b) {
-    sum.staleness[b] = first.staleness(b);
-  }
-  if (stats != nullptr) *stats = sum;
+  if (stats != nullptr) *stats = StatsFrom(responses[0].stats());
   if (duplicates != nullptr) *duplicates = dup;
   return out;
+}
+
+absl::StatusOr<std::vector<int64_t>> RemotePsClient::Progress(ApplierStats* stats) {
+  std::vector<v1::PsProgressResponse> responses(stubs_.size());
+  absl::Status s = ForEachShard([&](int i) -> absl::Status {
+    v1::PsProgressRequest r;
+    *r.mutable_caller() = Caller();
+    grpc::ClientContext context;
+    SetDeadline(&context, kCallMs);
+    grpc::Status g = stubs_[i]->Progress(&context, r, &responses[i]);
+    if (g.error_code() == grpc::StatusCode::ABORTED) {
+      return absl::UnavailableError(absl::StrCat("parameter server ", i, " is shut down"));
+    }
+    return g.ok() ? absl::OkStatus()
+                  : FromGrpc(g, absl::StrCat("progress of parameter server ", i));
+  });
+  if (!s.ok()) return s;
+  std::vector<int64_t> positions(responses[0].applied().begin(), responses[0].applied().end());
+  for (const v1::PsProgressResponse& r : responses) {
+    for (int l = 0; l < r.applied_size() && l < static_cast<int>(positions.size()); ++l) {
+      positions[l] = std::min(positions[l], r.applied(l));
+    }
+  }
+  if (stats != nullptr) *stats = StatsFrom(responses[0].stats());
+  return positions;
 }
 
 absl::Status RemotePsClient::Shutdown() {

@@ -65,6 +65,9 @@ class RemotePsClient {
   // Every shard's state, shard 0's counters (every push reaches every shard) and the pushes
   // all shards acknowledged as duplicates.
   absl::StatusOr<ShardedState> Snapshot(ApplierStats* stats, uint64_t* duplicates);
+  // Per learner, the smallest of the shards' last applied seq (its data position), and shard 0's
+  // counters: Snapshot without the floats.
+  absl::StatusOr<std::vector<int64_t>> Progress(ApplierStats* stats);
   // Rank 0 at the end: every server exits.
   absl::Status Shutdown();
 

@@ -225,6 +225,13 @@ ServerState Shard::Snapshot(ApplierStats* stats, uint64_t* duplicates) {
   return s;
 }
 
+std::vector<int64_t> Shard::Progress(uint64_t* version, ApplierStats* stats) {
+  absl::MutexLock lock(&mu_);
+  *version = version_;
+  *stats = stats_;
+  return applied_;
+}
+
 void Shard::Close() {
   absl::MutexLock lock(&mu_);
   closed_ = true;

@@ -65,6 +65,8 @@ class Shard {
   absl::Status Done(int learner);
   // The training state (positions: each learner's last applied seq) and the counters.
   ServerState Snapshot(ApplierStats* stats, uint64_t* duplicates);
+  // Each learner's last applied seq, the version and the counters (no copy of the floats).
+  std::vector<int64_t> Progress(uint64_t* version, ApplierStats* stats);
   // Every wait returns Aborted, and every later call.
   void Close();
 

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "spdlog/spdlog.h"
 
 namespace weft::ps {
@@ -33,6 +34,13 @@ grpc::Status BytesToFloats(const std::string& bytes, size_t n, const char* what,
   out->resize(n);
   std::memcpy(out->data(), bytes.data(), bytes.size());
   return grpc::Status::OK;
+}
+
+void StatsToProto(const ApplierStats& stats, v1::ParameterServerStats* s) {
+  s->set_versions(stats.version);
+  s->set_gradients_applied(stats.gradients_applied);
+  s->set_discarded_non_finite(stats.discarded_non_finite);
+  for (uint64_t b : stats.staleness) s->add_staleness(b);
 }
 
 absl::StatusOr<ServerConfig> ConfigFrom(const v1::PsInitRequest& r, int64_t num_params) {
@@ -204,12 +212,20 @@ grpc::Status ShardService::Snapshot(grpc::ServerContext*, const v1::PsSnapshotRe
   response->set_params(FloatsToBytes(state.params));
   response->set_optimizer_state(FloatsToBytes(state.optimizer_state));
   for (int64_t p : state.positions) response->add_applied(p);
-  v1::ParameterServerStats* s = response->mutable_stats();
-  s->set_versions(stats.version);
-  s->set_gradients_applied(stats.gradients_applied);
-  s->set_discarded_non_finite(stats.discarded_non_finite);
-  for (uint64_t b : stats.staleness) s->add_staleness(b);
+  StatsToProto(stats, response->mutable_stats());
   response->set_duplicates(duplicates);
+  return grpc::Status::OK;
+}
+
+grpc::Status ShardService::Progress(grpc::ServerContext*, const v1::PsProgressRequest* request,
+                                    v1::PsProgressResponse* response) {
+  std::shared_ptr<Shard> shard;
+  if (grpc::Status s = Check(request->caller(), &shard); !s.ok()) return s;
+  ApplierStats stats;
+  uint64_t version = 0;
+  for (int64_t p : shard->Progress(&version, &stats)) response->add_applied(p);
+  response->set_version(version);
+  StatsToProto(stats, response->mutable_stats());
   return grpc::Status::OK;
 }
 
@@ -229,9 +245,16 @@ grpc::Status ShardService::Shutdown(grpc::ServerContext*, const v1::PsShutdownRe
 
 absl::Status ServeShard(const std::string& listen, const std::string& job_id,
                         const std::string& credential, const std::atomic<bool>* stop,
-                        int* bound_port) {
+                        int64_t drop_ack_every) {
   std::atomic<bool> shutdown{false};
   ShardService service(job_id, credential, [&shutdown] { shutdown = true; });
+  std::atomic<int64_t> taken{0};
+  if (drop_ack_every > 0) {
+    spdlog::warn("fault injection: the acknowledgement of every {}th push is dropped",
+                 drop_ack_every);
+    service.set_drop_ack(
+        [&taken, drop_ack_every](int, int64_t) { return ++taken % drop_ack_every == 0; });
+  }
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
@@ -242,12 +265,32 @@ absl::Status ServeShard(const std::string& listen, const std::string& job_id,
   if (server == nullptr || port == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", listen));
   }
-  if (bound_port != nullptr) *bound_port = port;
   spdlog::info("weft-ps for job {} listening on port {}", job_id, port);
-  while (!shutdown && (stop == nullptr || !*stop)) {
+  // Asked to stop (weftd preempts or halts the job, and stops the whole gang at once), a server
+  // holding a shard serves on until rank 0, which checkpoints from it first, shuts it down; the
+  // executor's kill after its grace bounds the wait. One not initialized has nothing to keep.
+  bool told = false;
+  while (!shutdown) {
+    if (stop != nullptr && *stop) {
+      if (service.shard() == nullptr) break;
+      if (!told) {
+        spdlog::info("asked to stop: serving on until rank 0 has checkpointed and shuts it down");
+        told = true;
+      }
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  if (std::shared_ptr<Shard> shard = service.shard(); shard != nullptr) shard->Close();
+  if (std::shared_ptr<Shard> shard = service.shard(); shard != nullptr) {
+    shard->Close();
+    ApplierStats stats;
+    uint64_t duplicates = 0;
+    ServerState state = shard->Snapshot(&stats, &duplicates);
+    spdlog::info(
+        "shard account: version {}, {} versions applied here, {} gradients applied, {} discarded "
+        "as non-finite, {} duplicates acknowledged; positions [{}]",
+        state.version, stats.version, stats.gradients_applied, stats.discarded_non_finite,
+        duplicates, absl::StrJoin(state.positions, ", "));
+  }
   // Calls still in flight (a push waiting for its bsp round) are cancelled after 200 ms.
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(200));
   return absl::OkStatus();

@@ -45,6 +45,8 @@ class ShardService final : public v1::ParameterServer::Service {
                     v1::PsDoneResponse* response) override;
   grpc::Status Snapshot(grpc::ServerContext* context, const v1::PsSnapshotRequest* request,
                         v1::PsSnapshotResponse* response) override;
+  grpc::Status Progress(grpc::ServerContext* context, const v1::PsProgressRequest* request,
+                        v1::PsProgressResponse* response) override;
   grpc::Status Shutdown(grpc::ServerContext* context, const v1::PsShutdownRequest* request,
                         v1::PsShutdownResponse* response) override;
 
@@ -64,11 +66,14 @@ class ShardService final : public v1::ParameterServer::Service {
   int64_t begin_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
-// Runs a ShardService on `listen` (host:port) until Shutdown or until `stop` is set (checked every
-// 100 ms; nullptr: never). The port actually bound is written to *bound_port as soon as the
-// server listens. Unavailable when the address cannot be bound.
+// Runs a ShardService on `listen` (host:port) until rank 0's Shutdown, or until `stop` is set
+// (checked every 100 ms; nullptr: never) while no shard is initialized: a server holding one
+// waits for rank 0 to checkpoint from it and shut it down. With `drop_ack_every` = n > 0 (fault
+// injection for tests, weft-ps's WEFT_PS_DROP_ACKS), the acknowledgement of every n-th push it
+// takes is dropped after the push is applied. Logs the shard's account when it ends.
+// Unavailable when the address cannot be bound.
 absl::Status ServeShard(const std::string& listen, const std::string& job_id,
                         const std::string& credential, const std::atomic<bool>* stop,
-                        int* bound_port = nullptr);
+                        int64_t drop_ack_every = 0);
 
 }  // namespace weft::ps

@@ -20,10 +20,19 @@ inline constexpr char kJobColumns[] =
     "deliver_met_ms, complete_met_ms, restarts, learners, generation, next_learner_id";
 
 // The learners column: [{"node": …, "pid": …, "id": …}, …] by rank.
-inline std::string LearnersJson(const std::vector<LearnerSlot>& learners) {
+// The learners column: the gang's learners, then its parameter servers (marked "server").
+inline std::string LearnersJson(const std::vector<LearnerSlot>& learners,
+                                const std::vector<ServerSlot>& servers) {
   nlohmann::json j = nlohmann::json::array();
   for (const LearnerSlot& l : learners) {
     j.push_back({{"node", l.node}, {"pid", l.pid}, {"id", l.id}});
+  }
+  for (const ServerSlot& s : servers) {
+    j.push_back({{"node", s.node},
+                 {"pid", s.pid},
+                 {"index", s.index},
+                 {"address", s.address},
+                 {"server", true}});
   }
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
@@ -36,13 +45,27 @@ inline std::vector<LearnerSlot> ParseLearners(const std::string& text, const std
   nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_array()) {
     for (const auto& l : j) {
-      if (!l.is_object()) continue;
+      if (!l.is_object() || l.value("server", false)) continue;
       const int rank = static_cast<int>(out.size());
       out.push_back(
           {l.value("node", std::string()), l.value("pid", int64_t{0}), l.value("id", rank)});
     }
   }
   if (out.empty() && !node.empty()) out.push_back({node, pid});
+  return out;
+}
+
+// The parameter servers of the learners column (LearnersJson).
+inline std::vector<ServerSlot> ParseServers(const std::string& text) {
+  std::vector<ServerSlot> out;
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_array()) return out;
+  for (const auto& l : j) {
+    if (!l.is_object() || !l.value("server", false)) continue;
+    out.push_back({l.value("node", std::string()), l.value("pid", int64_t{0}),
+                   l.value("index", static_cast<int>(out.size())),
+                   l.value("address", std::string())});
+  }
   return out;
 }
 

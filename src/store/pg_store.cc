@@ -63,6 +63,7 @@ JobRecord ReadJob(const pqxx::row& row) {
   r.restarts = row[20].as<int>();
   r.learners =
       store_columns::ParseLearners(pg::Str(row[21]), pg::Str(row[10]), row[11].as<int64_t>());
+  r.servers = store_columns::ParseServers(pg::Str(row[21]));
   r.generation = row[22].as<int64_t>();
   r.next_learner_id = row[23].as<int>();
   return r;
@@ -180,7 +181,7 @@ void PgStore::WriteJobIn(pg::Tx& tx, const JobRecord& r, bool insert) {
           placed ? r.learners[0].node : std::string(), placed ? r.learners[0].pid : int64_t{0},
           r.progress.epoch, r.progress.epochs_total, r.progress.step, r.progress.steps_total,
           r.progress.samples, r.best_test_accuracy, r.deliver_met_ms, r.complete_met_ms, r.restarts,
-          store_columns::LearnersJson(r.learners), r.generation, r.next_learner_id);
+          store_columns::LearnersJson(r.learners, r.servers), r.generation, r.next_learner_id);
 }
 
 void PgStore::AppendEventIn(pg::Tx& tx, const std::string& id, TimeMs t,

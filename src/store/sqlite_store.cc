@@ -38,6 +38,7 @@ JobRecord ReadJob(sqlite::Stmt& s) {
   r.complete_met_ms = s.OptInt(19);
   r.restarts = static_cast<int>(s.Int(20));
   r.learners = ParseLearners(s.Text(21), s.Text(10), s.Int(11));
+  r.servers = store_columns::ParseServers(s.Text(21));
   r.generation = s.Int(22);
   r.next_learner_id = static_cast<int>(s.Int(23));
   return r;
@@ -137,7 +138,7 @@ absl::Status SqliteStore::WriteJobLocked(const JobRecord& r, bool insert) {
       placed ? r.learners[0].node : std::string(), placed ? r.learners[0].pid : int64_t{0},
       r.progress.epoch, r.progress.epochs_total, r.progress.step, r.progress.steps_total,
       r.progress.samples, r.best_test_accuracy, r.deliver_met_ms, r.complete_met_ms, r.restarts,
-      LearnersJson(r.learners), r.generation, r.next_learner_id);
+      LearnersJson(r.learners, r.servers), r.generation, r.next_learner_id);
   if (absl::IsAlreadyExists(n.status())) {
     return absl::AlreadyExistsError(absl::StrCat("job ", r.id, " already exists"));
   }

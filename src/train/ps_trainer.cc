@@ -22,10 +22,7 @@ namespace weft::train {
 namespace {
 
 constexpr double kReportIntervalS = 1.0;
-constexpr int64_t kAttachPollMs = 50;
 constexpr int64_t kAwaitPollMs = 20;
-// Earlier attempts whose segments rank 0 removes if their rank 0 died before it could.
-constexpr int64_t kStaleAttempts = 64;
 
 double NowS() { return SystemClock::Get().NowMs() / 1000.0; }
 
@@ -75,14 +72,9 @@ PsTrainer::PsTrainer(const LoopOptions& o, Reporter& r, Model model, Dataset tra
              spec_.training.seed),
       timeout_ms_(o.rendezvous_timeout_ms) {}
 
-PsTrainer::~PsTrainer() { StopApplier(); }
+PsTrainer::~PsTrainer() = default;
 
 bool PsTrainer::StopRequested() const { return train::StopRequested(o_, reporter_); }
-
-void PsTrainer::StopApplier() {
-  applier_stop_.store(true);
-  if (applier_.joinable()) applier_.join();
-}
 
 absl::Status PsTrainer::Flatten() {
   torch::NoGradGuard no_grad;
@@ -113,14 +105,8 @@ absl::Status PsTrainer::Flatten() {
 }
 
 absl::StatusOr<int64_t> PsTrainer::StartServer() {
-  for (int64_t a = std::max<int64_t>(1, o_.learner.attempt - kStaleAttempts);
-       a < o_.learner.attempt; ++a) {
-    if (auto stale = ps::SegmentNameForJob(o_.learner.job_id, a); stale.ok()) {
-      if (ps::SharedSegment::Unlink(*stale).ok()) spdlog::info("removed stale segment {}", *stale);
-    }
-  }
   int64_t step = -1;
-  ASSIGN_OR_RETURN(ps::ServerState state, ResumeState(&step));
+  ps::ShardedState state = ResumeState(&step);
   ps::ServerConfig config;
   config.num_slots = world();
   config.num_params = params_.numel();
@@ -131,45 +117,22 @@ absl::StatusOr<int64_t> PsTrainer::StartServer() {
   config.optimizer.learning_rate = spec_.ScaledLearningRate(world());
   config.optimizer.momentum = spec_.training.optimizer == "sgd" ? spec_.training.momentum : 0;
   config.optimizer.weight_decay = spec_.training.weight_decay;
-  ASSIGN_OR_RETURN(server_, ps::SharedParameterServer::Create(segment_name_, config, state));
-  applier_ = std::thread([this] { server_->Run(applier_stop_); });
+  std::vector<float> fresh;
+  if (state.shards.empty()) {  // the model as built from the seed
+    fresh.assign(params_.data_ptr<float>(), params_.data_ptr<float>() + params_.numel());
+  }
+  RETURN_IF_ERROR(link_->StartServer(config, state, fresh));
   spdlog::info(
-      "parameter server {}: {} parameters ({} bytes), {} slots, {} (staleness {}), {} learning "
-      "rate {:g}, applier thread started; version {}, slot positions [{}]",
-      segment_name_, config.num_params, config.num_params * 4, config.num_slots,
-      spec_.training.ps.consistency, config.staleness, spec_.training.optimizer,
-      config.optimizer.learning_rate, state.version, absl::StrJoin(server_->Positions(), ", "));
+      "parameter server: {} parameters ({} bytes), {} slots, {} (staleness {}), {} learning rate "
+      "{:g}, {}",
+      config.num_params, config.num_params * 4, config.num_slots, spec_.training.ps.consistency,
+      config.staleness, spec_.training.optimizer, config.optimizer.learning_rate,
+      state.shards.empty() ? "fresh" : absl::StrCat("resumed at step ", step));
   return step;
 }
 
-absl::StatusOr<bool> PsTrainer::Attach() {
-  const int64_t deadline = SystemClock::Get().NowMs() + timeout_ms_;
-  for (;;) {
-    absl::StatusOr<std::unique_ptr<ps::SharedPsClient>> client =
-        ps::SharedPsClient::Attach(segment_name_, rank());
-    if (client.ok()) {
-      client_ = std::move(*client);
-      return true;
-    }
-    if (absl::IsFailedPrecondition(client.status()) &&
-        absl::StrContains(client.status().message(), "closed")) {
-      return false;
-    }
-    if (!absl::IsNotFound(client.status()) && !absl::IsUnavailable(client.status())) {
-      return client.status();
-    }
-    if (SystemClock::Get().NowMs() > deadline || StopRequested()) {
-      return absl::UnavailableError(absl::StrCat("rank 0 created no parameter server ",
-                                                 segment_name_, " within ", timeout_ms_, " ms"));
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(kAttachPollMs));
-  }
-}
-
-absl::StatusOr<PsTrainer::End> PsTrainer::TrainShare() {
+absl::StatusOr<PsTrainer::End> PsTrainer::TrainShare(int64_t position) {
   const int64_t total = spec_.training.epochs * order_.BatchesPerEpoch();
-  // A replacement goes on after its predecessor's last published batch (that one is applied).
-  int64_t position = client_->start_position() + static_cast<int64_t>(client_->published());
   spdlog::info(
       "training positions {} to {} of this learner's share ({} samples, {} batches per "
       "epoch)",
@@ -177,8 +140,9 @@ absl::StatusOr<PsTrainer::End> PsTrainer::TrainShare() {
   bool complete = false;
   while (position < total) {
     if (StopRequested()) return End::kStopped;
-    absl::StatusOr<uint64_t> version = client_->Pull(params_.data_ptr<float>(), timeout_ms_);
+    absl::StatusOr<uint64_t> version = link_->Pull(params_.data_ptr<float>());
     if (absl::IsUnavailable(version.status())) return End::kClosed;
+    if (!version.ok() && StopRequested()) return End::kStopped;
     RETURN_IF_ERROR(version.status());
     torch::Tensor idx = order_.Batch(position);
     torch::Tensor x = train_.samples.index_select(0, idx);
@@ -186,20 +150,14 @@ absl::StatusOr<PsTrainer::End> PsTrainer::TrainShare() {
     grads_.zero_();
     torch::Tensor loss = torch::nll_loss(model_->forward(x), y);
     loss.backward();
-    absl::StatusOr<uint64_t> seq =
-        client_->Publish(grads_.data_ptr<float>(), *version, timeout_ms_);
-    if (absl::IsUnavailable(seq.status())) return End::kClosed;
-    RETURN_IF_ERROR(seq.status());
-    last_seq_ = *seq;
+    // Returns once applied: the next gradient is computed on parameters that hold this one.
+    absl::Status pushed = link_->Push(position, grads_.data_ptr<float>(), *version);
+    if (absl::IsUnavailable(pushed)) return End::kClosed;
+    if (!pushed.ok() && StopRequested()) return End::kStopped;
+    RETURN_IF_ERROR(pushed);
     ++published_here_;
     ++position;
-    // Acknowledged: the next gradient is computed on parameters that hold this one (under bsp,
-    // this round's version, as after an allreduce step). Without the wait it would be computed
-    // without it, one version staler; the applier takes tens of microseconds.
-    absl::Status applied = client_->WaitApplied(*seq, timeout_ms_);
-    if (absl::IsUnavailable(applied)) return End::kClosed;
-    RETURN_IF_ERROR(applied);
-    if (server_) {
+    if (leader_) {
       loss_sum_ += loss.item<double>();
       ++loss_steps_;
       RETURN_IF_ERROR(LeadJob(&complete));
@@ -208,7 +166,7 @@ absl::StatusOr<PsTrainer::End> PsTrainer::TrainShare() {
   }
   // Rank 0 keeps pulling (evaluations, the final model): its slot must not hold up the others'
   // bsp rounds or the ssp bound while they finish their shares.
-  client_->Done();
+  link_->Done();
   return End::kDone;
 }
 
@@ -220,8 +178,14 @@ std::vector<int64_t> PsTrainer::Totals() const {
   return totals;
 }
 
-void PsTrainer::UpdateProgress() {
-  const std::vector<int64_t> positions = server_->Positions();
+absl::Status PsTrainer::UpdateProgress() {
+  ps::ApplierStats stats;
+  ASSIGN_OR_RETURN(positions_, link_->Positions(&stats));
+  if (static_cast<int>(positions_.size()) != world()) {
+    return absl::InternalError(absl::StrCat("the parameter server reports ", positions_.size(),
+                                            " learners; the job has ", world()));
+  }
+  const std::vector<int64_t>& positions = positions_;
   int64_t step = 0, samples = 0, total = 0;
   int64_t epochs_done = spec_.training.epochs;
   for (int r = 0; r < world(); ++r) {
@@ -234,14 +198,15 @@ void PsTrainer::UpdateProgress() {
   progress_.step = step;
   progress_.samples = samples;
   progress_.steps_total = total;
-  // A dozen atomic loads: every report carries the counters, whichever sends the progress.
-  progress_.parameter_server = server_->Stats();
+  // Every report carries the counters, whichever sends the progress.
+  progress_.parameter_server = stats;
   progress_.epochs_total = spec_.training.epochs;
   progress_.epoch = static_cast<int>(epochs_done);
+  return absl::OkStatus();
 }
 
 absl::Status PsTrainer::LeadJob(bool* complete) {
-  UpdateProgress();
+  RETURN_IF_ERROR(UpdateProgress());
   const double now = NowS();
   if (now - last_report_s_ >= kReportIntervalS && loss_steps_ > 0) {
     MetricSample m;
@@ -272,13 +237,13 @@ absl::Status PsTrainer::LeadJob(bool* complete) {
 
 absl::Status PsTrainer::EvaluateNow(bool* complete) {
   // The parameters as the server holds them now (every epoch counted done is applied).
-  ASSIGN_OR_RETURN(uint64_t version, client_->Pull(params_.data_ptr<float>(), timeout_ms_));
+  ASSIGN_OR_RETURN(uint64_t version, link_->Pull(params_.data_ptr<float>()));
   Evaluation ev = Evaluate(model_, test_);
   evaluated_epochs_ = progress_.epoch;
   evaluated_step_ = progress_.step;
   last_accuracy_ = ev.accuracy;
   best_ = std::max(best_, ev.accuracy);
-  const ps::ApplierStats stats = server_->Stats();
+  const ps::ApplierStats& stats = *progress_.parameter_server;
   spdlog::info(
       "evaluation: epoch {} step {} version {} test_accuracy {:.4f} test_loss {:.4f}; server: {} "
       "gradients applied, {} discarded as non-finite, staleness histogram [{}] (0, 1, 2, 3-4, "
@@ -311,10 +276,9 @@ absl::StatusOr<PsTrainer::End> PsTrainer::AwaitOthers(bool* complete) {
   for (;;) {
     RETURN_IF_ERROR(LeadJob(complete));
     if (*complete) return End::kComplete;
-    const std::vector<int64_t> positions = server_->Positions();
     const std::vector<int64_t> totals = Totals();
     bool done = true;
-    for (int r = 0; r < world(); ++r) done = done && positions[r] >= totals[r];
+    for (int r = 0; r < world(); ++r) done = done && positions_[r] >= totals[r];
     if (done && evaluated_epochs_ >= spec_.training.epochs) return End::kDone;
     if (StopRequested()) return End::kStopped;
     std::this_thread::sleep_for(std::chrono::milliseconds(kAwaitPollMs));
@@ -324,13 +288,14 @@ absl::StatusOr<PsTrainer::End> PsTrainer::AwaitOthers(bool* complete) {
 absl::StatusOr<LoopResult> PsTrainer::FinishLeader(End end, bool complete) {
   LoopResult result;
   result.best_test_accuracy = best_;
-  const ps::ApplierStats stats = server_->Stats();
-  UpdateProgress();
+  if (absl::Status s = UpdateProgress(); !s.ok()) spdlog::warn("{}", s.message());
+  const ps::ApplierStats stats = progress_.parameter_server.value_or(ps::ApplierStats{});
   spdlog::info(
       "parameter server: version {}, {} gradients applied, {} discarded as non-finite; slot "
-      "positions [{}] of [{}]; this learner published {} gradients",
+      "positions [{}] of [{}]; this learner published {} gradients; {}",
       stats.version, stats.gradients_applied, stats.discarded_non_finite,
-      absl::StrJoin(server_->Positions(), ", "), absl::StrJoin(Totals(), ", "), published_here_);
+      absl::StrJoin(positions_, ", "), absl::StrJoin(Totals(), ", "), published_here_,
+      link_->SlotSummary());
   if (end == End::kStopped) {
     // Keep what was applied: halt and preemption resume from here.
     if (absl::Status saved = Checkpoint(); !saved.ok()) {
@@ -341,7 +306,7 @@ absl::StatusOr<LoopResult> PsTrainer::FinishLeader(End end, bool complete) {
     return result;
   }
   // The final model is the server's parameters as they are now.
-  RETURN_IF_ERROR(client_->Pull(params_.data_ptr<float>(), timeout_ms_).status());
+  RETURN_IF_ERROR(link_->Pull(params_.data_ptr<float>()).status());
   result.reason = FinishReason(spec_, complete, complete_met_, best_, last_accuracy_);
   RETURN_IF_ERROR(
       ExportModel({o_, env_, reporter_, *model_, train_.SampleShape(), classes_, kFinalModel,
@@ -352,11 +317,22 @@ absl::StatusOr<LoopResult> PsTrainer::FinishLeader(End end, bool complete) {
 }
 
 absl::StatusOr<LoopResult> PsTrainer::Run() {
-  ASSIGN_OR_RETURN(segment_name_, ps::SegmentNameForJob(o_.learner.job_id, o_.learner.attempt));
   RETURN_IF_ERROR(Flatten());
+  const int servers = spec_.ParameterServers();
+  if (static_cast<int>(o_.learner.ps_servers.size()) != servers) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "training.ps.servers asks for ", std::max(servers, 1), " servers; WEFT_PS_SERVERS names ",
+        o_.learner.ps_servers.size(), " (a weftd older than the job's spec?)"));
+  }
+  if (servers == 0) {
+    ASSIGN_OR_RETURN(link_, SharedMemoryLink(o_.learner, timeout_ms_));
+  } else {
+    ASSIGN_OR_RETURN(link_, RemoteLink(o_.learner, params_.numel(), timeout_ms_));
+  }
   model_->train();
   int64_t resumed_from = -1;
-  if (rank() == 0) {
+  leader_ = rank() == 0;
+  if (leader_) {
     for (int r = 0; r < world(); ++r) {
       shares_.emplace_back(train_.size(), world(), r, spec_.training.batch_size,
                            spec_.training.seed);
@@ -364,28 +340,24 @@ absl::StatusOr<LoopResult> PsTrainer::Run() {
     ASSIGN_OR_RETURN(resumed_from, StartServer());
     last_report_s_ = last_checkpoint_s_ = NowS();
   }
-  ASSIGN_OR_RETURN(bool attached, Attach());
+  ASSIGN_OR_RETURN(int64_t position, link_->Attach([this] { return StopRequested(); }));
   End end = End::kClosed;
   bool complete = false;
-  if (attached) {
-    ASSIGN_OR_RETURN(end, TrainShare());
-    if (end == End::kDone && server_) {
+  if (position >= 0) {
+    ASSIGN_OR_RETURN(end, TrainShare(position));
+    if (end == End::kDone && leader_) {
       ASSIGN_OR_RETURN(end, AwaitOthers(&complete));
     }
     complete = complete || end == End::kComplete;
   }
-  if (server_) {
-    ASSIGN_OR_RETURN(LoopResult result, FinishLeader(end, complete));
-    result.resumed_from_step = resumed_from;
-    StopApplier();
-    server_.reset();  // closed: the others' next call says so, and they exit
+  if (leader_) {
+    absl::StatusOr<LoopResult> result = FinishLeader(end, complete);
+    link_->Close();  // the others' next call says so, and they exit
+    if (result.ok()) result->resumed_from_step = resumed_from;
     return result;
   }
-  spdlog::info(
-      "slot {}: this process published {} gradients; the slot's gradients applied: {} "
-      "(start position {})",
-      rank(), published_here_, client_ ? client_->applied() : 0,
-      client_ ? client_->start_position() : 0);
+  spdlog::info("learner {}: this process published {} gradients; {}", rank(), published_here_,
+               link_->SlotSummary());
   LoopResult result;
   if (end == End::kStopped) {
     result.stopped = true;

@@ -1,8 +1,9 @@
 // A learner of a `training.sync: ps` job (internal to train/): GaDei's scale-up parameter server
-// (Zhang et al., HPDC 2017) in POSIX shared memory, src/ps/. Rank 0 creates the job attempt's
-// segment from its checkpoint and runs the applier on a thread of its own; every rank, rank 0
-// included, trains its share of each epoch at its own pace: pull the parameters, forward and
-// backward on its next batch, publish the gradient to its slot. Rank 0 also reports, evaluates,
+// (Zhang et al., HPDC 2017) in POSIX shared memory, or the parameters sharded over weft-ps
+// servers (ps_link.h). Rank 0 starts the server from its checkpoint (creates the attempt's
+// segment and runs the applier on a thread of its own, or initializes the weft-ps servers); every
+// rank, rank 0 included, trains its share of each epoch at its own pace: pull the parameters,
+// forward and backward on its next batch, push the gradient. Rank 0 also reports, evaluates,
 // delivers, checkpoints the server's state and writes the final model; it closes the server at
 // the end, and the others' next call then says so. The design and its guarantees are in
 // docs/design.md ("The parameter server").
@@ -10,14 +11,11 @@
 
 #include <torch/torch.h>
 
-#include <atomic>
 #include <memory>
-#include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "ps/shared_client.h"
-#include "ps/shared_server.h"
+#include "train/ps_link.h"
 #include "train/trainer.h"
 
 namespace weft::train {
@@ -57,16 +55,15 @@ class PsTrainer {
   // Makes the parameters views of one flat float tensor, and their gradients of another.
   // InvalidArgument for a model whose parameters are not all float32.
   absl::Status Flatten();
-  // Rank 0: the newest checkpoint that loads (or the fresh model), the segment, the applier.
-  // Returns the step resumed from, or -1.
+  // Rank 0: the newest checkpoint that loads (or the fresh model) into the server. Returns the
+  // step resumed from, or -1.
   absl::StatusOr<int64_t> StartServer();
-  absl::StatusOr<ps::ServerState> ResumeState(int64_t* step);
-  // Every rank: attaches to its slot, waiting up to the rendezvous timeout for rank 0 to create
-  // the segment. False when the server is closed already (the job is ending).
-  absl::StatusOr<bool> Attach();
+  // The server's state in the newest checkpoint that loads (no shards: none does).
+  ps::ShardedState ResumeState(int64_t* step);
   // Trains this rank's share to its end, the complete target, or a stop. Returns how it ended.
   enum class End { kDone, kComplete, kStopped, kClosed };
-  absl::StatusOr<End> TrainShare();
+  // `position`: where this learner's share goes on from (PsLink::Attach).
+  absl::StatusOr<End> TrainShare(int64_t position);
   // Rank 0, between its steps and while it waits for the others: progress, metrics,
   // evaluations with their targets, checkpoints. Sets *complete at the complete target.
   absl::Status LeadJob(bool* complete);
@@ -75,9 +72,8 @@ class PsTrainer {
   // Rank 0 at the end: waits until every learner's share is applied (or a stop).
   absl::StatusOr<End> AwaitOthers(bool* complete);
   absl::StatusOr<LoopResult> FinishLeader(End end, bool complete);
-  void StopApplier();
   // Progress of the whole job from the server's slot positions.
-  void UpdateProgress();
+  absl::Status UpdateProgress();
   // Per slot: the batches of its share of the whole budget (epochs × its batches per epoch).
   std::vector<int64_t> Totals() const;
   bool StopRequested() const;
@@ -94,15 +90,12 @@ class PsTrainer {
   PsDataOrder order_;
   torch::Tensor params_, grads_;  // float [num_params]: the parameters' and gradients' storage
   int64_t timeout_ms_;
-  std::string segment_name_;
-  std::unique_ptr<ps::SharedParameterServer> server_;  // rank 0's
-  std::atomic<bool> applier_stop_{false};
-  std::thread applier_;
-  std::unique_ptr<ps::SharedPsClient> client_;
+  std::unique_ptr<PsLink> link_;
+  bool leader_ = false;          // rank 0: it started the server, and leads the job
   uint64_t published_here_ = 0;  // gradients this process published and had acknowledged
-  uint64_t last_seq_ = 0;
   // Rank 0's view of the job.
   std::vector<PsDataOrder> shares_;  // every slot's data order (its batches, its samples)
+  std::vector<int64_t> positions_;   // every slot's position, as of UpdateProgress
   ProgressReport progress_;
   int evaluated_epochs_ = 0;
   int64_t evaluated_step_ = 0;

@@ -98,9 +98,9 @@ std::vector<BadCase> BadCases() {
        "name: x\nmodel: {architecture: cnn}\ntraining: {epochs: 1, sync: ps, ps: {staleness: "
        "2}}\n",
        "training.ps.staleness", "only to consistency: ssp"},
-      {"several servers",
-       "name: x\nmodel: {architecture: cnn}\ntraining: {epochs: 1, sync: ps, ps: {servers: 2}}\n",
-       "training.ps.servers", "not built yet"},
+      {"too many servers",
+       "name: x\nmodel: {architecture: cnn}\ntraining: {epochs: 1, sync: ps, ps: {servers: 65}}\n",
+       "training.ps.servers", "[1, 64]"},
       {"elastic ps",
        "name: x\nmodel: {architecture: cnn}\ntraining: {epochs: 1, sync: ps}\nresources: "
        "{learners: {min: 1, max: 2}}\n",
@@ -215,6 +215,15 @@ TEST(JobSpecTest, AParameterServerJobDefaultsToAspOnOneServerAndScalesItsRateOnl
       "ssp, staleness: 7}}\n");
   ASSERT_TRUE(ssp.ok()) << ssp.status();
   EXPECT_EQ(ssp->training.ps.staleness, 7);
+  EXPECT_EQ(ssp->ParameterServers(), 0);  // one server: shared memory, not a weft-ps process
+  // Sharded over weft-ps servers, the learners may spread over nodes.
+  auto sharded = ParseManifest(
+      "name: x\nmodel: {architecture: cnn}\ntraining: {epochs: 1, sync: ps, ps: {servers: 2}}\n"
+      "resources: {learners: 2, placement: spread}\n");
+  ASSERT_TRUE(sharded.ok()) << sharded.status();
+  EXPECT_EQ(sharded->ParameterServers(), 2);
+  EXPECT_EQ(SpecToJson(*sharded)["training"]["ps"]["servers"], 2);
+  EXPECT_EQ(ParseManifest(kGood)->ParameterServers(), 0);
   // An allreduce job's JSON (and so its digest) has no sync field.
   EXPECT_FALSE(SpecToJson(*ParseManifest(kGood))["training"].contains("sync"));
 }

@@ -114,6 +114,22 @@ TEST(LearnerContractTest, ALearnerJoiningARunningElasticJobKeepsItsIdAndGetsItsR
   EXPECT_EQ(ReadBack(AsMap(Gang()))->generation, 1);
 }
 
+TEST(LearnerContractTest, AShardedParameterServerJobsLearnersAreToldTheServersInShardOrder) {
+  LearnerLaunch sent = Gang();
+  sent.ps_servers = {"127.0.0.1:4100", "127.0.0.2:4101"};
+  auto env = AsMap(sent);
+  EXPECT_EQ(env["WEFT_PS_SERVERS"], "127.0.0.1:4100,127.0.0.2:4101");
+  EXPECT_EQ(env.count("WEFT_PS_SERVER"), 0u) << "a learner, not a server";
+  auto got = ReadBack(env);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->ps_servers, sent.ps_servers);
+  sent.ps_server = 1;
+  EXPECT_EQ(AsMap(sent)["WEFT_PS_SERVER"], "1");
+  env["WEFT_PS_SERVERS"] = "127.0.0.1:4100,";
+  EXPECT_THAT(std::string(ReadBack(env).status().message()), HasSubstr("WEFT_PS_SERVERS"));
+  EXPECT_TRUE(ReadBack(AsMap(Gang()))->ps_servers.empty());
+}
+
 TEST(LearnerContractTest, AMissingOrMalformedVariableIsNamed) {
   auto env = AsMap(Gang());
   env.erase("WEFT_JOB_ID");

@@ -164,6 +164,12 @@ TEST_P(RemotePsTest, TwoLearnersTwoServersEveryPushAppliedOnceDespiteDroppedAcks
     for (float p : shard.params) ASSERT_NEAR(p, expected, 1e-4);
   }
   EXPECT_EQ(state->shards[0].params.size() + state->shards[1].params.size(), size_t{kParams});
+  // Progress: the same positions and counters without the floats.
+  ApplierStats progress_stats;
+  auto positions = leader->Progress(&progress_stats);
+  ASSERT_TRUE(positions.ok()) << positions.status();
+  EXPECT_EQ(*positions, (std::vector<int64_t>{kPushes, kPushes}));
+  EXPECT_EQ(progress_stats.gradients_applied, stats.gradients_applied);
   ASSERT_TRUE(leader->Shutdown().ok());
   EXPECT_EQ(a.WaitExit(10), 0);
   EXPECT_EQ(b.WaitExit(10), 0);

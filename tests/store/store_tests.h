@@ -41,6 +41,7 @@ TEST_P(StoreTest, TransitionAppendsHistoryAndChecksTheCurrentState) {
   r.reason = "placed on node local";
   r.updated_ms = 2000;
   r.learners = {{"node-a", 0, 0}, {"node-b", 4242, 3}};
+  r.servers = {{"node-b", 4343, 1, "127.0.0.2:4100"}};
   r.generation = 2;
   r.next_learner_id = 4;
   ASSERT_TRUE(store_->TransitionJob(r, JobState::kQueued).ok());
@@ -73,6 +74,11 @@ TEST_P(StoreTest, TransitionAppendsHistoryAndChecksTheCurrentState) {
   EXPECT_EQ(got->learners[1].id, 3);
   EXPECT_EQ(got->generation, 2);
   EXPECT_EQ(got->next_learner_id, 4);
+  // A scale-out parameter-server job's servers round-trip apart from its learners.
+  ASSERT_EQ(got->servers.size(), 1u);
+  EXPECT_EQ(got->servers[0].pid, 4343);
+  EXPECT_EQ(got->servers[0].index, 1);
+  EXPECT_EQ(got->servers[0].address, "127.0.0.2:4100");
 }
 
 TEST_P(StoreTest, UpdateLeavesStateAndHistoryAlone) {
