@@ -3,7 +3,8 @@
 // data budget; a learner killed with SIGKILL is replaced alone (the job completes in its first
 // attempt, rank 0's process throughout) and every batch of every learner's share is applied
 // exactly once; and a crash of rank 0 (the server) restarts the job from the server's checkpoint
-// with nothing applied twice.
+// with nothing applied twice. Scale-out (servers: 2): learners and weft-ps servers on two
+// logical nodes, with acknowledgements dropped, and a learner killed and replaced.
 #include <signal.h>
 
 #include <filesystem>
@@ -40,16 +41,21 @@ class ParameterServerTest : public ::testing::Test {
     }
     char tmpl[] = "/tmp/weft-ps-XXXXXX";
     dir_ = mkdtemp(tmpl);
-    // One node of two cpus: a 2-learner ps job runs there, beside its server.
-    std::ofstream(dir_ + "/nodes.yaml") << "nodes:\n  - {name: node-a, cpus: 2, memory_mb: 8192}\n";
+    std::ofstream(dir_ + "/nodes.yaml") << Nodes();
     weftd_ = std::make_unique<WeftdProcess>(dir_ + "/data");
     weftd_->set_args({"--config", dir_ + "/nodes.yaml"});
+    weftd_->set_env(Environment());
     ASSERT_TRUE(weftd_->Start()) << weftd_->log();
   }
   void TearDown() override {
     weftd_.reset();
     if (!dir_.empty()) std::filesystem::remove_all(dir_);
   }
+  // One node of two cpus: a 2-learner ps job runs there, beside its server.
+  virtual std::string Nodes() const {
+    return "nodes:\n  - {name: node-a, cpus: 2, memory_mb: 8192}\n";
+  }
+  virtual std::vector<std::string> Environment() const { return {}; }
 
   // Writes the manifest `name` (its body after the name) and submits it; the job's id.
   std::string Submit(const std::string& name, const std::string& body) {
@@ -212,6 +218,151 @@ TEST_F(ParameterServerTest, ARank0CrashRestartsFromTheServersCheckpointWithNothi
   // The killed rank 0's segment was removed when it was reaped, the second one by its rank 0.
   EXPECT_FALSE(std::filesystem::exists("/dev/shm/weft-ps-" + id + "-1"));
   EXPECT_FALSE(std::filesystem::exists("/dev/shm/weft-ps-" + id + "-2"));
+  EXPECT_GT(done["models"]["final"].value("test_accuracy", 0.0), 0.80);
+}
+
+// Scale-out: the parameters sharded over 2 weft-ps servers, 2 learners and the servers spread over
+// two logical nodes as one gang of 4. Every 7th push a server takes has its acknowledgement
+// dropped (WEFT_PS_DROP_ACKS, inherited from weftd): the learner sends it again, the server
+// acknowledges the repeat as a duplicate, and each push is applied once.
+class ScaleOutTest : public ParameterServerTest {
+ protected:
+  std::string Nodes() const override {
+    return "nodes:\n  - {name: node-a, cpus: 2, memory_mb: 8192}\n"
+           "  - {name: node-b, cpus: 2, memory_mb: 8192}\n";
+  }
+  std::vector<std::string> Environment() const override { return {"WEFT_PS_DROP_ACKS=7"}; }
+  std::string ServerLog(const std::string& id, int index) const {
+    std::ifstream in(dir_ + "/data/jobs/" + id + "/logs/ps-" + std::to_string(index) + ".log");
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  static int64_t Sum(const std::vector<std::vector<int64_t>>& found) {
+    int64_t sum = 0;
+    for (const auto& f : found) sum += f[0];
+    return sum;
+  }
+};
+
+TEST_F(ScaleOutTest, TwoLearnersOnTwoNodesWithTwoServersApplyEveryPushOnceDespiteDroppedAcks) {
+  const std::string id = Submit(
+      "sharded", kModel +
+                     "training: {epochs: 5, batch_size: 64, threads: 1, seed: 3, sync: ps, ps: "
+                     "{servers: 2}}\n"
+                     "resources: {learners: 2, cpus: 1, placement: spread}\n");
+  json done = WaitFor(id, "COMPLETED", 600);
+  const std::string history = HistoryText(done);
+  EXPECT_EQ(done["attempt"], 1) << history;
+  EXPECT_THAT(history, HasSubstr("placed 2 learners on nodes node-a, node-b; 2 parameter servers "
+                                 "on nodes node-a, node-b"));
+  EXPECT_THAT(history, HasSubstr("parameter servers at 127.0.0.1:"));
+  EXPECT_GT(done["models"]["final"].value("test_accuracy", 0.0), 0.80);
+  // Both shares of 5 epochs (94 batches each) applied, each push once (asp: a version each).
+  const std::string log0 = Log(id, 0), log1 = Log(id, 1);
+  std::vector<int64_t> account = ServerAccount(log0);
+  EXPECT_EQ(account[3], 5 * 94) << log0;
+  EXPECT_EQ(account[4], 5 * 94);
+  EXPECT_EQ(account[1] + account[2], account[3] + account[4]) << "applied or discarded, once";
+  EXPECT_EQ(account[0], account[1]);
+  // The learners resent what lost its acknowledgement; the servers took every resend as a
+  // duplicate, and applied the same pushes, each of them once.
+  const int64_t resent = Sum(Numbers(log0 + log1, "(\\d+) pushes resent"));
+  EXPECT_GT(resent, 0) << log0 << log1;
+  int64_t duplicates = 0;
+  for (int shard = 0; shard < 2; ++shard) {
+    const std::string log = ServerLog(id, shard);
+    auto shard_account = Numbers(log,
+                                 "(\\d+) gradients applied, (\\d+) discarded as non-finite, "
+                                 "(\\d+) duplicates acknowledged; positions \\[(\\d+), "
+                                 "(\\d+)\\]");
+    ASSERT_EQ(shard_account.size(), 1u) << log;
+    EXPECT_EQ(shard_account[0][0] + shard_account[0][1], 2 * 5 * 94) << log;
+    EXPECT_EQ(shard_account[0][3], 5 * 94);
+    EXPECT_EQ(shard_account[0][4], 5 * 94);
+    duplicates += shard_account[0][2];
+  }
+  EXPECT_EQ(duplicates, resent);
+  std::cout << "sharded over 2 servers: " << account[1] << " gradients applied, " << resent
+            << " pushes resent after a dropped acknowledgement, " << duplicates
+            << " duplicates acknowledged; final test accuracy "
+            << done["models"]["final"].value("test_accuracy", 0.0) << "\n";
+}
+
+TEST_F(ScaleOutTest, AKilledLearnerIsReplacedAndGoesOnFromItsLastAppliedPush) {
+  const std::string id = Submit(
+      "sharded", kModel +
+                     "training: {epochs: 60, batch_size: 64, threads: 1, seed: 3, sync: ps, ps: "
+                     "{servers: 2, consistency: ssp, staleness: 2}}\n"
+                     "resources: {learners: 2, cpus: 1, placement: spread}\n");
+  json running = weftd_->WaitForJobWhere(
+      id, [](const json& j) { return j["progress"].value("step", 0) >= 1500; }, 300, "step 1500");
+  const int64_t pid0 = running["learners"][0]["pid"], pid1 = running["learners"][1]["pid"];
+  ASSERT_EQ(kill(static_cast<pid_t>(pid1), SIGKILL), 0);
+  json replaced = weftd_->WaitForJobWhere(
+      id,
+      [pid1](const json& j) {
+        return j["learners"].size() == 2 && j["learners"][1]["pid"].is_number() &&
+               j["learners"][1]["pid"].get<int64_t>() != pid1;
+      },
+      60, "learner 1 replaced");
+  EXPECT_EQ(replaced["learners"][0]["pid"].get<int64_t>(), pid0) << "learner 0 trains on";
+  json done = WaitFor(id, "COMPLETED", 900);
+  EXPECT_EQ(done["attempt"], 1) << HistoryText(done);
+  EXPECT_THAT(HistoryText(done), HasSubstr("learner 1 replaced (pid " + std::to_string(pid1)));
+  const std::string log0 = Log(id, 0), log1 = Log(id, 1);
+  std::vector<int64_t> account = ServerAccount(log0);
+  EXPECT_EQ(account[3], 60 * 94);
+  EXPECT_EQ(account[4], 60 * 94);
+  EXPECT_EQ(account[1] + account[2], account[3] + account[4]) << "applied or discarded, once";
+  // The replacement goes on where the servers had its predecessor: after its last push every
+  // shard applied (one that reached a single shard is a duplicate there when it is sent again).
+  auto starts = Numbers(log1, "training positions (\\d+) to (\\d+) of this learner's share");
+  ASSERT_EQ(starts.size(), 2u) << log1;
+  EXPECT_GT(starts[1][0], 0);
+  EXPECT_GT(done["models"]["final"].value("test_accuracy", 0.0), 0.80);
+}
+
+TEST_F(ScaleOutTest, AHaltedJobCheckpointsFromItsServersAndResumesWithEveryBatchAppliedOnce) {
+  const std::string id = Submit(
+      "sharded", kModel +
+                     "training: {epochs: 40, batch_size: 64, threads: 1, seed: 3, sync: ps, ps: "
+                     "{servers: 2, consistency: bsp}}\n"
+                     "resources: {learners: 2, cpus: 1, placement: spread}\n");
+  weftd_->WaitForJobWhere(
+      id, [](const json& j) { return j["progress"].value("step", 0) >= 1500; }, 300, "step 1500");
+  ASSERT_EQ(weftd_->Cli({"halt", id}).exit_code, 0);
+  // Rank 0 checkpoints from the servers, then shuts them down: each logs its account and exits.
+  for (int i = 0; i < 300; ++i) {
+    if (ServerLog(id, 0).find("shard account") != std::string::npos &&
+        ServerLog(id, 1).find("shard account") != std::string::npos) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_EQ(weftd_->Cli({"resume", id}).exit_code, 0);
+  json done = WaitFor(id, "COMPLETED", 600);
+  EXPECT_EQ(done["attempt"], 2) << HistoryText(done);
+  const std::string log0 = Log(id, 0);
+  // Where each shard stood in the checkpoint, and what each applied after it.
+  auto resumed = Numbers(log0,
+                         "resumed from \\S+: version \\d+, step (\\d+) \\(shards: versions "
+                         "\\[\\d+, \\d+\\], positions \\[(\\d+), (\\d+)\\] "
+                         "\\[(\\d+), (\\d+)\\]\\)");
+  ASSERT_EQ(resumed.size(), 1u) << log0;
+  EXPECT_GE(resumed[0][0], 1500);
+  for (int shard = 0; shard < 2; ++shard) {
+    const std::string log = ServerLog(id, shard);
+    auto accounts = Numbers(log,
+                            "(\\d+) gradients applied, (\\d+) discarded as non-finite, "
+                            "(\\d+) duplicates acknowledged; positions \\[(\\d+), "
+                            "(\\d+)\\]");
+    ASSERT_EQ(accounts.size(), 2u) << "one account per attempt: " << log;
+    const std::vector<int64_t>& second = accounts[1];
+    EXPECT_EQ(second[3], 40 * 94) << log;
+    EXPECT_EQ(second[4], 40 * 94);
+    // Everything after the checkpoint's positions, once: the rest of both shares.
+    const int64_t before = resumed[0][1 + 2 * shard] + resumed[0][2 + 2 * shard];
+    EXPECT_EQ(second[0] + second[1] + before, 2 * 40 * 94) << log;
+  }
   EXPECT_GT(done["models"]["final"].value("test_accuracy", 0.0), 0.80);
 }
 
