@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The part of the suite that CI runs under ThreadSanitizer on every submission: the parameter
-# server's protocol tests (lock-free slots shared by learner threads and the applier), built with
-# Debian's clang in build-tsan/. They need no libtorch, so they cost only their own files to build.
+# servers' protocol tests (lock-free slots shared by learner threads and the applier; one
+# scale-out shard under pushing threads), built with Debian's clang in build-tsan/. They need no
+# libtorch, so they cost only their own files to build.
 # The whole suite under TSan takes longer than CI allows: scripts/test.sh --sanitize thread.
 #
 #   scripts/unit-tsan.sh            build and run them (what scripts/test.sh runs)
@@ -9,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR="${WEFT_TSAN_BUILD_DIR:-build-tsan}"
-TESTS=(shared_ps_test shared_ps_stress_test)
+TESTS=(shared_ps_test shared_ps_stress_test shard_test)
 
 CC=clang CXX=clang++ cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DWEFT_BUILD_TESTS=ON -DWEFT_BUILD_BENCH=OFF -DWEFT_SANITIZE=thread >/dev/null

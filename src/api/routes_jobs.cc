@@ -199,12 +199,42 @@ void FollowLog(const Services& s, const std::string& id, const std::string& path
   res.set_chunked_content_provider("application/octet-stream", std::move(provider));
 }
 
+// The log at `path` of job `id`, whole or (?follow=true) followed until the job ends.
+void SendLog(const Services& s, const Request& req, Response& res, const Caller& caller,
+             const std::string& id, const std::string& path) {
+  if (req.has_param("follow") && req.get_param_value("follow") == "true") {
+    return FollowLog(s, id, path, caller, res);
+  }
+  absl::Status sent = SendFile(res, path, "text/plain");
+  if (absl::IsNotFound(sent)) {  // the process has written nothing yet
+    res.status = 200;
+    return res.set_content("", "text/plain");
+  }
+  if (!sent.ok()) SendStatus(res, sent);
+}
+
 void Logs(const Services& s, const Request& req, Response& res, const Caller& caller) {
   std::string id = req.matches[1];
   auto job = FindJob(s.store, id, caller, res);
   if (!job) return;
   // One log per learner: ?rank=N (default 0), the learner's id (its rank as started; an elastic
-  // job's newcomers get ids past its maximum world size).
+  // job's newcomers get ids past its maximum world size); or ?server=I, a scale-out
+  // parameter-server job's weft-ps server I.
+  if (req.has_param("server")) {
+    auto spec = s.controller.Spec(*job);
+    const int servers = spec.ok() ? (*spec)->ParameterServers() : 0;
+    int server = 0;
+    if (servers == 0) {
+      return SendError(res, 400,
+                       "server: the job has no weft-ps servers (training.ps.servers > 1 has)");
+    }
+    if (!absl::SimpleAtoi(req.get_param_value("server"), &server) || server < 0 ||
+        server >= servers) {
+      return SendError(res, 400, absl::StrCat("server must be an integer in [0, ", servers, ")"));
+    }
+    return SendLog(s, req, res, caller, id,
+                   ParameterServerLogPath(s.controller.layout().LogDir(id), server));
+  }
   int rank = 0;
   if (req.has_param("rank")) {
     auto spec = s.controller.Spec(*job);
@@ -215,16 +245,7 @@ void Logs(const Services& s, const Request& req, Response& res, const Caller& ca
                                     world, " learner(s)"));
     }
   }
-  std::string path = s.controller.layout().LogPath(id, rank);
-  if (req.has_param("follow") && req.get_param_value("follow") == "true") {
-    return FollowLog(s, id, path, caller, res);
-  }
-  absl::Status sent = SendFile(res, path, "text/plain");
-  if (absl::IsNotFound(sent)) {  // the learner has written nothing yet
-    res.status = 200;
-    return res.set_content("", "text/plain");
-  }
-  if (!sent.ok()) SendStatus(res, sent);
+  SendLog(s, req, res, caller, id, s.controller.layout().LogPath(id, rank));
 }
 
 // The job's data audit checked (job/audit.h): per epoch, how many samples applied steps trained

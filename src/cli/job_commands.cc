@@ -366,8 +366,11 @@ int Download(const Client& api, const std::string& id, bool delivered, std::stri
   return 0;
 }
 
-int Logs(const Client& api, const std::string& id, int rank, bool follow) {
-  const std::string query = rank > 0 ? "rank=" + std::to_string(rank) : "";
+// One learner's log (`rank`), or a scale-out parameter-server job's server's (`server` >= 0).
+int Logs(const Client& api, const std::string& id, int rank, int server, bool follow) {
+  const std::string query = server >= 0 ? "server=" + std::to_string(server)
+                            : rank > 0  ? "rank=" + std::to_string(rank)
+                                        : "";
   if (!follow) {
     Reply r = api.Call("GET", "/v1/jobs/" + id + "/logs" + (query.empty() ? "" : "?" + query));
     if (r.status != 200) return Fail(r);
@@ -425,6 +428,7 @@ struct Args {
   std::vector<std::string> uploads;
   bool follow = false, as_json = false, delivered = false, final_model = false;
   int rank = 0;
+  int server = -1;  // logs --server
 };
 
 CLI::App* WithId(CLI::App& app, const char* name, const char* about, Args& a) {
@@ -457,9 +461,15 @@ void AddJobCommands(CLI::App& app, Context& ctx) {
       [](const Client& c, const Args& x) { return Follow(c, x.id); });
   auto* logs = WithId(app, "logs", "print a job's learner log", *a);
   logs->add_flag("--follow,-f", a->follow, "keep streaming until the job ends");
-  logs->add_option("--rank", a->rank, "which learner of a multi-learner job (default 0)")
-      ->check(CLI::NonNegativeNumber);
-  run(logs, [](const Client& c, const Args& x) { return Logs(c, x.id, x.rank, x.follow); });
+  auto* rank =
+      logs->add_option("--rank", a->rank, "which learner of a multi-learner job (default 0)")
+          ->check(CLI::NonNegativeNumber);
+  logs->add_option("--server", a->server,
+                   "a weft-ps server's log instead (training.ps.servers > 1), 0 to servers - 1")
+      ->check(CLI::NonNegativeNumber)
+      ->excludes(rank);
+  run(logs,
+      [](const Client& c, const Args& x) { return Logs(c, x.id, x.rank, x.server, x.follow); });
   auto* metrics = WithId(app, "metrics", "print a job's metric time series", *a);
   metrics->add_flag("--json", a->as_json, "print the API's JSON");
   run(metrics, [](const Client& c, const Args& x) { return Metrics(c, x.id, x.as_json); });

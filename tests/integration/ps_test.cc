@@ -232,9 +232,9 @@ class ScaleOutTest : public ParameterServerTest {
            "  - {name: node-b, cpus: 2, memory_mb: 8192}\n";
   }
   std::vector<std::string> Environment() const override { return {"WEFT_PS_DROP_ACKS=7"}; }
+  // weft-ps server `index`'s log, as `weft logs --server` prints it.
   std::string ServerLog(const std::string& id, int index) const {
-    std::ifstream in(dir_ + "/data/jobs/" + id + "/logs/ps-" + std::to_string(index) + ".log");
-    return std::string(std::istreambuf_iterator<char>(in), {});
+    return weftd_->Cli({"logs", id, "--server", std::to_string(index)}).output;
   }
   static int64_t Sum(const std::vector<std::vector<int64_t>>& found) {
     int64_t sum = 0;
@@ -256,6 +256,10 @@ TEST_F(ScaleOutTest, TwoLearnersOnTwoNodesWithTwoServersApplyEveryPushOnceDespit
                                  "on nodes node-a, node-b"));
   EXPECT_THAT(history, HasSubstr("parameter servers at 127.0.0.1:"));
   EXPECT_GT(done["models"]["final"].value("test_accuracy", 0.0), 0.80);
+  // A job has the servers it asked for.
+  auto no_such = weftd_->Cli({"logs", id, "--server", "2"});
+  EXPECT_NE(no_such.exit_code, 0);
+  EXPECT_THAT(no_such.output, HasSubstr("server must be an integer in [0, 2)"));
   // Both shares of 5 epochs (94 batches each) applied, each push once (asp: a version each).
   const std::string log0 = Log(id, 0), log1 = Log(id, 1);
   std::vector<int64_t> account = ServerAccount(log0);
