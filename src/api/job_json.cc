@@ -57,6 +57,18 @@ nlohmann::json LearnersJson(const std::vector<LearnerSlot>& learners) {
   return out;
 }
 
+// A scale-out parameter-server job's weft-ps servers: [{"index", "node", "pid", "address"}].
+nlohmann::json ServersJson(const std::vector<ServerSlot>& servers) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const ServerSlot& s : servers) {
+    out.push_back({{"index", s.index},
+                   {"node", s.node},
+                   {"pid", s.pid > 0 ? nlohmann::json(s.pid) : nlohmann::json(nullptr)},
+                   {"address", s.address}});
+  }
+  return out;
+}
+
 }  // namespace
 
 nlohmann::json JobSummaryJson(const JobRecord& r,
@@ -73,6 +85,7 @@ nlohmann::json JobSummaryJson(const JobRecord& r,
       {"generation", r.generation},
       {"node", r.learners.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.learners[0].node)},
       {"learners", LearnersJson(r.learners)},
+      {"servers", ServersJson(r.servers)},
       {"progress", ProgressJson(r.progress)},
       {"best_test_accuracy", OptionalJson(r.best_test_accuracy)},
   };

@@ -273,6 +273,18 @@ void PrintLearners(const json& j) {
               << ";";
   }
   std::cout << "\n";
+  // A scale-out parameter-server job's weft-ps servers, by shard.
+  const json& servers = j.contains("servers") ? j["servers"] : json::array();
+  if (!servers.is_array() || servers.empty()) return;
+  std::cout << "servers: ";
+  for (const auto& s : servers) {
+    std::cout << " " << s.value("index", 0) << " on " << s.value("node", "") << " at "
+              << s.value("address", "")
+              << (s["pid"].is_number() ? " (pid " + std::to_string(s["pid"].get<int64_t>()) + ")"
+                                       : std::string())
+              << ";";
+  }
+  std::cout << "\n";
 }
 
 void PrintTargets(const json& j) {

@@ -235,6 +235,7 @@ TEST(OpenApiDocumentTest, RefusesWhatTheDocumentDoesNotSay) {
   const std::string job =
       R"({"id": "j", "name": "n", "tenant": "t", "state": "QUEUED", "reason": "r",
           "created_at": "x", "updated_at": "x", "attempt": 0, "node": null, "learners": [],
+          "servers": [],
           "progress": {"epoch": 0, "epochs_total": 1, "step": 0, "steps_total": 0,
                        "samples": 0, "fraction": 0.0}, "best_test_accuracy": null,
           "targets_met": []})";

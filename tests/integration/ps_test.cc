@@ -370,5 +370,47 @@ TEST_F(ScaleOutTest, AHaltedJobCheckpointsFromItsServersAndResumesWithEveryBatch
   EXPECT_GT(done["models"]["final"].value("test_accuracy", 0.0), 0.80);
 }
 
+TEST_F(ScaleOutTest, AKilledServerRestartsTheJobFromItsCheckpointWithEachBatchAppliedOnce) {
+  const std::string id = Submit(
+      "sharded", kModel +
+                     "training: {epochs: 40, batch_size: 64, threads: 1, seed: 3, sync: ps, ps: "
+                     "{servers: 2}}\n"
+                     "resources: {learners: 2, cpus: 1, placement: spread}\n"
+                     "checkpoint: {every_steps: 1000}\n");
+  json running = weftd_->WaitForJobWhere(
+      id, [](const json& j) { return j["progress"].value("step", 0) >= 2500; }, 300, "step 2500");
+  ASSERT_EQ(running["servers"].size(), 2u) << running.dump(2);
+  EXPECT_EQ(running["servers"][1]["index"], 1);
+  EXPECT_THAT(running["servers"][1].value("address", ""), HasSubstr("127.0.0.1:"));
+  EXPECT_THAT(weftd_->Cli({"show", id}).output, HasSubstr("servers:  0 on node-"));
+  ASSERT_EQ(kill(static_cast<pid_t>(running["servers"][1]["pid"].get<int64_t>()), SIGKILL), 0);
+  json done = WaitFor(id, "COMPLETED", 600);
+  const std::string history = HistoryText(done);
+  EXPECT_EQ(done["attempt"], 2) << history;
+  EXPECT_THAT(history, HasSubstr("parameter server 1 killed by signal 9"));
+  const std::string log0 = Log(id, 0);
+  auto resumed = Numbers(log0,
+                         "resumed from \\S+: version \\d+, step (\\d+) \\(shards: versions "
+                         "\\[\\d+, \\d+\\], positions \\[(\\d+), (\\d+)\\] "
+                         "\\[(\\d+), (\\d+)\\]\\)");
+  ASSERT_EQ(resumed.size(), 1u) << log0;
+  EXPECT_GE(resumed[0][0], 1000);
+  // Each shard of the second attempt applied exactly what its checkpoint did not hold.
+  for (int shard = 0; shard < 2; ++shard) {
+    const std::string log = ServerLog(id, shard);
+    auto accounts = Numbers(log,
+                            "(\\d+) gradients applied, (\\d+) discarded as non-finite, "
+                            "(\\d+) duplicates acknowledged; positions \\[(\\d+), "
+                            "(\\d+)\\]");
+    ASSERT_FALSE(accounts.empty()) << log;
+    const std::vector<int64_t>& last = accounts.back();
+    EXPECT_EQ(last[3], 40 * 94) << log;
+    EXPECT_EQ(last[4], 40 * 94);
+    const int64_t before = resumed[0][1 + 2 * shard] + resumed[0][2 + 2 * shard];
+    EXPECT_EQ(last[0] + last[1] + before, 2 * 40 * 94) << log;
+  }
+  EXPECT_GT(done["models"]["final"].value("test_accuracy", 0.0), 0.80);
+}
+
 }  // namespace
 }  // namespace weft
