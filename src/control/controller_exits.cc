@@ -45,7 +45,7 @@ void Controller::HandleExitLocked(const LearnerExit& e) {
   if (e.rank != leader && exited_ok) {
     // A rank that finished its part; rank 0 exports the model and decides how the job ends.
     attempt.last_seen_ms.erase(e.rank);
-    spdlog::info("job {}: learner rank {} {}", e.job_id, e.rank, e.Describe());
+    spdlog::info("job {}: {} {}", e.job_id, MemberName(r, e.rank), e.Describe());
     return;
   }
   if (exited_ok && finish.succeeded) return CompleteLocked(r, finish.reason);
