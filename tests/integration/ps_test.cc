@@ -79,6 +79,26 @@ class ParameterServerTest : public ::testing::Test {
     }
     return out;
   }
+  // Once job `id` has taken `step` steps, SIGKILLs its learner 1 and waits until weftd has
+  // replaced it while learner 0 trains on (its pid unchanged). Returns the killed pid.
+  int64_t KillLearner1AtStep(const std::string& id, int64_t step) {
+    json running = weftd_->WaitForJobWhere(
+        id, [step](const json& j) { return j["progress"].value("step", 0) >= step; }, 300,
+        "step " + std::to_string(step));
+    EXPECT_EQ(running["learners"].size(), 2u) << running.dump(2);
+    const int64_t pid0 = running["learners"][0].value("pid", int64_t{0});
+    const int64_t pid1 = running["learners"][1].value("pid", int64_t{0});
+    EXPECT_EQ(kill(static_cast<pid_t>(pid1), SIGKILL), 0) << running.dump(2) << Log(id, 1);
+    json replaced = weftd_->WaitForJobWhere(
+        id,
+        [pid1](const json& j) {
+          return j["learners"].size() == 2 && j["learners"][1]["pid"].is_number() &&
+                 j["learners"][1]["pid"].get<int64_t>() != pid1;
+        },
+        60, "learner 1 replaced");
+    EXPECT_EQ(replaced["learners"][0]["pid"].get<int64_t>(), pid0) << "learner 0 trains on";
+    return pid1;
+  }
   // Rank 0's account at the end: {version, applied, discarded, position 0, position 1, total 0,
   // total 1}.
   static std::vector<int64_t> ServerAccount(const std::string& log0) {
@@ -143,19 +163,7 @@ TEST_F(ParameterServerTest, AKilledLearnerIsReplacedAloneAndEveryBatchIsAppliedO
       Submit("ps", kModel +
                        "training: {epochs: 300, batch_size: 64, threads: 1, seed: 3, sync: ps}\n"
                        "resources: {learners: 2, cpus: 1}\n");
-  json running = weftd_->WaitForJobWhere(
-      id, [](const json& j) { return j["progress"].value("step", 0) >= 3000; }, 300, "step 3000");
-  ASSERT_EQ(running["learners"].size(), 2u) << running.dump(2);
-  const int64_t pid0 = running["learners"][0]["pid"], pid1 = running["learners"][1]["pid"];
-  ASSERT_EQ(kill(static_cast<pid_t>(pid1), SIGKILL), 0) << running.dump(2) << Log(id, 1);
-  json replaced = weftd_->WaitForJobWhere(
-      id,
-      [pid1](const json& j) {
-        return j["learners"].size() == 2 && j["learners"][1]["pid"].is_number() &&
-               j["learners"][1]["pid"].get<int64_t>() != pid1;
-      },
-      60, "learner 1 replaced");
-  EXPECT_EQ(replaced["learners"][0]["pid"].get<int64_t>(), pid0) << "learner 0 trains on";
+  const int64_t pid1 = KillLearner1AtStep(id, 3000);
   // The server's counters are the job's gauges while it runs (rank 0 reports them).
   auto scraped = weftd_->ClientAs(weftd_->admin_token()).Get("/metrics");
   ASSERT_TRUE(scraped && scraped->status == 200);
@@ -236,6 +244,40 @@ class ScaleOutTest : public ParameterServerTest {
   std::string ServerLog(const std::string& id, int index) const {
     return weftd_->Cli({"logs", id, "--server", std::to_string(index)}).output;
   }
+  // Each account line of a server's log: {applied, discarded, duplicates, position 0,
+  // position 1}.
+  static std::vector<std::vector<int64_t>> ShardAccounts(const std::string& log) {
+    return Numbers(log,
+                   "(\\d+) gradients applied, (\\d+) discarded as non-finite, (\\d+) duplicates "
+                   "acknowledged; positions \\[(\\d+), (\\d+)\\]");
+  }
+  // A job restarted once (killed server, halt and resume) with `epochs` epochs of 94 batches per
+  // share: rank 0 resumed at step >= `min_step` from each shard's checkpoint positions, and each
+  // shard's last account (its second attempt's) shows both shares done and exactly the batches
+  // its checkpoint did not hold applied. `accounts`: the account lines each log holds (0: any).
+  void ExpectEachShardAppliedTheRest(const std::string& id, int64_t epochs, int64_t min_step,
+                                     size_t accounts) {
+    const std::string log0 = Log(id, 0);
+    auto resumed = Numbers(log0,
+                           "resumed from \\S+: version \\d+, step (\\d+) \\(shards: versions "
+                           "\\[\\d+, \\d+\\], positions \\[(\\d+), (\\d+)\\] "
+                           "\\[(\\d+), (\\d+)\\]\\)");
+    ASSERT_EQ(resumed.size(), 1u) << log0;
+    EXPECT_GE(resumed[0][0], min_step);
+    for (int shard = 0; shard < 2; ++shard) {
+      const std::string log = ServerLog(id, shard);
+      auto found = ShardAccounts(log);
+      ASSERT_FALSE(found.empty()) << log;
+      if (accounts > 0) {
+        EXPECT_EQ(found.size(), accounts) << "one account per attempt: " << log;
+      }
+      const std::vector<int64_t>& last = found.back();
+      EXPECT_EQ(last[3], epochs * 94) << log;
+      EXPECT_EQ(last[4], epochs * 94);
+      const int64_t before = resumed[0][1 + 2 * shard] + resumed[0][2 + 2 * shard];
+      EXPECT_EQ(last[0] + last[1] + before, 2 * epochs * 94) << log;
+    }
+  }
   static int64_t Sum(const std::vector<std::vector<int64_t>>& found) {
     int64_t sum = 0;
     for (const auto& f : found) sum += f[0];
@@ -274,10 +316,7 @@ TEST_F(ScaleOutTest, TwoLearnersOnTwoNodesWithTwoServersApplyEveryPushOnceDespit
   int64_t duplicates = 0;
   for (int shard = 0; shard < 2; ++shard) {
     const std::string log = ServerLog(id, shard);
-    auto shard_account = Numbers(log,
-                                 "(\\d+) gradients applied, (\\d+) discarded as non-finite, "
-                                 "(\\d+) duplicates acknowledged; positions \\[(\\d+), "
-                                 "(\\d+)\\]");
+    auto shard_account = ShardAccounts(log);
     ASSERT_EQ(shard_account.size(), 1u) << log;
     EXPECT_EQ(shard_account[0][0] + shard_account[0][1], 2 * 5 * 94) << log;
     EXPECT_EQ(shard_account[0][3], 5 * 94);
@@ -297,18 +336,7 @@ TEST_F(ScaleOutTest, AKilledLearnerIsReplacedAndGoesOnFromItsLastAppliedPush) {
                      "training: {epochs: 60, batch_size: 64, threads: 1, seed: 3, sync: ps, ps: "
                      "{servers: 2, consistency: ssp, staleness: 2}}\n"
                      "resources: {learners: 2, cpus: 1, placement: spread}\n");
-  json running = weftd_->WaitForJobWhere(
-      id, [](const json& j) { return j["progress"].value("step", 0) >= 1500; }, 300, "step 1500");
-  const int64_t pid0 = running["learners"][0]["pid"], pid1 = running["learners"][1]["pid"];
-  ASSERT_EQ(kill(static_cast<pid_t>(pid1), SIGKILL), 0);
-  json replaced = weftd_->WaitForJobWhere(
-      id,
-      [pid1](const json& j) {
-        return j["learners"].size() == 2 && j["learners"][1]["pid"].is_number() &&
-               j["learners"][1]["pid"].get<int64_t>() != pid1;
-      },
-      60, "learner 1 replaced");
-  EXPECT_EQ(replaced["learners"][0]["pid"].get<int64_t>(), pid0) << "learner 0 trains on";
+  const int64_t pid1 = KillLearner1AtStep(id, 1500);
   json done = WaitFor(id, "COMPLETED", 900);
   EXPECT_EQ(done["attempt"], 1) << HistoryText(done);
   EXPECT_THAT(HistoryText(done), HasSubstr("learner 1 replaced (pid " + std::to_string(pid1)));
@@ -345,28 +373,8 @@ TEST_F(ScaleOutTest, AHaltedJobCheckpointsFromItsServersAndResumesWithEveryBatch
   ASSERT_EQ(weftd_->Cli({"resume", id}).exit_code, 0);
   json done = WaitFor(id, "COMPLETED", 600);
   EXPECT_EQ(done["attempt"], 2) << HistoryText(done);
-  const std::string log0 = Log(id, 0);
   // Where each shard stood in the checkpoint, and what each applied after it.
-  auto resumed = Numbers(log0,
-                         "resumed from \\S+: version \\d+, step (\\d+) \\(shards: versions "
-                         "\\[\\d+, \\d+\\], positions \\[(\\d+), (\\d+)\\] "
-                         "\\[(\\d+), (\\d+)\\]\\)");
-  ASSERT_EQ(resumed.size(), 1u) << log0;
-  EXPECT_GE(resumed[0][0], 1500);
-  for (int shard = 0; shard < 2; ++shard) {
-    const std::string log = ServerLog(id, shard);
-    auto accounts = Numbers(log,
-                            "(\\d+) gradients applied, (\\d+) discarded as non-finite, "
-                            "(\\d+) duplicates acknowledged; positions \\[(\\d+), "
-                            "(\\d+)\\]");
-    ASSERT_EQ(accounts.size(), 2u) << "one account per attempt: " << log;
-    const std::vector<int64_t>& second = accounts[1];
-    EXPECT_EQ(second[3], 40 * 94) << log;
-    EXPECT_EQ(second[4], 40 * 94);
-    // Everything after the checkpoint's positions, once: the rest of both shares.
-    const int64_t before = resumed[0][1 + 2 * shard] + resumed[0][2 + 2 * shard];
-    EXPECT_EQ(second[0] + second[1] + before, 2 * 40 * 94) << log;
-  }
+  ExpectEachShardAppliedTheRest(id, 40, 1500, 2);
   EXPECT_GT(done["models"]["final"].value("test_accuracy", 0.0), 0.80);
 }
 
@@ -388,27 +396,9 @@ TEST_F(ScaleOutTest, AKilledServerRestartsTheJobFromItsCheckpointWithEachBatchAp
   const std::string history = HistoryText(done);
   EXPECT_EQ(done["attempt"], 2) << history;
   EXPECT_THAT(history, HasSubstr("parameter server 1 killed by signal 9"));
-  const std::string log0 = Log(id, 0);
-  auto resumed = Numbers(log0,
-                         "resumed from \\S+: version \\d+, step (\\d+) \\(shards: versions "
-                         "\\[\\d+, \\d+\\], positions \\[(\\d+), (\\d+)\\] "
-                         "\\[(\\d+), (\\d+)\\]\\)");
-  ASSERT_EQ(resumed.size(), 1u) << log0;
-  EXPECT_GE(resumed[0][0], 1000);
-  // Each shard of the second attempt applied exactly what its checkpoint did not hold.
-  for (int shard = 0; shard < 2; ++shard) {
-    const std::string log = ServerLog(id, shard);
-    auto accounts = Numbers(log,
-                            "(\\d+) gradients applied, (\\d+) discarded as non-finite, "
-                            "(\\d+) duplicates acknowledged; positions \\[(\\d+), "
-                            "(\\d+)\\]");
-    ASSERT_FALSE(accounts.empty()) << log;
-    const std::vector<int64_t>& last = accounts.back();
-    EXPECT_EQ(last[3], 40 * 94) << log;
-    EXPECT_EQ(last[4], 40 * 94);
-    const int64_t before = resumed[0][1 + 2 * shard] + resumed[0][2 + 2 * shard];
-    EXPECT_EQ(last[0] + last[1] + before, 2 * 40 * 94) << log;
-  }
+  // Each shard of the second attempt applied exactly what its checkpoint did not hold (the
+  // killed server's log has no account of the first).
+  ExpectEachShardAppliedTheRest(id, 40, 1000, 0);
   EXPECT_GT(done["models"]["final"].value("test_accuracy", 0.0), 0.80);
 }
 

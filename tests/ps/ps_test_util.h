@@ -1,5 +1,5 @@
-// Helpers shared by the parameter-server tests: a fresh segment name per call and a clock the
-// test moves by hand.
+// Helpers shared by the parameter-server tests: a fresh segment name per call, a clock the test
+// moves by hand, and a small server configuration.
 #pragma once
 
 #include <unistd.h>
@@ -9,6 +9,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "ps/layout.h"
 #include "ps/protocol.h"
 #include "ps/segment.h"
 
@@ -31,5 +32,15 @@ struct ManualClock {
     return [this] { return now_ms.load(); };
   }
 };
+
+// `learners` learners (slots) of `params` parameters in `consistency`, SGD at learning rate 0.5.
+inline ServerConfig Config(int learners, int64_t params, Consistency consistency) {
+  ServerConfig config;
+  config.num_slots = learners;
+  config.num_params = params;
+  config.consistency = consistency;
+  config.optimizer.learning_rate = 0.5;
+  return config;
+}
 
 }  // namespace weft::ps

@@ -7,18 +7,10 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "ps/ps_test_util.h"
 
 namespace weft::ps {
 namespace {
-
-ServerConfig Config(int learners, int64_t params, Consistency consistency) {
-  ServerConfig config;
-  config.num_slots = learners;
-  config.num_params = params;
-  config.consistency = consistency;
-  config.optimizer.learning_rate = 0.5;
-  return config;
-}
 
 std::unique_ptr<Shard> MakeShard(const ServerConfig& config, NowMsFn now = MonotonicMs) {
   ServerState state;

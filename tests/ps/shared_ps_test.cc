@@ -18,15 +18,6 @@
 namespace weft::ps {
 namespace {
 
-ServerConfig Config(int slots, int64_t params, Consistency consistency) {
-  ServerConfig config;
-  config.num_slots = slots;
-  config.num_params = params;
-  config.consistency = consistency;
-  config.optimizer.learning_rate = 0.5;
-  return config;
-}
-
 TEST(SegmentNameTest, OnlyJobIdsThatCannotEscapeNameASegment) {
   EXPECT_EQ(SegmentNameForJob("job-mhx3k2a9-7fq0", 2).value(), "/weft-ps-job-mhx3k2a9-7fq0-2");
   EXPECT_EQ(SegmentNameForJob("../etc", 1).status().code(), absl::StatusCode::kInvalidArgument);
