@@ -121,10 +121,11 @@ SlurmExecutor::CommandOutput SlurmExecutor::Command(const std::vector<std::strin
 }
 
 absl::StatusOr<int64_t> SlurmExecutor::Start(const LearnerLaunch& launch) {
-  if (launch.ps_server >= 0) {
-    return absl::UnimplementedError(
-        "the Slurm executor does not start weft-ps servers yet (training.ps.servers > 1); run "
-        "the job with servers: 1 or on the local executor");
+  // A scale-out parameter-server job's server is weft-ps, installed beside weft-learner.
+  const bool server = launch.ps_server >= 0;
+  if (server && static_cast<size_t>(launch.ps_server) >= launch.ps_servers.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("parameter server ", launch.ps_server, " has no address"));
   }
   for (const std::string& dir : {launch.log_dir, launch.result_dir, launch.checkpoint_dir}) {
     std::error_code ec;
@@ -141,21 +142,30 @@ absl::StatusOr<int64_t> SlurmExecutor::Start(const LearnerLaunch& launch) {
     for (const auto& [name, value] : LearnerEnvironment(launch)) {
       absl::StrAppend(&text, "export ", name, "=", ShellQuote(value), "\n");
     }
-    absl::StrAppend(&text, "exec ", ShellQuote(options_.learner_binary), "\n");
+    if (server) {
+      const std::string& learner = options_.learner_binary;
+      absl::StrAppend(&text, "exec ",
+                      ShellQuote(learner.substr(0, learner.rfind('/') + 1) + "weft-ps"),
+                      " --listen ", ShellQuote(launch.ps_servers[launch.ps_server]), "\n");
+    } else {
+      absl::StrAppend(&text, "exec ", ShellQuote(options_.learner_binary), "\n");
+    }
     const bool written = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
     close(fd);
     if (!written) return absl::InternalError(absl::StrCat("cannot write ", script));
   }
-  std::vector<std::string> argv = {"sbatch",
-                                   "--parsable",
-                                   "--job-name=" + SlurmName(launch),
-                                   "--nodelist=" + launch.node,
-                                   "--nodes=1",
-                                   "--ntasks=1",
-                                   absl::StrCat("--cpus-per-task=", std::max(1, launch.threads)),
-                                   "--output=" + LearnerLogPath(launch.log_dir, launch.rank),
-                                   "--open-mode=append",
-                                   "--export=NIL"};
+  std::vector<std::string> argv = {
+      "sbatch",
+      "--parsable",
+      "--job-name=" + SlurmName(launch),
+      "--nodelist=" + launch.node,
+      "--nodes=1",
+      "--ntasks=1",
+      absl::StrCat("--cpus-per-task=", std::max(1, launch.threads)),
+      "--output=" + (server ? ParameterServerLogPath(launch.log_dir, launch.ps_server)
+                            : LearnerLogPath(launch.log_dir, launch.rank)),
+      "--open-mode=append",
+      "--export=NIL"};
   if (launch.memory_limit_mb > 0) argv.push_back(absl::StrCat("--mem=", launch.memory_limit_mb));
   if (!options_.partition.empty()) argv.push_back("--partition=" + options_.partition);
   argv.push_back(script);

@@ -3,7 +3,8 @@
 // both nodes trains to completion, each learner a Slurm job; weftd killed mid-training adopts the
 // learners by their Slurm job ids; a learner cancelled from outside (scancel) restarts the job with
 // a readable reason; the 2-learner CNN example survives a learner killed -9 and reaches its
-// deliver target.
+// deliver target; a parameter-server job sharded over 2 weft-ps servers runs them as Slurm jobs
+// beside its learners and completes.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -33,7 +34,7 @@ class SlurmTest : public ::testing::Test {
       GTEST_SKIP() << "Fashion-MNIST is not installed (scripts/install-deps.sh)";
     }
     std::string why;
-    cluster_ = SlurmCluster::Start(2, 1, &why);
+    cluster_ = SlurmCluster::Start(2, CpusPerNode(), &why);
     if (cluster_ == nullptr) GTEST_SKIP() << "no Slurm cluster here: " << why;
     weftd_ = std::make_unique<WeftdProcess>(cluster_->dir() + "/weft-data");
     weftd_->set_args({"--executor", "slurm"});
@@ -47,6 +48,7 @@ class SlurmTest : public ::testing::Test {
                                 "placement: spread}\n";
   }
   void TearDown() override { weftd_.reset(); }
+  virtual int CpusPerNode() const { return 1; }
 
   // The Slurm job names of the learners weftd runs (squeue's %j), sorted.
   std::string SlurmJobNames() const {
@@ -131,6 +133,39 @@ TEST_F(SlurmTest, TheCnnExampleSurvivesAKilledLearnerAndReachesItsDeliverTarget)
   }
   EXPECT_TRUE(reason_seen) << job["history"].dump(2);
   EXPECT_EQ(weftd_->Cli({"halt", id}).exit_code, 0);
+}
+
+// Two Slurm nodes of 2 cpus: room for a gang of 2 learners and 2 weft-ps servers.
+class SlurmParameterServerTest : public SlurmTest {
+ protected:
+  int CpusPerNode() const override { return 2; }
+};
+
+TEST_F(SlurmParameterServerTest, AShardedJobRunsItsServersAsSlurmJobsBesideItsLearners) {
+  const std::string manifest = cluster_->dir() + "/sharded.yaml";
+  std::ofstream(manifest) << "name: sharded\nmodel: {architecture: mlp, hidden_units: [128]}\n"
+                             "data: {train_samples: 12000, test_samples: 2000}\n"
+                             "training: {epochs: 30, threads: 1, sync: ps, ps: {servers: 2}}\n"
+                             "resources: {cpus: 1, memory_mb: 1024, learners: 2, "
+                             "placement: spread}\n";
+  auto submit = weftd_->Cli({"submit", manifest});
+  ASSERT_EQ(submit.exit_code, 0) << submit.output;
+  const std::string id = testing::SubmittedJobId(submit.output);
+  json running = weftd_->WaitForJob(id, {"RUNNING"}, 90);
+  ASSERT_EQ(running["state"], "RUNNING") << weftd_->log();
+  // Learners and servers are Slurm jobs named after their ranks (servers after the learners).
+  const std::string names = SlurmJobNames();
+  for (int rank = 0; rank < 4; ++rank) {
+    EXPECT_THAT(names, HasSubstr("weft-" + id + "-a1-r" + std::to_string(rank) + " node"));
+  }
+  json done = weftd_->WaitForJob(id, {"COMPLETED", "FAILED"}, 300);
+  ASSERT_EQ(done["state"], "COMPLETED") << done.dump(2) << weftd_->log();
+  EXPECT_EQ(done["attempt"], 1);
+  EXPECT_THAT(testing::HistoryText(done),
+              HasSubstr("placed 2 learners on nodes node1, node2; 2 parameter servers on nodes "
+                        "node1, node2"));
+  EXPECT_THAT(weftd_->Cli({"logs", id, "--server", "1"}).output, HasSubstr("shard account"));
+  EXPECT_GT(done["models"]["final"].value("test_accuracy", 0.0), 0.80);
 }
 
 }  // namespace
