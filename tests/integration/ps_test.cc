@@ -208,7 +208,9 @@ TEST_F(ParameterServerTest, ARank0CrashRestartsFromTheServersCheckpointWithNothi
       Submit("ps", kModel +
                        "training: {epochs: 300, batch_size: 64, threads: 1, seed: 3, sync: ps, ps: "
                        "{consistency: ssp, staleness: 2}}\n"
-                       "resources: {learners: 2, cpus: 1}\ncheckpoint: {every_steps: 2000}\n");
+                       "resources: {learners: 2, cpus: 1}\n"
+                       "checkpoint: {every_steps: 2000, every_seconds: 0}\n");
+  // By steps only: the default minute's checkpoint would fall at any step on a slow machine.
   json running = weftd_->WaitForJobWhere(
       id, [](const json& j) { return j["progress"].value("step", 0) >= 5000; }, 300, "step 5000");
   ASSERT_EQ(kill(static_cast<pid_t>(running["learners"][0]["pid"].get<int64_t>()), SIGKILL), 0);
@@ -384,7 +386,7 @@ TEST_F(ScaleOutTest, AKilledServerRestartsTheJobFromItsCheckpointWithEachBatchAp
                      "training: {epochs: 40, batch_size: 64, threads: 1, seed: 3, sync: ps, ps: "
                      "{servers: 2}}\n"
                      "resources: {learners: 2, cpus: 1, placement: spread}\n"
-                     "checkpoint: {every_steps: 1000}\n");
+                     "checkpoint: {every_steps: 1000, every_seconds: 0}\n");
   json running = weftd_->WaitForJobWhere(
       id, [](const json& j) { return j["progress"].value("step", 0) >= 2500; }, 300, "step 2500");
   ASSERT_EQ(running["servers"].size(), 2u) << running.dump(2);
