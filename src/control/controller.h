@@ -335,8 +335,11 @@ class Controller : public LearnerEvents {
   bool InPlaceLocked(const JobRecord& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // --- controller_recovery.cc ---
-  // Adopts the whole gang of `r` or none; true if adopted.
-  bool AdoptGangLocked(const JobRecord& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Adopts the whole gang of `r` or none; true if adopted. An elastic job that can change in
+  // place (InPlaceLocked) is adopted without the learners that died while no weftd watched, as a
+  // new generation of the survivors, if at least its minimum survive.
+  bool AdoptGangLocked(JobRecord& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool AdoptSurvivorsLocked(JobRecord& r, const JobSpec& spec) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   Store& store_;
   Executor& executor_;

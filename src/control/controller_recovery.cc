@@ -1,13 +1,15 @@
 // After a weftd restart: the store is the truth, and learners may have outlived the previous
-// weftd. Gangs are adopted whole or not at all; jobs whose learners are gone are requeued.
+// weftd. Gangs are adopted whole or not at all — but an elastic job goes on in place without
+// learners that died meanwhile, if enough survive; jobs whose learners are gone are requeued.
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
 #include "control/controller.h"
 
 namespace weft {
 
-bool Controller::AdoptGangLocked(const JobRecord& r) {
+bool Controller::AdoptGangLocked(JobRecord& r) {
   auto spec = specs_.Get(r);
   if (!spec.ok() || r.learners.empty()) return false;
   for (const LearnerSlot& l : r.learners) {
@@ -16,6 +18,7 @@ bool Controller::AdoptGangLocked(const JobRecord& r) {
   for (const ServerSlot& l : r.servers) {
     if (l.pid <= 0) return false;
   }
+  if (r.servers.empty() && InPlaceLocked(r)) return AdoptSurvivorsLocked(r, **spec);
   // The learners, then a scale-out parameter-server job's servers.
   const size_t gang = r.learners.size() + r.servers.size();
   size_t taken = 0;
@@ -31,6 +34,34 @@ bool Controller::AdoptGangLocked(const JobRecord& r) {
   if (taken == gang) return true;
   // Part of the gang is gone: the rest cannot train alone.
   if (taken > 0) executor_.Stop(r.id, 0).IgnoreError();
+  return false;
+}
+
+bool Controller::AdoptSurvivorsLocked(JobRecord& r, const JobSpec& spec) {
+  std::vector<LearnerSlot> survivors;
+  std::vector<int> lost;
+  for (size_t i = 0; i < r.learners.size(); ++i) {
+    if (executor_.Adopt(LaunchFor(r, spec, static_cast<int>(i)), r.learners[i].pid).ok()) {
+      survivors.push_back(r.learners[i]);
+    } else {
+      lost.push_back(r.learners[i].id);
+    }
+  }
+  if (lost.empty()) return true;
+  // The survivors' collective failed when the learner went; they keep asking weftd to regroup
+  // (for a minute) and are answered with the generation recorded here.
+  const size_t n = lost.size();
+  const std::string reason = absl::StrCat("learner", n == 1 ? " " : "s ", absl::StrJoin(lost, ", "),
+                                          n == 1 ? " was" : " were", " gone when weftd restarted (",
+                                          n == 1 ? "its" : "their", " exit was not seen)");
+  const int min = std::max(1, spec.resources.min_learners);
+  const bool any = !survivors.empty();
+  if (static_cast<int>(survivors.size()) >= min &&
+      NextGenerationLocked(r, std::move(survivors), reason)) {
+    spdlog::info("job {}: {}; the others go on in generation {}", r.id, reason, r.generation);
+    return true;
+  }
+  if (any) executor_.Stop(r.id, 0).IgnoreError();
   return false;
 }
 

@@ -190,5 +190,35 @@ resources: {learners: {min: 2, max: 3}, cpus: 1, memory_mb: 1024}
   EXPECT_THAT(Reason(id), HasSubstr("learner rank 1 killed by signal 9"));
 }
 
+TEST_F(ElasticControllerTest, ARestartedWeftdAdoptsTheSurvivorsOfALossItDidNotSee) {
+  const std::string id = StartTwo();
+  // weftd restarts; learner 0 (pid 4242) died while none ran, learner 1 trains on.
+  executor_.adoptable = {4243};
+  executor_.stopped.clear();
+  MakeController(&fair_share_);
+  ASSERT_TRUE(controller_->Recover().ok());
+  EXPECT_TRUE(executor_.stopped.empty()) << "the survivor must not be stopped";
+  JobRecord r = *store_->GetJob(id);
+  EXPECT_EQ(r.state, JobState::kRunning);
+  EXPECT_EQ(r.attempt, 1) << "no restart";
+  EXPECT_EQ(r.generation, 2);
+  ASSERT_EQ(r.learners.size(), 1u);
+  EXPECT_EQ(r.learners[0].id, 1);
+  EXPECT_THAT(History(id), HasSubstr("generation 2: learner 0 was gone when weftd restarted (its "
+                                     "exit was not seen); 1 learner goes on without a restart"));
+  // The survivor, still asking to regroup from generation 1, is told its new place.
+  absl::StatusOr<RegroupDecision> d = controller_->OnRegroup(id, 1, 1, 1);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->kind, Kind::kReform);
+  EXPECT_EQ(d->rank, 0);
+  EXPECT_EQ(d->generation, 2);
+
+  // Both gone: nothing to adopt, the job is requeued as a fixed gang would be.
+  executor_.adoptable = {};
+  MakeController(&fair_share_);
+  ASSERT_TRUE(controller_->Recover().ok());
+  EXPECT_EQ(State(id), JobState::kQueued);
+}
+
 }  // namespace
 }  // namespace weft

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iostream>
 #include <map>
 #include <regex>
 #include <set>
@@ -15,6 +16,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "integration/gang_fixture.h"
 #include "integration/weftd_process.h"
 #include "nlohmann/json.hpp"
 
@@ -22,125 +24,9 @@ namespace weft {
 namespace {
 
 using json = nlohmann::json;
+using testing::ElasticGangTest;
+using testing::GangTest;
 using ::testing::HasSubstr;
-using testing::WeftdProcess;
-
-constexpr char kData[] = "/usr/share/datasets/fashion-mnist";
-
-class GangTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (!std::filesystem::exists(std::string(kData) + "/train-images-idx3-ubyte.gz")) {
-      GTEST_SKIP() << "Fashion-MNIST is not installed";
-    }
-    char tmpl[] = "/tmp/weft-gang-XXXXXX";
-    dir_ = mkdtemp(tmpl);
-    // Logical nodes of one cpu each (two unless a test says): a 2-learner gang must spread.
-    std::ofstream nodes(dir_ + "/nodes.yaml");
-    nodes << "nodes:\n";
-    for (int i = 0; i < nodes_; ++i) {
-      nodes << "  - {name: node-" << static_cast<char>('a' + i) << ", cpus: 1, memory_mb: 8192}\n";
-    }
-    nodes.close();
-    weftd_ = std::make_unique<WeftdProcess>(dir_ + "/data");
-    weftd_->set_args({"--config", dir_ + "/nodes.yaml"});
-    weftd_->set_env({"WEFT_LEARNER_AUDIT=1"});  // every job's samples, checked by Audit()
-    ASSERT_TRUE(weftd_->Start()) << weftd_->log();
-  }
-  void TearDown() override {
-    weftd_.reset();
-    if (!dir_.empty()) std::filesystem::remove_all(dir_);
-  }
-
-  // Writes the manifest `name` (its body after the name) and submits it; the job's id.
-  std::string Submit(const std::string& name, const std::string& body) {
-    std::string path = dir_ + "/" + name + ".yaml";
-    std::ofstream(path) << "name: " << name << "\n" << body;
-    return weftd_->Submit(path);
-  }
-  json Get(const std::string& path) {
-    auto r = weftd_->Client().Get(path);
-    return r ? json::parse(r->body, nullptr, false) : json();
-  }
-  json WaitUntil(const std::string& id, const std::function<bool(const json&)>& done, int timeout_s,
-                 const std::string& what) {
-    return weftd_->WaitForJobWhere(id, done, timeout_s, what);
-  }
-  json WaitFor(const std::string& id, const std::string& state, int timeout_s) {
-    return weftd_->WaitForJob(id, {state}, timeout_s);
-  }
-  std::string Log(const std::string& id, int rank) { return weftd_->LearnerLog(id, rank); }
-  // `weft audit`: every sample of each of `epochs` epochs of 12,000 trained by exactly one
-  // applied step of the job's lineage.
-  void ExpectExactAudit(const std::string& id, int epochs) {
-    auto r = weftd_->Cli({"audit", id});
-    EXPECT_EQ(r.exit_code, 0) << r.output;
-    for (int e = 1; e <= epochs; ++e) {
-      EXPECT_THAT(r.output, HasSubstr("epoch " + std::to_string(e) +
-                                      ": 12000 samples, 12000 once, 0 missing, 0 twice"));
-    }
-  }
-  // The job's running learners by id: their pids.
-  std::map<int, int64_t> PidsById(const json& j) {
-    std::map<int, int64_t> out;
-    for (const auto& l : j["learners"]) {
-      if (l["pid"].is_number()) out[l.value("id", -1)] = l["pid"].get<int64_t>();
-    }
-    return out;
-  }
-  // Polls learner `learner`'s log until it has `text`.
-  void WaitForLog(const std::string& id, int learner, const std::string& text, int timeout_s) {
-    std::string log;
-    for (int i = 0; i < timeout_s * 5; ++i) {
-      log = Log(id, learner);
-      if (log.find(text) != std::string::npos) return;
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    }
-    ADD_FAILURE() << "learner " << learner << " never logged '" << text << "':\n" << log;
-  }
-  std::string History(const json& j) { return testing::HistoryText(j); }
-  static std::vector<std::string> Matches(const std::string& text, const std::string& pattern) {
-    std::vector<std::string> out;
-    std::regex re(pattern);
-    for (std::sregex_iterator it(text.begin(), text.end(), re), end; it != end; ++it) {
-      out.push_back((*it)[1].str());
-    }
-    return out;
-  }
-
-  std::string dir_;
-  int nodes_ = 2;
-  std::unique_ptr<WeftdProcess> weftd_;
-};
-
-// Three logical nodes: room for an elastic job of up to 3 learners.
-class ElasticGangTest : public GangTest {
- protected:
-  ElasticGangTest() { nodes_ = 3; }
-  // Submits an elastic MLP job {min 1, max 3} of `epochs` epochs (plus `extra` manifest lines)
-  // and waits until its 3 learners are past step `past_step`; their pids by id in *pids.
-  std::string StartElastic(int epochs, int past_step, const std::string& extra,
-                           std::map<int, int64_t>* pids) {
-    const std::string id =
-        Submit("elastic",
-               "model: {architecture: mlp, hidden_units: [128]}\n"
-               "data: {dataset: fashion-mnist, train_samples: 12000, test_samples: 2000}\n"
-               "training: {epochs: " +
-                   std::to_string(epochs) +
-                   ", batch_size: 64, threads: 1, seed: 3}\n"
-                   "resources: {learners: {min: 1, max: 3}, cpus: 1}\n" +
-                   extra);
-    json j = WaitUntil(
-        id,
-        [past_step](const json& j) {
-          return j["learners"].size() == 3 && j["progress"].value("step", 0) >= past_step;
-        },
-        300, "3 learners past step " + std::to_string(past_step));
-    *pids = PidsById(j);
-    EXPECT_EQ(pids->size(), 3u) << j.dump(2);
-    return id;
-  }
-};
 
 // MLP on 12,000 training images for 3 epochs: the same data budget for 1 and 2 learners.
 const std::string kBudget =
@@ -435,6 +321,16 @@ TEST_F(ElasticGangTest, AnElasticJobLosesALearnerThenRank0AndGrowsBackWithoutARe
                                  "go on without a restart (rank 0 is learner 2"));
   EXPECT_THAT(history, HasSubstr("generation 5: grow to 3: idle capacity; learner 4 joins"));
   ExpectExactAudit(id, 60);
+
+  // The same data budget trained by a fixed gang of 3 from start to end: the elastic run (3, 2,
+  // 3, 2, 3 learners, its rate rescaled at each change) reaches the same accuracy within a point.
+  // The best of its evaluations, as an epoch's accuracy moves by a point from one to the next.
+  json fixed = WaitFor(Submit("fixed", MlpJob(60, "3")), "COMPLETED", 400);
+  const double elastic_best = done.value("best_test_accuracy", 0.0);
+  const double fixed_best = fixed.value("best_test_accuracy", 0.0);
+  std::cout << "best test accuracy: elastic " << elastic_best << ", fixed " << fixed_best << "\n";
+  EXPECT_GT(fixed_best, 0.84);
+  EXPECT_NEAR(elastic_best, fixed_best, 0.01) << "within 1 point on the same data budget";
 }
 
 // weftd killed and restarted after a generation change: it adopts the learners with their ids and
