@@ -5,9 +5,11 @@
 #    CKPT_STEPS steps, --max_restarts=3; once KILL_AT_STEP steps are done one worker gets kill -9
 #    and TorchElastic restarts all three from the checkpoint.
 #  - weft: the same CNN as an elastic job {min: 1, max: 3} on 3 logical nodes of 1 cpu
-#    (checkpoint.every_steps CKPT_STEPS; 2 epochs, as 3 learners finish the first at step 313);
-#    at step KILL_AT_STEP learner 1 (rank 1) gets kill -9; the two others re-form in place, and
-#    weftd grows the job back with a newcomer.
+#    (checkpoint.every_steps CKPT_STEPS; 3 epochs of 313 steps at 3 learners); at step
+#    KILL_AT_STEP + 150 learner 1 (rank 1) gets kill -9 — mid-epoch 2, as a kill at an epoch's
+#    end meets the learners in their joint evaluation (2 s of the 10,000 test images), which a
+#    lost peer interrupts and the new generation does again; the two others re-form in place,
+#    and weftd grows the job back with a newcomer.
 # For each: seconds from the kill to training again (torchrun: the workers' "start" line; weft:
 # the survivors' "generation N: rank 0 of M, training on" log line), steps of applied work lost,
 # and seconds from the kill until the job is back at the step it had reached. For weft also the
@@ -35,7 +37,7 @@ cat >"$WORK/job.yaml" <<YAML
 name: elastic-recovery
 model: {architecture: cnn}
 data: {dataset: fashion-mnist}
-training: {epochs: 2, batch_size: 64, optimizer: adam, learning_rate: 0.001, threads: 1}
+training: {epochs: 3, batch_size: 64, optimizer: adam, learning_rate: 0.001, threads: 1}
 resources: {learners: {min: 1, max: 3}, cpus: 1, memory_mb: 2048}
 checkpoint: {every_steps: $CKPT, every_seconds: 0}
 max_restarts: 3
@@ -58,7 +60,7 @@ def stamp(text):  # a learner log line's local time -> unix seconds
     return datetime.datetime.fromisoformat(text).timestamp()
 sub = subprocess.run([f"{binp}/weft", "submit", f"{work}/job.yaml"], capture_output=True, text=True, check=True)
 job = re.search(r"job (job-\S+) submitted", sub.stdout).group(1)
-wait(lambda: len(api(f"/v1/jobs/{job}")["learners"]) == 3 and api(f"/v1/jobs/{job}")["progress"]["step"] >= kill_at, 900, "weft progress")
+wait(lambda: len(api(f"/v1/jobs/{job}")["learners"]) == 3 and api(f"/v1/jobs/{job}")["progress"]["step"] >= kill_at + 150, 900, "weft progress")
 victim = next(l["pid"] for l in api(f"/v1/jobs/{job}")["learners"] if l["id"] == 1)
 t_kill = time.time(); os.kill(victim, signal.SIGKILL)
 logs = f"{work}/data/jobs/{job}/logs"

@@ -1,5 +1,6 @@
-// The controller's lifecycle core: submission, the user's actions (halt, resume, delete), the
-// control loop, and the one way a state changes (TransitionLocked: stored first, then acted on).
+// The controller's lifecycle core: submission, the user's actions (halt, resume, delete) and the
+// one way a state changes (TransitionLocked: stored first, then acted on). The control loop is in
+// controller_loop.cc.
 #include "control/controller.h"
 
 #include <chrono>
@@ -8,7 +9,6 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/time/time.h"
 #include "common/failpoint.h"
 #include "common/ids.h"
 #include "common/logging.h"
@@ -308,32 +308,6 @@ void Controller::SetCoordinatorAddress(const std::string& address) {
   coordinator_address_ = address;
 }
 
-void Controller::StartLoop() {
-  loop_ = std::thread([this] {
-    absl::MutexLock lock(&loop_mu_);
-    TimeMs disk_checked_ms = clock_.NowMs();
-    while (!loop_stop_) {
-      loop_mu_.Unlock();
-      Tick();
-      if (clock_.NowMs() - disk_checked_ms >= options_.disk_check_interval_ms) {
-        EnforceDiskQuotas();
-        disk_checked_ms = clock_.NowMs();
-      }
-      loop_mu_.Lock();
-      loop_mu_.AwaitWithTimeout(absl::Condition(&loop_stop_),
-                                absl::Milliseconds(options_.schedule_interval_ms));
-    }
-  });
-}
-
-void Controller::StopLoop() {
-  {
-    absl::MutexLock lock(&loop_mu_);
-    loop_stop_ = true;
-  }
-  if (loop_.joinable()) loop_.join();
-}
-
 void Controller::EnforceDiskQuotas() {
   if (options_.disk_quota == nullptr) return;
   absl::StatusOr<std::vector<JobRecord>> active = store_.ListActiveJobs();
@@ -359,42 +333,6 @@ void Controller::EnforceDiskQuotas() {
       }
     }
   }
-}
-
-void Controller::Tick() {
-  const auto start = std::chrono::steady_clock::now();
-  std::vector<LearnerExit> reaped = executor_.Reap();
-  absl::MutexLock lock(&mu_);
-  // Exits an earlier round could not settle (the store was unreachable) go first, in order.
-  std::vector<LearnerExit> exits = std::exchange(unsettled_exits_, {});
-  exits.insert(exits.end(), reaped.begin(), reaped.end());
-  // When several learners of a gang end in one round, the cause goes first: a learner killed by
-  // a signal, then one that failed, then the rest (its peers exit because it is gone).
-  auto severity = [](const LearnerExit& e) {
-    return e.signal != 0 ? 0 : (!e.status_unknown && e.exit_code != 0) ? 1 : 2;
-  };
-  std::stable_sort(exits.begin(), exits.end(), [&](const LearnerExit& a, const LearnerExit& b) {
-    return severity(a) < severity(b);
-  });
-  for (const LearnerExit& e : exits) HandleExitLocked(e);
-  auto jobs = store_.ListActiveJobs();
-  if (!jobs.ok()) {
-    if (!std::exchange(store_unreachable_, true)) {
-      spdlog::error("control rounds paused until the store answers: {}", jobs.status().message());
-    }
-    return;
-  }
-  if (store_unreachable_) {
-    // Learners' reports were turned away meanwhile: their silence does not count against them.
-    spdlog::info("the store answers again; control rounds resume");
-    attempts_.HeardFromAllAt(clock_.NowMs());
-    store_unreachable_ = false;
-  }
-  CheckLivenessLocked(*jobs);
-  ScheduleLocked(*jobs);
-  view_.RecordRound(
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count(),
-      static_cast<int64_t>(jobs->size()));
 }
 
 }  // namespace weft

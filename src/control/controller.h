@@ -333,6 +333,10 @@ class Controller : public LearnerEvents {
   // Whether `r`'s membership can change without a restart: a running elastic job of the built-in
   // learner.
   bool InPlaceLocked(const JobRecord& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // OnRegroup's answer (kWait while the new generation is not decided).
+  absl::StatusOr<RegroupDecision> RegroupAnswer(const std::string& id, int learner_id,
+                                                int64_t attempt, int64_t generation)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   // --- controller_recovery.cc ---
   // Adopts the whole gang of `r` or none; true if adopted. An elastic job that can change in
@@ -367,6 +371,12 @@ class Controller : public LearnerEvents {
 
   absl::Mutex loop_mu_;
   bool loop_stop_ ABSL_GUARDED_BY(loop_mu_) = false;
+  bool loop_wake_ ABSL_GUARDED_BY(loop_mu_) = false;  // a round is wanted before the period ends
+  bool LoopWokenLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_mu_) {
+    return loop_stop_ || loop_wake_;
+  }
+  // Asks the loop for a round now rather than at the end of its period (a learner waits on it).
+  void WakeLoop() ABSL_LOCKS_EXCLUDED(loop_mu_, mu_);
   std::thread loop_;
 };
 

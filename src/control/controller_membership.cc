@@ -213,6 +213,15 @@ bool Controller::GrowInPlaceLocked(JobRecord r, const scheduler::Placement& p) {
 
 absl::StatusOr<RegroupDecision> Controller::OnRegroup(const std::string& id, int learner_id,
                                                       int64_t attempt, int64_t generation) {
+  absl::StatusOr<RegroupDecision> d = RegroupAnswer(id, learner_id, attempt, generation);
+  // Not decided yet: the loss this learner saw is most likely an exit weftd has not reaped;
+  // a round now reaps it rather than up to schedule_interval_ms later.
+  if (d.ok() && d->kind == RegroupDecision::Kind::kWait) WakeLoop();
+  return d;
+}
+
+absl::StatusOr<RegroupDecision> Controller::RegroupAnswer(const std::string& id, int learner_id,
+                                                          int64_t attempt, int64_t generation) {
   absl::MutexLock lock(&mu_);
   absl::StatusOr<JobRecord> rec = AttemptLocked(id, attempt, RunsLearners);
   if (absl::IsUnavailable(rec.status())) return rec.status();

@@ -1,7 +1,12 @@
 #include "train/data_parallel.h"
 
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cstring>
+#include <thread>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
@@ -23,6 +28,35 @@ struct Bucket {
   size_t ready = 0;              // how many are filled
   c10::intrusive_ptr<c10d::Work> work;  // this step's allreduce, once started
 };
+
+// Waits until something listens on host:port, trying every 10 ms until `deadline`; false if
+// nothing did by then (or the host does not resolve). libtorch 1.13's TCPStore client waits a
+// whole second before it tries a refused connection again, so a member that asks before rank 0's
+// store listens — every member but rank 0, at every group formation — lost that second (measured:
+// "joined the process group ... in 916-1020 ms" at start, after a loss and after a grow). The
+// probe's own connection is closed at once: the store's server drops it, and it is not counted
+// among the workers.
+bool WaitForListener(const std::string& host, int port,
+                     std::chrono::steady_clock::time_point deadline) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0) return false;
+  bool listening = false;
+  for (;;) {
+    for (addrinfo* a = found; a != nullptr && !listening; a = a->ai_next) {
+      const int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+      if (fd < 0) continue;
+      listening = connect(fd, a->ai_addr, a->ai_addrlen) == 0;
+      close(fd);
+    }
+    if (listening || std::chrono::steady_clock::now() >= deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  freeaddrinfo(found);
+  return listening;
+}
 
 }  // namespace
 
@@ -119,6 +153,8 @@ absl::StatusOr<std::unique_ptr<DataParallel::Group>> DataParallel::Join(
     so.numWorkers = world_size;
     so.waitWorkers = true;
     so.timeout = std::chrono::milliseconds(rendezvous_ms > 0 ? rendezvous_ms : timeout_ms);
+    // Not listening by the deadline: the store's own connect says why.
+    if (rank != 0) WaitForListener(host, port, t0 + so.timeout);
     group->store = c10::make_intrusive<c10d::TCPStore>(host, so);
     group->keys = c10::make_intrusive<c10d::PrefixStore>(prefix, group->store);
     auto go = c10d::ProcessGroupGloo::Options::create();

@@ -231,7 +231,11 @@ absl::StatusOr<Trainer::EpochEnd> Trainer::TrainEpoch(int epoch) {
     }
     // Every rank saw the same flag: all leave the epoch here and re-enter it in the new group.
     if (dp_->regroup_requested()) {
-      throw RegroupRequest(absl::StrCat("the job moved to generation ", reporter_.Generation()));
+      // A rank weftd has not told yet knows only that another was: the job moved on.
+      const int64_t told = reporter_.Generation();
+      throw RegroupRequest(told > generation_
+                               ? absl::StrCat("the job moved to generation ", told)
+                               : std::string("another learner was told of a new generation"));
     }
   }
   progress_.epoch = epoch + 1;

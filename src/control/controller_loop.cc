@@ -1,0 +1,82 @@
+// The control loop: one round (Tick) every schedule_interval_ms, or sooner when woken — reap the
+// executor's exits and settle them, check liveness, schedule.
+#include <algorithm>
+#include <chrono>
+#include <thread>
+#include <utility>
+
+#include "absl/time/time.h"
+#include "common/logging.h"
+#include "control/controller.h"
+
+namespace weft {
+
+void Controller::StartLoop() {
+  loop_ = std::thread([this] {
+    absl::MutexLock lock(&loop_mu_);
+    TimeMs disk_checked_ms = clock_.NowMs();
+    while (!loop_stop_) {
+      loop_mu_.Unlock();
+      Tick();
+      if (clock_.NowMs() - disk_checked_ms >= options_.disk_check_interval_ms) {
+        EnforceDiskQuotas();
+        disk_checked_ms = clock_.NowMs();
+      }
+      loop_mu_.Lock();
+      loop_mu_.AwaitWithTimeout(absl::Condition(this, &Controller::LoopWokenLocked),
+                                absl::Milliseconds(options_.schedule_interval_ms));
+      loop_wake_ = false;
+    }
+  });
+}
+
+void Controller::StopLoop() {
+  {
+    absl::MutexLock lock(&loop_mu_);
+    loop_stop_ = true;
+  }
+  if (loop_.joinable()) loop_.join();
+}
+
+void Controller::WakeLoop() {
+  absl::MutexLock lock(&loop_mu_);
+  loop_wake_ = true;
+}
+
+void Controller::Tick() {
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<LearnerExit> reaped = executor_.Reap();
+  absl::MutexLock lock(&mu_);
+  // Exits an earlier round could not settle (the store was unreachable) go first, in order.
+  std::vector<LearnerExit> exits = std::exchange(unsettled_exits_, {});
+  exits.insert(exits.end(), reaped.begin(), reaped.end());
+  // When several learners of a gang end in one round, the cause goes first: a learner killed by
+  // a signal, then one that failed, then the rest (its peers exit because it is gone).
+  auto severity = [](const LearnerExit& e) {
+    return e.signal != 0 ? 0 : (!e.status_unknown && e.exit_code != 0) ? 1 : 2;
+  };
+  std::stable_sort(exits.begin(), exits.end(), [&](const LearnerExit& a, const LearnerExit& b) {
+    return severity(a) < severity(b);
+  });
+  for (const LearnerExit& e : exits) HandleExitLocked(e);
+  auto jobs = store_.ListActiveJobs();
+  if (!jobs.ok()) {
+    if (!std::exchange(store_unreachable_, true)) {
+      spdlog::error("control rounds paused until the store answers: {}", jobs.status().message());
+    }
+    return;
+  }
+  if (store_unreachable_) {
+    // Learners' reports were turned away meanwhile: their silence does not count against them.
+    spdlog::info("the store answers again; control rounds resume");
+    attempts_.HeardFromAllAt(clock_.NowMs());
+    store_unreachable_ = false;
+  }
+  CheckLivenessLocked(*jobs);
+  ScheduleLocked(*jobs);
+  view_.RecordRound(
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count(),
+      static_cast<int64_t>(jobs->size()));
+}
+
+}  // namespace weft
