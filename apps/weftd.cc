@@ -70,6 +70,7 @@ struct Flags {
   int64_t tenant_artifact_mb = 2048;
   int64_t tenant_disk_quota_mb = 20480;
   double disk_check_seconds = 10;
+  double heartbeat_timeout_seconds = 60;
   std::string memory_limits = "auto";     // auto | cgroup | watchdog
   std::string tls_cert, tls_key, tls_ca;  // PEM files; absolute once checked
   std::string host;                       // of --listen
@@ -169,6 +170,11 @@ void AddLimitFlags(CLI::App& app, Flags& f) {
                  "how often the disk use of tenants with active jobs is measured")
       ->capture_default_str()
       ->check(CLI::Range(0.1, 3600.0));
+  app.add_option("--heartbeat-timeout-seconds", f.heartbeat_timeout_seconds,
+                 "a running learner silent this long is lost (learners report every second): an "
+                 "elastic job's is killed and the others go on, any other job's gang restarts")
+      ->capture_default_str()
+      ->check(CLI::Range(3.0, 3600.0));
   app.add_option("--memory-limits", f.memory_limits,
                  "how learners are held to resources.memory_mb: cgroup (the kernel, a memory "
                  "cgroup per learner; weftd fails to start without one), watchdog (weftd kills a "
@@ -416,6 +422,7 @@ weft::ControllerOptions ControllerOptionsFor(const Base& b, const std::string& l
   options.node_cpusets = b.cpusets;
   options.allow_unsandboxed_commands = b.flags.allow_unsandboxed_commands;
   options.disk_check_interval_ms = static_cast<int64_t>(b.flags.disk_check_seconds * 1000);
+  options.heartbeat_timeout_ms = static_cast<int64_t>(b.flags.heartbeat_timeout_seconds * 1000);
   options.coordinator_ca_path = b.flags.tls_ca.empty() ? b.flags.tls_cert : b.flags.tls_ca;
   return options;
 }

@@ -54,6 +54,10 @@ class AttemptTracker {
     // Learners a shrink told to leave (by id: node, and when): not members any more, they hold
     // their node until they exit at their next step boundary, so no job is placed beside them.
     std::map<int, std::pair<std::string, TimeMs>> leaving;
+    // Members of an elastic job that weftd killed for their silence (by id): why, and when. Their
+    // exit is a loss like any other, with this reason; a kill that brings no exit within a
+    // heartbeat timeout stops the gang.
+    std::map<int, std::pair<std::string, TimeMs>> silenced;
     // Learners of a parameter-server job replaced alone in this attempt (at most max_restarts).
     int replacements = 0;
   };

@@ -288,6 +288,14 @@ class Controller : public LearnerEvents {
   static std::string MemberName(const JobRecord& r, int rank);
   std::string LogPathOf(const JobRecord& r, int rank) const;
 
+  // A member of a running elastic job (`r`, learner `id`) silent past the heartbeat timeout
+  // is killed, so that its loss is a new generation rather than a restart of the gang; true
+  // while that is under way (the kill is asked, its exit awaited for a heartbeat timeout),
+  // false when the gang has to stop (not such a job, below its minimum without it, or no exit
+  // came).
+  bool KillSilentMemberLocked(const JobRecord& r, int id, const std::string& silence)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   // --- controller_membership.cc ---
   // Learner `learner_id` of `r` is lost (`reason`). For a running elastic job with at least its
   // minimum left, moves it to a new generation without that learner (stored with a history

@@ -53,6 +53,7 @@ void Controller::HandleExitLocked(const LearnerExit& e) {
   std::string why = !finish.reason.empty() ? finish.reason
                     : e.signal != 0        ? std::string()
                                            : LastLogLine(LogPathOf(r, e.rank));
+  if (auto s = attempt.silenced.find(e.rank); s != attempt.silenced.end()) why = s->second.first;
   std::string reason =
       absl::StrCat(MemberName(r, e.rank), " ", e.Describe(), why.empty() ? "" : ": ", why);
   // A user error (bad spec, missing data, a model that does not build, a learner killed for
@@ -201,16 +202,38 @@ void Controller::CheckLivenessLocked(std::vector<JobRecord>& jobs) {
       }
     }
     if (silent_rank < 0 || now - oldest <= limit) continue;
+    const std::string silence = absl::StrFormat("stopped heartbeating (silent %.0f s)",
+                                                static_cast<double>(now - oldest) / 1000.0);
+    if (KillSilentMemberLocked(r, silent_rank, silence)) continue;
     spdlog::warn("job {}: learner rank {} silent for {} ms, stopping the job's learners", r.id,
                  silent_rank, now - oldest);
     executor_.Stop(r.id, 0).IgnoreError();
     EndAttemptLocked(
         r,
-        absl::StrFormat("learner%s stopped heartbeating (silent %.0f s)",
-                        world > 1 ? absl::StrCat(" rank ", silent_rank) : std::string(),
-                        (now - oldest) / 1000.0),
+        absl::StrCat("learner", world > 1 ? absl::StrCat(" rank ", silent_rank) : std::string(),
+                     " ", silence),
         /*fail_job=*/false);
   }
+}
+
+bool Controller::KillSilentMemberLocked(const JobRecord& r, int id, const std::string& silence) {
+  // Only where its loss is a new generation: a running elastic job keeping its minimum.
+  auto spec = specs_.Get(r);
+  if (!InPlaceLocked(r) || !spec.ok() || r.learners.size() < 2 ||
+      static_cast<int>(r.learners.size()) - 1 < std::max(1, (*spec)->resources.min_learners)) {
+    return false;
+  }
+  AttemptTracker::Attempt& a = attempts_.Of(r.id);
+  const TimeMs now = clock_.NowMs();
+  if (auto it = a.silenced.find(id); it != a.silenced.end()) {
+    // Killed already: its exit is awaited, for a heartbeat timeout at most.
+    return now - it->second.second <= options_.heartbeat_timeout_ms;
+  }
+  if (!executor_.Kill(r.id, id).ok()) return false;
+  spdlog::warn("job {}: learner {} {}; killed, so that the others go on without it", r.id, id,
+               silence);
+  a.silenced[id] = {absl::StrCat(silence, ", so weftd killed it"), now};
+  return true;
 }
 
 void Controller::ReleaseLeaversLocked(const JobRecord& r, TimeMs now) {

@@ -83,6 +83,7 @@ bool Controller::RegroupLocked(JobRecord& r, int learner_id, const std::string& 
   attempt.finished.erase(learner_id);
   attempt.joining.erase(learner_id);
   attempt.untold.erase(learner_id);
+  attempt.silenced.erase(learner_id);
   return true;
 }
 

@@ -42,6 +42,10 @@ class Executor {
   // milliseconds (SIGKILL); with grace_ms <= 0 kills at once. Returns at once; exits are
   // reported by Reap(). OK if none runs.
   virtual absl::Status Stop(const std::string& job_id, int64_t grace_ms) = 0;
+  // Kills learner `rank` (LearnerLaunch::rank, the learner's id) of `job_id` at once (SIGKILL;
+  // on Slurm scancel), leaving the others running: a hung member of an elastic job. Returns at
+  // once; the exit is reported by Reap() like any other. NotFound if no such learner runs.
+  virtual absl::Status Kill(const std::string& job_id, int rank) = 0;
   // Learners that ended since the last call, without blocking.
   virtual std::vector<LearnerExit> Reap() = 0;
   // Takes over a learner started by an earlier weftd that is still running (pid `pid`, for

@@ -304,6 +304,16 @@ absl::Status LocalExecutor::Stop(const std::string& job_id, int64_t grace_ms) {
   return absl::OkStatus();
 }
 
+absl::Status LocalExecutor::Kill(const std::string& job_id, int rank) {
+  absl::MutexLock lock(&mu_);
+  for (const Child& c : children_) {
+    if (c.launch.job_id != job_id || c.launch.rank != rank) continue;
+    ::kill(-c.pid, SIGKILL);  // its process group: anything it started goes too
+    return absl::OkStatus();
+  }
+  return absl::NotFoundError(absl::StrCat("no learner ", rank, " of job ", job_id, " runs here"));
+}
+
 namespace {
 
 // Alive and not a zombie, per /proc/<pid>/stat.

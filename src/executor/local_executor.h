@@ -45,6 +45,7 @@ class LocalExecutor : public Executor {
   //    What a learner allocates and frees between two Reap()s goes unseen.
   absl::StatusOr<int64_t> Start(const LearnerLaunch& launch) override;
   absl::Status Stop(const std::string& job_id, int64_t grace_ms) override;
+  absl::Status Kill(const std::string& job_id, int rank) override;
   std::vector<LearnerExit> Reap() override;
   int Running(const std::string& job_id) override;
   // 127.0.0.1 and a port the kernel reports free right now (bound to port 0, then released, as

@@ -182,6 +182,23 @@ absl::StatusOr<int64_t> SlurmExecutor::Start(const LearnerLaunch& launch) {
   return handle;
 }
 
+absl::Status SlurmExecutor::Kill(const std::string& job_id, int rank) {
+  int64_t handle = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto& [h, l] : learners_) {
+      if (l.launch.job_id != job_id || l.launch.rank != rank) continue;
+      l.cancelled_by_weft = true;  // weft's doing, not a cancel from outside
+      handle = h;
+    }
+  }
+  if (handle == 0) {
+    return absl::NotFoundError(absl::StrCat("no learner ", rank, " of job ", job_id, " runs here"));
+  }
+  Command({"scancel", "--signal=KILL", "--full", absl::StrCat(handle)});
+  return absl::OkStatus();
+}
+
 absl::Status SlurmExecutor::Stop(const std::string& job_id, int64_t grace_ms) {
   std::vector<int64_t> handles;
   {

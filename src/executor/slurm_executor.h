@@ -53,6 +53,7 @@ class SlurmExecutor : public Executor {
   // Submits the learner; its Slurm job id. Internal with sbatch's message if Slurm refuses it.
   absl::StatusOr<int64_t> Start(const LearnerLaunch& launch) override;
   absl::Status Stop(const std::string& job_id, int64_t grace_ms) override;
+  absl::Status Kill(const std::string& job_id, int rank) override;
   std::vector<LearnerExit> Reap() override;
   // NotFound unless Slurm job `handle` is queued or running under this learner's name.
   absl::Status Adopt(const LearnerLaunch& launch, int64_t handle) override;

@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "executor/executor.h"
@@ -21,6 +22,13 @@ class FakeExecutor : public Executor {
   absl::Status Stop(const std::string& job_id, int64_t grace_ms) override {
     stopped.push_back(job_id);
     if (grace_ms <= 0) running.erase(job_id);
+    return absl::OkStatus();
+  }
+  absl::Status Kill(const std::string& job_id, int rank) override {
+    if (!running.count(job_id) || !running[job_id].count(rank)) {
+      return absl::NotFoundError("no such learner");
+    }
+    killed.emplace_back(job_id, rank);
     return absl::OkStatus();
   }
   std::vector<LearnerExit> Reap() override {
@@ -60,6 +68,7 @@ class FakeExecutor : public Executor {
 
   std::vector<LearnerLaunch> launches;
   std::vector<std::string> stopped;
+  std::vector<std::pair<std::string, int>> killed;  // (job, rank) asked to be killed
   std::vector<LearnerExit> exits;
   std::map<std::string, std::set<int>> running;  // ranks not yet exited, by job
 };

@@ -220,5 +220,42 @@ TEST_F(ElasticControllerTest, ARestartedWeftdAdoptsTheSurvivorsOfALossItDidNotSe
   EXPECT_EQ(State(id), JobState::kQueued);
 }
 
+TEST_F(ElasticControllerTest, ASilentMemberIsKilledAndItsLossIsANewGeneration) {
+  const std::string id = StartTwo();
+  // Learner 0 keeps heartbeating, learner 1 falls silent (hung, or stopped).
+  executor_.stopped.clear();
+  for (int i = 0; i < 61 && executor_.killed.empty(); ++i) {
+    clock_.Advance(1000);
+    controller_->OnHeartbeat(id, 0, 1, {});
+    controller_->Tick();
+  }
+  ASSERT_EQ(executor_.killed.size(), 1u) << "the silent learner is killed";
+  EXPECT_EQ(executor_.killed[0], std::make_pair(id, 1));
+  EXPECT_TRUE(executor_.stopped.empty()) << "the others are not stopped";
+  EXPECT_EQ(State(id), JobState::kRunning);
+  // Its exit (the kill) is a loss like any other, with the silence as its reason.
+  executor_.Exit(id, 1, -1, 9, /*rank=*/1);
+  controller_->OnHeartbeat(id, 0, 1, {});
+  controller_->Tick();
+  JobRecord r = *store_->GetJob(id);
+  EXPECT_EQ(r.attempt, 1) << "no restart";
+  EXPECT_EQ(r.generation, 2);
+  EXPECT_TRUE(executor_.stopped.empty());
+  EXPECT_THAT(History(id), HasSubstr("generation 2: learner 1 killed by signal 9 (SIGKILL): "
+                                     "stopped heartbeating (silent 61 s), so weftd killed it; 1 "
+                                     "learner goes on without a restart"));
+}
+
+TEST_F(ElasticControllerTest, ASilentMemberWhoseKillBringsNoExitStopsTheGang) {
+  const std::string id = StartTwo();
+  for (int i = 0; i < 125; ++i) {
+    clock_.Advance(1000);
+    controller_->OnHeartbeat(id, 0, 1, {});
+    controller_->Tick();
+  }
+  EXPECT_EQ(executor_.killed.size(), 1u) << "killed once";
+  EXPECT_FALSE(executor_.stopped.empty()) << "then, with no exit, the gang is stopped";
+}
+
 }  // namespace
 }  // namespace weft

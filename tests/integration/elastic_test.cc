@@ -87,5 +87,31 @@ TEST_F(ElasticGangTest, ALearnerLostWhileWeftdIsDownIsHandledInPlaceByTheNextWef
   ExpectExactAudit(id, 40);
 }
 
+// A learner that hangs (SIGSTOP: alive but silent) is lost like a killed one: after the heartbeat
+// timeout weftd kills it, the others go on in place, and the job grows back.
+TEST_F(ElasticGangTest, AHungLearnerIsKilledAndTheOthersGoOnInPlace) {
+  weftd_->Stop();
+  weftd_->set_args({"--config", dir_ + "/nodes.yaml", "--heartbeat-timeout-seconds", "5"});
+  ASSERT_TRUE(weftd_->Start()) << weftd_->log();
+  std::map<int, int64_t> first;
+  const std::string id = StartElastic(40, 60, "", &first);
+  ASSERT_EQ(first.size(), 3u);
+  ASSERT_EQ(::kill(static_cast<pid_t>(first.at(1)), SIGSTOP), 0);
+  WaitForLog(id, 0, "generation 2: rank 0 of 2, training on from step", 60);
+  const std::map<int, int64_t> after = PidsById(Get("/v1/jobs/" + id));
+  EXPECT_EQ(after.count(1), 0u) << "learner 1 is gone";
+  EXPECT_EQ(after.at(0), first.at(0)) << "learner 0 was not restarted";
+  EXPECT_EQ(after.at(2), first.at(2)) << "learner 2 was not restarted";
+  EXPECT_NE(::kill(static_cast<pid_t>(first.at(1)), 0), 0) << "the hung learner was killed";
+
+  json done = WaitFor(id, "COMPLETED", 400);
+  EXPECT_EQ(done["attempt"], 1) << History(done);
+  EXPECT_THAT(History(done), HasSubstr("generation 2: learner 1 killed by signal 9 (SIGKILL): "
+                                       "stopped heartbeating (silent "));
+  EXPECT_THAT(History(done), HasSubstr("so weftd killed it; 2 learners go on without a restart"));
+  EXPECT_EQ(done["progress"]["samples"].get<int64_t>(), 40 * 12000) << done.dump(2);
+  ExpectExactAudit(id, 40);
+}
+
 }  // namespace
 }  // namespace weft
