@@ -1,7 +1,6 @@
 #include "ps/shard.h"
 
 #include <algorithm>
-#include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "ps/update.h"
@@ -11,13 +10,6 @@ namespace {
 
 // How often a waiting push looks at the clock again (for leases that expire meanwhile).
 constexpr int64_t kWaitSliceMs = 50;
-
-bool AllFinite(const float* x, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    if (!std::isfinite(x[i])) return false;
-  }
-  return true;
-}
 
 }  // namespace
 

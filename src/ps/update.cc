@@ -93,4 +93,15 @@ WEFT_VECTOR_CLONES bool CopyAndCheckFinite(float* __restrict dst, const float* _
   return non_finite == 0;
 }
 
+WEFT_VECTOR_CLONES bool AllFinite(const float* __restrict x, int64_t n) {
+  constexpr uint32_t kExponent = 0x7f800000u;
+  uint32_t non_finite = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, &x[i], sizeof bits);
+    non_finite |= static_cast<uint32_t>((bits & kExponent) == kExponent);
+  }
+  return non_finite == 0;
+}
+
 }  // namespace weft::ps

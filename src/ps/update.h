@@ -24,5 +24,8 @@ void Scale(float* sum, float factor, int64_t n);
 // Copies src[n] to dst[n] and returns true when every value is finite (no NaN, no infinity):
 // a learner checks its gradient as it publishes it, in the same pass over memory.
 bool CopyAndCheckFinite(float* dst, const float* src, int64_t n);
+// True when every value of x[n] is finite (no NaN, no infinity): the check of CopyAndCheckFinite
+// without the copy (a gradient a server receives, or one a learner sends over the network).
+bool AllFinite(const float* x, int64_t n);
 
 }  // namespace weft::ps

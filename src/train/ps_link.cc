@@ -4,7 +4,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <cmath>
 #include <thread>
 
 #include "absl/strings/match.h"
@@ -15,6 +14,7 @@
 #include "common/status_macros.h"
 #include "ps/segment.h"
 #include "ps/shared_client.h"
+#include "ps/update.h"
 
 namespace weft::train {
 namespace {
@@ -125,13 +125,6 @@ class SharedMemory final : public PsLink {
   std::unique_ptr<ps::SharedPsClient> client_;
 };
 
-bool AllFinite(const float* x, size_t n) {
-  for (size_t i = 0; i < n; ++i) {
-    if (!std::isfinite(x[i])) return false;
-  }
-  return true;
-}
-
 class Remote final : public PsLink {
  public:
   Remote(std::unique_ptr<ps::RemotePsClient> client, int64_t num_params, int64_t timeout_ms)
@@ -160,7 +153,7 @@ class Remote final : public PsLink {
   absl::Status Push(int64_t position, const float* grad, uint64_t) override {
     // Checked whole here: each server sees only its range, and a gradient discarded on one
     // shard must be discarded on all.
-    const bool non_finite = !AllFinite(grad, static_cast<size_t>(num_params_));
+    const bool non_finite = !ps::AllFinite(grad, num_params_);
     RETURN_IF_ERROR(client_->Push(position + 1, grad, non_finite, timeout_ms_));
     ++pushed_;
     return absl::OkStatus();

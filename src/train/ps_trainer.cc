@@ -8,7 +8,6 @@
 #include <chrono>
 #include <thread>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -16,7 +15,6 @@
 #include "common/logging.h"
 #include "common/status_macros.h"
 #include "job/layout.h"
-#include "ps/segment.h"
 
 namespace weft::train {
 namespace {

@@ -76,8 +76,12 @@ TEST(PsUpdateTest, CopyAndCheckFiniteCopiesAndFindsNanAndInfinityAnywhere) {
       std::vector<float> g = grad;
       g[at] = bad;
       EXPECT_FALSE(CopyAndCheckFinite(copy.data(), g.data(), 37)) << bad << " at " << at;
+      EXPECT_FALSE(AllFinite(g.data(), 37)) << bad << " at " << at;
+      EXPECT_TRUE(AllFinite(g.data(), at)) << "the values before it are finite";
     }
   }
+  EXPECT_TRUE(AllFinite(grad.data(), 37));
+  EXPECT_TRUE(AllFinite(grad.data(), 0));
 }
 
 }  // namespace
