@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "ps/shard_service.h"
 
 namespace weft::ps {
@@ -249,32 +250,35 @@ absl::Status RemotePsClient::Push(int64_t seq, const float* grad, bool non_finit
   return ForEachShard([&](int i) { return PushShard(i, seq, grad, non_finite, timeout_ms); });
 }
 
-absl::Status RemotePsClient::Done() {
+template <typename Request, typename Response>
+absl::Status RemotePsClient::CallEachShard(grpc::Status (v1::ParameterServer::Stub::*method)(
+                                               grpc::ClientContext*, const Request&, Response*),
+                                           const std::string& what,
+                                           std::vector<Response>* responses) {
+  responses->assign(stubs_.size(), Response());
   return ForEachShard([&](int i) -> absl::Status {
-    v1::PsDoneRequest r;
+    Request r;
     *r.mutable_caller() = Caller();
     grpc::ClientContext context;
     SetDeadline(&context, kCallMs);
-    v1::PsDoneResponse response;
-    grpc::Status g = stubs_[i]->Done(&context, r, &response);
-    return g.ok() ? absl::OkStatus() : FromGrpc(g, absl::StrCat("parameter server ", i));
+    grpc::Status g = ((*stubs_[i]).*method)(&context, r, &(*responses)[i]);
+    if (g.error_code() == grpc::StatusCode::ABORTED) {
+      return absl::UnavailableError(absl::StrCat("parameter server ", i, " is shut down"));
+    }
+    return g.ok() ? absl::OkStatus() : FromGrpc(g, absl::StrCat(what, "parameter server ", i));
   });
 }
 
+absl::Status RemotePsClient::Done() {
+  std::vector<v1::PsDoneResponse> responses;
+  return CallEachShard(&v1::ParameterServer::Stub::Done, "done at ", &responses);
+}
+
 absl::StatusOr<ShardedState> RemotePsClient::Snapshot(ApplierStats* stats, uint64_t* duplicates) {
+  std::vector<v1::PsSnapshotResponse> responses;
+  RETURN_IF_ERROR(CallEachShard(&v1::ParameterServer::Stub::Snapshot, "snapshot of ", &responses));
   ShardedState out;
-  out.shards.resize(stubs_.size());
-  std::vector<v1::PsSnapshotResponse> responses(stubs_.size());
-  absl::Status s = ForEachShard([&](int i) -> absl::Status {
-    v1::PsSnapshotRequest r;
-    *r.mutable_caller() = Caller();
-    grpc::ClientContext context;
-    SetDeadline(&context, kCallMs);
-    grpc::Status g = stubs_[i]->Snapshot(&context, r, &responses[i]);
-    return g.ok() ? absl::OkStatus()
-                  : FromGrpc(g, absl::StrCat("snapshot of parameter server ", i));
-  });
-  if (!s.ok()) return s;
+  out.shards.resize(responses.size());
   uint64_t dup = 0;
   for (size_t i = 0; i < responses.size(); ++i) {
     const v1::PsSnapshotResponse& r = responses[i];
@@ -291,20 +295,8 @@ absl::StatusOr<ShardedState> RemotePsClient::Snapshot(ApplierStats* stats, uint6
 }
 
 absl::StatusOr<std::vector<int64_t>> RemotePsClient::Progress(ApplierStats* stats) {
-  std::vector<v1::PsProgressResponse> responses(stubs_.size());
-  absl::Status s = ForEachShard([&](int i) -> absl::Status {
-    v1::PsProgressRequest r;
-    *r.mutable_caller() = Caller();
-    grpc::ClientContext context;
-    SetDeadline(&context, kCallMs);
-    grpc::Status g = stubs_[i]->Progress(&context, r, &responses[i]);
-    if (g.error_code() == grpc::StatusCode::ABORTED) {
-      return absl::UnavailableError(absl::StrCat("parameter server ", i, " is shut down"));
-    }
-    return g.ok() ? absl::OkStatus()
-                  : FromGrpc(g, absl::StrCat("progress of parameter server ", i));
-  });
-  if (!s.ok()) return s;
+  std::vector<v1::PsProgressResponse> responses;
+  RETURN_IF_ERROR(CallEachShard(&v1::ParameterServer::Stub::Progress, "progress of ", &responses));
   std::vector<int64_t> positions(responses[0].applied().begin(), responses[0].applied().end());
   for (const v1::PsProgressResponse& r : responses) {
     for (int l = 0; l < r.applied_size() && l < static_cast<int>(positions.size()); ++l) {
@@ -316,16 +308,8 @@ absl::StatusOr<std::vector<int64_t>> RemotePsClient::Progress(ApplierStats* stat
 }
 
 absl::Status RemotePsClient::Shutdown() {
-  return ForEachShard([&](int i) -> absl::Status {
-    v1::PsShutdownRequest r;
-    *r.mutable_caller() = Caller();
-    grpc::ClientContext context;
-    SetDeadline(&context, kCallMs);
-    v1::PsShutdownResponse response;
-    grpc::Status g = stubs_[i]->Shutdown(&context, r, &response);
-    return g.ok() ? absl::OkStatus()
-                  : FromGrpc(g, absl::StrCat("shutting parameter server ", i, " down"));
-  });
+  std::vector<v1::PsShutdownResponse> responses;
+  return CallEachShard(&v1::ParameterServer::Stub::Shutdown, "shutting down ", &responses);
 }
 
 int64_t RemotePsClient::applied() const {

@@ -61,6 +61,9 @@ class RemotePsClient {
   // errors and DEADLINE_EXCEEDED) or `timeout_ms` passed (DeadlineExceeded). FailedPrecondition
   // when a server refuses the seq (a gap); Unavailable when a server is shut down.
   absl::Status Push(int64_t seq, const float* grad, bool non_finite, int64_t timeout_ms);
+  // This learner has pushed its last gradient (each shard stops waiting for it under bsp/ssp).
+  // Done, Snapshot, Progress and Shutdown ask every shard at once and fail with the first
+  // shard's error (Unavailable when a server is shut down or unreachable).
   absl::Status Done();
   // Every shard's state, shard 0's counters (every push reaches every shard) and the pushes
   // all shards acknowledged as duplicates.
@@ -91,6 +94,14 @@ class RemotePsClient {
   v1::PsCaller Caller() const;
   // Runs call(i) for every shard, on a thread each but the first; the first error.
   absl::Status ForEachShard(const std::function<absl::Status(int)>& call);
+  // `method` (a call whose request is the caller alone) on every shard at once, each with the
+  // usual deadline; the answers by shard in *responses. `what` names the call in errors ("... of
+  // parameter server I: ..."); a shard that is shut down is Unavailable.
+  template <typename Request, typename Response>
+  absl::Status CallEachShard(grpc::Status (v1::ParameterServer::Stub::*method)(grpc::ClientContext*,
+                                                                               const Request&,
+                                                                               Response*),
+                             const std::string& what, std::vector<Response>* responses);
   absl::Status PushShard(int shard, int64_t seq, const float* grad, bool non_finite,
                          int64_t timeout_ms);
 
