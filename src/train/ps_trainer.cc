@@ -226,7 +226,9 @@ absl::Status PsTrainer::LeadJob(bool* complete) {
     if (*complete) return absl::OkStatus();
   }
   const CheckpointSpec& c = spec_.checkpoint;
-  if ((c.every_steps > 0 && progress_.step >= last_checkpoint_step_ + c.every_steps) ||
+  // Every every_steps steps from the start (last_checkpoint_step_ is -1 before the first).
+  const int64_t last = std::max<int64_t>(last_checkpoint_step_, 0);
+  if ((c.every_steps > 0 && progress_.step >= last + c.every_steps) ||
       (c.every_seconds > 0 && now - last_checkpoint_s_ >= c.every_seconds)) {
     RETURN_IF_ERROR(Checkpoint());
   }
