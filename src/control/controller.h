@@ -341,10 +341,11 @@ class Controller : public LearnerEvents {
   // Whether `r`'s membership can change without a restart: a running elastic job of the built-in
   // learner.
   bool InPlaceLocked(const JobRecord& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // OnRegroup's answer (kWait while the new generation is not decided).
+  // OnRegroup's answer: kWait while the gang is stopping, or while no generation after
+  // `generation` is decided (then *undecided is set).
   absl::StatusOr<RegroupDecision> RegroupAnswer(const std::string& id, int learner_id,
-                                                int64_t attempt, int64_t generation)
-      ABSL_LOCKS_EXCLUDED(mu_);
+                                                int64_t attempt, int64_t generation,
+                                                bool* undecided) ABSL_LOCKS_EXCLUDED(mu_);
 
   // --- controller_recovery.cc ---
   // Adopts the whole gang of `r` or none; true if adopted. An elastic job that can change in

@@ -214,15 +214,18 @@ bool Controller::GrowInPlaceLocked(JobRecord r, const scheduler::Placement& p) {
 
 absl::StatusOr<RegroupDecision> Controller::OnRegroup(const std::string& id, int learner_id,
                                                       int64_t attempt, int64_t generation) {
-  absl::StatusOr<RegroupDecision> d = RegroupAnswer(id, learner_id, attempt, generation);
+  bool undecided = false;
+  absl::StatusOr<RegroupDecision> d =
+      RegroupAnswer(id, learner_id, attempt, generation, &undecided);
   // Not decided yet: the loss this learner saw is most likely an exit weftd has not reaped;
   // a round now reaps it rather than up to schedule_interval_ms later.
-  if (d.ok() && d->kind == RegroupDecision::Kind::kWait) WakeLoop();
+  if (undecided) WakeLoop();
   return d;
 }
 
 absl::StatusOr<RegroupDecision> Controller::RegroupAnswer(const std::string& id, int learner_id,
-                                                          int64_t attempt, int64_t generation) {
+                                                          int64_t attempt, int64_t generation,
+                                                          bool* undecided) {
   absl::MutexLock lock(&mu_);
   absl::StatusOr<JobRecord> rec = AttemptLocked(id, attempt, RunsLearners);
   if (absl::IsUnavailable(rec.status())) return rec.status();
@@ -234,7 +237,11 @@ absl::StatusOr<RegroupDecision> Controller::RegroupAnswer(const std::string& id,
   }
   const JobRecord& r = *rec;
   AttemptTracker::Attempt& a = attempts_.Of(id);
-  if (a.failure || r.generation <= generation) return d;  // kWait: stopping, or not decided yet
+  if (a.failure) return d;  // kWait: the gang is stopping
+  if (r.generation <= generation) {
+    *undecided = true;  // kWait: no new generation yet
+    return d;
+  }
   auto member = std::find_if(r.learners.begin(), r.learners.end(),
                              [learner_id](const LearnerSlot& l) { return l.id == learner_id; });
   d.generation = r.generation;

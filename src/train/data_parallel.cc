@@ -153,8 +153,12 @@ absl::StatusOr<std::unique_ptr<DataParallel::Group>> DataParallel::Join(
     so.numWorkers = world_size;
     so.waitWorkers = true;
     so.timeout = std::chrono::milliseconds(rendezvous_ms > 0 ? rendezvous_ms : timeout_ms);
-    // Not listening by the deadline: the store's own connect says why.
-    if (rank != 0) WaitForListener(host, port, t0 + so.timeout);
+    // Nothing listening by the deadline: give up now rather than let the store wait as long again.
+    if (rank != 0 && !WaitForListener(host, port, t0 + so.timeout)) {
+      return absl::UnavailableError(
+          absl::StrCat("rendezvous at ", host, ":", port, " as rank ", rank, " of ", world_size,
+                       " failed: nothing ", "listened there within ", so.timeout.count(), " ms"));
+    }
     group->store = c10::make_intrusive<c10d::TCPStore>(host, so);
     group->keys = c10::make_intrusive<c10d::PrefixStore>(prefix, group->store);
     auto go = c10d::ProcessGroupGloo::Options::create();
