@@ -353,6 +353,11 @@ class Controller : public LearnerEvents {
   // new generation of the survivors, if at least its minimum survive.
   bool AdoptGangLocked(JobRecord& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool AdoptSurvivorsLocked(JobRecord& r, const JobSpec& spec) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // For a RUNNING or DELIVERED job whose learners are gone: true, with the completion's reason in
+  // *reason, when its final model is committed, i.e. training had ended and only the previous
+  // weftd's reaping of the exits (which held rank 0's ReportFinished in memory) was lost.
+  bool FinishedUnseenLocked(const JobRecord& r, std::string* reason)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   Store& store_;
   Executor& executor_;

@@ -2,10 +2,12 @@
 // weftd. Gangs are adopted whole or not at all — but an elastic job goes on in place without
 // learners that died meanwhile, if enough survive; jobs whose learners are gone are requeued.
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
 #include "control/controller.h"
+#include "job/layout.h"
 
 namespace weft {
 
@@ -65,10 +67,25 @@ bool Controller::AdoptSurvivorsLocked(JobRecord& r, const JobSpec& spec) {
   return false;
 }
 
+bool Controller::FinishedUnseenLocked(const JobRecord& r, std::string* reason) {
+  if (r.state != JobState::kRunning && r.state != JobState::kDelivered) return false;
+  auto models = store_.Models(r.id);
+  if (!models.ok()) return false;
+  for (const ModelRecord& m : *models) {
+    if (m.kind != kFinalModel) continue;
+    *reason = absl::StrFormat(
+        "training ended before weftd restarted: its final model (epoch %d, test_accuracy %.4f) "
+        "is committed; the learners' exit was not seen",
+        m.epoch, m.test_accuracy);
+    return true;
+  }
+  return false;
+}
+
 absl::Status Controller::Recover() {
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(std::vector<JobRecord> jobs, store_.ListActiveJobs());
-  int requeued = 0, adopted = 0;
+  int requeued = 0, adopted = 0, completed = 0;
   for (JobRecord& r : jobs) {
     if (auto spec = specs_.Get(r); !spec.ok()) spdlog::error("{}", spec.status().message());
     const bool preempted = r.state == JobState::kPreempted;
@@ -91,8 +108,15 @@ absl::Status Controller::Recover() {
       adopted += static_cast<int>(r.learners.size());
       continue;
     }
-    // Its learners are gone (or never started): requeue. A straggler of this attempt is fenced
-    // off by the attempt number and stops at its next heartbeat.
+    // Its learners are gone. Those that finished training committed the final model first; the
+    // previous weftd may have died between their ReportFinished (held in memory) and their exits.
+    if (std::string reason; FinishedUnseenLocked(r, &reason)) {
+      CompleteLocked(r, reason);
+      ++completed;
+      continue;
+    }
+    // Otherwise (or never started): requeue. A straggler of this attempt is fenced off by the
+    // attempt number and stops at its next heartbeat.
     r.ClearGang();
     RETURN_IF_ERROR(TransitionLocked(
         r, JobState::kQueued,
@@ -106,8 +130,10 @@ absl::Status Controller::Recover() {
       RETURN_IF_ERROR(TransitionLocked(r, JobState::kQueued, "resumed"));
     }
   }
-  spdlog::info("recovered {} active jobs from the store ({} learners adopted, {} jobs requeued)",
-               jobs.size(), adopted, requeued);
+  spdlog::info(
+      "recovered {} active jobs from the store ({} learners adopted, {} jobs completed, {} jobs "
+      "requeued)",
+      jobs.size(), adopted, completed, requeued);
   return absl::OkStatus();
 }
 

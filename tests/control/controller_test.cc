@@ -449,6 +449,27 @@ TEST_F(ControllerTest, RecoverAdoptsALiveLearnerOfTheCurrentAttempt) {
   EXPECT_EQ(executor_.launches.size(), 1u) << "never a second copy";
 }
 
+TEST_F(ControllerTest, RecoverCompletesAJobWhoseLearnerFinishedWhileNoWeftdSawItsExit) {
+  // The learner committed its final model and reported finished; the previous weftd died before
+  // it reaped the exit, so the report (held in memory) is gone with it. The final model in the
+  // store says training ended: the job completes and no second attempt retrains it.
+  std::string id = Submit();
+  controller_->Tick();
+  controller_->OnRegister(id, 0, 1, 4242, 0);
+  ASSERT_TRUE(controller_->OnCommitModel(id, 1, Model(id, "final", 0.93)).ok());
+  ASSERT_TRUE(controller_->OnFinished(id, 0, 1, true, "budget exhausted: 1 epochs").ok());
+  std::string other = Submit();  // never started: still requeued
+  executor_.running.clear();
+  MakeController();
+  ASSERT_TRUE(controller_->Recover().ok());
+  EXPECT_EQ(State(id), JobState::kCompleted);
+  EXPECT_THAT(Reason(id), HasSubstr("final model (epoch 1, test_accuracy 0.9300) is committed"));
+  EXPECT_EQ(store_->GetJob(id)->attempt, 1);
+  EXPECT_EQ(State(other), JobState::kQueued);
+  controller_->Tick();
+  EXPECT_EQ(executor_.launches.back().job_id, other) << "the completed job is not started again";
+}
+
 TEST_F(ControllerTest, DeleteRemovesTheJobAndItsFiles) {
   std::string id = Submit();
   controller_->Tick();
