@@ -46,6 +46,7 @@ std::string ParameterServerLogPath(const std::string& log_dir, int index) {
   return absl::StrCat(log_dir, "/ps-", index, ".log");
 }
 std::string AuditPath(const std::string& log_dir) { return log_dir + "/audit.log"; }
+std::string KernelCachePath(const std::string& log_dir) { return log_dir + "/kernels.tsv"; }
 std::string CheckpointPath(const std::string& checkpoint_dir, int64_t step) {
   return absl::StrFormat("%s/ckpt-%010d.pt", checkpoint_dir, step);
 }

@@ -5,6 +5,7 @@
 //   <data_dir>/jobs/<id>/spec.json                       the validated spec the learner trains from
 //   <data_dir>/jobs/<id>/logs/learner-<rank>.log         each learner's stdout and stderr
 //   <data_dir>/jobs/<id>/logs/audit.log                  the data audit, if on (job/audit.h)
+//   <data_dir>/jobs/<id>/logs/kernels.tsv                the learners' kernel choices
 //   <data_dir>/jobs/<id>/checkpoints/ckpt-<step>.pt      checkpoints (step zero-padded to 10)
 //   <data_dir>/jobs/<id>/results/<kind>/model.pt         delivered and final models
 //   <data_dir>/jobs/<id>/results/<kind>/model-card.json
@@ -56,6 +57,8 @@ std::string LearnerLogPath(const std::string& log_dir, int rank);
 std::string ParameterServerLogPath(const std::string& log_dir, int index);
 // The job's data audit (job/audit.h), kept with its logs: rank 0 of each attempt appends to it.
 std::string AuditPath(const std::string& log_dir);
+// The kernel each layer shape runs on, as a learner of the job timed it (train/kernel_cache.h).
+std::string KernelCachePath(const std::string& log_dir);
 std::string CheckpointPath(const std::string& checkpoint_dir, int64_t step);
 std::string ModelDir(const std::string& result_dir, std::string_view kind);
 std::string ModelPath(const std::string& result_dir, std::string_view kind);

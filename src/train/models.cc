@@ -139,19 +139,29 @@ void AddLayer(torch::jit::Module& m, const std::string& name, const torch::nn::M
 }  // namespace
 
 LayerKernels ChooseKernels(const ModelSpec& spec, const std::vector<int64_t>& sample_shape,
-                           int64_t classes, int64_t batch, std::vector<std::string>* log) {
+                           int64_t classes, int64_t batch, std::vector<std::string>* log,
+                           KernelCache* cache, const std::string& context) {
   LayerKernels kernels;
   for (const LayerShape& layer : BuiltinLayers(spec, sample_shape, classes)) {
+    const std::string shape =
+        absl::StrFormat("[%d, %s] -> %d%s", batch, absl::StrJoin(layer.input, ", "), layer.out,
+                        layer.conv ? " maps 3x3" : "");
+    const std::string key = absl::StrCat(context, " | ", shape);
+    if (std::optional<std::string> cached = cache ? cache->Find(key) : std::nullopt) {
+      kernels.by_layer[layer.name] = *cached == "blas" ? Kernel::kBlas : Kernel::kOneDnn;
+      if (log != nullptr)
+        log->push_back(absl::StrCat(layer.name, " ", shape, ": ", *cached, ", cached"));
+      continue;
+    }
     torch::AutoGradMode grad(true);  // the timed backward needs the graph
     const double onednn = TimeLayer(layer, Kernel::kOneDnn, batch);
     const double blas = TimeLayer(layer, Kernel::kBlas, batch);
     const Kernel best = blas < onednn ? Kernel::kBlas : Kernel::kOneDnn;
     kernels.by_layer[layer.name] = best;
+    if (cache != nullptr) cache->Put(key, KernelName(best));
     if (log != nullptr) {
-      log->push_back(absl::StrFormat("%s [%d, %s] -> %d%s: oneDNN %.3f ms, BLAS %.3f ms: %s",
-                                     layer.name, batch, absl::StrJoin(layer.input, ", "), layer.out,
-                                     layer.conv ? " maps 3x3" : "", onednn, blas,
-                                     KernelName(best)));
+      log->push_back(absl::StrFormat("%s %s: oneDNN %.3f ms, BLAS %.3f ms: %s", layer.name, shape,
+                                     onednn, blas, KernelName(best)));
     }
   }
   return kernels;

@@ -16,6 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "job/job_spec.h"
+#include "train/kernel_cache.h"
 
 namespace weft::train {
 
@@ -58,9 +59,12 @@ struct LayerKernels {
 // now, the best of several runs after a warm-up (a few milliseconds per layer) — and gives each
 // the faster. `log`, if given, gets one line per layer ("fc1 [64, 784] → 256: oneDNN 0.41 ms,
 // BLAS 0.19 ms: blas"). Every layer on kOneDnn for a TorchScript model or an architecture it
-// does not know.
+// does not know. With a `cache`, a layer whose shape it holds under `context` (what else the
+// timing depends on: the CPU, the BLAS and its threads) takes the cached kernel untimed (logged
+// "… blas, cached"), and each layer timed is put in it; saving it is the caller's.
 LayerKernels ChooseKernels(const ModelSpec& spec, const std::vector<int64_t>& sample_shape,
-                           int64_t classes, int64_t batch, std::vector<std::string>* log = nullptr);
+                           int64_t classes, int64_t batch, std::vector<std::string>* log = nullptr,
+                           KernelCache* cache = nullptr, const std::string& context = "");
 
 // One sample's shape and the number of classes of Fashion-MNIST and MNIST.
 inline const std::vector<int64_t> kImageShape = {1, 28, 28};

@@ -12,7 +12,9 @@
 #include "common/failpoint.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
+#include "job/layout.h"
 #include "train/blas.h"
+#include "train/kernel_cache.h"
 #include "train/ps_trainer.h"
 #include "train/trainer.h"
 
@@ -57,22 +59,33 @@ Evaluation Evaluate(const Model& model, const Dataset& test, DataParallel* dp) {
 namespace {
 
 // The kernel of every built-in layer: the one WEFT_LEARNER_KERNELS forces, or the faster of the
-// two as timed on this learner's threads at its batch (logged either way).
+// two as timed on this learner's threads at its batch, or as a learner of this job on the same
+// CPU, BLAS and threads timed it before (LOG_DIR/kernels.tsv; none when `log_dir` is empty).
+// Logged either way; a cache that cannot be saved is logged and the job goes on.
 LayerKernels KernelsFor(const JobSpec& spec, const std::vector<int64_t>& sample_shape,
-                        int64_t classes) {
+                        int64_t classes, const std::string& blas, const std::string& log_dir) {
   if (spec.model.architecture == "torchscript") return {};
   if (std::optional<Kernel> forced = KernelFromEnvironment()) {
     spdlog::info("kernels: every layer on {} (WEFT_LEARNER_KERNELS)", KernelName(*forced));
     return *forced;
   }
+  std::optional<KernelCache> cache;
+  if (!log_dir.empty()) cache = KernelCache::Load(KernelCachePath(log_dir));
+  const std::string context =
+      absl::StrCat(CpuModel(), " | ", blas, " | libtorch ", torch::get_num_threads(), " threads");
   std::vector<std::string> log;
   const auto t0 = std::chrono::steady_clock::now();
-  LayerKernels kernels =
-      ChooseKernels(spec.model, sample_shape, classes, spec.training.batch_size, &log);
+  LayerKernels kernels = ChooseKernels(spec.model, sample_shape, classes, spec.training.batch_size,
+                                       &log, cache ? &*cache : nullptr, context);
   for (const std::string& line : log) spdlog::info("kernel of {}", line);
   spdlog::info(
       "kernels chosen in {:.0f} ms (WEFT_LEARNER_KERNELS=onednn|blas forces one)",
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  if (cache) {
+    if (absl::Status s = cache->Save(); !s.ok()) {
+      spdlog::warn("kernel choices not cached: {}", s.message());
+    }
+  }
   return kernels;
 }
 
@@ -98,8 +111,10 @@ absl::StatusOr<LoopResult> RunTraining(const LoopOptions& given, Reporter& repor
     const int64_t classes = NumClasses(train, test);
     spdlog::info("data: {} train and {} test samples of shape [{}], {} classes ({})", train.size(),
                  test.size(), absl::StrJoin(train.SampleShape(), ", "), classes, format);
-    spdlog::info("{}", ConfigureBlas(options.spec.EffectiveThreads()));
-    options.kernels = KernelsFor(options.spec, train.SampleShape(), classes);
+    const std::string blas = ConfigureBlas(options.spec.EffectiveThreads());
+    spdlog::info("{}", blas);
+    options.kernels =
+        KernelsFor(options.spec, train.SampleShape(), classes, blas, options.learner.log_dir);
     ASSIGN_OR_RETURN(Model model, BuildModel(options.spec.model, options.learner.model_dir,
                                              train.SampleShape(), classes, options.kernels));
     if (options.spec.UsesParameterServer()) {

@@ -149,6 +149,11 @@ TEST_F(GangTest, GangHaltsResumesAndSurvivesAKilledLearnerFromRank0sCheckpoint) 
   EXPECT_EQ(sum0, Matches(log1, "parameters checksum (\\S+)"));
   EXPECT_GT(done["models"]["final"]["test_accuracy"].get<double>(), 0.80);
   ExpectExactAudit(id, 20);
+  // The first attempt timed the kernels and cached them in the job's logs/kernels.tsv; each later
+  // attempt took every layer's choice from there.
+  EXPECT_EQ(Matches(log0, "kernel of fc1 \\[\\d+, \\d+\\] -> \\d+: (\\w+), cached").size(),
+            static_cast<size_t>(done["attempt"].get<int>() - 1))
+      << log0;
 }
 
 // Rank 1 dies while the gang evaluates the end of epoch 1 (a failpoint between its part of the

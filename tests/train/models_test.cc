@@ -114,6 +114,68 @@ TEST(BuiltinsTest, EveryMixOfKernelsGivesTheSameCnnAndTheChoiceCoversEveryLayer)
   EXPECT_TRUE(ChooseKernels(ModelSpec{"torchscript", {}, "net.pt"}, {8}, 3, 4).by_layer.empty());
 }
 
+// A kernel choice timed once is kept by shape in the job's kernels.tsv: a second learner with the
+// same context takes it untimed (even where timing would choose otherwise), another context times
+// again, and the file holds one line per shape.
+TEST(KernelCacheTest, ChoicesAreCachedByShapeAndContextAndReadBackUntimed) {
+  char tmpl[] = "/tmp/weft-kernels-XXXXXX";
+  const std::string dir = mkdtemp(tmpl);
+  const std::string path = KernelCachePath(dir);
+  const ModelSpec mlp{"mlp", {32, 16}, ""};
+  KernelCache first = KernelCache::Load(path);
+  EXPECT_EQ(first.size(), 0u) << "no file yet";
+  std::vector<std::string> log;
+  LayerKernels timed = ChooseKernels(mlp, {8}, 3, 4, &log, &first, "cpu A | blas B");
+  ASSERT_EQ(log.size(), 3u);
+  EXPECT_THAT(log[0], ::testing::HasSubstr("ms: "));
+  EXPECT_EQ(first.size(), 3u);
+  ASSERT_TRUE(first.Save().ok());
+  EXPECT_EQ(std::filesystem::status(path).permissions() & std::filesystem::perms::all,
+            std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+
+  // Flip every cached choice: a reader must follow the file, not time again.
+  KernelCache flipped = KernelCache::Load(path);
+  ASSERT_EQ(flipped.size(), 3u);
+  {
+    std::ifstream in(path);
+    std::string line, text;
+    int i = 0;
+    while (std::getline(in, line)) {
+      const std::string key = line.substr(0, line.find('\t'));
+      const std::string kernel = line.substr(line.find('\t') + 1);
+      text += key + "\t" + (kernel == "blas" ? "onednn" : "blas") + "\n";
+      ++i;
+    }
+    EXPECT_EQ(i, 3);
+    std::ofstream(path, std::ios::trunc) << text << "junk without a tab\nkey\tsimd\n";
+  }
+  KernelCache second = KernelCache::Load(path);
+  EXPECT_EQ(second.size(), 3u) << "malformed lines are skipped";
+  log.clear();
+  LayerKernels cached = ChooseKernels(mlp, {8}, 3, 4, &log, &second, "cpu A | blas B");
+  ASSERT_EQ(log.size(), 3u);
+  for (const char* layer : {"fc1", "fc2", "fc3"}) {
+    EXPECT_NE(cached.For(layer), timed.For(layer)) << layer << ": the cached (flipped) choice";
+  }
+  EXPECT_THAT(log[0], ::testing::MatchesRegex("fc1 \\[4, 8\\] -> 32: (onednn|blas), cached"));
+
+  // Another CPU or BLAS is timed afresh, and saving keeps both contexts' lines.
+  KernelCache other = KernelCache::Load(path);
+  log.clear();
+  ChooseKernels(mlp, {8}, 3, 4, &log, &other, "cpu C | blas B");
+  EXPECT_THAT(log[0], ::testing::HasSubstr("ms: "));
+  ASSERT_TRUE(other.Save().ok());
+  EXPECT_EQ(KernelCache::Load(path).size(), 6u);
+
+  // Keys that could not be read back are refused.
+  EXPECT_FALSE(other.Put("a\tb", "blas"));
+  EXPECT_FALSE(other.Put("a\nb", "blas"));
+  EXPECT_FALSE(other.Put(std::string(kMaxKernelCacheKeyBytes + 1, 'k'), "blas"));
+  EXPECT_FALSE(other.Put("fine", "mkl"));
+  EXPECT_TRUE(other.Put("fine", "blas"));
+  std::filesystem::remove_all(dir);
+}
+
 TEST(BuiltinsTest, ABuiltInSavesAsTorchScriptThatLoadsToTheSameLogits) {
   for (const ModelSpec& spec : {ModelSpec{"cnn", {}, ""}, ModelSpec{"mlp", {32}, ""}}) {
     auto built = BuildModel(spec);
