@@ -58,6 +58,15 @@ WEFT_VECTOR_CLONES void Adam(const OptimizerConfig& c, uint64_t step, const floa
   }
 }
 
+// 1 when `x` is NaN or infinite, i.e. its exponent bits are all ones, else 0. OR-ing these over
+// integer compares vectorises where a branch per element would not.
+inline uint32_t NonFinite(float x) {
+  constexpr uint32_t kExponent = 0x7f800000u;
+  uint32_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  return static_cast<uint32_t>((bits & kExponent) == kExponent);
+}
+
 }  // namespace
 
 WEFT_VECTOR_CLONES void AddInto(float* __restrict sum, const float* __restrict grad, int64_t n) {
@@ -79,28 +88,18 @@ void ApplyUpdate(const OptimizerConfig& config, uint64_t step, const float* grad
 
 WEFT_VECTOR_CLONES bool CopyAndCheckFinite(float* __restrict dst, const float* __restrict src,
                                            int64_t n) {
-  // A float is NaN or infinite exactly when its exponent bits are all ones. An OR over integer
-  // compares vectorises where a branch per element would not, and the check costs the copy no
-  // extra pass over memory.
-  constexpr uint32_t kExponent = 0x7f800000u;
+  // The check costs the copy no extra pass over memory.
   uint32_t non_finite = 0;
   for (int64_t i = 0; i < n; ++i) {
-    uint32_t bits;
-    std::memcpy(&bits, &src[i], sizeof bits);
-    non_finite |= static_cast<uint32_t>((bits & kExponent) == kExponent);
+    non_finite |= NonFinite(src[i]);
     dst[i] = src[i];
   }
   return non_finite == 0;
 }
 
 WEFT_VECTOR_CLONES bool AllFinite(const float* __restrict x, int64_t n) {
-  constexpr uint32_t kExponent = 0x7f800000u;
   uint32_t non_finite = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    uint32_t bits;
-    std::memcpy(&bits, &x[i], sizeof bits);
-    non_finite |= static_cast<uint32_t>((bits & kExponent) == kExponent);
-  }
+  for (int64_t i = 0; i < n; ++i) non_finite |= NonFinite(x[i]);
   return non_finite == 0;
 }
 
