@@ -84,7 +84,8 @@ int main(int argc, char** argv) {
   std::fprintf(stderr, "%s\n", weft::train::TuneAllocatorForTraining().c_str());
   torch::manual_seed(0);
   torch::set_num_threads(threads);
-  std::fprintf(stderr, "%s\n", weft::train::ConfigureBlas(threads).c_str());
+  std::fprintf(stderr, "%s\n",
+               weft::train::ConfigureBlas(weft::train::BlasThreadsFor(threads)).c_str());
   auto train = weft::train::LoadDataset(dir, "train", steps * batch);
   if (!train.ok()) {
     std::fprintf(stderr, "%s\n", std::string(train.status().message()).c_str());

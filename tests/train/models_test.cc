@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/match.h"
 #include "job/layout.h"
 #include "train/allocator.h"
 #include "train/torchscript_fixture.h"
@@ -105,10 +106,25 @@ TEST(BuiltinsTest, EveryMixOfKernelsGivesTheSameCnnAndTheChoiceCoversEveryLayer)
   for (const char* layer : {"conv1", "conv2", "fc1", "fc2"}) {
     EXPECT_EQ(chosen.by_layer.count(layer), 1u) << layer;
   }
-  ASSERT_EQ(log.size(), 4u);
+  ASSERT_EQ(log.size(), 5u);
   EXPECT_THAT(log[0], ::testing::MatchesRegex(
                           "conv1 \\[16, 1, 28, 28\\] -> 32 maps 3x3: oneDNN [0-9.]+ ms, BLAS "
                           "[0-9.]+ ms: (onednn|blas)"));
+  // The per-layer choice was timed as a whole step against all-oneDNN and all-BLAS; the result
+  // is one of the three.
+  EXPECT_THAT(log[4], ::testing::MatchesRegex("the whole step: per layer [0-9.]+ ms(, oneDNN "
+                                              "[0-9.]+ ms)?(, BLAS [0-9.]+ ms)?: (per "
+                                              "layer|oneDNN|BLAS)"));
+  const bool all_onednn = std::all_of(chosen.by_layer.begin(), chosen.by_layer.end(),
+                                      [](const auto& l) { return l.second == Kernel::kOneDnn; });
+  const bool all_blas = std::all_of(chosen.by_layer.begin(), chosen.by_layer.end(),
+                                    [](const auto& l) { return l.second == Kernel::kBlas; });
+  if (absl::EndsWith(log[4], ": oneDNN")) {
+    EXPECT_TRUE(all_onednn) << log[4];
+  }
+  if (absl::EndsWith(log[4], ": BLAS")) {
+    EXPECT_TRUE(all_blas) << log[4];
+  }
   LayerKernels mlp = ChooseKernels(ModelSpec{"mlp", {32, 16}, ""}, {8}, 3, 4);
   EXPECT_EQ(mlp.by_layer.size(), 3u);
   EXPECT_TRUE(ChooseKernels(ModelSpec{"torchscript", {}, "net.pt"}, {8}, 3, 4).by_layer.empty());
@@ -126,7 +142,7 @@ TEST(KernelCacheTest, ChoicesAreCachedByShapeAndContextAndReadBackUntimed) {
   EXPECT_EQ(first.size(), 0u) << "no file yet";
   std::vector<std::string> log;
   LayerKernels timed = ChooseKernels(mlp, {8}, 3, 4, &log, &first, "cpu A | blas B");
-  ASSERT_EQ(log.size(), 3u);
+  ASSERT_EQ(log.size(), 4u) << "3 layers and the whole step";
   EXPECT_THAT(log[0], ::testing::HasSubstr("ms: "));
   EXPECT_EQ(first.size(), 3u);
   ASSERT_TRUE(first.Save().ok());
@@ -153,7 +169,7 @@ TEST(KernelCacheTest, ChoicesAreCachedByShapeAndContextAndReadBackUntimed) {
   EXPECT_EQ(second.size(), 3u) << "malformed lines are skipped";
   log.clear();
   LayerKernels cached = ChooseKernels(mlp, {8}, 3, 4, &log, &second, "cpu A | blas B");
-  ASSERT_EQ(log.size(), 3u);
+  ASSERT_EQ(log.size(), 3u) << "every layer cached: no whole step timed";
   for (const char* layer : {"fc1", "fc2", "fc3"}) {
     EXPECT_NE(cached.For(layer), timed.For(layer)) << layer << ": the cached (flipped) choice";
   }
