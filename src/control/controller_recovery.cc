@@ -1,6 +1,7 @@
 // After a weftd restart: the store is the truth, and learners may have outlived the previous
 // weftd. Gangs are adopted whole or not at all — but an elastic job goes on in place without
-// learners that died meanwhile, if enough survive; jobs whose learners are gone are requeued.
+// learners that died meanwhile, if enough survive; jobs whose learners are gone are requeued,
+// unless their final model is committed (training had ended), which completes them.
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"

@@ -232,8 +232,9 @@ LayerKernels ChooseKernels(const ModelSpec& spec, const std::vector<int64_t>& sa
                                      onednn, blas, KernelName(best)));
     }
   }
-  if (timed)
+  if (timed) {
     kernels = CheckOnTheWholeStep(spec, kernels, layers, sample_shape, classes, batch, log);
+  }
   for (size_t i = 0; cache != nullptr && i < layers.size(); ++i) {
     cache->Put(keys[i], KernelName(kernels.For(layers[i].name)));
   }

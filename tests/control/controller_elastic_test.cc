@@ -224,11 +224,7 @@ TEST_F(ElasticControllerTest, ASilentMemberIsKilledAndItsLossIsANewGeneration) {
   const std::string id = StartTwo();
   // Learner 0 keeps heartbeating, learner 1 falls silent (hung, or stopped).
   executor_.stopped.clear();
-  for (int i = 0; i < 61 && executor_.killed.empty(); ++i) {
-    clock_.Advance(1000);
-    controller_->OnHeartbeat(id, 0, 1, {});
-    controller_->Tick();
-  }
+  HeartbeatOnly(id, 0, 61, [&] { return !executor_.killed.empty(); });
   ASSERT_EQ(executor_.killed.size(), 1u) << "the silent learner is killed";
   EXPECT_EQ(executor_.killed[0], std::make_pair(id, 1));
   EXPECT_TRUE(executor_.stopped.empty()) << "the others are not stopped";
@@ -248,11 +244,7 @@ TEST_F(ElasticControllerTest, ASilentMemberIsKilledAndItsLossIsANewGeneration) {
 
 TEST_F(ElasticControllerTest, ASilentMemberWhoseKillBringsNoExitStopsTheGang) {
   const std::string id = StartTwo();
-  for (int i = 0; i < 125; ++i) {
-    clock_.Advance(1000);
-    controller_->OnHeartbeat(id, 0, 1, {});
-    controller_->Tick();
-  }
+  HeartbeatOnly(id, 0, 125);
   EXPECT_EQ(executor_.killed.size(), 1u) << "killed once";
   EXPECT_FALSE(executor_.stopped.empty()) << "then, with no exit, the gang is stopped";
 }

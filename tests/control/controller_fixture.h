@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -74,6 +75,16 @@ class ControllerTest : public ::testing::Test {
     return w ? w->reason : "";
   }
   std::string Reason(const std::string& id) { return store_->GetJob(id)->reason; }
+  // Up to `seconds` control rounds a second apart in which, of job `id`'s learners, only
+  // `learner` heartbeats; stops early once `until` (if given) holds.
+  void HeartbeatOnly(const std::string& id, int learner, int seconds,
+                     const std::function<bool()>& until = nullptr) {
+    for (int i = 0; i < seconds && !(until && until()); ++i) {
+      clock_.Advance(1000);
+      controller_->OnHeartbeat(id, learner, 1, {});
+      controller_->Tick();
+    }
+  }
   // Writes a model file of the job and returns its model record.
   ModelRecord Model(const std::string& id, const std::string& kind, double acc) {
     std::string path = controller_->layout().JobDir(id) + "/results/" + kind + "/model.pt";

@@ -182,11 +182,7 @@ TEST_F(ControllerTest, ASilentRankRestartsTheGang) {
   controller_->OnRegister(id, 0, 1, 4242, 0);
   controller_->OnRegister(id, 1, 1, 4243, 0);
   // Rank 0 keeps heartbeating, rank 1 falls silent (hung or stopped).
-  for (int i = 0; i < 61; ++i) {
-    clock_.Advance(1000);
-    controller_->OnHeartbeat(id, 0, 1, {});
-    controller_->Tick();
-  }
+  HeartbeatOnly(id, 0, 61);
   EXPECT_EQ(State(id), JobState::kQueued);
   EXPECT_THAT(Reason(id), HasSubstr("learner rank 1 stopped heartbeating"));
 }
