@@ -85,7 +85,7 @@ int main(int argc, char** argv) {
   torch::manual_seed(0);
   torch::set_num_threads(threads);
   std::fprintf(stderr, "%s\n",
-               weft::train::ConfigureBlas(weft::train::BlasThreadsFor(threads)).c_str());
+               weft::train::ConfigureBlas(weft::train::kLearnerBlasThreads).c_str());
   auto train = weft::train::LoadDataset(dir, "train", steps * batch);
   if (!train.ok()) {
     std::fprintf(stderr, "%s\n", std::string(train.status().message()).c_str());

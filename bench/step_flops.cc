@@ -142,7 +142,7 @@ int main(int argc, char** argv) {
   std::vector<Result> results;
   // The training steps run as a learner runs them: OpenBLAS on the calling thread.
   std::printf("training steps: %s\n",
-              weft::train::ConfigureBlas(weft::train::BlasThreadsFor(threads)).c_str());
+              weft::train::ConfigureBlas(weft::train::kLearnerBlasThreads).c_str());
   for (const char* arch : {"cnn", "mlp"}) {
     const double flops =
         StepFlopsPerSample(std::string(arch) == "cnn" ? CnnLayers() : MlpLayers()) *

@@ -21,6 +21,4 @@ std::string ConfigureBlas(int threads) {
                       threads, threads == 1 ? " thread" : " threads");
 }
 
-int BlasThreadsFor(int /*learner_threads*/) { return 1; }
-
 }  // namespace weft::train

@@ -19,6 +19,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "absl/status/status.h"
 
@@ -45,12 +46,10 @@ class KernelCache {
   // (common/env.h), e.g. PermissionDenied, ResourceExhausted on a full disk.
   absl::Status Save() const;
 
-  const std::string& path() const { return path_; }
   size_t size() const { return entries_.size(); }
 
  private:
   explicit KernelCache(std::string path) : path_(std::move(path)) {}
-  void Read();
 
   std::string path_;
   std::map<std::string, std::string> entries_;

@@ -111,7 +111,7 @@ absl::StatusOr<LoopResult> RunTraining(const LoopOptions& given, Reporter& repor
     const int64_t classes = NumClasses(train, test);
     spdlog::info("data: {} train and {} test samples of shape [{}], {} classes ({})", train.size(),
                  test.size(), absl::StrJoin(train.SampleShape(), ", "), classes, format);
-    const std::string blas = ConfigureBlas(BlasThreadsFor(options.spec.EffectiveThreads()));
+    const std::string blas = ConfigureBlas(kLearnerBlasThreads);
     spdlog::info("{}", blas);
     options.kernels =
         KernelsFor(options.spec, train.SampleShape(), classes, blas, options.learner.log_dir);
