@@ -2,7 +2,8 @@
 # GaDei's claim, tested (issue 15): at small mini-batches a shared-memory parameter server beats
 # synchronous allreduce, because the exchange per batch is what limits throughput. One weftd, one
 # node of 2 cpus; the CNN, 2 learners × 1 thread, the same data budget and seed, for batch sizes
-# 8, 16, 32 and 64: allreduce (c10d Gloo, every step) against training.sync: ps in bsp, asp and
+# 8, 16, 32 and 64: allreduce (c10d Gloo, every step; kept a gang on the one node with
+# gang_on_one_host: learners) against training.sync: ps in bsp, asp and
 # ssp (the server is a thread of rank 0; learners wait for their own gradient to be applied), and
 # `sharded`: asp with the parameters over 2 weft-ps servers reached over gRPC (servers: 2; the
 # node counts 4 cpus so that the gang of 2 learners and 2 servers fits, the machine has what it
@@ -37,7 +38,7 @@ name: $mode-b$batch
 model: {architecture: cnn}
 data: {dataset: fashion-mnist, train_samples: $SAMPLES, test_samples: $TEST}
 training: {epochs: $EPOCHS, batch_size: $batch, threads: 1, seed: 7$sync}
-resources: {learners: 2, cpus: 1}
+resources: {learners: 2, cpus: 1, gang_on_one_host: learners}
 YAML
     id=$(submit_and_wait "$WORK/$mode-$batch.yaml")
     curl -fsS -H "Authorization: Bearer $WEFT_TOKEN" "http://$WEFT_SERVER/v1/jobs/$id" |

@@ -3,7 +3,8 @@
 #  - torchrun: ../shared/reference/torchrun_fmnist_ddp.py, 2 workers × 1 thread, checkpoint every
 #    200 steps; once 300 steps are done (100 past the checkpoint) one worker gets kill -9;
 #    TorchElastic restarts both from the checkpoint.
-#  - weft: the same CNN as a weft job with 2 learners × 1 thread (checkpoint.every_steps 200); at
+#  - weft: the same CNN as a weft job with 2 learners × 1 thread kept a gang on this one host
+#    (gang_on_one_host: learners, as torchrun's are 2 processes; checkpoint.every_steps 200); at
 #    step 300 rank 1 gets kill -9; rank 0 checkpoints the last step both completed and weftd
 #    restarts the gang from it.
 # For each: seconds from the kill to training again (torchrun: the workers' "start" line; weft:
@@ -26,7 +27,7 @@ name: recovery
 model: {architecture: cnn}
 data: {dataset: fashion-mnist}
 training: {epochs: 1, batch_size: 64, optimizer: adam, learning_rate: 0.001, threads: 1}
-resources: {learners: 2, cpus: 1, memory_mb: 2048}
+resources: {learners: 2, cpus: 1, memory_mb: 2048, gang_on_one_host: learners}
 checkpoint: {every_steps: $CKPT, every_seconds: 0}
 max_restarts: 3
 YAML

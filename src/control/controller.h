@@ -234,6 +234,9 @@ class Controller : public LearnerEvents {
   LearnerLaunch LaunchFor(const JobRecord& record, const JobSpec& spec, int rank,
                           const std::pair<std::string, int>& rendezvous = {},
                           const DatasetRecord& data = {}) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // How many of the current attempt's learners train as one (JobSpec::LearnersAsOne, when the
+  // executor can run that): the gang's size when it is all on one node, else 1.
+  int LearnersAsOne(const JobRecord& record, const JobSpec& spec) const;
   // The launch of a scale-out parameter-server job's server `index` (weft-ps on
   // record.servers[index], rank learners + index).
   LearnerLaunch ServerLaunchFor(const JobRecord& record, const JobSpec& spec, int index,

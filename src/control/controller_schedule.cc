@@ -186,7 +186,20 @@ LearnerLaunch Controller::LaunchFor(const JobRecord& r, const JobSpec& spec, int
     l.cpuset = it->second;
   }
   for (const ServerSlot& server : r.servers) l.ps_servers.push_back(server.address);
+  // A gang on one host trains as one learner: rank 0 with the gang's threads and memory.
+  l.learners_as_one = LearnersAsOne(r, spec);
+  if (l.learners_as_one > 1 && l.rank == 0) {
+    l.threads = spec.AsOneLearner(l.learners_as_one).EffectiveThreads();
+    l.memory_limit_mb *= l.learners_as_one;
+  }
   return l;
+}
+
+int Controller::LearnersAsOne(const JobRecord& r, const JobSpec& spec) const {
+  if (!executor_.TrainsGangsAsOneLearner()) return 1;
+  std::vector<std::string> nodes;
+  for (const LearnerSlot& l : r.learners) nodes.push_back(l.node);
+  return spec.LearnersAsOne(nodes);
 }
 
 LearnerLaunch Controller::ServerLaunchFor(const JobRecord& r, const JobSpec& spec, int index,
@@ -337,8 +350,16 @@ void Controller::StartJobLocked(JobRecord r, const scheduler::Placement& p) {
     r.ClearGang();
     return RestartOrFailLocked(r, std::string(s.message()));
   }
-  if (absl::Status s = TransitionLocked(r, JobState::kStarting, StartingReason(r, rendezvous));
-      !s.ok()) {
+  std::string starting = StartingReason(r, rendezvous);
+  if (const int one = LearnersAsOne(r, **spec); one > 1) {
+    const JobSpec as_one = (*spec)->AsOneLearner(one);
+    absl::StrAppend(&starting, "; all ", one, " on node ", r.learners[0].node,
+                    ", so rank 0 trains for the gang as one learner (", as_one.EffectiveThreads(),
+                    " threads, batch ", as_one.training.batch_size,
+                    ": faster on one host than a gang) and the others stand by "
+                    "(resources.gang_on_one_host: learners keeps a gang)");
+  }
+  if (absl::Status s = TransitionLocked(r, JobState::kStarting, starting); !s.ok()) {
     return spdlog::error("job {}: {}", r.id, s.message());
   }
   attempts_.EndAttempt(r.id);

@@ -57,6 +57,11 @@ class Executor {
   // (c10d TCPStore) and the other ranks reach it. Unavailable if no port can be found.
   virtual absl::StatusOr<std::pair<std::string, int>> RendezvousAddress(
       const std::string& node) = 0;
+  // Whether a gang placed on one node may train as one learner (JobSpec::LearnersAsOne): that
+  // learner starts with the whole gang's threads and memory limit, so the executor must not hold
+  // each process to one learner's share of the node. Only the local executor says yes (its
+  // learners share their node's cpuset); a Slurm task is held to its --cpus-per-task.
+  virtual bool TrainsGangsAsOneLearner() const { return false; }
 };
 
 }  // namespace weft

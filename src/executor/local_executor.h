@@ -51,6 +51,7 @@ class LocalExecutor : public Executor {
   // 127.0.0.1 and a port the kernel reports free right now (bound to port 0, then released, as
   // torchrun does); a port taken in between makes rank 0's rendezvous fail and the job restart.
   absl::StatusOr<std::pair<std::string, int>> RendezvousAddress(const std::string& node) override;
+  bool TrainsGangsAsOneLearner() const override { return true; }
   // Checks /proc/<pid>/environ for WEFT_JOB_ID and WEFT_ATTEMPT, so a recycled pid is never
   // adopted. An adopted learner is watched through /proc; its exit status is not known.
   absl::Status Adopt(const LearnerLaunch& launch, int64_t pid) override;

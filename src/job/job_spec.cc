@@ -133,7 +133,10 @@ void ReadLearners(FieldReader& r, const YAML::Node& n, ResourceSpec* res) {
 
 void ReadResources(FieldReader& r, const YAML::Node& n, JobSpec* spec) {
   if (!n) return;
-  if (!r.Mapping(n, "resources", {"learners", "cpus", "memory_mb", "gpus", "placement"})) return;
+  if (!r.Mapping(n, "resources",
+                 {"learners", "cpus", "memory_mb", "gpus", "placement", "gang_on_one_host"})) {
+    return;
+  }
   ResourceSpec& res = spec->resources;
   ReadLearners(r, n["learners"], &res);
   r.Real(n, "resources", "cpus", &res.cpus, 0, 1024, true, "a number of cores in (0, 1024]");
@@ -141,6 +144,7 @@ void ReadResources(FieldReader& r, const YAML::Node& n, JobSpec* spec) {
             "an integer number of MiB, at least 64");
   r.Integer(n, "resources", "gpus", &res.gpus, 0, 64, "a non-negative integer");
   r.String(n, "resources", "placement", &res.placement, {"pack", "spread"});
+  r.String(n, "resources", "gang_on_one_host", &res.gang_on_one_host, {"one_learner", "learners"});
 }
 
 void ReadPriority(FieldReader& r, const YAML::Node& n, JobSpec* spec) {
@@ -352,6 +356,30 @@ double JobSpec::ScaledLearningRate(int world_size) const {
 int JobSpec::EffectiveThreads() const {
   const int granted = std::max(1, static_cast<int>(std::floor(resources.cpus)));
   return training.threads > 0 ? std::min(training.threads, granted) : granted;
+}
+
+int JobSpec::LearnersAsOne(const std::vector<std::string>& learner_nodes) const {
+  if (learner_nodes.size() < 2 || resources.gang_on_one_host != "one_learner" ||
+      resources.elastic || UsesParameterServer() || IsCommandJob()) {
+    return 1;
+  }
+  for (const std::string& node : learner_nodes) {
+    if (node != learner_nodes[0]) return 1;
+  }
+  return static_cast<int>(learner_nodes.size());
+}
+
+JobSpec JobSpec::AsOneLearner(int learners) const {
+  JobSpec one = *this;
+  if (learners < 2) return one;
+  one.training.learning_rate = ScaledLearningRate(learners);
+  one.training.lr_scaling = "none";
+  one.training.batch_size = training.batch_size * learners;
+  one.training.threads = EffectiveThreads() * learners;
+  one.resources.cpus = resources.cpus * learners;
+  one.resources.memory_mb = resources.memory_mb * learners;
+  one.resources.learners = one.resources.min_learners = 1;
+  return one;
 }
 
 absl::Status CheckArtifactName(std::string_view name) {

@@ -91,6 +91,10 @@ struct ResourceSpec {
   int64_t memory_mb = 2048;        // per learner, MiB
   int gpus = 0;                    // per learner
   std::string placement = "pack";  // gang placement: "pack" (fewest nodes) or "spread" (most)
+  // A fixed gang whose learners are all placed on one host: "one_learner" (the default) trains
+  // it as one learner with their threads and their global batch, which is faster there than a
+  // gang (issue 19; bench/learners_per_host.sh); "learners" keeps one process per learner.
+  std::string gang_on_one_host = "one_learner";
 };
 
 // Two-tier accuracy targets (TRADL): deliver a model early at `deliver`, finish at `complete`.
@@ -148,6 +152,17 @@ struct JobSpec {
   // The intra-op thread count actually used: training.threads, or the cpus request rounded
   // down, never more than that and at least 1.
   int EffectiveThreads() const;
+  // How many learners train as one for a gang placed on `learner_nodes` (one node name per
+  // learner): all of them when they share one node and resources.gang_on_one_host is
+  // "one_learner", for a fixed gang of weft's own training loop with all-reduce (not elastic,
+  // not a parameter-server job, not a command job); else 1.
+  int LearnersAsOne(const std::vector<std::string>& learner_nodes) const;
+  // The spec the one learner of a gang of `learners` (LearnersAsOne) trains by: the gang's
+  // global batch (batch_size × learners) at the gang's learning rate (ScaledLearningRate of
+  // `learners`, not scaled again), all the gang's threads and cpus, as one learner. The same
+  // samples make each step as in the gang, so the training is the gang's up to float rounding,
+  // and checkpoints carry over between the two shapes (their position counts samples).
+  JobSpec AsOneLearner(int learners) const;
 };
 
 // One problem with one field of a manifest, e.g.

@@ -37,6 +37,7 @@ std::vector<std::pair<std::string, std::string>> LearnerEnvironment(const Learne
     env.emplace_back(e::kGeneration, absl::StrCat(l.generation));
     env.emplace_back(e::kGenerationRank, absl::StrCat(l.generation_rank));
   }
+  if (l.learners_as_one > 1) env.emplace_back(e::kLearnersAsOne, absl::StrCat(l.learners_as_one));
   if (!l.rendezvous_host.empty()) {
     env.emplace_back(e::kMasterAddr, l.rendezvous_host);
     env.emplace_back(e::kMasterPort, absl::StrCat(l.rendezvous_port));
@@ -54,7 +55,7 @@ const std::vector<std::string>& LearnerEnvironmentNames() {
       e::kLearnerId,  e::kNumLearners,    e::kRank,       e::kLocalRank,     e::kWorldSize,
       e::kMasterAddr, e::kMasterPort,     e::kThreads,    e::kModelDir,      e::kForbiddenToken,
       e::kDataFormat, e::kWorkDir,        e::kPrivateDir, e::kSandbox,       e::kCoordinatorCa,
-      e::kGeneration, e::kGenerationRank, e::kPsServers,  e::kPsServer};
+      e::kGeneration, e::kGenerationRank, e::kPsServers,  e::kPsServer,      e::kLearnersAsOne};
   return names;
 }
 
@@ -128,6 +129,12 @@ absl::StatusOr<LearnerLaunch> LearnerLaunchFromEnvironment(
     return absl::InvalidArgumentError(absl::StrCat(joins ? e::kGenerationRank : e::kRank, " ", rank,
                                                    " is not in [0, ", e::kWorldSize, " ",
                                                    l.world_size, ")"));
+  }
+  if (absl::Status s = number(e::kLearnersAsOne, 1, &l.learners_as_one); !s.ok()) return s;
+  if (l.learners_as_one != 1 && (l.learners_as_one != l.world_size || joins)) {
+    return absl::InvalidArgumentError(absl::StrCat(e::kLearnersAsOne, " must be 1 or ",
+                                                   e::kWorldSize, " ", l.world_size, ", got ",
+                                                   l.learners_as_one));
   }
   if (l.world_size > 1 && l.rendezvous_port <= 0) {
     return absl::InvalidArgumentError(

@@ -43,6 +43,10 @@ inline constexpr char kThreads[] = "OMP_NUM_THREADS";
 // there (RANK stays its id, kept for life). Unset for a learner started with its attempt.
 inline constexpr char kGeneration[] = "WEFT_GENERATION";
 inline constexpr char kGenerationRank[] = "WEFT_GENERATION_RANK";
+// A gang placed on one host that trains as one learner (JobSpec::LearnersAsOne): its size, set
+// for every learner of the gang. Rank 0 trains for all of them (JobSpec::AsOneLearner); the
+// others stand by. Unset for every other learner.
+inline constexpr char kLearnersAsOne[] = "WEFT_LEARNERS_AS_ONE";
 // Command jobs (train/command_job.h): the learner's working directory, where the code is
 // unpacked and the program runs; the directory the sandbox hides (weftd's data directory);
 // "required" or "optional": whether a command that cannot be sandboxed may run without.
@@ -94,6 +98,9 @@ struct LearnerLaunch {
   // with its attempt, whose rank is `rank`.
   int64_t generation = 1;
   int generation_rank = -1;
+  // WEFT_LEARNERS_AS_ONE: world_size when the gang, all on one host, trains as one learner
+  // (rank 0, with every learner's threads and batch) while the other ranks stand by; else 1.
+  int learners_as_one = 1;
   // WEFT_PS_SERVERS: a scale-out parameter-server job's servers (host:port, shard order).
   std::vector<std::string> ps_servers;
   // WEFT_PS_SERVER: >= 0 when this process is not a learner but the job's parameter server
@@ -120,7 +127,8 @@ const std::vector<std::string>& LearnerEnvironmentNames();
 // naming the variable when WEFT_JOB_ID, WEFT_JOB_SPEC, WEFT_COORDINATOR or RESULT_DIR is missing, a
 // number does not parse, WEFT_PS_SERVERS holds an empty or over-long address or more than 64, the
 // rank (WEFT_GENERATION_RANK for a joining learner) is outside
-// [0, WORLD_SIZE), or MASTER_PORT is missing for WORLD_SIZE > 1.
+// [0, WORLD_SIZE), WEFT_LEARNERS_AS_ONE is neither 1 nor WORLD_SIZE, or MASTER_PORT is missing
+// for WORLD_SIZE > 1.
 absl::StatusOr<LearnerLaunch> LearnerLaunchFromEnvironment(
     const std::function<const char*(const char*)>& getenv);
 

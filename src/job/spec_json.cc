@@ -18,6 +18,10 @@ void CommonToJson(const JobSpec& s, nlohmann::json* out) {
                     {"memory_mb", s.resources.memory_mb},
                     {"gpus", s.resources.gpus},
                     {"placement", s.resources.placement}};
+  // Only when not the default, so a spec from before the field has the same canonical form.
+  if (s.resources.gang_on_one_host != "one_learner") {
+    j["resources"]["gang_on_one_host"] = s.resources.gang_on_one_host;
+  }
   if (s.targets.deliver || s.targets.complete) {
     j["targets"]["metric"] = s.targets.metric;
     if (s.targets.deliver) j["targets"]["deliver"] = *s.targets.deliver;

@@ -3,8 +3,10 @@
 #include <signal.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <string>
+#include <thread>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -42,6 +44,21 @@ std::string AuditPathFromEnvironment(const LearnerLaunch& launch) {
   const char* audit = std::getenv(kAuditEnv);
   if (audit == nullptr || std::string(audit) != "1" || launch.log_dir.empty()) return "";
   return AuditPath(launch.log_dir);
+}
+
+// A rank of a gang that trains as one learner other than rank 0: it holds its place in the gang
+// (registered, heartbeating, its exit seen like any learner's) and trains nothing, until weftd or
+// a signal stops the gang.
+int StandBy(const LearnerLaunch& launch, const Reporter& reporter) {
+  spdlog::info(
+      "standing by: the gang's {} learners are all on node {}, so rank 0 trains for them as one "
+      "learner; this process holds rank {}'s place until the gang stops",
+      launch.learners_as_one, launch.node, launch.rank);
+  while (!g_stop.load() && reporter.KeepRunning()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  spdlog::info("stopped at the request of weftd or a signal");
+  return kLearnerExitStopped;
 }
 
 }  // namespace
@@ -102,6 +119,16 @@ int RunLearnerFromEnvironment() {
   }
   options.spec = *spec;
   const bool command = spec->IsCommandJob();
+  if (const int one = launch->learners_as_one; one > 1) {
+    if (options.learner.rank != 0) return StandBy(*launch, reporter);
+    options.spec = spec->AsOneLearner(one);
+    options.learner.world_size = 1;
+    spdlog::info(
+        "the gang's {} learners are all on node {}: this one trains for them with {} threads at "
+        "their global batch {} and learning rate {:g} (resources.gang_on_one_host: one_learner)",
+        one, launch->node, options.spec.EffectiveThreads(), options.spec.training.batch_size,
+        options.spec.EffectiveLearningRate());
+  }
 
   absl::StatusOr<LoopResult> result =
       command ? RunCommandJob(options, reporter) : RunTraining(options, reporter);

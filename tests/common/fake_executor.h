@@ -53,6 +53,8 @@ class FakeExecutor : public Executor {
     running[l.job_id].insert(l.rank);
     return absl::OkStatus();
   }
+  bool TrainsGangsAsOneLearner() const override { return as_one; }
+  bool as_one = false;          // what TrainsGangsAsOneLearner() says
   std::set<int64_t> adoptable;  // pids Adopt() accepts
   std::vector<LearnerLaunch> adopted;
 

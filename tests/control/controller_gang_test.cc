@@ -63,6 +63,7 @@ TEST_F(ControllerTest, GangStartsAllLearnersAndRunsOnceAllRegister) {
     EXPECT_EQ(l.node, "local");
     EXPECT_EQ(l.rendezvous_host, "127.0.0.1");
     EXPECT_EQ(l.rendezvous_port, 29400);
+    EXPECT_EQ(l.learners_as_one, 1) << "this executor does not run a gang as one learner";
   }
   JobRecord r = *store_->GetJob(id);
   ASSERT_EQ(r.learners.size(), 2u);
@@ -102,6 +103,44 @@ TEST_F(ControllerTest, GangStartsAllLearnersAndRunsOnceAllRegister) {
   EXPECT_EQ(State(id), JobState::kCompleted);
   EXPECT_EQ(Reason(id), "budget exhausted: 2 epochs, test_accuracy 0.8500");
   EXPECT_TRUE(store_->GetJob(id)->learners.empty());
+}
+
+// Where the executor can run it, a gang all on one node trains as one learner: every rank is
+// told so, rank 0 gets the gang's threads and memory, and the history says why. With
+// resources.gang_on_one_host: learners, or an executor that cannot, it is a gang as above.
+TEST_F(ControllerTest, AGangOnOneNodeStartsAsOneLearnerWhereTheExecutorCan) {
+  executor_.as_one = true;
+  std::string id = Submit(kGang);
+  controller_->Tick();
+  ASSERT_EQ(State(id), JobState::kStarting);
+  ASSERT_EQ(executor_.launches.size(), 2u);
+  for (const LearnerLaunch& l : executor_.launches) {
+    EXPECT_EQ(l.learners_as_one, 2);
+    EXPECT_EQ(l.world_size, 2) << "the gang's size, which registration checks";
+  }
+  EXPECT_EQ(executor_.launches[0].threads, 2);
+  EXPECT_EQ(executor_.launches[0].memory_limit_mb, 2048);
+  EXPECT_EQ(executor_.launches[1].threads, 1);
+  EXPECT_EQ(executor_.launches[1].memory_limit_mb, 1024);
+  EXPECT_THAT(Reason(id), HasSubstr("all 2 on node local, so rank 0 trains for the gang as one "
+                                    "learner (2 threads, batch 128"));
+  EXPECT_TRUE(controller_->OnRegister(id, 0, 1, 4242, 2).accepted);
+  EXPECT_TRUE(controller_->OnRegister(id, 1, 1, 4243, 2).accepted);
+  EXPECT_EQ(State(id), JobState::kRunning);
+}
+
+TEST_F(ControllerTest, AGangOnOneNodeThatAsksToStayAGangDoes) {
+  executor_.as_one = true;
+  std::string id = Submit(
+      "name: gang\nmodel: {architecture: mlp}\ntraining: {epochs: 2}\n"
+      "resources: {learners: 2, cpus: 1, memory_mb: 1024, gang_on_one_host: learners}\n");
+  controller_->Tick();
+  ASSERT_EQ(executor_.launches.size(), 2u);
+  for (const LearnerLaunch& l : executor_.launches) {
+    EXPECT_EQ(l.learners_as_one, 1);
+    EXPECT_EQ(l.threads, 1);
+  }
+  EXPECT_THAT(Reason(id), ::testing::Not(HasSubstr("as one learner")));
 }
 
 TEST_F(ControllerTest, OneDeadLearnerStopsTheGangAndRestartsTheJob) {

@@ -36,11 +36,13 @@ class GangTest : public ::testing::Test {
     }
     char tmpl[] = "/tmp/weft-gang-XXXXXX";
     dir_ = mkdtemp(tmpl);
-    // Logical nodes of one cpu each (two unless a test says): a 2-learner gang must spread.
+    // Logical nodes of one cpu each (two, unless a test says otherwise): a 2-learner gang must
+    // spread.
     std::ofstream nodes(dir_ + "/nodes.yaml");
     nodes << "nodes:\n";
     for (int i = 0; i < nodes_; ++i) {
-      nodes << "  - {name: node-" << static_cast<char>('a' + i) << ", cpus: 1, memory_mb: 8192}\n";
+      nodes << "  - {name: node-" << static_cast<char>('a' + i) << ", cpus: " << node_cpus_
+            << ", memory_mb: 8192}\n";
     }
     nodes.close();
     weftd_ = std::make_unique<WeftdProcess>(dir_ + "/data");
@@ -111,7 +113,17 @@ class GangTest : public ::testing::Test {
 
   std::string dir_;
   int nodes_ = 2;
+  int node_cpus_ = 1;
   std::unique_ptr<WeftdProcess> weftd_;
+};
+
+// One logical node of two cpus: a 2-learner gang is placed on one host.
+class OneHostGangTest : public GangTest {
+ protected:
+  OneHostGangTest() {
+    nodes_ = 1;
+    node_cpus_ = 2;
+  }
 };
 
 // Three logical nodes: room for an elastic job of up to 3 learners.

@@ -27,6 +27,7 @@ using json = nlohmann::json;
 using testing::ElasticGangTest;
 using testing::GangTest;
 using ::testing::HasSubstr;
+using testing::OneHostGangTest;
 
 // MLP on 12,000 training images for 3 epochs: the same data budget for 1 and 2 learners.
 const std::string kBudget =
@@ -383,6 +384,61 @@ TEST_F(ElasticGangTest, ARestartedWeftdAdoptsTheGenerationAndTheNextLossIsInPlac
   EXPECT_EQ(done["attempt"], 1) << History(done);
   EXPECT_EQ(PidsById(Get("/v1/jobs/" + id)).size(), 0u);
   EXPECT_EQ(done["progress"]["samples"].get<int64_t>(), 40 * 12000) << done.dump(2);
+  ExpectExactAudit(id, 40);
+}
+
+// A gang placed on one host trains as one learner (issue 19, item 4): rank 0 with both learners'
+// threads at the gang's global batch and learning rate, rank 1 standing by. It trains the same
+// samples per step as the gang does (resources.gang_on_one_host: learners), so it reaches the
+// same accuracy up to float rounding, and the audit still finds every sample once per epoch.
+TEST_F(OneHostGangTest, AGangOnOneHostTrainsAsOneLearnerAndAsTheGangWould) {
+  const std::string gang =
+      Submit("gang", kBudget + "resources: {learners: 2, cpus: 1, gang_on_one_host: learners}\n");
+  json g = WaitFor(gang, "COMPLETED", 300);
+  const std::string one = Submit("one", kBudget + "resources: {learners: 2, cpus: 1}\n");
+  json o = WaitFor(one, "COMPLETED", 300);
+  EXPECT_THAT(History(g), ::testing::Not(HasSubstr("as one learner")));
+  EXPECT_THAT(Log(gang, 1), HasSubstr("training mlp on 12000 samples"));
+  EXPECT_THAT(History(o),
+              HasSubstr("all 2 on node node-a, so rank 0 trains for the gang as one learner (2 "
+                        "threads, batch 128"));
+  const std::string log0 = Log(one, 0), log1 = Log(one, 1);
+  EXPECT_THAT(log0, HasSubstr("batch 128 per learner (128 in all)")) << log0;
+  EXPECT_THAT(log0, HasSubstr("2 threads, learning rate 0.00141421")) << log0;
+  EXPECT_THAT(log1, HasSubstr("standing by")) << log1;
+  EXPECT_THAT(log1, ::testing::Not(HasSubstr("training mlp"))) << log1;
+  ExpectExactAudit(one, 3);
+  const double acc_gang = g["models"]["final"]["test_accuracy"];
+  const double acc_one = o["models"]["final"]["test_accuracy"];
+  RecordProperty("gang_accuracy", std::to_string(acc_gang));
+  RecordProperty("one_learner_accuracy", std::to_string(acc_one));
+  EXPECT_NEAR(acc_one, acc_gang, 0.01);
+}
+
+// Losing the rank that stands by is losing a learner of the gang: rank 0 checkpoints the step it
+// trained last, and the gang restarts from there and completes.
+TEST_F(OneHostGangTest, ALostStandingByLearnerRestartsTheGangFromItsLastStep) {
+  std::string budget = kLongBudget;
+  budget.replace(budget.find("epochs: 20"), 10, "epochs: 40");
+  const std::string id = Submit("lost", budget + "resources: {learners: 2, cpus: 1}\n");
+  WaitUntil(
+      id, [](const json& j) { return j["progress"].value("step", 0) >= 30; }, 300, "30 steps");
+  auto rank1 = testing::LearnerPids(id, 1);
+  ASSERT_EQ(rank1.size(), 1u);
+  ASSERT_EQ(::kill(static_cast<pid_t>(rank1[0]), SIGKILL), 0);
+  json done = WaitFor(id, "COMPLETED", 300);
+  EXPECT_EQ(done["attempt"], 2);
+  EXPECT_THAT(History(done), HasSubstr("learner rank 1 killed by signal 9"));
+  // Rank 0, stopped with the gang, checkpointed its last step; attempt 2 resumed from it.
+  const std::string log0 = Log(id, 0);
+  const size_t second = log0.find("attempt 2 pid");
+  ASSERT_NE(second, std::string::npos) << log0;
+  auto written = Matches(log0.substr(0, second), "checkpoint written: \\S+ \\(step (\\d+),");
+  auto resumed = Matches(log0.substr(second), "resumed from \\S+: epoch \\d+, step (\\d+)");
+  ASSERT_FALSE(written.empty()) << log0;
+  ASSERT_EQ(resumed.size(), 1u) << log0;
+  EXPECT_EQ(resumed[0], written.back());
+  EXPECT_EQ(Log(id, 1).find("training mlp"), std::string::npos) << "rank 1 never trains";
   ExpectExactAudit(id, 40);
 }
 

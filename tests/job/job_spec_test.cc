@@ -247,6 +247,46 @@ TEST(JobSpecTest, LearningRateScalesWithTheGang) {
   EXPECT_DOUBLE_EQ(none->ScaledLearningRate(8), 1e-3);
 }
 
+TEST(JobSpecTest, AGangOnOneNodeTrainsAsOneLearnerWithTheGangsBatchRateAndThreads) {
+  auto gang =
+      ParseManifest(std::string(kGood) + "resources: {learners: 2, cpus: 1.5, memory_mb: 1000}\n");
+  ASSERT_TRUE(gang.ok()) << gang.status();
+  EXPECT_EQ(gang->resources.gang_on_one_host, "one_learner");
+  EXPECT_EQ(gang->LearnersAsOne({"a", "a"}), 2);
+  EXPECT_EQ(gang->LearnersAsOne({"a", "b"}), 1) << "spread over two nodes: a gang";
+  EXPECT_EQ(gang->LearnersAsOne({"a"}), 1);
+  const JobSpec one = gang->AsOneLearner(2);
+  EXPECT_EQ(one.training.batch_size, 2 * gang->training.batch_size);
+  EXPECT_DOUBLE_EQ(one.ScaledLearningRate(1), gang->ScaledLearningRate(2));
+  EXPECT_DOUBLE_EQ(one.ScaledLearningRate(2), gang->ScaledLearningRate(2)) << "not scaled again";
+  EXPECT_EQ(one.EffectiveThreads(), 2 * gang->EffectiveThreads()) << "1 each of cpus 1.5";
+  EXPECT_EQ(one.resources.memory_mb, 2000);
+  EXPECT_EQ(one.resources.learners, 1);
+  // The default is not in the canonical form (a spec from before the field keeps its digest);
+  // the opt-out is, and reads back.
+  EXPECT_FALSE(SpecToJson(*gang)["resources"].contains("gang_on_one_host"));
+  auto kept =
+      ParseManifest(std::string(kGood) + "resources: {learners: 2, gang_on_one_host: learners}\n");
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  EXPECT_EQ(kept->LearnersAsOne({"a", "a"}), 1);
+  auto back = ParseManifest(SpecToJson(*kept).dump());
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->resources.gang_on_one_host, "learners");
+  // Jobs whose learners cannot train as one: elastic, parameter server, the tenant's program.
+  auto elastic = ParseManifest(std::string(kGood) + "resources: {learners: {min: 1, max: 2}}\n");
+  ASSERT_TRUE(elastic.ok()) << elastic.status();
+  EXPECT_EQ(elastic->LearnersAsOne({"a", "a"}), 1);
+  auto ps = ParseManifest(
+      "name: x\nmodel: {architecture: mlp}\ntraining: {epochs: 1, sync: ps}\n"
+      "resources: {learners: 2}\n");
+  ASSERT_TRUE(ps.ok()) << ps.status();
+  EXPECT_EQ(ps->LearnersAsOne({"a", "a"}), 1);
+  auto bad = ParseManifest(std::string(kGood) + "resources: {gang_on_one_host: one}\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()),
+              ::testing::HasSubstr("resources.gang_on_one_host"));
+}
+
 TEST(JobSpecTest, ElasticLearnersAreARangeAndRoundTrip) {
   auto spec = ParseManifest(std::string(kGood) + "resources: {learners: {min: 1, max: 3}}\n");
   ASSERT_TRUE(spec.ok()) << spec.status();

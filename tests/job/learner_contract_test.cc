@@ -130,6 +130,22 @@ TEST(LearnerContractTest, AShardedParameterServerJobsLearnersAreToldTheServersIn
   EXPECT_TRUE(ReadBack(AsMap(Gang()))->ps_servers.empty());
 }
 
+TEST(LearnerContractTest, AGangThatTrainsAsOneLearnerTellsEveryRankItsSize) {
+  LearnerLaunch sent = Gang();
+  sent.learners_as_one = 2;
+  auto env = AsMap(sent);
+  EXPECT_EQ(env["WEFT_LEARNERS_AS_ONE"], "2");
+  auto got = ReadBack(env);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->learners_as_one, 2);
+  EXPECT_EQ(got->world_size, 2) << "the gang's size stays the world size weftd checks";
+  env["WEFT_LEARNERS_AS_ONE"] = "3";
+  EXPECT_THAT(std::string(ReadBack(env).status().message()),
+              HasSubstr("WEFT_LEARNERS_AS_ONE must be 1 or WORLD_SIZE 2, got 3"));
+  EXPECT_EQ(AsMap(Gang()).count("WEFT_LEARNERS_AS_ONE"), 0u);
+  EXPECT_EQ(ReadBack(AsMap(Gang()))->learners_as_one, 1);
+}
+
 TEST(LearnerContractTest, AMissingOrMalformedVariableIsNamed) {
   auto env = AsMap(Gang());
   env.erase("WEFT_JOB_ID");
