@@ -301,7 +301,8 @@ std::string PlacedReason(const JobRecord& r) {
   return reason;
 }
 
-// "starting learner, attempt 2" / "starting 2 learners, attempt 2, rendezvous at h:p" /
+// "starting learner, attempt 2" / "starting 2 learners, attempt 2, rendezvous at h:p" (without
+// the rendezvous when none is given: a gang that trains as one learner) /
 // "starting 2 learners, attempt 2, parameter servers at h:p, h:q".
 std::string StartingReason(const JobRecord& r, const std::pair<std::string, int>& rendezvous) {
   const size_t world = r.learners.size();
@@ -312,6 +313,8 @@ std::string StartingReason(const JobRecord& r, const std::pair<std::string, int>
                         r.attempt, ", parameter servers at ", absl::StrJoin(addresses, ", "));
   }
   if (world == 1) return absl::StrCat("starting learner, attempt ", r.attempt);
+  if (rendezvous.first.empty())
+    return absl::StrCat("starting ", world, " learners, attempt ", r.attempt);
   return absl::StrCat("starting ", world, " learners, attempt ", r.attempt, ", rendezvous at ",
                       rendezvous.first, ":", rendezvous.second);
 }
@@ -350,8 +353,9 @@ void Controller::StartJobLocked(JobRecord r, const scheduler::Placement& p) {
     r.ClearGang();
     return RestartOrFailLocked(r, std::string(s.message()));
   }
-  std::string starting = StartingReason(r, rendezvous);
-  if (const int one = LearnersAsOne(r, **spec); one > 1) {
+  const int one = LearnersAsOne(r, **spec);
+  std::string starting = StartingReason(r, one > 1 ? std::pair<std::string, int>() : rendezvous);
+  if (one > 1) {
     const JobSpec as_one = (*spec)->AsOneLearner(one);
     absl::StrAppend(&starting, "; all ", one, " on node ", r.learners[0].node,
                     ", so rank 0 trains for the gang as one learner (", as_one.EffectiveThreads(),
