@@ -29,7 +29,7 @@ run() {
   # The MLP trains about 4 times faster: 4 epochs, so that its metric points span seconds.
   [ "$model" = mlp ] && arch="{architecture: mlp, hidden_units: [256, 128]}" && epochs=4
   cat >"$WORK/job.yaml" <<YAML
-name: shape-$model-$learners-$batch-$shape
+name: shape-$model-$learners-$batch-${shape//_/-}
 model: $arch
 data: {train_samples: $SAMPLES, test_samples: 1000}
 training: {epochs: $epochs, batch_size: $batch, optimizer: adam, learning_rate: 0.001, threads: $threads, lr_scaling: none}
