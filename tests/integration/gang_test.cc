@@ -442,5 +442,25 @@ TEST_F(OneHostGangTest, ALostStandingByLearnerRestartsTheGangFromItsLastStep) {
   ExpectExactAudit(id, 40);
 }
 
+// weftd killed while a gang trains as one learner: the next weftd adopts both processes (the
+// launch it rebuilds says "as one" again, from the same placement), and the job completes at
+// attempt 1 without a resume.
+TEST_F(OneHostGangTest, AGangTrainingAsOneLearnerOutlivesAKilledWeftd) {
+  std::string budget = kLongBudget;
+  budget.replace(budget.find("epochs: 20"), 10, "epochs: 40");
+  const std::string id = Submit("adopt", budget + "resources: {learners: 2, cpus: 1}\n");
+  WaitUntil(
+      id, [](const json& j) { return j["progress"].value("step", 0) >= 30; }, 300, "30 steps");
+  ASSERT_EQ(testing::LearnerPids(id).size(), 2u);
+  weftd_->Kill();
+  ASSERT_TRUE(weftd_->Start()) << weftd_->log();
+  json done = WaitFor(id, "COMPLETED", 300);
+  EXPECT_EQ(done["attempt"], 1) << "adopted, never restarted";
+  EXPECT_THAT(weftd_->log(), HasSubstr("(2 learner(s) in all)"));
+  EXPECT_THAT(Log(id, 0), ::testing::Not(HasSubstr("resumed from")));
+  EXPECT_THAT(Log(id, 1), HasSubstr("standing by"));
+  ExpectExactAudit(id, 40);
+}
+
 }  // namespace
 }  // namespace weft
