@@ -4,12 +4,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "common/failpoint.h"
 #include "common/status_macros.h"
@@ -135,10 +137,28 @@ Env& Env::Default() {
   return *env;
 }
 
+namespace {
+
+// A temporary name beside `path` that no other writer of `path` uses at the same time: processes
+// on other hosts sharing the file system (this host's name), other processes here (the pid) and
+// other threads of this one (a counter). E.g. "ckpt-0000000100.pt.tmp.node-a.4242.7".
+std::string TemporaryNameFor(const std::string& path) {
+  static std::atomic<uint64_t> next{0};
+  char host[65] = {};
+  if (::gethostname(host, sizeof(host) - 1) != 0) host[0] = '\0';
+  std::string tag(host);
+  for (char& c : tag) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '.') c = '_';
+  }
+  return absl::StrCat(path, ".tmp.", tag, ".", ::getpid(), ".", next.fetch_add(1));
+}
+
+}  // namespace
+
 absl::Status WriteFileAtomic(Env& env, const std::string& path, const std::string& data, int mode) {
   fs::path target(path);
   const std::string dir = target.parent_path().empty() ? "." : target.parent_path().string();
-  const std::string tmp = absl::StrCat(path, ".tmp.", ::getpid());
+  const std::string tmp = TemporaryNameFor(path);
   absl::StatusOr<std::unique_ptr<WritableFile>> file = env.NewWritableFile(tmp, mode);
   if (!file.ok()) return file.status();
   absl::Status s = (*file)->Append(data);

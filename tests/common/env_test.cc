@@ -5,7 +5,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "common/fault_env.h"
 
@@ -54,6 +58,31 @@ TEST_F(EnvTest, ModesAreExactAndErrorsAreClassified) {
   EXPECT_TRUE(absl::IsNotFound(env.FileSize(dir_ + "/missing").status()));
   EXPECT_TRUE(env.RemoveFile(dir_ + "/missing").ok());
   EXPECT_EQ(*env.FileSize(secret), 1);
+}
+
+// Writers of one path at the same time (threads here; processes and hosts by the same name) each
+// write a temporary file of their own, so every write succeeds, the file holds one writer's
+// whole data, and no temporary file is left.
+TEST_F(EnvTest, ConcurrentAtomicWritesOfOnePathEachLeaveAWholeFile) {
+  Env& env = Env::Default();
+  const std::string path = dir_ + "/shared.tsv";
+  std::vector<std::thread> writers;
+  std::atomic<int> failed{0};
+  for (int t = 0; t < 4; ++t) {
+    writers.emplace_back([&, t] {
+      const std::string data(4096, static_cast<char>('a' + t));
+      for (int i = 0; i < 50; ++i) {
+        if (!WriteFileAtomic(env, path, data).ok()) ++failed;
+      }
+    });
+  }
+  for (std::thread& w : writers) w.join();
+  EXPECT_EQ(failed.load(), 0);
+  auto data = env.ReadFile(path);
+  ASSERT_TRUE(data.ok()) << data.status();
+  ASSERT_EQ(data->size(), 4096u);
+  EXPECT_EQ(data->find_first_not_of((*data)[0]), std::string::npos) << "one writer's whole data";
+  EXPECT_THAT(*env.ListFiles(dir_), ::testing::ElementsAre("shared.tsv"));
 }
 
 TEST_F(EnvTest, ListFilesNamesRegularFilesOnly) {
