@@ -71,9 +71,16 @@ bool Controller::AdoptSurvivorsLocked(JobRecord& r, const JobSpec& spec) {
 bool Controller::FinishedUnseenLocked(const JobRecord& r, std::string* reason) {
   if (r.state != JobState::kRunning && r.state != JobState::kDelivered) return false;
   auto models = store_.Models(r.id);
-  if (!models.ok()) return false;
+  auto history = store_.History(r.id);
+  if (!models.ok() || !history.ok()) return false;
+  // Only a final model of the current attempt says its training ended: one an earlier attempt
+  // committed before it failed does not.
+  TimeMs started = 0;
+  for (const StateEvent& e : *history) {
+    if (e.to == JobState::kStarting) started = e.time_ms;
+  }
   for (const ModelRecord& m : *models) {
-    if (m.kind != kFinalModel) continue;
+    if (m.kind != kFinalModel || m.created_ms < started) continue;
     *reason = absl::StrFormat(
         "training ended before weftd restarted: its final model (epoch %d, test_accuracy %.4f) "
         "is committed; the learners' exit was not seen",

@@ -470,6 +470,28 @@ TEST_F(ControllerTest, RecoverCompletesAJobWhoseLearnerFinishedWhileNoWeftdSawIt
   EXPECT_EQ(executor_.launches.back().job_id, other) << "the completed job is not started again";
 }
 
+// A final model an earlier attempt committed before it failed is not this attempt's: a job whose
+// learners are gone after a weftd restart (say, the host rebooted) resumes rather than completes.
+TEST_F(ControllerTest, RecoverDoesNotCompleteAJobOnAnEarlierAttemptsFinalModel) {
+  std::string id = Submit();
+  controller_->Tick();
+  controller_->OnRegister(id, 0, 1, 4242, 0);
+  ASSERT_TRUE(controller_->OnCommitModel(id, 1, Model(id, "final", 0.93)).ok());
+  executor_.Exit(id, 1, 1);  // failed after committing it, before reporting finished
+  controller_->Tick();
+  ASSERT_EQ(State(id), JobState::kQueued) << Reason(id);
+  clock_.Advance(5000);
+  controller_->Tick();
+  ASSERT_EQ(State(id), JobState::kStarting);
+  controller_->OnRegister(id, 0, 2, 4242, 0);
+  ASSERT_EQ(State(id), JobState::kRunning);
+  executor_.running.clear();  // the host went down with weftd and the learner
+  MakeController();
+  ASSERT_TRUE(controller_->Recover().ok());
+  EXPECT_EQ(State(id), JobState::kQueued) << Reason(id);
+  EXPECT_THAT(Reason(id), HasSubstr("the learners of attempt 2 are gone"));
+}
+
 TEST_F(ControllerTest, DeleteRemovesTheJobAndItsFiles) {
   std::string id = Submit();
   controller_->Tick();
