@@ -260,7 +260,16 @@ TEST_F(GangTest, AnElasticJobGivesBackWhatItGrewIntoInPlaceAndGrowsBackAfter) {
              "model: {architecture: mlp, hidden_units: [16]}\n"
              "data: {dataset: fashion-mnist, train_samples: 2000, test_samples: 500}\n"
              "training: {epochs: 1, threads: 1}\nresources: {learners: 1, cpus: 1}\n");
-  json other_running = WaitFor(other, "RUNNING", 120);
+  // Its one short epoch may be over before a poll sees it RUNNING: placed is what matters here.
+  json other_placed = WaitUntil(
+      other,
+      [](const json& j) {
+        const std::string state = j.value("state", "");
+        return state == "RUNNING" || state == "COMPLETED";
+      },
+      120, "RUNNING or COMPLETED");
+  auto other_node = Matches(History(other_placed), "placed on node (\\S+)");
+  ASSERT_EQ(other_node.size(), 1u) << History(other_placed);
   WaitForLog(id, 1, "is not a member of generation 2; leaving the job", 60);
   WaitForLog(id, 0, "generation 2: rank 0 of 1, training on from step", 60);
   // The other job (one short epoch) may have ended by now and this one grown back already
@@ -270,7 +279,7 @@ TEST_F(GangTest, AnElasticJobGivesBackWhatItGrewIntoInPlaceAndGrowsBackAfter) {
               HasSubstr("generation 2: shrink to 1: a waiting job needs the idle capacity"));
   EXPECT_EQ(shrunk["attempt"], 1) << "shrunk without a restart";
   EXPECT_EQ(PidsById(shrunk).at(0), first.at(0)) << "learner 0 trains on";
-  EXPECT_NE(shrunk["learners"][0]["node"], other_running["learners"][0]["node"]);
+  EXPECT_NE(shrunk["learners"][0]["node"], other_node[0]);
   // The other job (1 short epoch) ends first; the elastic job grows back into its node in place:
   // a newcomer joins the running learner at a new generation of the same attempt.
   WaitFor(other, "COMPLETED", 300);
