@@ -124,6 +124,20 @@ class OneHostGangTest : public GangTest {
     nodes_ = 1;
     node_cpus_ = 2;
   }
+  // Submits `name`: the MLP on 12,000 images for 40 epochs (≈ 3,800 steps: seconds, as one
+  // learner, so a test can act mid-training) as a 2-learner gang of one cpu each, seed 3, and
+  // waits for its 30th step; the job's id.
+  std::string StartLongOneHostGang(const std::string& name) {
+    const std::string id =
+        Submit(name,
+               "model: {architecture: mlp, hidden_units: [128]}\n"
+               "data: {dataset: fashion-mnist, train_samples: 12000, test_samples: 2000}\n"
+               "training: {epochs: 40, batch_size: 64, threads: 1, seed: 3}\n"
+               "resources: {learners: 2, cpus: 1}\n");
+    WaitUntil(
+        id, [](const json& j) { return j["progress"].value("step", 0) >= 30; }, 300, "30 steps");
+    return id;
+  }
 };
 
 // Three logical nodes: room for an elastic job of up to 3 learners.

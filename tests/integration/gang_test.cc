@@ -427,11 +427,7 @@ TEST_F(OneHostGangTest, AGangOnOneHostTrainsAsOneLearnerAndAsTheGangWould) {
 // Losing the rank that stands by is losing a learner of the gang: rank 0 checkpoints the step it
 // trained last, and the gang restarts from there and completes.
 TEST_F(OneHostGangTest, ALostStandingByLearnerRestartsTheGangFromItsLastStep) {
-  std::string budget = kLongBudget;
-  budget.replace(budget.find("epochs: 20"), 10, "epochs: 40");
-  const std::string id = Submit("lost", budget + "resources: {learners: 2, cpus: 1}\n");
-  WaitUntil(
-      id, [](const json& j) { return j["progress"].value("step", 0) >= 30; }, 300, "30 steps");
+  const std::string id = StartLongOneHostGang("lost");
   auto rank1 = testing::LearnerPids(id, 1);
   ASSERT_EQ(rank1.size(), 1u);
   ASSERT_EQ(::kill(static_cast<pid_t>(rank1[0]), SIGKILL), 0);
@@ -455,11 +451,7 @@ TEST_F(OneHostGangTest, ALostStandingByLearnerRestartsTheGangFromItsLastStep) {
 // launch it rebuilds says "as one" again, from the same placement), and the job completes at
 // attempt 1 without a resume.
 TEST_F(OneHostGangTest, AGangTrainingAsOneLearnerOutlivesAKilledWeftd) {
-  std::string budget = kLongBudget;
-  budget.replace(budget.find("epochs: 20"), 10, "epochs: 40");
-  const std::string id = Submit("adopt", budget + "resources: {learners: 2, cpus: 1}\n");
-  WaitUntil(
-      id, [](const json& j) { return j["progress"].value("step", 0) >= 30; }, 300, "30 steps");
+  const std::string id = StartLongOneHostGang("adopt");
   ASSERT_EQ(testing::LearnerPids(id).size(), 2u);
   weftd_->Kill();
   ASSERT_TRUE(weftd_->Start()) << weftd_->log();
