@@ -313,8 +313,9 @@ std::string StartingReason(const JobRecord& r, const std::pair<std::string, int>
                         r.attempt, ", parameter servers at ", absl::StrJoin(addresses, ", "));
   }
   if (world == 1) return absl::StrCat("starting learner, attempt ", r.attempt);
-  if (rendezvous.first.empty())
+  if (rendezvous.first.empty()) {
     return absl::StrCat("starting ", world, " learners, attempt ", r.attempt);
+  }
   return absl::StrCat("starting ", world, " learners, attempt ", r.attempt, ", rendezvous at ",
                       rendezvous.first, ":", rendezvous.second);
 }
@@ -360,7 +361,7 @@ void Controller::StartJobLocked(JobRecord r, const scheduler::Placement& p) {
     absl::StrAppend(&starting, "; all ", one, " on node ", r.learners[0].node,
                     ", so rank 0 trains for the gang as one learner (", as_one.EffectiveThreads(),
                     " threads, batch ", as_one.training.batch_size,
-                    ": faster on one host than a gang) and the others stand by "
+                    ": on one host as fast as a gang or faster) and the others stand by "
                     "(resources.gang_on_one_host: learners keeps a gang)");
   }
   if (absl::Status s = TransitionLocked(r, JobState::kStarting, starting); !s.ok()) {

@@ -92,8 +92,9 @@ struct ResourceSpec {
   int gpus = 0;                    // per learner
   std::string placement = "pack";  // gang placement: "pack" (fewest nodes) or "spread" (most)
   // A fixed gang whose learners are all placed on one host: "one_learner" (the default) trains
-  // it as one learner with their threads and their global batch, which is faster there than a
-  // gang (issue 19; bench/learners_per_host.sh); "learners" keeps one process per learner.
+  // it as one learner with their threads and their global batch, which there is as fast as the
+  // gang or faster (issue 19; bench/learners_per_host.sh); "learners" keeps one process per
+  // learner.
   std::string gang_on_one_host = "one_learner";
 };
 
