@@ -61,6 +61,18 @@ int StandBy(const LearnerLaunch& launch, const Reporter& reporter) {
   return kLearnerExitStopped;
 }
 
+// Rank 0 of a gang that trains as one learner: trains by JobSpec::AsOneLearner, alone.
+void TrainForTheGang(LoopOptions* options) {
+  const int one = options->learner.learners_as_one;
+  options->spec = options->spec.AsOneLearner(one);
+  options->learner.world_size = 1;
+  spdlog::info(
+      "the gang's {} learners are all on node {}: this one trains for them with {} threads at "
+      "their global batch {} and learning rate {:g} (resources.gang_on_one_host: one_learner)",
+      one, options->learner.node, options->spec.EffectiveThreads(),
+      options->spec.training.batch_size, options->spec.EffectiveLearningRate());
+}
+
 }  // namespace
 
 int RunLearnerFromEnvironment() {
@@ -119,15 +131,9 @@ int RunLearnerFromEnvironment() {
   }
   options.spec = *spec;
   const bool command = spec->IsCommandJob();
-  if (const int one = launch->learners_as_one; one > 1) {
+  if (launch->learners_as_one > 1) {
     if (options.learner.rank != 0) return StandBy(*launch, reporter);
-    options.spec = spec->AsOneLearner(one);
-    options.learner.world_size = 1;
-    spdlog::info(
-        "the gang's {} learners are all on node {}: this one trains for them with {} threads at "
-        "their global batch {} and learning rate {:g} (resources.gang_on_one_host: one_learner)",
-        one, launch->node, options.spec.EffectiveThreads(), options.spec.training.batch_size,
-        options.spec.EffectiveLearningRate());
+    TrainForTheGang(&options);
   }
 
   absl::StatusOr<LoopResult> result =
