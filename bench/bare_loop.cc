@@ -85,7 +85,7 @@ int main(int argc, char** argv) {
   torch::manual_seed(0);
   torch::set_num_threads(threads);
   std::fprintf(stderr, "%s\n",
-               weft::train::ConfigureBlas(weft::train::kLearnerBlasThreads).c_str());
+               weft::train::ConfigureBlas(weft::train::LearnerBlasThreads(threads)).c_str());
   auto train = weft::train::LoadDataset(dir, "train", steps * batch);
   if (!train.ok()) {
     std::fprintf(stderr, "%s\n", std::string(train.status().message()).c_str());
@@ -119,12 +119,20 @@ int main(int argc, char** argv) {
     parameters = (*model)->parameters();
   }
   torch::optim::Adam opt(parameters, torch::optim::AdamOptions(1e-3));
-  int64_t n = train->size();
+  const int64_t n = train->size();
+  // Full batches only; past the data set's end the steps go round it again (a data set of
+  // 60,000 samples holds 937 steps of 64), so every step trains `batch` samples.
+  const int64_t steps_per_epoch = n / batch;
+  if (steps_per_epoch == 0) {
+    std::fprintf(stderr, "batch %ld is larger than the %ld samples loaded\n", batch, n);
+    return 1;
+  }
   auto gen = at::detail::createCPUGenerator(0);
   torch::Tensor perm = torch::randperm(n, gen, torch::TensorOptions().dtype(torch::kInt64));
   auto t0 = std::chrono::steady_clock::now();
   for (int64_t s = 0; s < steps; ++s) {
-    torch::Tensor idx = perm.slice(0, s * batch, std::min(n, (s + 1) * batch));
+    const int64_t first = (s % steps_per_epoch) * batch;
+    torch::Tensor idx = perm.slice(0, first, first + batch);
     opt.zero_grad();
     torch::Tensor loss = torch::nll_loss(forward(train->samples.index_select(0, idx)),
                                          train->labels.index_select(0, idx));

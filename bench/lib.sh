@@ -63,9 +63,9 @@ submit_and_wait() {
 
 # openblas_libdir -> prints a directory holding Debian's OpenBLAS (libopenblas0-pthread) as
 # libblas.so.3, the BLAS a PyTorch user would switch to, for LD_LIBRARY_PATH of one command only:
-# the copy scripts/install-deps.sh unpacked for weft-learner, else one downloaded (apt-get
-# download) and unpacked under build/openblas. Never installed: that would make it the system's
-# libblas.so.3 for everything.
+# a copy an earlier scripts/install-deps.sh unpacked for weft-learner (it now unpacks the OpenMP
+# build, libopenblas0-openmp), else one downloaded (apt-get download) and unpacked under
+# build/openblas. Never installed: that would make it the system's libblas.so.3 for everything.
 openblas_libdir() {
   local root arch dir
   arch=$(gcc -dumpmachine 2>/dev/null || echo x86_64-linux-gnu)

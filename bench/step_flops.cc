@@ -140,9 +140,9 @@ int main(int argc, char** argv) {
     double step_flops, steps_per_s, gflops;
   };
   std::vector<Result> results;
-  // The training steps run as a learner runs them: OpenBLAS on the calling thread.
+  // The training steps run as a learner runs them (train/blas.h).
   std::printf("training steps: %s\n",
-              weft::train::ConfigureBlas(weft::train::kLearnerBlasThreads).c_str());
+              weft::train::ConfigureBlas(weft::train::LearnerBlasThreads(threads)).c_str());
   for (const char* arch : {"cnn", "mlp"}) {
     const double flops =
         StepFlopsPerSample(std::string(arch) == "cnn" ? CnnLayers() : MlpLayers()) *

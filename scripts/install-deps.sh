@@ -32,8 +32,8 @@ PACKAGES=(
   # a real Slurm cluster in the test suite (tests/executor/slurm_cluster.h: munged, slurmctld and
   # a slurmd per logical node, started by the tests themselves; no service is enabled)
   slurm-wlm munge
-  # OpenBLAS's own dependency (OpenBLAS itself is unpacked, below)
-  libgfortran5
+  # OpenBLAS's own dependencies (OpenBLAS itself is unpacked, below)
+  libgfortran5 libgomp1
 )
 # The dashboard's chart library (bundled into weftd at build time), dashboard_test's browser
 # driver and scripts/lint-openapi.sh's Redocly CLI come from npm: Node.js and npm (Debian's,
@@ -63,22 +63,24 @@ ensure_promtool() {
   echo "install-deps: promtool in $PROMTOOL_DIR/usr/bin"
 }
 
-# weft-learner runs its GEMMs on OpenBLAS (libopenblas0-pthread), not on the netlib reference
-# BLAS Debian's libtorch loads by default. Installing the package would make it every program's
+# weft-learner runs its GEMMs on OpenBLAS, not on the netlib reference BLAS Debian's libtorch
+# loads by default: the OpenMP build (libopenblas0-openmp), whose threads are libtorch's own
+# OpenMP pool (src/train/blas.h). Installing the package would make it every program's
 # libblas.so.3 (an alternative of higher priority), so it is unpacked into OPENBLAS_DIR instead,
-# and the learner finds it through its run path (CMakeLists.txt, WEFT_OPENBLAS_DIR).
+# and the learner finds it through its run path (CMakeLists.txt, WEFT_OPENBLAS_DIR). The
+# benchmarks' PyTorch anchor takes the pthread build (bench/lib.sh openblas_libdir) by itself.
 OPENBLAS_DIR=/usr/local/lib/weft/openblas
 ensure_openblas() {
-  compgen -G "$OPENBLAS_DIR/usr/lib/*/openblas-pthread/libblas.so.3" >/dev/null && return 0
+  compgen -G "$OPENBLAS_DIR/usr/lib/*/openblas-openmp/libblas.so.3" >/dev/null && return 0
   local tmp
   tmp=$(mktemp -d)
   chmod 755 "$tmp"
-  (cd "$tmp" && { apt-get download -qq libopenblas0-pthread 2>/dev/null ||
-    { ${SUDO:-} apt-get update -qq && apt-get download -qq libopenblas0-pthread; }; })
+  (cd "$tmp" && { apt-get download -qq libopenblas0-openmp 2>/dev/null ||
+    { ${SUDO:-} apt-get update -qq && apt-get download -qq libopenblas0-openmp; }; })
   ${SUDO:-} mkdir -p "$OPENBLAS_DIR"
-  ${SUDO:-} dpkg-deb -x "$tmp"/libopenblas0-pthread_*.deb "$OPENBLAS_DIR"
+  ${SUDO:-} dpkg-deb -x "$tmp"/libopenblas0-openmp_*.deb "$OPENBLAS_DIR"
   rm -rf "$tmp"
-  echo "install-deps: OpenBLAS in $OPENBLAS_DIR"
+  echo "install-deps: OpenBLAS (OpenMP build) in $OPENBLAS_DIR"
 }
 
 # npm ci in ui/: uPlot (the dashboard's charts, embedded into weftd by the build) and

@@ -5,13 +5,20 @@
 #include "absl/strings/str_cat.h"
 
 namespace weft::train {
+namespace {
+
+// OpenBLAS's own entry points, looked up among the libraries the process loaded at start;
+// nullptr when the loaded BLAS is not OpenBLAS.
+template <typename Fn>
+Fn OpenBlasEntry(const char* name) {
+  return reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, name));
+}
+
+}  // namespace
 
 std::string ConfigureBlas(int threads) {
-  // OpenBLAS's own entry points, looked up among the libraries the process loaded at start.
-  using SetThreads = void (*)(int);
-  using GetConfig = char* (*)();
-  auto set_threads = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
-  auto config = reinterpret_cast<GetConfig>(dlsym(RTLD_DEFAULT, "openblas_get_config"));
+  auto set_threads = OpenBlasEntry<void (*)(int)>("openblas_set_num_threads");
+  auto config = OpenBlasEntry<char* (*)()>("openblas_get_config");
   if (set_threads == nullptr) {
     return "BLAS: the system's libblas.so.3 (OpenBLAS not found: scripts/install-deps.sh "
            "unpacks it for weft-learner)";
@@ -19,6 +26,13 @@ std::string ConfigureBlas(int threads) {
   set_threads(threads);
   return absl::StrCat("BLAS: OpenBLAS (", config != nullptr ? config() : "unknown build", "), ",
                       threads, threads == 1 ? " thread" : " threads");
+}
+
+int LearnerBlasThreads(int learner_threads) {
+  // openblas_get_parallel: 0 single-threaded build, 1 pthreads, 2 OpenMP.
+  auto parallel = OpenBlasEntry<int (*)()>("openblas_get_parallel");
+  constexpr int kOpenMp = 2;
+  return parallel != nullptr && parallel() == kOpenMp ? learner_threads : 1;
 }
 
 }  // namespace weft::train

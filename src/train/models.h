@@ -63,9 +63,9 @@ struct LayerKernels {
 // → 256: oneDNN 0.41 ms, BLAS 0.19 ms: blas") and one for the whole step ("the whole step: per
 // layer 11.2 ms, oneDNN 11.0 ms, BLAS 24.9 ms: oneDNN"). Every layer on kOneDnn for a TorchScript
 // model or an architecture it does not know. With a `cache`, a layer whose shape it holds under
-// `context` (what else the timing depends on: the CPU, the BLAS and its threads) takes the cached
-// kernel untimed (logged "… blas, cached"; when every layer is cached the whole step is not timed),
-// and each layer's final choice is put in it; saving it is the caller's.
+// `context` (what else the timing depends on: the CPU, the BLAS, its threads, the layout) takes the
+// cached kernel untimed (logged "… blas, cached"; when every layer is cached the whole step is not
+// timed), and each layer's final choice is put in it; saving it is the caller's.
 LayerKernels ChooseKernels(const ModelSpec& spec, const std::vector<int64_t>& sample_shape,
                            int64_t classes, int64_t batch, std::vector<std::string>* log = nullptr,
                            KernelCache* cache = nullptr, const std::string& context = "");

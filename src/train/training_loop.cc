@@ -71,8 +71,10 @@ LayerKernels KernelsFor(const JobSpec& spec, const std::vector<int64_t>& sample_
   }
   std::optional<KernelCache> cache;
   if (!log_dir.empty()) cache = KernelCache::Load(KernelCachePath(log_dir));
-  const std::string context =
-      absl::StrCat(CpuModel(), " | ", blas, " | libtorch ", torch::get_num_threads(), " threads");
+  // Choices are kept per CPU, BLAS build and threads, and CNN activation layout (those timed
+  // before the CNN ran channels-last are timed again).
+  const std::string context = absl::StrCat(CpuModel(), " | ", blas, " | libtorch ",
+                                           torch::get_num_threads(), " threads | channels-last");
   std::vector<std::string> log;
   const auto t0 = std::chrono::steady_clock::now();
   LayerKernels kernels = ChooseKernels(spec.model, sample_shape, classes, spec.training.batch_size,
@@ -111,7 +113,7 @@ absl::StatusOr<LoopResult> RunTraining(const LoopOptions& given, Reporter& repor
     const int64_t classes = NumClasses(train, test);
     spdlog::info("data: {} train and {} test samples of shape [{}], {} classes ({})", train.size(),
                  test.size(), absl::StrJoin(train.SampleShape(), ", "), classes, format);
-    const std::string blas = ConfigureBlas(kLearnerBlasThreads);
+    const std::string blas = ConfigureBlas(LearnerBlasThreads(options.spec.EffectiveThreads()));
     spdlog::info("{}", blas);
     options.kernels =
         KernelsFor(options.spec, train.SampleShape(), classes, blas, options.learner.log_dir);

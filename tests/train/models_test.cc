@@ -1,5 +1,6 @@
 #include "train/models.h"
 
+#include <dlfcn.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <malloc.h>
@@ -12,6 +13,7 @@
 #include "absl/strings/match.h"
 #include "job/layout.h"
 #include "train/allocator.h"
+#include "train/blas.h"
 #include "train/torchscript_fixture.h"
 
 namespace weft::train {
@@ -372,6 +374,33 @@ TEST(AllocatorTest, KeepsFreedTensorsInTheProcessUnlessAskedNotTo) {
   ASSERT_NE(p, nullptr);
   EXPECT_EQ(mallinfo2().hblkhd, before);
   free(p);
+}
+
+TEST(BlasTest, TheLearnersOpenBlasThreadsLeaveLibtorchsThreadsAsTheyAre) {
+  using Parallel = int (*)();
+  auto parallel = reinterpret_cast<Parallel>(dlsym(RTLD_DEFAULT, "openblas_get_parallel"));
+  if (parallel == nullptr) GTEST_SKIP() << "OpenBLAS is not loaded (scripts/install-deps.sh)";
+  const bool openmp = parallel() == 2;
+  torch::set_num_threads(2);
+  const std::string line = ConfigureBlas(LearnerBlasThreads(2));
+  EXPECT_EQ(torch::get_num_threads(), 2) << line;
+  if (openmp) {
+    // One OpenMP pool: OpenBLAS takes the learner's threads, and setting its threads sets
+    // libtorch's, which is why a learner passes LearnerBlasThreads.
+    EXPECT_EQ(LearnerBlasThreads(2), 2);
+    EXPECT_THAT(line, ::testing::HasSubstr("USE_OPENMP"));
+    EXPECT_THAT(line, ::testing::EndsWith("2 threads"));
+    ConfigureBlas(1);
+    EXPECT_EQ(torch::get_num_threads(), 1);
+  } else {
+    EXPECT_EQ(LearnerBlasThreads(2), 1);
+    EXPECT_THAT(line, ::testing::EndsWith("1 thread"));
+  }
+  // A GEMM on either runs and is right.
+  torch::Tensor a = torch::rand({96, 80}), b = torch::rand({80, 64});
+  EXPECT_TRUE(torch::allclose(torch::mm(a, b), (a.unsqueeze(2) * b.unsqueeze(0)).sum(1), 1e-4));
+  torch::set_num_threads(1);
+  ConfigureBlas(LearnerBlasThreads(1));
 }
 
 }  // namespace
