@@ -17,9 +17,9 @@ std::string ConfigureBlas(int threads);
 // The OpenBLAS threads of a learner with `learner_threads` libtorch intra-op threads.
 // - OpenMP build (libopenblas0-openmp, what weft-learner loads): `learner_threads`. Its GEMMs run
 //   on the same libgomp pool as libtorch's own kernels, one pool taking turns. Measured on 2
-//   cores with 2 threads (bench_bare_loop mlp, batch 64, 2026-11-27): 96,500–106,000 samples/s,
-//   against 69,900–71,900 with the pthread build on one thread; the CNN, whose layers pick
-//   oneDNN at 2 threads, unchanged.
+//   cores with 2 threads (bench_bare_loop mlp, batch 64, alternating, 2026-11-27): 106,000–109,200
+//   samples/s, against 74,400–76,700 with the pthread build on one thread; the CNN, whose layers
+//   pick oneDNN at 2 threads, within noise.
 // - Any other OpenBLAS (libopenblas0-pthread): 1. It keeps a pool of pthreads of its own beside
 //   libtorch's OpenMP pool, and after their work both spin on the same cores: with 2 threads the
 //   CNN ran 2,550–2,950 samples/s whenever fc1 ran on BLAS and 5,500–5,950 when it did not; on
