@@ -22,6 +22,7 @@
 #include "train/allocator.h"
 #include "train/blas.h"
 #include "train/dataset.h"
+#include "train/fused_adam.h"
 #include "train/models.h"
 
 namespace {
@@ -118,7 +119,7 @@ int main(int argc, char** argv) {
     forward = [model = *model](const torch::Tensor& x) { return model->forward(x); };
     parameters = (*model)->parameters();
   }
-  torch::optim::Adam opt(parameters, torch::optim::AdamOptions(1e-3));
+  weft::train::FusedAdam opt(parameters, torch::optim::AdamOptions(1e-3));  // as the learner's
   const int64_t n = train->size();
   // Full batches only; past the data set's end the steps go round it again (a data set of
   // 60,000 samples holds 937 steps of 64), so every step trains `batch` samples.

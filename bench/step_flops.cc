@@ -22,6 +22,7 @@
 
 #include "job/job_spec.h"
 #include "train/blas.h"
+#include "train/fused_adam.h"
 #include "train/models.h"
 
 namespace {
@@ -102,7 +103,7 @@ double StepsPerSecond(const std::string& arch, int64_t batch, double seconds) {
     std::fprintf(stderr, "%s\n", std::string(model.status().message()).c_str());
     std::exit(1);
   }
-  torch::optim::Adam opt((*model)->parameters(), torch::optim::AdamOptions(1e-3));
+  weft::train::FusedAdam opt((*model)->parameters(), torch::optim::AdamOptions(1e-3));
   torch::Tensor x = torch::rand({batch, 1, 28, 28});
   torch::Tensor y = torch::randint(0, 10, {batch}, torch::TensorOptions().dtype(torch::kInt64));
   return Rate(seconds, [&] {

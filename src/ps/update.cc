@@ -38,9 +38,15 @@ WEFT_VECTOR_CLONES void Sgd(const OptimizerConfig& c, uint64_t step, const float
   }
 }
 
-WEFT_VECTOR_CLONES void Adam(const OptimizerConfig& c, uint64_t step, const float* __restrict grad,
-                             float* __restrict params, float* __restrict moments, int64_t n) {
-  const float b1 = static_cast<float>(c.beta1);
+}  // namespace
+
+WEFT_VECTOR_CLONES void AdamUpdate(const OptimizerConfig& c, uint64_t step,
+                                   const float* __restrict grad, float* __restrict params,
+                                   float* __restrict exp_avg, float* __restrict exp_avg_sq,
+                                   int64_t n) {
+  // 1 − β in double, then rounded: 1 − 0.999f in float is 1.3e-5 off 0.001, a bias in every v.
+  const float one_minus_b1 = static_cast<float>(1 - c.beta1);
+  const float one_minus_b2 = static_cast<float>(1 - c.beta2);
   const float b2 = static_cast<float>(c.beta2);
   const float wd = static_cast<float>(c.weight_decay);
   const float eps = static_cast<float>(c.eps);
@@ -48,15 +54,17 @@ WEFT_VECTOR_CLONES void Adam(const OptimizerConfig& c, uint64_t step, const floa
   const double bias2 = 1 - std::pow(c.beta2, static_cast<double>(step));
   const float step_size = static_cast<float>(c.learning_rate / bias1);
   const float bias2_sqrt = static_cast<float>(std::sqrt(bias2));
-  float* __restrict m = moments;
-  float* __restrict v = moments + n;
+  float* __restrict m = exp_avg;
+  float* __restrict v = exp_avg_sq;
   for (int64_t i = 0; i < n; ++i) {
     float g = grad[i] + wd * params[i];
-    m[i] += (g - m[i]) * (1 - b1);  // torch: exp_avg.lerp_(grad, 1 - beta1)
-    v[i] = b2 * v[i] + (1 - b2) * g * g;
+    m[i] += (g - m[i]) * one_minus_b1;  // torch: exp_avg.lerp_(grad, 1 - beta1)
+    v[i] = b2 * v[i] + one_minus_b2 * g * g;
     params[i] -= step_size * m[i] / (std::sqrt(v[i]) / bias2_sqrt + eps);
   }
 }
+
+namespace {
 
 // 1 when `x` is NaN or infinite, i.e. its exponent bits are all ones, else 0. OR-ing these over
 // integer compares vectorises where a branch per element would not.
@@ -80,7 +88,7 @@ WEFT_VECTOR_CLONES void Scale(float* sum, float factor, int64_t n) {
 void ApplyUpdate(const OptimizerConfig& config, uint64_t step, const float* grad, float* params,
                  float* state, int64_t n) {
   if (config.kind == OptimizerKind::kAdam) {
-    Adam(config, step, grad, params, state, n);
+    AdamUpdate(config, step, grad, params, state, state + n, n);
   } else {
     Sgd(config, step, grad, params, state, n);
   }

@@ -16,6 +16,12 @@ namespace weft::ps {
 void ApplyUpdate(const OptimizerConfig& config, uint64_t step, const float* grad, float* params,
                  float* state, int64_t n);
 
+// Adam's update of params[n] from grad[n] with its moments exp_avg[n] and exp_avg_sq[n] held
+// apart (ApplyUpdate's Adam holds them in one array): torch.optim.Adam's rule, one pass over
+// memory. `step` is 1-based; config.momentum is not used.
+void AdamUpdate(const OptimizerConfig& config, uint64_t step, const float* grad, float* params,
+                float* exp_avg, float* exp_avg_sq, int64_t n);
+
 // sum[i] += grad[i] for i < n (a kBsp round's gradients, added up).
 void AddInto(float* sum, const float* grad, int64_t n);
 // sum[i] *= factor for i < n.

@@ -12,6 +12,7 @@
 #include "common/logging.h"
 #include "common/status_macros.h"
 #include "job/layout.h"
+#include "train/fused_adam.h"
 
 namespace weft::train {
 namespace {
@@ -61,7 +62,7 @@ std::unique_ptr<torch::optim::Optimizer> Trainer::MakeOptimizer() {
                                                    .momentum(spec_.training.momentum)
                                                    .weight_decay(spec_.training.weight_decay));
   }
-  return std::make_unique<torch::optim::Adam>(
+  return std::make_unique<FusedAdam>(
       model_->parameters(),
       torch::optim::AdamOptions(lr).weight_decay(spec_.training.weight_decay));
 }
