@@ -1,9 +1,9 @@
 // How close a weft training step comes to the cores' peak (issue 19): the achieved FLOP/s of a
 // training step of each built-in model (the learner's own TorchScript models, each layer on the
-// kernel weft-learner would pick, and Adam, as bench_bare_loop trains them) against the rate of a
-// large single-precision GEMM on the same threads, measured in the same run — with torch::mm (the
-// BLAS PyTorch loads: netlib's reference BLAS on Debian, OpenBLAS when bench/step_flops.sh puts it
-// on LD_LIBRARY_PATH) and with oneDNN (the GEMM as a 1×1 convolution, the path weft's dense layers
+// kernel weft-learner would pick, and FusedAdam, as bench_bare_loop trains them) against the rate
+// of a large single-precision GEMM on the same threads, measured in the same run — with torch::mm
+// (the BLAS this binary loads as weft-learner does: OpenBLAS's OpenMP build through its run path,
+// src/train/blas.h) and with oneDNN (the GEMM as a 1×1 convolution, the path weft's dense layers
 // take); the faster is the peak.
 //
 // A step's FLOPs are counted analytically from the layer shapes, 2 per multiply-add: forward,
