@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
   }
   // Fault injection for tests: drop the acknowledgement of every n-th push (docs/design.md).
   int64_t drop_ack_every = 0;
-  if (const std::string drop = Env("WEFT_PS_DROP_ACKS"); !drop.empty()) {
+  if (const std::string drop = Env("WEFT_LEARNER_PS_DROP_ACKS"); !drop.empty()) {
     drop_ack_every = std::atoll(drop.c_str());
   }
   std::signal(SIGTERM, OnSignal);

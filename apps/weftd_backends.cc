@@ -17,6 +17,7 @@
 #include "control/datasets.h"
 #include "executor/local_executor.h"
 #include "executor/memory_cgroups.h"
+#include "executor/runtime_setup.h"
 #include "executor/slurm_executor.h"
 #include "store/pg_store.h"
 #include "store/sqlite_store.h"
@@ -44,6 +45,49 @@ absl::StatusOr<std::unique_ptr<weft::MemoryCgroups>> MemoryLimits(const std::str
   }
   if (cgroups) spdlog::info("memory limits: the kernel, a memory {}", cgroups->Describe());
   return cgroups;
+}
+
+// The local executor, its learners in the runtime the flags name. Learners in containers are
+// always held by the kernel (a cgroup per learner: their containers' cgroups go below it).
+absl::StatusOr<std::unique_ptr<weft::Executor>> MakeLocalExecutor(const ExecutorFlags& flags,
+                                                                  const std::string& data_dir,
+                                                                  weft::AttemptChannels& channels) {
+  const bool contained = flags.runtime != "none";
+  if (contained && flags.memory_limits == "watchdog") {
+    return absl::InvalidArgumentError(
+        "--memory-limits watchdog: learners in containers are held by the kernel (cgroup); "
+        "use --runtime none for a watchdog");
+  }
+  if (!contained) {
+    ASSIGN_OR_RETURN(auto cgroups, MemoryLimits(flags.memory_limits, data_dir));
+    spdlog::warn(
+        "runtime none: learners run UNCONFINED as weftd's user, tenants' code with weftd's "
+        "rights (weftd --runtime none); use it only where every tenant is trusted");
+    return std::unique_ptr<weft::Executor>(std::make_unique<weft::LocalExecutor>(
+        flags.learner, weft::SystemClock::Get(), std::move(cgroups)));
+  }
+  absl::StatusOr<std::unique_ptr<weft::MemoryCgroups>> cgroups = MemoryLimits("cgroup", data_dir);
+  const std::string tag = weft::Sha256Hex(data_dir).substr(0, 12);
+  absl::StatusOr<std::unique_ptr<weft::ContainerLauncher>> containers =
+      cgroups.ok() ? weft::SetUpRuntime(
+                         {flags.runtime, data_dir, flags.runtime_image, flags.learner,
+                          flags.pids_limit, static_cast<uid_t>(flags.first_job_uid), 65536, tag},
+                         channels)
+                   : cgroups.status();
+  auto executor = std::make_unique<weft::LocalExecutor>(
+      flags.learner, weft::SystemClock::Get(), cgroups.ok() ? *std::move(cgroups) : nullptr,
+      containers.ok() ? *std::move(containers) : nullptr);
+  if (!containers.ok()) {
+    spdlog::error("runtime {}: {}; every job is refused until this is mended", flags.runtime,
+                  containers.status().message());
+    executor->Refuse(absl::UnavailableError(
+                         absl::StrCat("the container runtime (", flags.runtime,
+                                      ") cannot run learners: ", containers.status().message())),
+                     flags.runtime);
+  } else {
+    spdlog::info("runtime {}: {}", flags.runtime, executor->RuntimeDescription());
+  }
+  return std::unique_ptr<weft::Executor>(std::move(executor));
 }
 
 }  // namespace
@@ -112,15 +156,38 @@ absl::StatusOr<std::unique_ptr<weft::Store>> OpenStore(const std::string& store_
 
 absl::StatusOr<std::unique_ptr<weft::Executor>> MakeExecutor(
     const ExecutorFlags& flags, const std::string& data_dir,
-    std::vector<weft::scheduler::Node>* nodes) {
-  if (flags.executor == "local") {
-    ASSIGN_OR_RETURN(auto cgroups, MemoryLimits(flags.memory_limits, data_dir));
-    return std::unique_ptr<weft::Executor>(std::make_unique<weft::LocalExecutor>(
-        flags.learner, weft::SystemClock::Get(), std::move(cgroups)));
+    std::vector<weft::scheduler::Node>* nodes, weft::AttemptChannels& channels) {
+  if (flags.executor == "local") return MakeLocalExecutor(flags, data_dir, channels);
+  weft::SlurmExecutor::Options slurm_options;
+  slurm_options.learner_binary = flags.learner;
+  slurm_options.partition = flags.slurm_partition;
+  absl::Status refusal;
+  if (flags.runtime == "bwrap") {
+    refusal = absl::FailedPreconditionError(
+        "the Slurm executor runs learners in podman's containers (--runtime podman), or "
+        "unconfined (--runtime none); bwrap is the local executor's");
+  } else if (flags.runtime != "none") {
+    // The engine's configuration at <data_dir>/run/podman: the same path on every node, as the
+    // data directory is (docs/deploy.md).
+    absl::StatusOr<std::unique_ptr<weft::PodmanRuntime>> podman =
+        weft::SetUpPodman({flags.runtime, data_dir, flags.runtime_image, flags.learner,
+                           flags.pids_limit, static_cast<uid_t>(flags.first_job_uid), 65536, ""});
+    if (podman.ok()) {
+      slurm_options.runtime = *std::move(podman);
+      weft::LearnerContainerOptions& c = slurm_options.container;
+      c.image = flags.runtime_image;
+      c.learner_binary = flags.learner;
+      c.library_dirs = weft::LearnerLibraryDirs();
+      c.pids_limit = flags.pids_limit;
+      c.host_network = true;      // a gang spans nodes; weftd is reached over TCP
+      c.own_memory_limit = true;  // no cgroup of weftd's on a Slurm node
+      slurm_options.first_uid = static_cast<uid_t>(flags.first_job_uid);
+    } else {
+      refusal = podman.status();
+    }
   }
-  auto slurm = std::make_unique<weft::SlurmExecutor>(
-      weft::SlurmExecutor::Options{flags.learner, "", flags.slurm_partition, 1000},
-      weft::SystemClock::Get());
+  auto slurm =
+      std::make_unique<weft::SlurmExecutor>(std::move(slurm_options), weft::SystemClock::Get());
   ASSIGN_OR_RETURN(std::vector<weft::SlurmExecutor::SlurmNode> inventory, slurm->Nodes());
   nodes->clear();
   for (const auto& n : inventory) {
@@ -136,6 +203,16 @@ absl::StatusOr<std::unique_ptr<weft::Executor>> MakeExecutor(
   }
   if (nodes->empty()) return absl::FailedPreconditionError("Slurm reports no usable node");
   spdlog::info("executor: Slurm, {} node(s) from sinfo", nodes->size());
+  if (!refusal.ok()) {
+    spdlog::error("runtime {}: {}; every job is refused until this is mended", flags.runtime,
+                  refusal.message());
+    slurm->Refuse(
+        absl::UnavailableError(absl::StrCat("the container runtime (", flags.runtime,
+                                            ") cannot run learners: ", refusal.message())),
+        flags.runtime);
+  } else {
+    spdlog::info("runtime {}: {}", flags.runtime, slurm->RuntimeDescription());
+  }
   return std::unique_ptr<weft::Executor>(std::move(slurm));
 }
 

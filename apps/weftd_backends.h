@@ -10,6 +10,7 @@
 #include "absl/status/statusor.h"
 #include "common/env.h"
 #include "executor/executor.h"
+#include "executor/job_isolation.h"
 #include "scheduler/cluster.h"
 #include "store/store.h"
 
@@ -37,12 +38,19 @@ struct ExecutorFlags {
   std::string learner;          // weft-learner's path
   std::string slurm_partition;  // "": every node
   std::string memory_limits;    // auto | cgroup | watchdog (local executor)
+  std::string runtime;          // podman | none (executor/runtime_setup.h)
+  std::string runtime_image;    // weft's runtime image
+  int64_t pids_limit = 4096;    // per learner
+  int64_t first_job_uid = 1000000000;
 };
 // The executor `flags.executor` names. With Slurm the nodes are the cluster's (sinfo; nodes that
-// are down, drained or failing left out), in place of `*nodes`.
+// are down, drained or failing left out), in place of `*nodes`. Its learners are contained by
+// `flags.runtime`, reaching weftd through `channels` (borrowed, to outlive the executor); a
+// runtime that cannot work here leaves an executor that refuses learners with the reason
+// (Executor::Available), and says so in the log.
 absl::StatusOr<std::unique_ptr<weft::Executor>> MakeExecutor(
     const ExecutorFlags& flags, const std::string& data_dir,
-    std::vector<weft::scheduler::Node>* nodes);
+    std::vector<weft::scheduler::Node>* nodes, weft::AttemptChannels& channels);
 
 // The secret behind learners' per-job credentials (HMAC of the job id), kept in
 // <data-dir>/learner.key (0600) across restarts (and takeovers) so adopted learners keep

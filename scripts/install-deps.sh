@@ -20,7 +20,13 @@ PACKAGES=(
   # torchscript_test: PyTorch loads a model weft delivers (torch.jit.load) and runs it;
   # command jobs: the example program trains with it
   python3-torch
-  # command jobs run the tenant's program in bubblewrap's sandbox (setpriv is util-linux's)
+  # every learner runs in a container (src/executor/container_runtime.h): podman with runc (crun
+  # refuses these hosts' hybrid cgroups) and catatonit as each container's init; mmdebstrap
+  # builds weft's runtime image (scripts/build-runtime-image.sh); netavark is podman's network
+  # backend, which it loads even for --network none; skopeo copies a tenant's image archive
+  # into podman's storage under weft's name (src/control/images.h)
+  podman runc catatonit conmon netavark mmdebstrap skopeo
+  # weftd --runtime bwrap runs learners in bubblewrap's sandbox (setpriv is util-linux's)
   bubblewrap util-linux
   # tls_test makes a self-signed certificate
   openssl

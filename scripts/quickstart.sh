@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# README command (1): installs dependencies, builds, starts weftd on ./weft-data with the embedded
+# README command (1): installs dependencies, builds weft and its runtime image (learners run in
+# containers), starts weftd on ./weft-data with the embedded
 # SQLite store, creates a token for tenant `default` with the admin token weftd wrote on its first
 # start, submits examples/fashion-mnist-cnn.yaml as that tenant, follows it with a live progress
 # line, and prints where the delivered and final models are and their test accuracy.
@@ -9,6 +10,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
 ./scripts/build.sh
+# weft's runtime image, which every learner's container runs on (about 3 minutes the first time).
+./scripts/build-runtime-image.sh
 
 PORT="${WEFT_PORT:-8470}"
 DATA_DIR="${WEFT_DATA_DIR:-./weft-data}"

@@ -14,6 +14,9 @@
 # Any other arguments go to ctest (e.g. -R controller). Under a sanitizer every report fails the
 # test that made it: weftd, the learners and the tests are all instrumented (Debian's libtorch,
 # gRPC and the other libraries are not); tests/sanitizers/ holds the suppressions, each with why.
+# The default run builds weft's runtime image (scripts/build-runtime-image.sh, about 3 minutes the
+# first time) and runs every learner in a container; a sanitizer run runs them unconfined
+# (WEFT_TEST_RUNTIME=none, which any run may set).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SANITIZE=""
@@ -32,12 +35,17 @@ if [[ -z "$SANITIZE" ]]; then
     ./scripts/build.sh
   ./scripts/check.sh "$BUILD_DIR"
   ./scripts/lint-openapi.sh
+  # Every learner runs in a container of weft's runtime image (kept when up to date).
+  ./scripts/build-runtime-image.sh "$BUILD_DIR/bin"
 else
   BUILD_DIR="${WEFT_BUILD_DIR:-build-${SANITIZE//,/-}}"
   # Benchmarks are measured, not sanitized.
   WEFT_BUILD_DIR="$BUILD_DIR" WEFT_CMAKE_ARGS="${WEFT_CMAKE_ARGS:-} -DWEFT_WERROR=ON \
     -DWEFT_BUILD_BENCH=OFF -DWEFT_SANITIZE=$SANITIZE" ./scripts/build.sh
   SUPP="$PWD/tests/sanitizers"
+  # The learners run unconfined (weftd --runtime none): in a container their reports could not
+  # reach REPORTS, and weft's runtime image holds no sanitizer runtime. container_test skips.
+  export WEFT_TEST_RUNTIME=none
   # Every report of every process (tests, weftd, learners) goes to a file in REPORTS: a learner
   # that a report stops is restarted from its checkpoint like any crashed learner, so its test
   # may pass; the run fails on any report all the same.

@@ -14,6 +14,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/files.h"
 #include "common/metrics.h"
 #include "job/job_spec.h"
 
@@ -66,7 +67,8 @@ void SendStatus(httplib::Response& res, const absl::Status& s) {
 
 absl::Status SendFile(httplib::Response& res, const std::string& path,
                       const std::string& content_type) {
-  const int raw = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  // What a job's learner wrote may have a link in its place, or in its directory's place.
+  const int raw = OpenNoSymlinks(path, O_RDONLY | O_NONBLOCK);
   if (raw < 0) {
     const int err = errno;
     if (err == ENOENT) return absl::NotFoundError(absl::StrCat(path, " does not exist"));
@@ -80,6 +82,9 @@ absl::Status SendFile(httplib::Response& res, const std::string& path,
   struct stat st {};
   if (::fstat(*fd, &st) != 0) {
     return absl::InternalError(absl::StrCat("cannot stat ", path, ": ", strerror(errno)));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return absl::InternalError(absl::StrCat(path, " is not a regular file"));
   }
   res.status = 200;
   res.set_content_provider(static_cast<size_t>(st.st_size), content_type,
@@ -95,7 +100,7 @@ absl::Status SendFile(httplib::Response& res, const std::string& path,
 }
 
 std::string ReadFileChunk(const std::string& path, int64_t offset) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  const int fd = OpenNoSymlinks(path, O_RDONLY | O_NONBLOCK);
   if (fd < 0) return "";
   std::string chunk(kFileChunkBytes, '\0');
   const ssize_t n = ::pread(fd, chunk.data(), chunk.size(), static_cast<off_t>(offset));

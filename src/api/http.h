@@ -40,14 +40,15 @@ void SendStatus(httplib::Response& res, const absl::Status& s);
 // Answers 200 with the file at `path` (a model, a log) streamed in reads of kFileChunkBytes, never
 // held whole in memory: its bytes as of now (Content-Length is its size now; a log that grows
 // meanwhile is served up to here). The file is opened now, so one replaced by a rename meanwhile is
-// served as it was. Symlinks are refused. NotFound if the file does not exist, Internal for other
-// open errors; the response is untouched then.
+// served as it was. A symbolic link anywhere along `path` is refused (OpenNoSymlinks: a job's
+// learner writes in its job's directory), and so is what is not a regular file. NotFound if the
+// file does not exist, Internal for other open errors; the response is untouched then.
 inline constexpr size_t kFileChunkBytes = 64 * 1024;
 absl::Status SendFile(httplib::Response& res, const std::string& path,
                       const std::string& content_type);
 
-// Up to kFileChunkBytes of the file at `path` from byte `offset`, without following a symlink;
-// empty at its end or when it cannot be opened or read.
+// Up to kFileChunkBytes of the file at `path` from byte `offset`, without following a symlink
+// anywhere along it; empty at its end or when it cannot be opened or read.
 std::string ReadFileChunk(const std::string& path, int64_t offset);
 
 // The {name} the route's pattern captured, for `what` ("artifact", "data set"), checked by

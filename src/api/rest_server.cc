@@ -78,6 +78,7 @@ void InstallApi(httplib::Server& server, const Services& services, RateLimiter* 
   AddClusterRoutes(router, services);
   if (services.artifacts != nullptr) AddArtifactRoutes(router, services);
   AddDatasetRoutes(router, services);
+  AddImageRoutes(router, services);
   if (services.webhooks != nullptr) AddWebhookRoutes(router, services);
   AddUiRoutes(router);
 }

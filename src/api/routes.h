@@ -54,6 +54,7 @@ void AddTenantRoutes(Router& router, const Services& services);
 void AddClusterRoutes(Router& router, const Services& services);
 void AddArtifactRoutes(Router& router, const Services& services);
 void AddDatasetRoutes(Router& router, const Services& services);
+void AddImageRoutes(Router& router, const Services& services);
 // GET /, /ui and /ui/{file}: the dashboard (routes_ui.cc), public, under kUiContentSecurityPolicy.
 void AddUiRoutes(Router& router);
 

@@ -68,7 +68,14 @@ void Nodes(const Services& s, const Request&, Response& res, const Caller& calle
                     {"jobs", jobs},
                     {"other_tenants_jobs", others}});
   }
-  SendJson(res, 200, {{"nodes", list}});
+  // What every learner runs in, and whether it can (weftd --runtime).
+  const Executor& executor = s.controller.executor();
+  const absl::Status available = executor.Available();
+  nlohmann::json runtime = {{"name", executor.Runtime()},
+                            {"description", executor.RuntimeDescription()},
+                            {"available", available.ok()}};
+  if (!available.ok()) runtime["reason"] = std::string(available.message());
+  SendJson(res, 200, {{"nodes", list}, {"runtime", runtime}});
 }
 
 // The gauges a scrape computes now: active jobs by tenant and state, the queue per tenant, each

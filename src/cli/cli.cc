@@ -32,6 +32,7 @@ int Run(int argc, char** argv) {
   AddClusterCommands(app, ctx);
   AddArtifactCommands(app, ctx);
   AddDatasetCommands(app, ctx);
+  AddImageCommands(app, ctx);
   AddWebhookCommands(app, ctx);
   try {
     app.parse(argc, argv);  // runs the chosen subcommand's callback

@@ -160,6 +160,10 @@ int Nodes(const Client& api) {
                                  cap.value("memory_mb", int64_t{0}), al.value("gpus", 0),
                                  cap.value("gpus", 0), absl::StrJoin(jobs, ", "));
   }
+  if (j.contains("runtime")) {
+    const json& rt = j["runtime"];
+    std::cout << "learners run in: " << rt.value("description", rt.value("name", "")) << "\n";
+  }
   return 0;
 }
 

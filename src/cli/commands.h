@@ -1,6 +1,7 @@
 // The `weft` command's subcommands, registered on the CLI11 app by area: jobs (job_commands.cc)
 // the cluster's tenants, tokens, queue and nodes (cluster_commands.cc), a tenant's uploaded
-// artifacts (artifact_commands.cc) and the data sets manifests name (dataset_commands.cc). Each
+// artifacts (artifact_commands.cc), the data sets manifests name (dataset_commands.cc) and the
+// container images command jobs run on (image_commands.cc). Each
 // sets the exit code in the shared context when it runs.
 #pragma once
 
@@ -23,6 +24,7 @@ void AddJobCommands(CLI::App& app, Context& ctx);
 void AddClusterCommands(CLI::App& app, Context& ctx);
 void AddArtifactCommands(CLI::App& app, Context& ctx);
 void AddDatasetCommands(CLI::App& app, Context& ctx);
+void AddImageCommands(CLI::App& app, Context& ctx);
 void AddWebhookCommands(CLI::App& app, Context& ctx);
 
 // `s` seconds for people: "42s", "3m05s", "1h02m"; "-" when negative.

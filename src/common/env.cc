@@ -14,6 +14,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "common/failpoint.h"
+#include "common/files.h"
 #include "common/status_macros.h"
 
 namespace weft {
@@ -100,9 +101,7 @@ class PosixEnv : public Env {
     return ss.str();
   }
   absl::StatusOr<int64_t> FileSize(const std::string& path) override {
-    struct stat st;
-    if (::stat(path.c_str(), &st) != 0) return ErrnoStatus(errno, "cannot stat", path);
-    return static_cast<int64_t>(st.st_size);
+    return RegularFileSize(path);
   }
   absl::Status MakeDirs(const std::string& path) override {
     std::error_code ec;

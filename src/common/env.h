@@ -43,7 +43,9 @@ class Env {
   // fsyncs a directory, making the renames in it durable.
   virtual absl::Status SyncDir(const std::string& path) = 0;
   virtual absl::StatusOr<std::string> ReadFile(const std::string& path) = 0;
-  // Size in bytes.
+  // Size in bytes of the regular file at `path`, reached without a symbolic link (a job's
+  // directory holds what its learner, the tenant's code, wrote). NotFound when missing;
+  // InvalidArgument for a link on its path or a file that is not regular.
   virtual absl::StatusOr<int64_t> FileSize(const std::string& path) = 0;
   // Creates `path` and its missing parents (mode 0777 less the umask; weftd's is 077).
   virtual absl::Status MakeDirs(const std::string& path) = 0;

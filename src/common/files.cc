@@ -1,13 +1,45 @@
 #include "common/files.h"
 
+#include <fcntl.h>
+#include <linux/openat2.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/env.h"
 
 namespace weft {
+
+int OpenNoSymlinks(const std::string& path, int flags) {
+  open_how how{};
+  how.flags = static_cast<uint64_t>(flags | O_CLOEXEC);
+  how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  return static_cast<int>(::syscall(SYS_openat2, AT_FDCWD, path.c_str(), &how, sizeof how));
+}
+
+absl::StatusOr<int64_t> RegularFileSize(const std::string& path) {
+  const int fd = OpenNoSymlinks(path, O_RDONLY | O_NONBLOCK);
+  if (fd < 0) {
+    const int err = errno;
+    if (err == ENOENT) return absl::NotFoundError(absl::StrCat(path, " does not exist"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot open ", path, ": ",
+                     err == ELOOP ? "a symbolic link lies on its path" : strerror(err)));
+  }
+  struct stat st {};
+  const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  ::close(fd);
+  if (!regular) return absl::InvalidArgumentError(absl::StrCat(path, " is not a regular file"));
+  return static_cast<int64_t>(st.st_size);
+}
 
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
   return Env::Default().ReadFile(path);

@@ -18,6 +18,16 @@ absl::Status MakeDirs(const std::string& path);
 absl::Status RemoveAll(const std::string& path);
 absl::StatusOr<int64_t> FileSize(const std::string& path);
 
+// Opens `path` (absolute) with `flags` (O_CLOEXEC added) refusing a symbolic link anywhere along
+// it (openat2 RESOLVE_NO_SYMLINKS): for the files of a job's directory, where the job's learner —
+// the tenant's code — can put a link in place of a file or a directory weftd reads. The
+// descriptor, or -1 with errno set (ELOOP for a link).
+int OpenNoSymlinks(const std::string& path, int flags);
+
+// The size in bytes of the regular file at `path`, opened by OpenNoSymlinks. NotFound when it is
+// missing; InvalidArgument when it is not a regular file or a link lies on its path.
+absl::StatusOr<int64_t> RegularFileSize(const std::string& path);
+
 // SHA-256 of `data` as 64 lower-case hex characters.
 std::string Sha256Hex(const std::string& data);
 

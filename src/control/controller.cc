@@ -13,6 +13,7 @@
 #include "common/ids.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
+#include "control/images.h"
 
 namespace weft {
 
@@ -137,6 +138,16 @@ absl::Status Controller::CheckDataOfSpec(const JobSpec& spec, const std::string&
     errors->push_back({"data.path", problem});
     return absl::InvalidArgumentError(absl::StrCat("data.path: ", problem));
   }
+  if (!spec.image.empty()) {
+    absl::Status image = options_.images != nullptr && options_.images->enabled()
+                             ? options_.images->Resolve(tenant, spec.image).status()
+                             : absl::NotFoundError(kNoImageEngine);
+    if (!image.ok() && !absl::IsNotFound(image)) return image;
+    if (!image.ok()) {
+      errors->push_back({"image", std::string(image.message())});
+      return absl::InvalidArgumentError(absl::StrCat("image: ", image.message()));
+    }
+  }
   if (spec.data.dataset.empty()) return absl::OkStatus();  // data.artifact, or none at all
   absl::StatusOr<DatasetRecord> d = ResolveDataset(store_, spec.data.dataset, tenant);
   if (d.ok() || !absl::IsNotFound(d.status())) return d.status();
@@ -162,6 +173,8 @@ absl::Status Controller::LinkInputs(const std::vector<JobInput>& inputs,
 absl::StatusOr<JobRecord> Controller::Submit(const std::string& manifest, const std::string& tenant,
                                              std::vector<FieldError>* errors) {
   ASSIGN_OR_RETURN(JobSpec spec, ParseManifest(manifest, errors));
+  // A weftd whose container runtime cannot run learners says why rather than queue the job.
+  RETURN_IF_ERROR(executor_.Available());
   RETURN_IF_ERROR(CheckResourceFit(spec, errors));
   RETURN_IF_ERROR(CheckDataOfSpec(spec, tenant, errors));
   if (options_.disk_quota != nullptr) RETURN_IF_ERROR(options_.disk_quota->CheckRoom(tenant, 0));
@@ -241,6 +254,7 @@ absl::Status Controller::HaltLocked(const std::string& id, const std::string& re
 }
 
 absl::Status Controller::Resume(const std::string& id) {
+  RETURN_IF_ERROR(executor_.Available());
   if (options_.disk_quota != nullptr) {
     // A tenant at its quota would only be halted again. Measured before the lock, and only for
     // a job that can resume (for another the answer below says why not).

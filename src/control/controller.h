@@ -8,9 +8,10 @@
 // (attempt_tracker.h), the cluster view with the queue, nodes and tenant shares
 // (cluster_view.h), the learners' credentials (learner_credentials.h) and the job's file layout
 // (job/layout.h). The controller's own files: controller.cc (submission, user actions, the
-// loop), controller_schedule.cc (rounds, starts, preemption), controller_exits.cc (exits,
-// liveness, restarts), controller_recovery.cc (after a weftd restart), controller_learners.cc
-// (what learners report), controller_membership.cc (elastic jobs' in-place membership changes).
+// loop), controller_schedule.cc (rounds, starts, preemption), controller_launch.cc (what learners
+// start with), controller_exits.cc (exits, liveness, restarts), controller_recovery.cc (after a
+// weftd restart), controller_learners.cc (what learners report), controller_membership.cc
+// (elastic jobs' in-place membership changes).
 //
 // Thread-safety: all public methods may be called from any thread (REST handlers, gRPC handlers,
 // the scheduling loop); one mutex serialises the read-modify-write of job records. Nothing
@@ -31,6 +32,7 @@
 #include "control/artifacts.h"
 #include "control/attempt_tracker.h"
 #include "control/cluster_view.h"
+#include "control/controller_options.h"
 #include "control/datasets.h"
 #include "control/disk_quota.h"
 #include "control/event_hub.h"
@@ -44,41 +46,6 @@
 #include "store/store.h"
 
 namespace weft {
-
-// What the controller counts into MetricsRegistry::Global() (docs/operations.md lists them).
-inline constexpr char kTransitionsMetric[] = "weft_job_transitions_total";
-inline constexpr char kRestartsMetric[] = "weft_job_restarts_total";
-inline constexpr char kModelsMetric[] = "weft_models_committed_total";
-inline constexpr char kCheckpointsMetric[] = "weft_checkpoints_committed_total";
-inline constexpr char kCheckpointBytesMetric[] = "weft_checkpoint_bytes_committed_total";
-inline constexpr char kCheckpointSecondsMetric[] = "weft_checkpoint_write_duration_seconds";
-inline constexpr char kRoundMetric[] = "weft_scheduling_round_duration_seconds";
-
-struct ControllerOptions {
-  std::string data_dir;                  // jobs live in <data_dir>/jobs/<id>/
-  std::vector<scheduler::Node> nodes;    // the cluster's inventory
-  std::string coordinator_address;       // host:port(s) learners report to, comma-separated
-  std::string coordinator_ca_path;       // PEM roots learners verify it by; empty: plain text
-  int64_t schedule_interval_ms = 200;    // scheduling round period
-  int64_t heartbeat_interval_ms = 1000;  // what learners are told to use
-  int64_t heartbeat_timeout_ms = 60000;  // a RUNNING learner silent this long is failed
-  int64_t start_timeout_ms = 120000;     // STARTING without registering this long is failed
-  int64_t stop_grace_ms = 10000;         // SIGTERM -> SIGKILL delay
-  int64_t restart_backoff_ms = 1000;     // first restart delay, doubled each restart
-  int64_t restart_backoff_max_ms = 60000;
-  std::string learner_key;  // secret behind learner credentials; empty = none
-  std::map<std::string, std::vector<int>> node_cpusets;  // node -> CPUs its learners are pinned to
-  // Tenants' uploads, where model.torchscript names an artifact (borrowed; null: a manifest
-  // naming one is refused).
-  Artifacts* artifacts = nullptr;
-  // A command job whose program cannot be sandboxed runs without the sandbox (logged) instead
-  // of failing: weftd --allow-unsandboxed-commands.
-  bool allow_unsandboxed_commands = false;
-  // Tenants' disk quotas (borrowed; null: none enforced), and how often the loop checks the
-  // tenants with active jobs against theirs (EnforceDiskQuotas).
-  DiskQuota* disk_quota = nullptr;
-  int64_t disk_check_interval_ms = 10000;
-};
 
 class Controller : public LearnerEvents {
  public:
@@ -109,7 +76,7 @@ class Controller : public LearnerEvents {
   // Validates, stores and queues a manifest for `tenant`. InvalidArgument with `errors` filled
   // (field, problem) for a bad manifest, a data set or artifact the tenant has not got (404 and
   // refused look the same), a data.path (no longer accepted) or a request that can never fit;
-  // ResourceExhausted when the tenant is at its disk quota; nothing is stored then.
+  // ResourceExhausted at its disk quota; Unavailable if learners cannot run; nothing is stored.
   absl::StatusOr<JobRecord> Submit(const std::string& manifest, const std::string& tenant,
                                    std::vector<FieldError>* errors);
 
@@ -119,8 +86,7 @@ class Controller : public LearnerEvents {
   absl::Status Halt(const std::string& id);
 
   // Puts a HALTED job back in the queue (RESUMING -> QUEUED); it continues from its latest
-  // checkpoint. NotFound; FailedPrecondition unless HALTED; ResourceExhausted when its tenant is
-  // at its disk quota.
+  // checkpoint. NotFound; FailedPrecondition unless HALTED; ResourceExhausted, Unavailable: Submit.
   absl::Status Resume(const std::string& id);
 
   // Kills the job's learners and removes the job, its history, metrics, models and files.
@@ -152,6 +118,10 @@ class Controller : public LearnerEvents {
                                                                            int64_t metrics_limit);
   // The credentials learners present to the coordination service.
   const LearnerCredentials& credentials() const { return credentials_; }
+  // The container images command jobs name (null: none).
+  Images* images() const { return options_.images; }
+  // Where learners run (its runtime: Executor::Runtime, Available).
+  const Executor& executor() const { return executor_; }
 
   // --- LearnerEvents (control/learner_events.h), called by the coordination service ---
   RegisterDecision OnRegister(const std::string& id, int rank, int64_t attempt, int64_t pid,
@@ -186,8 +156,8 @@ class Controller : public LearnerEvents {
   absl::StatusOr<std::vector<JobInput>> InputsOfSpec(const JobSpec& spec, const std::string& tenant,
                                                      const std::string& id,
                                                      std::vector<FieldError>* errors);
-  // Refuses data.path, and a data.dataset that `tenant` may not use (InvalidArgument naming the
-  // field, with `errors` filled); errors from the store.
+  // Refuses data.path, a data.dataset and an image that `tenant` may not use (InvalidArgument
+  // naming the field, with `errors` filled); errors from the store.
   absl::Status CheckDataOfSpec(const JobSpec& spec, const std::string& tenant,
                                std::vector<FieldError>* errors);
   // Links each of `inputs` into its job (the job keeps the content it was submitted with,
@@ -255,6 +225,10 @@ class Controller : public LearnerEvents {
   // were registered its data.path (format idx). NotFound
   // (starting "data.dataset: ") when the data set is gone or no longer granted.
   absl::StatusOr<DatasetRecord> DataSetLocked(const JobRecord& record, const JobSpec& spec)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The engine's reference of the image a command job names ("" for weft's runtime image).
+  // NotFound (starting "image: ") when the image is gone or no longer granted.
+  absl::StatusOr<std::string> ImageLocked(const JobRecord& record, const JobSpec& spec)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Removes the files in the job's checkpoint directory that the store does not hold: what a
   // learner killed between writing a checkpoint and committing it left behind (a temporary file,

@@ -1,11 +1,16 @@
 // How the controller turns learner exits and silences into outcomes: completion, a restart
 // from the latest checkpoint (with backoff, up to max_restarts), or failure; and, for gangs,
 // stopping the survivors of a lost learner so rank 0 can checkpoint the last complete step.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
-#include <fstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "common/files.h"
 #include "common/logging.h"
 #include "common/text.h"
 #include "control/controller.h"
@@ -272,13 +277,20 @@ std::string Controller::LogPathOf(const JobRecord& r, int rank) const {
 std::string Controller::LastLogLine(const std::string& path) const {
   // Only the log's tail is read (a learner's log can be large), and what it says is the tenant's
   // text: escaped before it becomes a reason.
-  constexpr std::streamoff kTail = 4096;
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) return "";
-  in.seekg(std::max<std::streamoff>(0, static_cast<std::streamoff>(in.tellg()) - kTail));
-  std::string line, last;
-  while (std::getline(in, line)) {
-    if (!line.empty()) last = line;
+  constexpr off_t kTail = 4096;
+  const int fd = OpenNoSymlinks(path, O_RDONLY | O_NONBLOCK);
+  if (fd < 0) return "";
+  struct stat st {};
+  std::string tail(kTail, '\0');
+  ssize_t n = 0;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    n = ::pread(fd, tail.data(), tail.size(), std::max<off_t>(0, st.st_size - kTail));
+  }
+  ::close(fd);
+  tail.resize(n > 0 ? static_cast<size_t>(n) : 0);
+  std::string last;
+  for (absl::string_view line : absl::StrSplit(tail, '\n')) {
+    if (!line.empty()) last = std::string(line);
   }
   return Printable(last, 500);
 }

@@ -24,6 +24,7 @@ absl::Status CheckCommittedFile(Env& env, const char* what, const std::string& r
     return absl::InvalidArgumentError(
         absl::StrCat(what, " path '", reported, "' is not ", expected));
   }
+  // A regular file, reached without a link (Env::FileSize): the learner is the tenant's code.
   absl::StatusOr<int64_t> size = env.FileSize(expected);
   if (!size.ok() || *size != bytes) {
     return absl::InvalidArgumentError(

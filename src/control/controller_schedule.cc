@@ -129,93 +129,6 @@ void Controller::PreemptLocked(JobRecord r, const std::string& reason) {
   executor_.Stop(r.id, options_.stop_grace_ms).IgnoreError();
 }
 
-absl::StatusOr<DatasetRecord> Controller::DataSetLocked(const JobRecord& r, const JobSpec& spec) {
-  if (!spec.data.artifact.empty()) {  // linked into the job at submission
-    return DatasetRecord{
-        spec.data.artifact, layout_.DataDir(r.id), "tensors", false, {r.tenant}, 0};
-  }
-  if (spec.data.dataset.empty()) return DatasetRecord{};  // a command job that reads none
-  if (!spec.data.path.empty()) {                          // checked when it was submitted
-    return DatasetRecord{spec.data.dataset, spec.data.path, "idx", false, {r.tenant}, 0};
-  }
-  absl::StatusOr<DatasetRecord> d = ResolveDataset(store_, spec.data.dataset, r.tenant);
-  if (!d.ok()) {
-    return absl::Status(
-        d.status().code(),
-        absl::StrCat("data.dataset: ", d.status().message(),
-                     " (removed or no longer granted since the job was submitted)"));
-  }
-  return d;
-}
-
-LearnerLaunch Controller::LaunchFor(const JobRecord& r, const JobSpec& spec, int rank,
-                                    const std::pair<std::string, int>& rendezvous,
-                                    const DatasetRecord& data) const {
-  LearnerLaunch l;
-  l.job_id = r.id;
-  l.attempt = r.attempt;
-  const bool placed = rank < static_cast<int>(r.learners.size());
-  // The learner's id: its rank as started (after an in-place membership change the two differ).
-  l.rank = placed ? r.learners[rank].id : rank;
-  l.world_size = static_cast<int>(r.learners.size());  // an elastic job's: as placed
-  l.node = placed ? r.learners[rank].node : "";
-  if (l.world_size > 1) {
-    l.rendezvous_host = rendezvous.first;
-    l.rendezvous_port = rendezvous.second;
-  }
-  l.spec_path = layout_.SpecPath(r.id);
-  l.data_dir = data.path;
-  if (!data.format.empty()) l.data_format = data.format;
-  l.result_dir = layout_.ResultDir(r.id);
-  l.checkpoint_dir = layout_.CheckpointDir(r.id);
-  if (spec.model.architecture == "torchscript" || spec.IsCommandJob()) {
-    l.model_dir = layout_.DefinitionDir(r.id);
-  }
-  if (spec.IsCommandJob()) {
-    l.work_dir = WorkDir(layout_.WorkRoot(r.id), l.rank);
-    l.private_dir = options_.data_dir;
-    l.sandbox_required = !options_.allow_unsandboxed_commands;
-  }
-  l.log_dir = layout_.LogDir(r.id);
-  l.coordinator_address = coordinator_address_;
-  l.coordinator_ca_path = options_.coordinator_ca_path;
-  l.threads = spec.EffectiveThreads();
-  l.memory_limit_mb = spec.resources.memory_mb;
-  l.credential = credentials_.For(r.id);
-  if (auto it = options_.node_cpusets.find(l.node); it != options_.node_cpusets.end()) {
-    l.cpuset = it->second;
-  }
-  for (const ServerSlot& server : r.servers) l.ps_servers.push_back(server.address);
-  // A gang on one host trains as one learner: rank 0 with the gang's threads and memory.
-  l.learners_as_one = LearnersAsOne(r, spec);
-  if (l.learners_as_one > 1 && l.rank == 0) {
-    l.threads = spec.AsOneLearner(l.learners_as_one).EffectiveThreads();
-    l.memory_limit_mb *= l.learners_as_one;
-  }
-  return l;
-}
-
-int Controller::LearnersAsOne(const JobRecord& r, const JobSpec& spec) const {
-  if (!executor_.TrainsGangsAsOneLearner()) return 1;
-  std::vector<std::string> nodes;
-  for (const LearnerSlot& l : r.learners) nodes.push_back(l.node);
-  return spec.LearnersAsOne(nodes);
-}
-
-LearnerLaunch Controller::ServerLaunchFor(const JobRecord& r, const JobSpec& spec, int index,
-                                          const DatasetRecord& data) const {
-  LearnerLaunch l = LaunchFor(r, spec, 0, {}, data);
-  l.rank = static_cast<int>(r.learners.size()) + index;
-  l.node = r.servers[index].node;
-  l.ps_server = index;
-  l.threads = 1;  // the applier is one thread
-  l.cpuset.clear();
-  if (auto it = options_.node_cpusets.find(l.node); it != options_.node_cpusets.end()) {
-    l.cpuset = it->second;
-  }
-  return l;
-}
-
 absl::Status Controller::PickAddressesLocked(JobRecord& r,
                                              std::pair<std::string, int>* rendezvous) {
   if (r.learners.size() > 1) {
@@ -327,11 +240,12 @@ void Controller::StartJobLocked(JobRecord r, const scheduler::Placement& p) {
   auto spec = specs_.Get(r);
   if (!spec.ok()) return FailLocked(r, std::string(spec.status().message()));
   absl::StatusOr<DatasetRecord> data = DataSetLocked(r, **spec);
-  if (!data.ok()) {
-    if (!absl::IsNotFound(data.status())) {
-      return spdlog::error("job {}: {}", r.id, data.status().message());  // next round
+  absl::StatusOr<std::string> image = data.ok() ? ImageLocked(r, **spec) : data.status();
+  if (!image.ok()) {
+    if (!absl::IsNotFound(image.status())) {
+      return spdlog::error("job {}: {}", r.id, image.status().message());  // next round
     }
-    return FailLocked(r, std::string(data.status().message()));
+    return FailLocked(r, std::string(image.status().message()));
   }
   // Elastic: anywhere in its range. A scale-out parameter-server job's servers come last.
   const int servers = (*spec)->ParameterServers();
@@ -374,7 +288,9 @@ void Controller::StartJobLocked(JobRecord r, const scheduler::Placement& p) {
   attempt.generation = r.generation;
   absl::Status started = StartServersLocked(r, **spec, *data);
   for (int rank = 0; started.ok() && rank < world; ++rank) {
-    absl::StatusOr<int64_t> pid = executor_.Start(LaunchFor(r, **spec, rank, rendezvous, *data));
+    LearnerLaunch launch = LaunchFor(r, **spec, rank, rendezvous, *data);
+    launch.image = *image;
+    absl::StatusOr<int64_t> pid = executor_.Start(launch);
     if (!pid.ok()) {
       started = absl::Status(pid.status().code(), absl::StrCat("cannot start learner rank ", rank,
                                                                ": ", pid.status().message()));

@@ -67,16 +67,26 @@ void CoordinatorService::AddCoordinators(Response* resp) {
   for (const std::string& a : coordinators_) resp->add_coordinators(a);
 }
 
-grpc::Status CoordinatorService::Authenticate(const weft::v1::LearnerIdentity& id) const {
-  if (credentials_.Check(id.job_id(), id.credential())) return grpc::Status::OK;
-  return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                      "the learner credential does not belong to job " + id.job_id());
+grpc::Status CoordinatorService::Authenticate(grpc::ServerContext* ctx,
+                                              const weft::v1::LearnerIdentity& id) const {
+  if (!credentials_.Check(id.job_id(), id.attempt(), id.credential())) {
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                        "the learner credential does not belong to attempt " +
+                            std::to_string(id.attempt()) + " of job " + id.job_id());
+  }
+  // Through an attempt's own socket, only that attempt's calls (control/learner_channels.h).
+  if (channels_ != nullptr && ctx != nullptr &&
+      !channels_->Allows(ctx->peer(), id.job_id(), id.attempt())) {
+    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                        "this channel serves another job attempt");
+  }
+  return grpc::Status::OK;
 }
 
-grpc::Status CoordinatorService::Register(grpc::ServerContext*,
+grpc::Status CoordinatorService::Register(grpc::ServerContext* ctx,
                                           const weft::v1::RegisterRequest* req,
                                           weft::v1::RegisterResponse* resp) {
-  if (grpc::Status auth = Authenticate(req->learner()); !auth.ok()) return auth;
+  if (grpc::Status auth = Authenticate(ctx, req->learner()); !auth.ok()) return auth;
   const auto& id = req->learner();
   RegisterDecision d =
       events_.OnRegister(id.job_id(), id.rank(), id.attempt(), req->pid(), req->world_size());
@@ -89,10 +99,10 @@ grpc::Status CoordinatorService::Register(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
-grpc::Status CoordinatorService::Heartbeat(grpc::ServerContext*,
+grpc::Status CoordinatorService::Heartbeat(grpc::ServerContext* ctx,
                                            const weft::v1::HeartbeatRequest* req,
                                            weft::v1::HeartbeatResponse* resp) {
-  if (grpc::Status auth = Authenticate(req->learner()); !auth.ok()) return auth;
+  if (grpc::Status auth = Authenticate(ctx, req->learner()); !auth.ok()) return auth;
   const auto& id = req->learner();
   RecordParameterServer(id.job_id(), req->progress());
   const ReportAnswer answer =
@@ -106,10 +116,10 @@ grpc::Status CoordinatorService::Heartbeat(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
-grpc::Status CoordinatorService::ReportMetrics(grpc::ServerContext*,
+grpc::Status CoordinatorService::ReportMetrics(grpc::ServerContext* ctx,
                                                const weft::v1::ReportMetricsRequest* req,
                                                weft::v1::ReportMetricsResponse* resp) {
-  if (grpc::Status auth = Authenticate(req->learner()); !auth.ok()) return auth;
+  if (grpc::Status auth = Authenticate(ctx, req->learner()); !auth.ok()) return auth;
   std::vector<MetricRecord> points;
   points.reserve(req->points_size());
   for (const auto& p : req->points()) {
@@ -135,11 +145,10 @@ grpc::Status CoordinatorService::ReportMetrics(grpc::ServerContext*,
 }
 
 template <typename Request, typename Response, typename Record>
-grpc::Status CoordinatorService::Commit(const Request* req, Response* resp, const Record& record,
-                                        absl::Status (LearnerEvents::*commit)(const std::string&,
-                                                                              int64_t,
-                                                                              const Record&)) {
-  if (grpc::Status auth = Authenticate(req->learner()); !auth.ok()) return auth;
+grpc::Status CoordinatorService::Commit(
+    grpc::ServerContext* ctx, const Request* req, Response* resp, const Record& record,
+    absl::Status (LearnerEvents::*commit)(const std::string&, int64_t, const Record&)) {
+  if (grpc::Status auth = Authenticate(ctx, req->learner()); !auth.ok()) return auth;
   absl::Status s = (events_.*commit)(req->learner().job_id(), req->learner().attempt(), record);
   if (absl::IsUnavailable(s)) return Unavailable(std::string(s.message()));
   resp->set_accepted(s.ok());
@@ -147,25 +156,25 @@ grpc::Status CoordinatorService::Commit(const Request* req, Response* resp, cons
   return grpc::Status::OK;
 }
 
-grpc::Status CoordinatorService::CommitModel(grpc::ServerContext*,
+grpc::Status CoordinatorService::CommitModel(grpc::ServerContext* ctx,
                                              const weft::v1::CommitModelRequest* req,
                                              weft::v1::CommitModelResponse* resp) {
   ModelRecord a{req->kind(),  req->path(), req->card_path(), req->test_accuracy(),
                 req->epoch(), req->step(), req->bytes(),     0};
-  return Commit(req, resp, a, &LearnerEvents::OnCommitModel);
+  return Commit(ctx, req, resp, a, &LearnerEvents::OnCommitModel);
 }
 
-grpc::Status CoordinatorService::CommitCheckpoint(grpc::ServerContext*,
+grpc::Status CoordinatorService::CommitCheckpoint(grpc::ServerContext* ctx,
                                                   const weft::v1::CommitCheckpointRequest* req,
                                                   weft::v1::CommitCheckpointResponse* resp) {
   CheckpointRecord c{req->step(), req->epoch(), req->path(), req->bytes(), 0, req->write_seconds()};
-  return Commit(req, resp, c, &LearnerEvents::OnCommitCheckpoint);
+  return Commit(ctx, req, resp, c, &LearnerEvents::OnCommitCheckpoint);
 }
 
-grpc::Status CoordinatorService::ReportFinished(grpc::ServerContext*,
+grpc::Status CoordinatorService::ReportFinished(grpc::ServerContext* ctx,
                                                 const weft::v1::ReportFinishedRequest* req,
                                                 weft::v1::ReportFinishedResponse*) {
-  if (grpc::Status auth = Authenticate(req->learner()); !auth.ok()) return auth;
+  if (grpc::Status auth = Authenticate(ctx, req->learner()); !auth.ok()) return auth;
   // A learner's reason is tenant input that ends up in the history, the API and weftd's log.
   absl::Status s =
       events_.OnFinished(req->learner().job_id(), req->learner().rank(), req->learner().attempt(),
@@ -174,9 +183,10 @@ grpc::Status CoordinatorService::ReportFinished(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
-grpc::Status CoordinatorService::Regroup(grpc::ServerContext*, const weft::v1::RegroupRequest* req,
+grpc::Status CoordinatorService::Regroup(grpc::ServerContext* ctx,
+                                         const weft::v1::RegroupRequest* req,
                                          weft::v1::RegroupResponse* resp) {
-  if (grpc::Status auth = Authenticate(req->learner()); !auth.ok()) return auth;
+  if (grpc::Status auth = Authenticate(ctx, req->learner()); !auth.ok()) return auth;
   absl::StatusOr<RegroupDecision> d = events_.OnRegroup(
       req->learner().job_id(), req->learner().rank(), req->learner().attempt(), req->generation());
   if (!d.ok()) return Unavailable(std::string(d.status().message()));

@@ -12,6 +12,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "control/learner_channels.h"
 #include "control/learner_credentials.h"
 #include "control/learner_events.h"
 #include "proto/coordinator.grpc.pb.h"
@@ -20,9 +21,14 @@ namespace weft {
 
 class CoordinatorService final : public weft::v1::Coordinator::Service {
  public:
+  // `channels` (borrowed; may be null): the attempts' sockets of contained learners, whose
+  // calls are held to their own attempt.
   CoordinatorService(LearnerEvents& events, const LearnerCredentials& credentials,
-                     int heartbeat_interval_ms)
-      : events_(events), credentials_(credentials), heartbeat_interval_ms_(heartbeat_interval_ms) {}
+                     int heartbeat_interval_ms, const LearnerChannels* channels = nullptr)
+      : events_(events),
+        credentials_(credentials),
+        heartbeat_interval_ms_(heartbeat_interval_ms),
+        channels_(channels) {}
 
   grpc::Status Register(grpc::ServerContext*, const weft::v1::RegisterRequest* req,
                         weft::v1::RegisterResponse* resp) override;
@@ -46,18 +52,21 @@ class CoordinatorService final : public weft::v1::Coordinator::Service {
  private:
   template <typename Response>
   void AddCoordinators(Response* resp);
-  // OK if `id` carries its job's learner credential; UNAUTHENTICATED otherwise.
-  grpc::Status Authenticate(const weft::v1::LearnerIdentity& id) const;
+  // OK if `id` carries its job's learner credential (UNAUTHENTICATED otherwise) and `ctx`'s
+  // connection may act for its attempt (PERMISSION_DENIED otherwise).
+  grpc::Status Authenticate(grpc::ServerContext* ctx, const weft::v1::LearnerIdentity& id) const;
   // The one path of every file a learner commits (models, checkpoints): authenticate, hand the
   // record to `commit`, answer accepted or refused with the reason.
   template <typename Request, typename Response, typename Record>
-  grpc::Status Commit(const Request* req, Response* resp, const Record& record,
+  grpc::Status Commit(grpc::ServerContext* ctx, const Request* req, Response* resp,
+                      const Record& record,
                       absl::Status (LearnerEvents::*commit)(const std::string&, int64_t,
                                                             const Record&));
 
   LearnerEvents& events_;
   const LearnerCredentials& credentials_;
   const int heartbeat_interval_ms_;
+  const LearnerChannels* const channels_;
   absl::Mutex mu_;
   std::vector<std::string> coordinators_ ABSL_GUARDED_BY(mu_);
 };
@@ -103,6 +112,8 @@ class GrpcServer {
   ~GrpcServer();
   // The address learners should dial, with the port actually bound.
   const std::string& address() const { return address_; }
+  // The server itself (LearnerChannels hands it connections).
+  grpc::Server* server() const { return server_.get(); }
   // Those of Start's `also` it listens on too (all or none).
   const std::vector<std::string>& also() const { return also_; }
   // Stops serving: calls in flight get up to `grace` to finish, then are cancelled.

@@ -16,24 +16,47 @@ namespace {
 constexpr const char* kIdxFiles[] = {"train-images-idx3-ubyte", "train-labels-idx1-ubyte",
                                      "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"};
 
-// The first file of `format` that `dir` lacks; empty when it has them all.
-std::string MissingFile(const std::string& dir, const std::string& format) {
+// What is wrong with `dir` as a data set of `format`, or "" when nothing is: a file the format
+// holds is missing, or a learner could not read it — its container sees only the data set's own
+// directory (a symbolic link to elsewhere leads nowhere there) and reads it as its job's own uid,
+// so the directory must be searchable and the files readable by others.
+std::string DatasetProblem(const std::string& dir, const std::string& format) {
+  namespace fs = std::filesystem;
   std::error_code ec;
-  if (format == "idx") {
-    for (const char* f : kIdxFiles) {
-      const std::string plain = absl::StrCat(dir, "/", f);
-      if (!std::filesystem::is_regular_file(plain, ec) &&
-          !std::filesystem::is_regular_file(plain + ".gz", ec)) {
-        return absl::StrCat(f, "[.gz]");
-      }
-    }
-    return "";
+  if ((fs::status(dir, ec).permissions() & (fs::perms::others_read | fs::perms::others_exec)) !=
+      (fs::perms::others_read | fs::perms::others_exec)) {
+    return absl::StrCat("'", dir,
+                        "' is not readable by others: learners read it as their job's "
+                        "own uid (chmod o+rx)");
   }
-  const std::vector<std::string> files = format == "csv"
-                                             ? std::vector<std::string>{"train.csv", "test.csv"}
-                                             : std::vector<std::string>{kTensorFileName};
-  for (const std::string& f : files) {
-    if (!std::filesystem::is_regular_file(absl::StrCat(dir, "/", f), ec)) return f;
+  // Each file the format holds, with the names it may go by (an IDX file plain or gzipped).
+  std::vector<std::vector<std::string>> files;
+  if (format == "idx") {
+    for (const char* f : kIdxFiles) files.push_back({f, absl::StrCat(f, ".gz")});
+  } else if (format == "csv") {
+    files = {{"train.csv"}, {"test.csv"}};
+  } else {
+    files = {{kTensorFileName}};
+  }
+  for (const std::vector<std::string>& names : files) {
+    const std::string* found = nullptr;
+    for (const std::string& n : names) {
+      if (fs::exists(fs::symlink_status(absl::StrCat(dir, "/", n), ec))) found = &n;
+    }
+    if (found == nullptr) {
+      return absl::StrCat("'", dir, "' has no ", names[0], names.size() > 1 ? "[.gz]" : "",
+                          ", which a ", format, " data set holds");
+    }
+    const fs::file_status st = fs::symlink_status(absl::StrCat(dir, "/", *found), ec);
+    if (fs::is_symlink(st)) {
+      return absl::StrCat("'", *found, "' is a symbolic link: a learner's container sees only ",
+                          "the data set's own directory (copy or hard-link the file into it)");
+    }
+    if (!fs::is_regular_file(st)) return absl::StrCat("'", *found, "' is not a regular file");
+    if ((st.permissions() & fs::perms::others_read) == fs::perms::none) {
+      return absl::StrCat("'", *found, "' is not readable by others: learners read it as their ",
+                          "job's own uid (chmod o+r)");
+    }
   }
   return "";
 }
@@ -65,9 +88,8 @@ absl::Status CheckDataset(const DatasetRecord& d, Store& store, std::vector<Fiel
   } else if (!std::filesystem::is_directory(d.path, ec)) {
     errors->push_back({"path", absl::StrCat("'", d.path, "' is not a directory weftd can read")});
   } else if (known_format) {
-    if (std::string missing = MissingFile(d.path, d.format); !missing.empty()) {
-      errors->push_back({"path", absl::StrCat("'", d.path, "' has no ", missing, ", which a ",
-                                              d.format, " data set holds")});
+    if (std::string problem = DatasetProblem(d.path, d.format); !problem.empty()) {
+      errors->push_back({"path", problem});
     }
   }
   if (d.all_tenants && !d.tenants.empty()) {
@@ -100,7 +122,7 @@ absl::StatusOr<std::vector<std::string>> RegisterDefaultDatasets(Store& store, c
   std::vector<std::string> registered;
   for (const char* name : {"fashion-mnist", "mnist"}) {
     const std::string dir = absl::StrCat(root, "/", name);
-    if (!MissingFile(dir, "idx").empty()) continue;
+    if (!DatasetProblem(dir, "idx").empty()) continue;
     absl::StatusOr<DatasetRecord> existing = store.GetDataset(name);
     if (existing.ok()) continue;
     if (!absl::IsNotFound(existing.status())) return existing.status();

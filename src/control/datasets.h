@@ -28,7 +28,9 @@ inline const std::vector<std::string>& DatasetFormats() {
 }
 
 // Checks a registration before it is stored: `name` by CheckArtifactName's rule, `path` an
-// absolute, lexically normal directory (no "." or ".." parts) holding the files of `format`,
+// absolute, lexically normal directory (no "." or ".." parts) holding the files of `format`
+// (regular files, not symbolic links, readable by others and the directory searchable: a
+// learner's container sees only that directory, and reads it as its job's own uid),
 // `format` one of DatasetFormats(), and each of `tenants` an existing tenant. InvalidArgument with
 // `errors` filled (field: name, path, format or tenants; problem); errors of the store as they are.
 absl::Status CheckDataset(const DatasetRecord& dataset, Store& store,

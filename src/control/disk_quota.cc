@@ -60,6 +60,12 @@ absl::StatusOr<int64_t> DiskQuota::MeasureLocked(const std::string& tenant) {
   int64_t bytes = 0;
   if (artifacts_ != nullptr) AddBlocksUnder(artifacts_->TenantDir(tenant), &seen, &bytes);
   for (const JobRecord& job : jobs) AddBlocksUnder(layout_.JobDir(job.id), &seen, &bytes);
+  // Its own container images, as the engine keeps them (each distinct one once).
+  ASSIGN_OR_RETURN(std::vector<ImageRecord> images, store_.ListImages());
+  std::set<std::string> references;
+  for (const ImageRecord& i : images) {
+    if (i.tenant == tenant && references.insert(i.reference).second) bytes += i.bytes;
+  }
   measured_[tenant] = {bytes, clock_.NowMs()};
   return bytes;
 }

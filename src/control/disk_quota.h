@@ -2,7 +2,8 @@
 // artifacts (control/artifacts.h) and its jobs' directories (job/layout.h: specs, logs,
 // checkpoints, models, inputs, command jobs' working directories), each inode counted once
 // however many links it has (a job's input is a link to the artifact it came from), in bytes of
-// the blocks it holds (st_blocks × 512, what du reports). Symbolic links are not followed.
+// the blocks it holds (st_blocks × 512, what du reports), and its own container images (the
+// bytes the engine keeps for each: control/images.h). Symbolic links are not followed.
 //
 // The quota is enforced before the disk is full, in three places: a submission
 // (Controller::Submit), a resume (Controller::Resume) and an upload (POST /v1/artifacts) of a

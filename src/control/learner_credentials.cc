@@ -1,17 +1,19 @@
 #include "control/learner_credentials.h"
 
+#include "absl/strings/str_cat.h"
 #include "common/files.h"
 
 namespace weft {
 
-std::string LearnerCredentials::For(const std::string& job_id) const {
+std::string LearnerCredentials::For(const std::string& job_id, int64_t attempt) const {
   if (key_.empty()) return "";
-  return HmacSha256Hex(key_, "weft-learner:" + job_id);
+  return HmacSha256Hex(key_, absl::StrCat("weft-learner:", job_id, ":", attempt));
 }
 
-bool LearnerCredentials::Check(const std::string& job_id, const std::string& credential) const {
+bool LearnerCredentials::Check(const std::string& job_id, int64_t attempt,
+                               const std::string& credential) const {
   if (key_.empty()) return true;
-  return ConstantTimeEquals(For(job_id), credential);
+  return ConstantTimeEquals(For(job_id, attempt), credential);
 }
 
 }  // namespace weft

@@ -62,6 +62,27 @@ class Executor {
   // each process to one learner's share of the node. Only the local executor says yes (its
   // learners share their node's cpuset); a Slurm task is held to its --cpus-per-task.
   virtual bool TrainsGangsAsOneLearner() const { return false; }
+  // The container runtime learners run in ("podman"), or "none" (unconfined), with a line for
+  // weftd's log and GET /v1/nodes saying what it holds a learner to.
+  virtual std::string Runtime() const { return "none"; }
+  virtual std::string RuntimeDescription() const { return ""; }
+
+  // From now on every Start is refused with `why` (Unavailable): `runtime`, the runtime the admin
+  // chose, cannot run learners here. Call before any Start.
+  void Refuse(absl::Status why, std::string runtime) {
+    refusal_ = std::move(why);
+    refused_runtime_ = std::move(runtime);
+  }
+  // OK when learners can be started; otherwise why not: weftd then refuses jobs with the reason.
+  const absl::Status& Available() const { return refusal_; }
+
+ protected:
+  // The runtime Refuse named; empty when learners can be started.
+  const std::string& refused_runtime() const { return refused_runtime_; }
+
+ private:
+  absl::Status refusal_;
+  std::string refused_runtime_;
 };
 
 }  // namespace weft

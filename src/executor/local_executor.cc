@@ -27,10 +27,9 @@
 #include "common/files.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
+#include "executor/process_tree.h"
 #include "job/layout.h"
 #include "ps/segment.h"
-
-extern char** environ;
 
 namespace weft {
 
@@ -81,8 +80,15 @@ std::string LearnerExit::Describe() const {
 }
 
 LocalExecutor::LocalExecutor(std::string learner_binary, const Clock& clock,
-                             std::unique_ptr<MemoryCgroups> cgroups)
-    : learner_binary_(std::move(learner_binary)), clock_(clock), cgroups_(std::move(cgroups)) {
+                             std::unique_ptr<MemoryCgroups> cgroups,
+                             std::unique_ptr<ContainerLauncher> containers)
+    : learner_binary_(std::move(learner_binary)),
+      clock_(clock),
+      cgroups_(std::move(cgroups)),
+      containers_(std::move(containers)) {
+  if (containers_ && !cgroups_) {
+    spdlog::error("learners in containers need cgroups to be killed through; none given");
+  }
   if (cgroups_) {
     const int removed = cgroups_->RemoveUnused();
     if (removed > 0)
@@ -93,10 +99,12 @@ LocalExecutor::LocalExecutor(std::string learner_binary, const Clock& clock,
 LocalExecutor::~LocalExecutor() {
   absl::MutexLock lock(&mu_);
   for (const Child& c : children_) {
-    ::kill(-c.pid, SIGKILL);
+    KillLocked(c);
     int status;
     if (!c.adopted) ::waitpid(c.pid, &status, 0);
     if (!c.cgroup.empty()) exited_cgroups_.push_back(c.cgroup);
+    if (c.oom_watch >= 0) ::close(c.oom_watch);
+    if (c.contained) containers_->Release(c.launch);
   }
   if (!cgroups_) return;
   // A learner's children (reparented when it was killed) leave its cgroup only once the kernel
@@ -114,75 +122,115 @@ LocalExecutor::~LocalExecutor() {
 }
 
 std::vector<std::string> LocalExecutor::LearnerEnvironment(const LearnerLaunch& launch) {
-  std::vector<std::string> env;
-  // Keep the parent's environment (PATH, locale, ...) minus anything the contract sets and
-  // weftd's own token.
-  const std::vector<std::string>& ours = LearnerEnvironmentNames();
-  for (char** e = environ; e && *e; ++e) {
-    std::string kv(*e);
-    std::string name = kv.substr(0, kv.find('='));
-    if (std::find(ours.begin(), ours.end(), name) == ours.end()) env.push_back(kv);
+  return HostLearnerEnvironment(launch);
+}
+
+std::string LocalExecutor::CgroupName(const LearnerLaunch& launch) {
+  // A learner replaced in its attempt (a parameter-server job's) has the same rank: the serial
+  // keeps its cgroup apart from the one its predecessor's exit removes.
+  return absl::StrCat(launch.job_id, ".a", launch.attempt, ".r", launch.rank, ".",
+                      cgroup_serial_.fetch_add(1) + 1);
+}
+
+absl::StatusOr<SpawnRequest> LocalExecutor::Plan(const LearnerLaunch& launch,
+                                                 const std::string& cgroup, Child* child) {
+  const bool server = launch.ps_server >= 0;
+  SpawnRequest req;
+  req.log_path = server ? ParameterServerLogPath(launch.log_dir, launch.ps_server)
+                        : LearnerLogPath(launch.log_dir, launch.rank);
+  req.cpuset = launch.cpuset;
+  if (!cgroup.empty()) req.cgroup_procs = cgroup + "/cgroup.procs";
+  if (!containers_) {
+    // Unconfined (weftd --runtime none): the learner as weftd's user, on the host.
+    // A parameter server is weft-ps, installed beside weft-learner.
+    req.argv = {learner_binary_};
+    if (server) {
+      req.argv = {
+          absl::StrCat(learner_binary_.substr(0, learner_binary_.rfind('/') + 1), "weft-ps"),
+          "--listen", launch.ps_servers[launch.ps_server]};
+    }
+    req.env = LearnerEnvironment(launch);
+    return req;
   }
-  for (const auto& [name, value] : weft::LearnerEnvironment(launch)) {
-    env.push_back(absl::StrCat(name, "=", value));
+  const std::string cgroup_path = cgroup.empty() ? "" : cgroups_->HierarchyPath(cgroup);
+  ASSIGN_OR_RETURN(ContainerLauncher::Launch plan, containers_->Prepare(launch, cgroup_path));
+  req.argv = std::move(plan.command.argv);
+  req.env = std::move(plan.command.env);
+  req.env.push_back(absl::StrCat(kJobUidVariable, "=", plan.uid));
+  req.env.push_back(absl::StrCat(kCgroupVariable, "=", cgroup));
+  req.network_namespace = plan.command.join_network_namespace;
+  if (!plan.join_cgroup) req.cgroup_procs.clear();
+  // A container is pinned by its engine (--cpuset-cpus), not through the engine's own process.
+  if (!plan.container.empty() && !plan.join_cgroup) req.cpuset.clear();
+  // The engine's own umask, not weftd's (077): what it creates for a container (its mount
+  // points) must be open to the container's uid. (What the container writes is its --umask's.)
+  if (!plan.container.empty()) req.umask = 022;
+  req.ignore_sigterm = !plan.container.empty() && !containers_->runtime().ForwardsSigterm();
+  child->container = plan.container;
+  child->contained = true;
+  return req;
+}
+
+std::string LocalExecutor::Runtime() const {
+  if (!refused_runtime().empty()) return refused_runtime();
+  return containers_ ? containers_->runtime().Name() : "none";
+}
+
+std::string LocalExecutor::RuntimeDescription() const {
+  if (!Available().ok()) return absl::StrCat("cannot run learners: ", Available().message());
+  if (!containers_) {
+    return "none: learners run unconfined, as weftd's user (weftd --runtime none)";
   }
-  return env;
+  return containers_->runtime().Describe();
 }
 
 absl::StatusOr<int64_t> LocalExecutor::Start(const LearnerLaunch& launch) {
+  RETURN_IF_ERROR(Available());
   RETURN_IF_ERROR(MakeDirs(launch.log_dir));
   RETURN_IF_ERROR(MakeDirs(launch.result_dir));
   RETURN_IF_ERROR(MakeDirs(launch.checkpoint_dir));
-  const bool server = launch.ps_server >= 0;
-  if (server && static_cast<size_t>(launch.ps_server) >= launch.ps_servers.size()) {
+  if (launch.ps_server >= 0 && static_cast<size_t>(launch.ps_server) >= launch.ps_servers.size()) {
     return absl::InvalidArgumentError(
         absl::StrCat("parameter server ", launch.ps_server, " has no address"));
   }
-  std::string log_path = server ? ParameterServerLogPath(launch.log_dir, launch.ps_server)
-                                : LearnerLogPath(launch.log_dir, launch.rank);
+  // A contained learner always has a cgroup: its container's cgroups go below it, and it is
+  // through it that the container is killed.
   std::string cgroup;
-  if (cgroups_ && launch.memory_limit_mb > 0) {
-    auto dir =
-        cgroups_->Create(absl::StrCat(launch.job_id, ".a", launch.attempt, ".r", launch.rank),
-                         (launch.memory_limit_mb << 20) * kInstrumentedMemoryFactor);
+  if (cgroups_ && (launch.memory_limit_mb > 0 || containers_)) {
+    auto dir = cgroups_->Create(CgroupName(launch),
+                                (launch.memory_limit_mb << 20) * kInstrumentedMemoryFactor);
     if (dir.ok()) {
       cgroup = *dir;
+    } else if (containers_) {
+      return absl::InternalError(
+          absl::StrCat("cannot make the learner's cgroup: ", dir.status().message()));
     } else {
       spdlog::warn("job {} rank {}: no memory cgroup ({}); a watchdog holds its limit instead",
                    launch.job_id, launch.rank, dir.status().message());
     }
   }
-
-  std::vector<std::string> env = LearnerEnvironment(launch);
-  std::vector<char*> envp;
-  for (auto& e : env) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  // A parameter server is weft-ps, installed beside weft-learner.
-  std::string binary = learner_binary_;
-  std::vector<std::string> args = {binary};
-  if (server) {
-    binary = absl::StrCat(learner_binary_.substr(0, learner_binary_.rfind('/') + 1), "weft-ps");
-    args = {binary, "--listen", launch.ps_servers[launch.ps_server]};
+  Child child;
+  child.launch = launch;
+  absl::StatusOr<SpawnRequest> req = Plan(launch, cgroup, &child);
+  if (!req.ok()) {
+    if (!cgroup.empty()) (void)cgroups_->Remove(cgroup);
+    return req.status();
   }
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  SpawnRequest req{binary.c_str(),   argv.data(),   envp.data(),
-                   log_path.c_str(), launch.cpuset, cgroup.empty() ? "" : cgroup + "/cgroup.procs"};
-  SpawnResult spawned = Spawn(req);
-  if (spawned.failed_step == SpawnResult::kCgroup) {
+  SpawnResult spawned = Spawn(*req);
+  if (spawned.failed_step == SpawnResult::kCgroup && !containers_) {
     spdlog::warn(
         "job {} rank {}: cannot enter its memory cgroup {} ({}); a watchdog holds its "
         "limit instead",
         launch.job_id, launch.rank, cgroup, strerror(spawned.error));
     (void)cgroups_->Remove(cgroup);
     cgroup.clear();
-    req.cgroup_procs.clear();
-    spawned = Spawn(req);
+    req->cgroup_procs.clear();
+    spawned = Spawn(*req);
   }
   if (spawned.failed_step != SpawnResult::kNone) {
+    if (containers_) containers_->Release(launch);
     if (!cgroup.empty()) (void)cgroups_->Remove(cgroup);
-    return absl::InternalError(absl::StrCat("cannot start ", binary, ": ",
+    return absl::InternalError(absl::StrCat("cannot start ", req->argv[0], ": ",
                                             SpawnResult::StepName(spawned.failed_step), ": ",
                                             strerror(spawned.error)));
   }
@@ -190,114 +238,34 @@ absl::StatusOr<int64_t> LocalExecutor::Start(const LearnerLaunch& launch) {
     spdlog::warn("learner pid {}: cannot pin to cpus {} on this host ({}); it runs unpinned",
                  spawned.pid, absl::StrJoin(launch.cpuset, ","), strerror(spawned.pin_error));
   }
+  child.pid = spawned.pid;
+  child.cgroup = cgroup;
+  if (!cgroup.empty()) child.oom_watch = cgroups_->WatchOom(cgroup);
   absl::MutexLock lock(&mu_);
-  children_.push_back({launch, spawned.pid, 0, false, "", cgroup});
+  children_.push_back(std::move(child));
   return static_cast<int64_t>(spawned.pid);
 }
 
-const char* LocalExecutor::SpawnResult::StepName(Step step) {
-  switch (step) {
-    case kNone:
-      return "ok";
-    case kFork:
-      return "fork";
-    case kCgroup:
-      return "joining its memory cgroup";
-    case kStdio:
-      return "opening its log";
-    case kExec:
-      return "exec";
-  }
-  return "?";
-}
-
-LocalExecutor::SpawnResult LocalExecutor::Spawn(const SpawnRequest& req) {
-  // Everything the child needs is prepared here: between fork and exec it calls only
-  // async-signal-safe functions (weftd has many threads; the child has one).
-  cpu_set_t cpus;
-  CPU_ZERO(&cpus);
-  for (int c : req.cpuset) {
-    if (c >= 0 && c < CPU_SETSIZE) CPU_SET(c, &cpus);
-  }
-  const bool pin = !req.cpuset.empty();
-  const char* cgroup_procs = req.cgroup_procs.empty() ? nullptr : req.cgroup_procs.c_str();
-  sigset_t empty;
-  sigemptyset(&empty);
-  // The child reports a failed step as {step, errno} on this pipe; a successful exec closes it.
-  int report[2];
-  SpawnResult result;
-  if (::pipe2(report, O_CLOEXEC) != 0) {
-    result.failed_step = SpawnResult::kFork;
-    result.error = errno;
-    return result;
-  }
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    auto fail = [&](int step) {
-      int msg[2] = {step, errno};
-      (void)!::write(report[1], msg, sizeof(msg));
-      ::_exit(127);
-    };
-    ::close(report[0]);
-    // Into the cgroup first ("0": this process), so the learner and all it starts are born there
-    // and held to its limit from the first byte.
-    if (cgroup_procs != nullptr) {
-      int fd = ::open(cgroup_procs, O_WRONLY | O_CLOEXEC);
-      if (fd < 0 || ::write(fd, "0", 1) != 1) fail(SpawnResult::kCgroup);
-      ::close(fd);
-    }
-    if (pin && ::sched_setaffinity(0, sizeof(cpus), &cpus) != 0) {
-      int msg[2] = {-1, errno};  // not fatal: the parent warns
-      (void)!::write(report[1], msg, sizeof(msg));
-    }
-    // Own process group, so Stop() reaches anything the learner starts; default signal mask.
-    ::setpgid(0, 0);
-    ::sigprocmask(SIG_SETMASK, &empty, nullptr);
-    int in = ::open("/dev/null", O_RDONLY);
-    int out = ::open(req.log_path, O_WRONLY | O_CREAT | O_APPEND, 0600);
-    if (in < 0 || out < 0 || ::dup2(in, STDIN_FILENO) < 0 || ::dup2(out, STDOUT_FILENO) < 0 ||
-        ::dup2(out, STDERR_FILENO) < 0) {
-      fail(SpawnResult::kStdio);
-    }
-    if (in > STDERR_FILENO) ::close(in);
-    if (out > STDERR_FILENO) ::close(out);
-    ::execve(req.binary, req.argv, req.envp);
-    fail(SpawnResult::kExec);
-  }
-  ::close(report[1]);
-  if (pid < 0) {
-    result.failed_step = SpawnResult::kFork;
-    result.error = errno;
-    ::close(report[0]);
-    return result;
-  }
-  int msg[2];
-  ssize_t n;
-  while ((n = ::read(report[0], msg, sizeof(msg))) != 0) {
-    if (n < 0 && errno == EINTR) continue;
-    if (n != static_cast<ssize_t>(sizeof(msg))) break;
-    if (msg[0] < 0) {
-      result.pin_error = msg[1];
-    } else {
-      result.failed_step = static_cast<SpawnResult::Step>(msg[0]);
-      result.error = msg[1];
+void LocalExecutor::KillLocked(const Child& c) {
+  ::kill(-c.pid, SIGKILL);  // its process group: anything it started that stayed there
+  // A container's processes are not the engine process's: they go through their cgroups.
+  if (c.contained && !c.cgroup.empty()) {
+    for (pid_t pid : cgroups_->ProcessesBelow(c.cgroup, containers_->runtime().EngineCgroup())) {
+      ::kill(pid, SIGKILL);
     }
   }
-  ::close(report[0]);
-  if (result.failed_step != SpawnResult::kNone) {
-    int status;
-    ::waitpid(pid, &status, 0);
-    return result;
-  }
-  result.pid = pid;
-  return result;
 }
 
 absl::Status LocalExecutor::Stop(const std::string& job_id, int64_t grace_ms) {
   absl::MutexLock lock(&mu_);
   for (Child& c : children_) {
     if (c.launch.job_id != job_id) continue;
-    ::kill(-c.pid, grace_ms <= 0 ? SIGKILL : SIGTERM);
+    if (grace_ms <= 0) {
+      KillLocked(c);
+    } else {
+      // podman passes it on to the container's init, which passes it on to the learner.
+      ::kill(-c.pid, SIGTERM);
+    }
     TimeMs deadline = clock_.NowMs() + grace_ms;
     if (c.kill_at_ms == 0 || deadline < c.kill_at_ms) c.kill_at_ms = deadline;
   }
@@ -308,81 +276,11 @@ absl::Status LocalExecutor::Kill(const std::string& job_id, int rank) {
   absl::MutexLock lock(&mu_);
   for (const Child& c : children_) {
     if (c.launch.job_id != job_id || c.launch.rank != rank) continue;
-    ::kill(-c.pid, SIGKILL);  // its process group: anything it started goes too
+    KillLocked(c);
     return absl::OkStatus();
   }
   return absl::NotFoundError(absl::StrCat("no learner ", rank, " of job ", job_id, " runs here"));
 }
-
-namespace {
-
-// Alive and not a zombie, per /proc/<pid>/stat.
-bool ProcessAlive(pid_t pid) {
-  auto stat = ReadFile(absl::StrCat("/proc/", pid, "/stat"));
-  if (!stat.ok()) return false;
-  size_t paren = stat->rfind(')');
-  if (paren == std::string::npos || paren + 2 >= stat->size()) return false;
-  char state = (*stat)[paren + 2];
-  return state != 'Z' && state != 'X';
-}
-
-// The value of "<field>: N kB" in `text`, in bytes, or -1.
-int64_t KibField(const std::string& text, const std::string& field) {
-  size_t at = text.find("\n" + field + ":");
-  if (at == std::string::npos) return -1;
-  int64_t kib = -1;
-  if (sscanf(text.c_str() + at + field.size() + 2, " %" SCNd64 " kB", &kib) != 1) return -1;
-  return kib * 1024;
-}
-
-// Resident anonymous memory of `pid` in bytes, or -1 if it cannot be read. Alone, its RssAnon
-// (/proc/<pid>/status, cheap). In a tree of processes, its share of anonymous pages
-// (Pss_Anon, /proc/<pid>/smaps_rollup), so pages a fork shares with its parent (a data loader's
-// workers) count once across the tree, not once per process.
-int64_t ResidentAnonymousBytes(pid_t pid, bool proportional) {
-  if (proportional) {
-    auto rollup = ReadFile(absl::StrCat("/proc/", pid, "/smaps_rollup"));
-    const int64_t pss = rollup.ok() ? KibField("\n" + *rollup, "Pss_Anon") : -1;
-    if (pss >= 0) return pss;
-  }
-  auto status = ReadFile(absl::StrCat("/proc/", pid, "/status"));
-  return status.ok() ? KibField(*status, "RssAnon") : -1;
-}
-
-// Every process's children, from the parent pid in each /proc/<pid>/stat: one pass over /proc.
-std::multimap<pid_t, pid_t> ChildrenByParent() {
-  std::multimap<pid_t, pid_t> children;
-  DIR* proc = opendir("/proc");
-  if (proc == nullptr) return children;
-  while (dirent* d = readdir(proc)) {
-    pid_t pid = 0;
-    if (!absl::SimpleAtoi(d->d_name, &pid)) continue;
-    auto stat = ReadFile(absl::StrCat("/proc/", pid, "/stat"));
-    if (!stat.ok()) continue;  // gone meanwhile
-    // "pid (comm) state ppid …"; comm may hold spaces and parentheses, so read after the last ')'.
-    size_t paren = stat->rfind(')');
-    char state = 0;
-    int ppid = 0;
-    if (paren != std::string::npos &&
-        sscanf(stat->c_str() + paren + 1, " %c %d", &state, &ppid) == 2) {
-      children.emplace(ppid, pid);
-    }
-  }
-  closedir(proc);
-  return children;
-}
-
-// `root` and every process descended from it, by `children`, root first.
-std::vector<pid_t> ProcessTree(pid_t root, const std::multimap<pid_t, pid_t>& children) {
-  std::vector<pid_t> tree = {root};
-  for (size_t i = 0; i < tree.size() && tree.size() < 100000; ++i) {
-    auto [from, to] = children.equal_range(tree[i]);
-    for (auto it = from; it != to; ++it) tree.push_back(it->second);
-  }
-  return tree;
-}
-
-}  // namespace
 
 void LocalExecutor::EnforceMemoryLimit(Child& c, const std::multimap<pid_t, pid_t>& children) {
   if (c.launch.memory_limit_mb <= 0 || !c.killed_for.empty() || !c.cgroup.empty()) return;
@@ -403,7 +301,10 @@ void LocalExecutor::EnforceMemoryLimit(Child& c, const std::multimap<pid_t, pid_
 }
 
 void LocalExecutor::CheckCgroup(Child& c) {
-  if (c.cgroup.empty() || !c.killed_for.empty() || cgroups_->OomKills(c.cgroup) == 0) return;
+  if (c.cgroup.empty() || !c.killed_for.empty() || c.launch.memory_limit_mb <= 0) return;
+  // In a container the process the kernel killed is in a cgroup below the learner's, which
+  // counts the kill only there (v1): the learner's own cgroup reports the event (WatchOom).
+  if (!MemoryCgroups::OomSeen(c.oom_watch) && cgroups_->OomKills(c.cgroup) == 0) return;
   const int64_t limit = c.launch.memory_limit_mb << 20;
   // The kernel killed the process that went over (perhaps a command job's program, not the
   // learner): what is left of the learner goes too, as under the watchdog.
@@ -412,7 +313,7 @@ void LocalExecutor::CheckCgroup(Child& c) {
       "learner pid {} of job {} rank {}: {} (killed by the kernel in {}); killing the "
       "rest",
       c.pid, c.launch.job_id, c.launch.rank, c.killed_for, c.cgroup);
-  ::kill(-c.pid, SIGKILL);
+  KillLocked(c);
   for (pid_t pid : cgroups_->Processes(c.cgroup)) ::kill(pid, SIGKILL);
 }
 
@@ -422,6 +323,9 @@ void LocalExecutor::RemoveCgroups() {
     if (absl::IsFailedPrecondition(s)) {
       // Something the learner started outlived it: it goes now, the cgroup at a later Reap().
       for (pid_t pid : cgroups_->Processes(*it)) ::kill(pid, SIGKILL);
+      // (A container engine's own process is left to finish cleaning its container up.)
+      const std::string engine = containers_ ? containers_->runtime().EngineCgroup() : "";
+      for (pid_t pid : cgroups_->ProcessesBelow(*it, engine)) ::kill(pid, SIGKILL);
       ++it;
       continue;
     }
@@ -448,8 +352,23 @@ bool LocalExecutor::Exited(const Child& c, LearnerExit* e) {
   } else {
     e->exit_code = WEXITSTATUS(status);
   }
+  if (c.contained && !c.container.empty()) ReadEngineExit(e);  // podman's exit code
   return true;
 }
+
+namespace {
+
+// The value of `name` in a process's environment as /proc/<pid>/environ has it, after a leading
+// NUL (`haystack`); "" when it is not there.
+std::string EnvironValue(const std::string& haystack, const std::string& name) {
+  const std::string key = absl::StrCat(std::string(1, '\0'), name, "=");
+  const size_t at = haystack.find(key);
+  if (at == std::string::npos) return "";
+  const size_t from = at + key.size();
+  return haystack.substr(from, haystack.find('\0', from) - from);
+}
+
+}  // namespace
 
 absl::Status LocalExecutor::Adopt(const LearnerLaunch& launch, int64_t pid) {
   auto env = ReadFile(absl::StrCat("/proc/", pid, "/environ"));
@@ -464,15 +383,39 @@ absl::Status LocalExecutor::Adopt(const LearnerLaunch& launch, int64_t pid) {
     return absl::NotFoundError(absl::StrCat("no live learner of ", launch.job_id, " attempt ",
                                             launch.attempt, " at pid ", pid));
   }
-  std::string cgroup = cgroups_ ? cgroups_->CgroupOf(static_cast<pid_t>(pid)) : "";
+  Child child;
+  child.launch = launch;
+  child.pid = static_cast<pid_t>(pid);
+  child.adopted = true;
+  child.cgroup = cgroups_ ? cgroups_->CgroupOf(child.pid) : "";
+  // A contained learner: its engine process is outside its cgroup, and says its job's uid.
+  const std::string uid_text = EnvironValue(haystack, kJobUidVariable);
+  if (containers_ && !uid_text.empty()) {
+    uid_t uid = 0;
+    if (!absl::SimpleAtoi(uid_text, &uid)) {
+      return absl::NotFoundError(absl::StrCat("learner pid ", pid, " names no job uid"));
+    }
+    // Its cgroup: the one its engine process was told of, if it is one of ours.
+    const std::string dir = EnvironValue(haystack, kCgroupVariable);
+    if (child.cgroup.empty() && absl::StartsWith(dir, cgroups_->parent() + "/") &&
+        dir.find("/..") == std::string::npos && ::access(dir.c_str(), F_OK) == 0) {
+      child.cgroup = dir;
+    }
+    ASSIGN_OR_RETURN(ContainerLauncher::Launch joined,
+                     containers_->Prepare(launch, cgroups_->HierarchyPath(dir), uid));
+    child.contained = true;
+    child.container = IsCommandLearner(launch) ? "" : "adopted";
+  }
+  if (!child.cgroup.empty()) child.oom_watch = cgroups_->WatchOom(child.cgroup);
   absl::MutexLock lock(&mu_);
-  children_.push_back({launch, static_cast<pid_t>(pid), 0, /*adopted=*/true, "", cgroup});
+  children_.push_back(std::move(child));
   return absl::OkStatus();
 }
 
 void LocalExecutor::RemoveParameterServer(const LearnerLaunch& launch) {
   // Its rank 0 removes it when it ends well; one killed (SIGKILL after the stop grace, the OOM
   // killer) leaves it behind. The segment is the attempt's: no other process creates it again.
+  // (In a container it lies in the attempt's own /dev/shm, which goes with the attempt.)
   absl::StatusOr<std::string> name = ps::SegmentNameForJob(launch.job_id, launch.attempt);
   if (name.ok() && ps::SharedSegment::Unlink(*name).ok()) {
     spdlog::info("job {}: removed parameter-server segment {} that rank 0 left behind",
@@ -482,6 +425,17 @@ void LocalExecutor::RemoveParameterServer(const LearnerLaunch& launch) {
 
 std::vector<LearnerExit> LocalExecutor::Reap() {
   absl::MutexLock lock(&mu_);
+  if (containers_ && !cleaned_after_adoption_) {
+    // The first round comes after weftd's recovery has adopted what it could: whatever of an
+    // earlier weftd's attempts is left now belongs to nothing.
+    cleaned_after_adoption_ = true;
+    if (int n = containers_->RemoveUnused(); n > 0) {
+      spdlog::info(
+          "removed {} network namespaces and shared-memory directories an earlier weftd "
+          "left",
+          n);
+    }
+  }
   std::vector<LearnerExit> exits;
   TimeMs now = clock_.NowMs();
   // Read once per round, and only when some learner has a memory limit to check.
@@ -495,19 +449,21 @@ std::vector<LearnerExit> LocalExecutor::Reap() {
     CheckCgroup(*it);  // before Exited(): a learner the kernel killed says why
     LearnerExit e;
     if (Exited(*it, &e)) {
-      ::kill(-it->pid, SIGKILL);  // anything the learner left behind in its group
+      KillLocked(*it);  // anything the learner left behind
       if (!it->cgroup.empty()) {
         // The kernel may have killed it since the look above.
         CheckCgroup(*it);
         e.killed_for = it->killed_for;
         exited_cgroups_.push_back(it->cgroup);
       }
-      if (it->launch.rank == 0) RemoveParameterServer(it->launch);
+      if (it->oom_watch >= 0) ::close(it->oom_watch);
+      if (it->contained) containers_->Release(it->launch);
+      if (it->launch.rank == 0 && !it->contained) RemoveParameterServer(it->launch);
       exits.push_back(e);
       it = children_.erase(it);
       continue;
     }
-    if (it->kill_at_ms != 0 && now >= it->kill_at_ms) ::kill(-it->pid, SIGKILL);
+    if (it->kill_at_ms != 0 && now >= it->kill_at_ms) KillLocked(*it);
     EnforceMemoryLimit(*it, children);
     ++it;
   }

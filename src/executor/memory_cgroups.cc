@@ -3,9 +3,11 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <vector>
 
@@ -102,6 +104,51 @@ bool FindMount(bool v1, Mount* m) {
   return false;
 }
 
+// Every mounted cgroup hierarchy (v1 and v2).
+std::vector<Mount> CgroupMounts() {
+  std::vector<Mount> mounts;
+  auto text = ReadFile("/proc/self/mountinfo");
+  if (!text.ok()) return mounts;
+  for (absl::string_view line : absl::StrSplit(*text, '\n', absl::SkipEmpty())) {
+    std::vector<absl::string_view> halves = absl::StrSplit(line, absl::MaxSplits(" - ", 1));
+    if (halves.size() != 2) continue;
+    std::vector<absl::string_view> left = absl::StrSplit(halves[0], ' ');
+    std::vector<absl::string_view> right = absl::StrSplit(halves[1], ' ');
+    if (left.size() < 5 || right.empty()) continue;
+    if (right[0] == "cgroup" || right[0] == "cgroup2") {
+      mounts.push_back({std::string(left[3]), std::string(left[4])});
+    }
+  }
+  return mounts;
+}
+
+// The subdirectories of `dir`, deepest first (each before its parent).
+void SubdirectoriesDeepestFirst(const std::string& dir, std::vector<std::string>* out) {
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return;
+  std::vector<std::string> children;
+  while (dirent* e = ::readdir(d)) {
+    if (e->d_type == DT_DIR && e->d_name[0] != '.') children.push_back(dir + "/" + e->d_name);
+  }
+  ::closedir(d);
+  for (const std::string& c : children) {
+    SubdirectoriesDeepestFirst(c, out);
+    out->push_back(c);
+  }
+}
+
+// Removes `dir` and every cgroup below it; the errno of the first rmdir that failed, else 0.
+int RemoveCgroupTree(const std::string& dir) {
+  std::vector<std::string> dirs;
+  SubdirectoriesDeepestFirst(dir, &dirs);
+  dirs.push_back(dir);
+  int err = 0;
+  for (const std::string& d : dirs) {
+    if (::rmdir(d.c_str()) != 0 && errno != ENOENT && err == 0) err = errno;
+  }
+  return err;
+}
+
 // Where the hierarchy path `cgroup` is in the filesystem under `m`.
 std::string PathOf(const Mount& m, const std::string& cgroup) {
   absl::string_view rel = cgroup;
@@ -174,7 +221,8 @@ absl::StatusOr<std::string> MemoryCgroups::Create(const std::string& name,
   }
   const std::string dir = absl::StrCat(parent_, "/", name);
   if (auto s = MakeDir(dir); !s.ok()) return s;
-  const std::string limit = absl::StrCat(limit_bytes);
+  const std::string limit =
+      limit_bytes > 0 ? absl::StrCat(limit_bytes) : (version_ == Version::kV1 ? "-1" : "max");
   if (version_ == Version::kV1) {
     // memory+swap may never be below memory alone: raise it first when a reused cgroup grows,
     // set memory, then memory+swap to the same (where swap is accounted at all).
@@ -221,23 +269,86 @@ std::vector<pid_t> MemoryCgroups::Processes(const std::string& dir) const {
   return pids;
 }
 
+std::vector<pid_t> MemoryCgroups::ProcessesBelow(const std::string& dir,
+                                                 const std::string& except) const {
+  std::vector<std::string> dirs;
+  SubdirectoriesDeepestFirst(dir, &dirs);
+  std::vector<pid_t> pids;
+  const std::string skip = except.empty() ? "" : dir + "/" + except;
+  for (const std::string& d : dirs) {
+    if (!skip.empty() && (d == skip || absl::StartsWith(d, skip + "/"))) continue;
+    std::vector<pid_t> here = Processes(d);
+    pids.insert(pids.end(), here.begin(), here.end());
+  }
+  return pids;
+}
+
+std::string MemoryCgroups::HierarchyPath(const std::string& dir) const {
+  const Mount* best = nullptr;
+  std::vector<Mount> mounts = CgroupMounts();
+  for (const Mount& m : mounts) {
+    if ((dir == m.mount_point || absl::StartsWith(dir, m.mount_point + "/")) &&
+        (best == nullptr || m.mount_point.size() > best->mount_point.size())) {
+      best = &m;
+    }
+  }
+  if (best == nullptr) return "";
+  std::string rel = dir.substr(best->mount_point.size());
+  if (best->root != "/") rel = best->root + rel;
+  return rel.empty() ? "/" : rel;
+}
+
+int MemoryCgroups::WatchOom(const std::string& dir) const {
+  if (version_ != Version::kV1) return -1;
+  const int efd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  const int ofd = ::open((dir + "/memory.oom_control").c_str(), O_RDONLY | O_CLOEXEC);
+  absl::Status s = efd >= 0 && ofd >= 0
+                       ? WriteControl(dir + "/cgroup.event_control", absl::StrCat(efd, " ", ofd))
+                       : absl::InternalError("eventfd or memory.oom_control");
+  if (ofd >= 0) ::close(ofd);  // the kernel holds its own reference once registered
+  if (!s.ok()) {
+    if (efd >= 0) ::close(efd);
+    return -1;
+  }
+  return efd;
+}
+
+bool MemoryCgroups::OomSeen(int watch) {
+  if (watch < 0) return false;
+  uint64_t events = 0;
+  return ::read(watch, &events, sizeof events) == sizeof events && events > 0;
+}
+
 absl::Status MemoryCgroups::Remove(const std::string& dir) const {
-  if (::rmdir(dir.c_str()) == 0 || errno == ENOENT) return absl::OkStatus();
-  if (errno == EBUSY || errno == ENOTEMPTY) {
+  const std::string rel = HierarchyPath(dir);
+  const int err = RemoveCgroupTree(dir);
+  if (err == EBUSY || err == ENOTEMPTY) {
     return absl::FailedPreconditionError(absl::StrCat(dir, " still holds a process"));
   }
-  return absl::InternalError(absl::StrCat("cannot remove ", dir, ": ", strerror(errno)));
+  if (err != 0)
+    return absl::InternalError(absl::StrCat("cannot remove ", dir, ": ", strerror(err)));
+  // What a container engine made for the same learner in the other hierarchies.
+  if (!rel.empty() && rel != "/") {
+    for (const Mount& m : CgroupMounts()) {
+      if (m.root != "/" && !absl::StartsWith(rel, m.root + "/")) continue;
+      const std::string there = PathOf(m, rel);
+      if (there != dir) (void)RemoveCgroupTree(there);
+    }
+  }
+  return absl::OkStatus();
 }
 
 int MemoryCgroups::RemoveUnused() const {
   int removed = 0;
   DIR* d = ::opendir(parent_.c_str());
   if (d == nullptr) return 0;
+  std::vector<std::string> dirs;
   while (dirent* e = ::readdir(d)) {
     if (e->d_type != DT_DIR || e->d_name[0] == '.') continue;
-    removed += ::rmdir(absl::StrCat(parent_, "/", e->d_name).c_str()) == 0;
+    dirs.push_back(absl::StrCat(parent_, "/", e->d_name));
   }
   ::closedir(d);
+  for (const std::string& dir : dirs) removed += Remove(dir).ok();
   return removed;
 }
 

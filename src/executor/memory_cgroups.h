@@ -40,11 +40,11 @@ class MemoryCgroups {
   static absl::StatusOr<std::unique_ptr<MemoryCgroups>> Open(Version version, std::string parent);
 
   // Creates (or reuses, after an earlier weftd) the cgroup `name` under the parent, limited to
-  // `limit_bytes` bytes of memory and no swap beyond it (v1: memory.limit_in_bytes and, where
-  // swap is accounted, memory.memsw.limit_in_bytes; v2: memory.max, memory.swap.max 0, and
-  // memory.oom.group 1 so an out-of-memory kill takes the whole learner). Returns its directory.
-  // InvalidArgument for a name with '/' or starting with '.'; Internal if a file cannot be
-  // written.
+  // `limit_bytes` bytes of memory (<= 0: not limited) and no swap beyond it (v1:
+  // memory.limit_in_bytes and, where swap is accounted, memory.memsw.limit_in_bytes; v2:
+  // memory.max, memory.swap.max 0, and memory.oom.group 1 so an out-of-memory kill takes the whole
+  // learner). Returns its directory. InvalidArgument for a name with '/' or starting with '.';
+  // Internal if a file cannot be written.
   absl::StatusOr<std::string> Create(const std::string& name, int64_t limit_bytes) const;
 
   // Moves process `pid` (all its threads) into the cgroup at `dir`; what it starts later is born
@@ -61,9 +61,30 @@ class MemoryCgroups {
 
   // Process ids now in `dir` (cgroup.procs); empty if it cannot be read.
   std::vector<pid_t> Processes(const std::string& dir) const;
+  // Process ids in the cgroups below `dir` (not in `dir` itself): a container's, whose engine
+  // made its cgroups under the learner's (ContainerSpec::cgroup_parent).
+  // `except`: a child cgroup left out with what is below it (the engine's own: podman's
+  // "conmon", which cleans the container up once it is gone).
+  std::vector<pid_t> ProcessesBelow(const std::string& dir, const std::string& except = "") const;
 
-  // Removes the cgroup at `dir` (rmdir). OK if it is gone already; FailedPrecondition while a
-  // process (even a zombie) is left in it.
+  // `dir` as a path of its hierarchy (what a container engine's --cgroup-parent takes), e.g.
+  // "/weftd/weft-1a2b/job-x.a1.r0"; empty if `dir` is not in a mounted cgroup hierarchy.
+  std::string HierarchyPath(const std::string& dir) const;
+
+  // Starts counting the out-of-memory events of `dir` itself, however deep below it the process
+  // the kernel killed was: a v1 eventfd on memory.oom_control (v1 counts oom_kill only in the
+  // victim's own cgroup, which a container's engine removes with the container). Returns the
+  // watch's descriptor, or -1 (v2, whose memory.events counts its descendants' kills: OomKills
+  // suffices; or the kernel refused). The caller closes it.
+  int WatchOom(const std::string& dir) const;
+  // Whether the kernel has reported an out-of-memory event on `watch` (WatchOom's) since it was
+  // made. Never blocks.
+  static bool OomSeen(int watch);
+
+  // Removes the cgroup at `dir` (rmdir), with the cgroups below it, and the same path in the
+  // host's other hierarchies, where a container engine made it for the container's cpu, pids and
+  // device controllers. OK if it is gone already; FailedPrecondition while a process (even a
+  // zombie) is left in it.
   absl::Status Remove(const std::string& dir) const;
 
   // Removes every cgroup under the parent that no process is left in (left behind by an earlier

@@ -26,10 +26,15 @@
 #include "absl/strings/str_split.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
+#include "common/subprocess.h"
+#include "executor/learner_container.h"
 #include "job/layout.h"
 
 namespace weft {
 namespace {
+
+// How long one of Slurm's commands (sbatch, squeue, scontrol, scancel) may take.
+constexpr int64_t kSlurmCommandTimeoutMs = 60000;
 
 // `value` quoted for sh: in single quotes, a quote as '\''.
 std::string ShellQuote(const std::string& value) {
@@ -76,51 +81,123 @@ bool Terminal(const std::string& state) {
 }  // namespace
 
 SlurmExecutor::SlurmExecutor(Options options, const Clock& clock)
-    : options_(std::move(options)), clock_(clock) {}
+    : options_(std::move(options)), clock_(clock), uids_(options_.first_uid, options_.uid_count) {}
+
+std::string SlurmExecutor::RuntimeDescription() const {
+  if (!Available().ok()) return absl::StrCat("cannot run learners: ", Available().message());
+  if (options_.runtime == nullptr) {
+    return "none: learners run on their Slurm nodes as Slurm's job user (weftd --runtime none)";
+  }
+  return absl::StrCat(options_.runtime->Describe(),
+                      "; on a Slurm node the host's network, weftd reached over TCP");
+}
+
+absl::StatusOr<std::string> SlurmExecutor::ExecLines(const LearnerLaunch& launch, uid_t uid,
+                                                     int64_t stop_seconds) const {
+  std::string text;
+  const bool server = launch.ps_server >= 0;
+  if (options_.runtime == nullptr) {
+    for (const auto& [name, value] : LearnerEnvironment(launch)) {
+      absl::StrAppend(&text, "export ", name, "=", ShellQuote(value), "\n");
+    }
+    const std::string& learner = options_.learner_binary;
+    if (server) {
+      absl::StrAppend(&text, "exec ",
+                      ShellQuote(learner.substr(0, learner.rfind('/') + 1) + "weft-ps"),
+                      " --listen ", ShellQuote(launch.ps_servers[launch.ps_server]), "\n");
+    } else {
+      absl::StrAppend(&text, "exec ", ShellQuote(learner), "\n");
+    }
+    return text;
+  }
+  // The attempt's shared memory on this node (a parameter server's segment), the job's uid's.
+  AttemptSetup setup;
+  setup.uid = uid;
+  setup.shm_dir = absl::StrCat("/dev/shm/weft-slurm/", launch.job_id, ".a", launch.attempt);
+  absl::StrAppend(&text, "mkdir -p ", ShellQuote(setup.shm_dir), " && chown ", uid, ":", uid, " ",
+                  ShellQuote(setup.shm_dir), " && chmod 700 ", ShellQuote(setup.shm_dir),
+                  " || exit 1\n");
+  const std::string name = absl::StrCat(SlurmName(launch), "-", ::getpid(), "-", clock_.NowMs());
+  ASSIGN_OR_RETURN(RuntimeCommand cmd, options_.runtime->Command(LearnerContainer(
+                                           launch, options_.container, setup, "", name)));
+  for (const std::string& kv : cmd.env) {
+    const size_t eq = kv.find('=');
+    absl::StrAppend(&text, "export ", kv.substr(0, eq), "=", ShellQuote(kv.substr(eq + 1)), "\n");
+  }
+  // The engine runs beside the shell, which stays to answer for the container: its conmon
+  // leaves the Slurm job's processes, so a signal to them would not reach the learner. TERM
+  // (weft's Stop, or scancel from outside) goes on to the learner, which podman kills if it has
+  // not ended `stop_seconds` later; USR1 (weft's Kill) kills it at once.
+  // The shell ends with the engine's exit code (128 + n: signal n ended the learner).
+  const std::string podman = ShellQuote(cmd.argv.front());
+  const std::string container = ShellQuote(name);
+  absl::StrAppend(&text, "trap ",
+                  ShellQuote(absl::StrCat(podman, " stop --time ", stop_seconds, " ", container,
+                                          " >/dev/null 2>&1")),
+                  " TERM INT HUP\n");
+  absl::StrAppend(
+      &text, "trap ",
+      ShellQuote(absl::StrCat(podman, " kill --signal KILL ", container, " >/dev/null 2>&1")),
+      " USR1\n");
+  for (const std::string& a : cmd.argv) absl::StrAppend(&text, ShellQuote(a), " ");
+  absl::StrAppend(&text,
+                  "</dev/null &\n"
+                  "engine=$!\n"
+                  "while :; do wait $engine; rc=$?; kill -0 $engine 2>/dev/null || break; done\n",
+                  podman, " rm --force --time 0 ", container, " >/dev/null 2>&1\n", "exit $rc\n");
+  return text;
+}
+
+int64_t SlurmExecutor::ContainerStopSeconds() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (container_stop_seconds_ > 0) return container_stop_seconds_;
+  }
+  int64_t kill_wait = 30;  // Slurm's default
+  const CommandOutput out = Command({"scontrol", "show", "config"});
+  for (absl::string_view line : absl::StrSplit(out.text, '\n')) {
+    // "KillWait                = 30 sec"
+    std::vector<absl::string_view> words = absl::StrSplit(line, ' ', absl::SkipEmpty());
+    if (out.exit_code == 0 && words.size() >= 3 && words[0] == "KillWait" && words[1] == "=") {
+      (void)absl::SimpleAtoi(words[2], &kill_wait);
+    }
+  }
+  absl::MutexLock lock(&mu_);
+  container_stop_seconds_ = std::max<int64_t>(1, kill_wait - 1);
+  return container_stop_seconds_;
+}
+
+std::vector<std::string> SlurmExecutor::SignalCommand(int64_t handle, bool kill) const {
+  if (options_.runtime != nullptr) {
+    // The launch script's shell relays it to the container (ExecLines).
+    return {"scancel", "--batch", kill ? "--signal=USR1" : "--signal=TERM", absl::StrCat(handle)};
+  }
+  // --full: the batch shell is the learner (the launch script execs it).
+  return {"scancel", kill ? "--signal=KILL" : "--signal=TERM", "--full", absl::StrCat(handle)};
+}
 
 std::string SlurmExecutor::SlurmName(const LearnerLaunch& l) {
   return absl::StrCat("weft-", l.job_id, "-a", l.attempt, "-r", l.rank);
 }
 
 SlurmExecutor::CommandOutput SlurmExecutor::Command(const std::vector<std::string>& argv) const {
+  std::vector<std::string> env =
+      ProcessEnvironment(options_.slurm_conf.empty() ? std::vector<std::string>{}
+                                                     : std::vector<std::string>{"SLURM_CONF"});
+  if (!options_.slurm_conf.empty()) env.push_back("SLURM_CONF=" + options_.slurm_conf);
   CommandOutput out;
-  // Everything the child needs is built before fork: weftd has many threads, and between fork
-  // and exec the child may only make async-signal-safe calls (no malloc, no setenv).
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  const std::string conf = "SLURM_CONF=" + options_.slurm_conf;
-  std::vector<char*> envp;
-  for (char** e = environ; *e != nullptr; ++e) {
-    if (options_.slurm_conf.empty() || strncmp(*e, "SLURM_CONF=", 11) != 0) envp.push_back(*e);
-  }
-  if (!options_.slurm_conf.empty()) envp.push_back(const_cast<char*>(conf.c_str()));
-  envp.push_back(nullptr);
-  int pipefd[2];
-  if (pipe2(pipefd, O_CLOEXEC) != 0) return out;
-  const pid_t pid = fork();
-  if (pid == 0) {
-    dup2(pipefd[1], 1);
-    dup2(pipefd[1], 2);
-    execvpe(args[0], args.data(), envp.data());
-    _exit(127);
-  }
-  close(pipefd[1]);
-  if (pid < 0) {
-    close(pipefd[0]);
+  absl::StatusOr<CommandResult> r = RunCommand(argv, env, kSlurmCommandTimeoutMs);
+  if (!r.ok()) {
+    out.text = std::string(r.status().message());
     return out;
   }
-  std::array<char, 4096> buf;
-  ssize_t n;
-  while ((n = read(pipefd[0], buf.data(), buf.size())) > 0) out.text.append(buf.data(), n);
-  close(pipefd[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  out.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  out.exit_code = r->exit_code;
+  out.text = std::move(r->output);
   return out;
 }
 
 absl::StatusOr<int64_t> SlurmExecutor::Start(const LearnerLaunch& launch) {
+  RETURN_IF_ERROR(Available());
   // A scale-out parameter-server job's server is weft-ps, installed beside weft-learner.
   const bool server = launch.ps_server >= 0;
   if (server && static_cast<size_t>(launch.ps_server) >= launch.ps_servers.size()) {
@@ -132,24 +209,29 @@ absl::StatusOr<int64_t> SlurmExecutor::Start(const LearnerLaunch& launch) {
     std::filesystem::create_directories(dir, ec);
     if (ec) return absl::InternalError(absl::StrCat("cannot create ", dir, ": ", ec.message()));
   }
+  // A learner in a container runs as its job's uid, which owns the job's files from now on.
+  uid_t uid = 0;
+  if (options_.runtime != nullptr) {
+    ASSIGN_OR_RETURN(uid, uids_.Take(launch.job_id));
+    if (absl::Status s = PrepareJobFiles(launch, uid); !s.ok()) {
+      uids_.Release(launch.job_id);
+      return s;
+    }
+  }
+  absl::StatusOr<std::string> exec =
+      ExecLines(launch, uid, options_.runtime != nullptr ? ContainerStopSeconds() : 0);
+  if (!exec.ok()) {
+    if (options_.runtime != nullptr) uids_.Release(launch.job_id);
+    return exec.status();
+  }
   // The learner's environment goes in a launch script (it holds the job's credential: owner
   // only); Slurm keeps its own copy of a batch script from submission on, so ours goes at once.
   const std::string script = absl::StrCat(launch.log_dir, "/slurm-launch-", launch.rank, ".sh");
   {
     int fd = open(script.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0700);
     if (fd < 0) return absl::InternalError(absl::StrCat("cannot write ", script));
-    std::string text = absl::StrCat("#!/bin/sh\n# weft learner ", SlurmName(launch), "\n");
-    for (const auto& [name, value] : LearnerEnvironment(launch)) {
-      absl::StrAppend(&text, "export ", name, "=", ShellQuote(value), "\n");
-    }
-    if (server) {
-      const std::string& learner = options_.learner_binary;
-      absl::StrAppend(&text, "exec ",
-                      ShellQuote(learner.substr(0, learner.rfind('/') + 1) + "weft-ps"),
-                      " --listen ", ShellQuote(launch.ps_servers[launch.ps_server]), "\n");
-    } else {
-      absl::StrAppend(&text, "exec ", ShellQuote(options_.learner_binary), "\n");
-    }
+    const std::string text =
+        absl::StrCat("#!/bin/sh\n# weft learner ", SlurmName(launch), "\n", *exec);
     const bool written = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
     close(fd);
     if (!written) return absl::InternalError(absl::StrCat("cannot write ", script));
@@ -167,6 +249,8 @@ absl::StatusOr<int64_t> SlurmExecutor::Start(const LearnerLaunch& launch) {
       "--open-mode=append",
       "--export=NIL"};
   if (launch.memory_limit_mb > 0) argv.push_back(absl::StrCat("--mem=", launch.memory_limit_mb));
+  // The job's uid, for a weftd that adopts the learner after a restart.
+  if (options_.runtime != nullptr) argv.push_back(absl::StrCat("--comment=weft-uid=", uid));
   if (!options_.partition.empty()) argv.push_back("--partition=" + options_.partition);
   argv.push_back(script);
   CommandOutput out = Command(argv);
@@ -174,11 +258,12 @@ absl::StatusOr<int64_t> SlurmExecutor::Start(const LearnerLaunch& launch) {
   int64_t handle = 0;
   const std::string first = out.text.substr(0, out.text.find_first_of(";\n"));
   if (out.exit_code != 0 || !absl::SimpleAtoi(first, &handle)) {
+    if (options_.runtime != nullptr) uids_.Release(launch.job_id);
     return absl::InternalError(absl::StrCat("sbatch refused learner ", SlurmName(launch), ": ",
                                             absl::StripAsciiWhitespace(out.text)));
   }
   absl::MutexLock lock(&mu_);
-  learners_[handle] = Learner{launch, handle, std::nullopt, false};
+  learners_[handle] = Learner{launch, handle, options_.runtime != nullptr, std::nullopt, false};
   return handle;
 }
 
@@ -195,7 +280,7 @@ absl::Status SlurmExecutor::Kill(const std::string& job_id, int rank) {
   if (handle == 0) {
     return absl::NotFoundError(absl::StrCat("no learner ", rank, " of job ", job_id, " runs here"));
   }
-  Command({"scancel", "--signal=KILL", "--full", absl::StrCat(handle)});
+  Command(SignalCommand(handle, /*kill=*/true));
   return absl::OkStatus();
 }
 
@@ -223,11 +308,7 @@ absl::Status SlurmExecutor::Stop(const std::string& job_id, int64_t grace_ms) {
       it->second.cancelled_by_weft = state != "COMPLETING" && !Terminal(state);
     }
   }
-  for (int64_t handle : handles) {
-    // --full: the batch shell is the learner (the launch script execs it).
-    Command({"scancel", grace_ms > 0 ? "--signal=TERM" : "--signal=KILL", "--full",
-             absl::StrCat(handle)});
-  }
+  for (int64_t handle : handles) Command(SignalCommand(handle, /*kill=*/grace_ms <= 0));
   return absl::OkStatus();
 }
 
@@ -271,6 +352,7 @@ LearnerExit SlurmExecutor::ExitOf(const Learner& l) const {
   }
   e.exit_code = exit_code;
   e.signal = signal;
+  if (options_.runtime != nullptr) ReadEngineExit(&e);  // the launch script ends with podman's
   if (state == "OUT_OF_MEMORY") {
     e.killed_for =
         absl::StrCat("out of memory: over Slurm's limit of ", l.launch.memory_limit_mb, " MiB");
@@ -302,22 +384,33 @@ std::vector<LearnerExit> SlurmExecutor::Reap() {
     }
   }
   if (check.empty()) return {};
-  for (int64_t handle : overdue)
-    Command({"scancel", "--signal=KILL", "--full", absl::StrCat(handle)});
+  for (int64_t handle : overdue) Command(SignalCommand(handle, /*kill=*/true));
   std::vector<int64_t> handles;
   for (const Learner& l : check) handles.push_back(l.handle);
   const std::optional<std::map<int64_t, std::string>> states = States(handles);
   if (!states) return {};
+  // A gang's learners that end together are reported together: while one of a job's learners
+  // is still COMPLETING (its processes ending, e.g. a container stopping after an scancel from
+  // outside), the others' exits wait for it, so that its cause is seen beside its peers' — who
+  // failed only because it was gone.
+  std::set<std::string> ending;
+  for (const Learner& l : check) {
+    auto it = states->find(l.handle);
+    if (it != states->end() && it->second == "COMPLETING") ending.insert(l.launch.job_id);
+  }
   std::vector<LearnerExit> exits;
   for (const Learner& l : check) {
     auto it = states->find(l.handle);
     if (it != states->end() && !Terminal(it->second)) continue;
+    if (ending.count(l.launch.job_id) > 0) continue;
     exits.push_back(ExitOf(l));
   }
   absl::MutexLock lock(&mu_);
   for (const LearnerExit& e : exits) {
     auto it = learners_.find(e.pid);
-    if (it != learners_.end()) learners_.erase(it);
+    if (it == learners_.end()) continue;
+    if (it->second.holds_uid) uids_.Release(it->second.launch.job_id);
+    learners_.erase(it);
   }
   return exits;
 }
@@ -331,8 +424,19 @@ absl::Status SlurmExecutor::Adopt(const LearnerLaunch& launch, int64_t handle) {
     return absl::NotFoundError(
         absl::StrCat("no live Slurm job ", handle, " for learner ", SlurmName(launch)));
   }
+  // A learner in a container keeps its job's uid (the Slurm job's comment says which).
+  bool holds_uid = false;
+  if (options_.runtime != nullptr) {
+    std::map<std::string, std::string> f =
+        Fields(Command({"scontrol", "show", "job", "-o", absl::StrCat(handle)}).text);
+    uid_t uid = 0;
+    const std::string comment = f["Comment"];
+    if (absl::StartsWith(comment, "weft-uid=") && absl::SimpleAtoi(comment.substr(9), &uid)) {
+      holds_uid = uids_.Take(launch.job_id, uid).ok();
+    }
+  }
   absl::MutexLock lock(&mu_);
-  learners_[handle] = Learner{launch, handle, std::nullopt, false};
+  learners_[handle] = Learner{launch, handle, holds_uid, std::nullopt, false};
   return absl::OkStatus();
 }
 

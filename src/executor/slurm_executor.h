@@ -3,6 +3,10 @@
 // (sbatch --nodelist=NODE --nodes=1 --ntasks=1 --cpus-per-task=THREADS [--mem=MB]), named
 // weft-JOB-aATTEMPT-rRANK, its output appended to the learner's log (LearnerLogPath), its
 // environment exactly the learner contract's (--export=NIL and a launch script that sets it).
+// With a container runtime the script execs podman, which runs the learner in a container of
+// weft's runtime image as its job's uid (the uid in the Slurm job's comment, for adoption), on
+// the host's network (its gang spans nodes; it reaches weftd's coordinator over TCP), its memory
+// held by the container's own limit.
 // One Slurm job per learner rather than one per placement: a learner's end, its cancellation and
 // its adoption are then each one Slurm job's, as a learner is one process for the local
 // executor; the gang is weft's to keep (its scheduler places all ranks in one round).
@@ -20,6 +24,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,7 +32,10 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "common/clock.h"
+#include "executor/container_runtime.h"
 #include "executor/executor.h"
+#include "executor/job_uids.h"
+#include "executor/learner_container.h"
 
 namespace weft {
 
@@ -38,6 +46,13 @@ class SlurmExecutor : public Executor {
     std::string slurm_conf;      // SLURM_CONF for Slurm's commands ("": Slurm's default)
     std::string partition;       // "": the cluster's default partition
     int64_t poll_interval_ms = 1000;
+    // Learners in containers (executor/learner_container.h) on their nodes: the engine (its
+    // configuration at the same path on every node), weft's runtime image and binaries, and the
+    // jobs' uid range. Null: weft-learner runs on the node as Slurm's job user.
+    std::shared_ptr<const PodmanRuntime> runtime;
+    LearnerContainerOptions container;
+    uid_t first_uid = 1000000000;
+    int uid_count = 65536;
   };
   // A node as Slurm reports it (sinfo).
   struct SlurmNode {
@@ -61,6 +76,11 @@ class SlurmExecutor : public Executor {
   // The node's address (scontrol's NodeAddr) and a port free on this host when asked (a node on
   // another host might have it taken: then rank 0 fails to bind and the job restarts).
   absl::StatusOr<std::pair<std::string, int>> RendezvousAddress(const std::string& node) override;
+  std::string Runtime() const override {
+    if (!refused_runtime().empty()) return refused_runtime();
+    return options_.runtime ? "podman" : "none";
+  }
+  std::string RuntimeDescription() const override;
 
   // The cluster's nodes (of Options::partition, if given), each once, by name. Unavailable if
   // sinfo fails.
@@ -70,6 +90,7 @@ class SlurmExecutor : public Executor {
   struct Learner {
     LearnerLaunch launch;
     int64_t handle = 0;
+    bool holds_uid = false;            // holds its job's uid in uids_
     std::optional<TimeMs> kill_at_ms;  // scancel (SIGKILL) then, if still running
     // weft's Stop cancelled it while it still ran. A learner already ending when Stop came
     // (COMPLETING: exited, or cancelled by someone else) is not counted as weft's cancel.
@@ -87,12 +108,25 @@ class SlurmExecutor : public Executor {
   // How Slurm job `handle` ended, from scontrol; status_unknown if Slurm forgot it.
   LearnerExit ExitOf(const Learner& l) const;
   static std::string SlurmName(const LearnerLaunch& launch);
+  // The launch script's last lines: exec the learner on the node, or — with a runtime — make
+  // its attempt's shared memory there and run the engine that runs it in its container as `uid`,
+  // the shell staying to relay weft's signals to the container and to remove it.
+  absl::StatusOr<std::string> ExecLines(const LearnerLaunch& launch, uid_t uid,
+                                        int64_t stop_seconds) const;
+  // How long a container may take to stop on TERM before podman kills it: a second less than
+  // Slurm's KillWait (scontrol show config, asked once; 30 s, Slurm's default, if it cannot
+  // say), so that the shell relaying it is not killed first and the container left behind.
+  int64_t ContainerStopSeconds();
+  // The scancel that stops (TERM) or kills Slurm job `handle`'s learner.
+  std::vector<std::string> SignalCommand(int64_t handle, bool kill) const;
 
   const Options options_;
   const Clock& clock_;
+  JobUids uids_;  // each learner in a container holds its job's uid once
   absl::Mutex mu_;
   std::map<int64_t, Learner> learners_ ABSL_GUARDED_BY(mu_);  // not yet reaped, by handle
   TimeMs last_poll_ms_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t container_stop_seconds_ ABSL_GUARDED_BY(mu_) = 0;  // 0: not asked yet
 };
 
 }  // namespace weft

@@ -4,7 +4,12 @@
 // the lineage's records, one epoch at a time (one byte per sample).
 #include "job/audit.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <ext/stdio_filebuf.h>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -12,6 +17,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/files.h"
 
 namespace weft {
 namespace {
@@ -208,8 +214,16 @@ absl::StatusOr<AuditReport> CheckAudit(std::istream& in) {
 }
 
 absl::StatusOr<AuditReport> CheckAuditFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("no audit at ", path));
+  // In the job's log directory, which its learner writes: no link is followed.
+  const int fd = OpenNoSymlinks(path, O_RDONLY | O_NONBLOCK);
+  if (fd < 0) return absl::NotFoundError(absl::StrCat("no audit at ", path));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return absl::NotFoundError(absl::StrCat("no audit at ", path, " (not a regular file)"));
+  }
+  __gnu_cxx::stdio_filebuf<char> buf(fd, std::ios::in | std::ios::binary);
+  std::istream in(&buf);
   return CheckAudit(in);
 }
 

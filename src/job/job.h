@@ -198,6 +198,27 @@ struct DatasetRecord {
   }
 };
 
+// A container image jobs may run on (weft image add; POST /v1/images): the admin's, granted to
+// tenants as a data set is, or a tenant's own, imported from an archive it uploaded. The engine
+// keeps the image itself; here is what names it.
+struct ImageRecord {
+  std::string tenant;        // "" for the admin's; else the tenant whose own image it is
+  std::string name;          // CheckArtifactName's rule; unique per owner
+  std::string reference;     // the engine's, e.g. localhost/weft/acme/env:0123456789abcdef
+  std::string digest;        // SHA-256 of the archive it was imported from (hex)
+  std::string format;        // "oci-archive", "docker-archive" or "rootfs"
+  int64_t bytes = 0;         // what the engine keeps; counts against its tenant's disk quota
+  bool all_tenants = false;  // the admin's: every tenant may use it
+  std::vector<std::string> tenants;  // the admin's: else these, by name
+  TimeMs created_ms = 0;
+
+  // Whether `tenant` may run jobs on it: its own, or the admin's granted to it.
+  bool UsableBy(const std::string& t) const {
+    if (!tenant.empty()) return tenant == t;
+    return all_tenants || std::find(tenants.begin(), tenants.end(), t) != tenants.end();
+  }
+};
+
 // A bearer token. Only its SHA-256 is stored; the token itself is shown once at creation.
 struct TokenRecord {
   std::string id;      // "tok-<hex>", how people name it to revoke it

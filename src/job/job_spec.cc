@@ -247,6 +247,14 @@ void ReadCommand(FieldReader& r, const YAML::Node& doc, JobSpec* spec) {
       r.Error("code", absl::StrCat("names an artifact (weft artifact upload): ", s.message()));
     }
   }
+  if (doc["image"]) {
+    r.String(doc, "", "image", &spec->image);
+    if (doc["image"].IsScalar()) {
+      if (absl::Status s = CheckArtifactName(spec->image); !s.ok()) {
+        r.Error("image", absl::StrCat("names an image (weft image list): ", s.message()));
+      }
+    }
+  }
 }
 
 // What else a command job may say: the program trains, so there is no model, and of training
@@ -277,9 +285,10 @@ void ReadCommandJobFields(FieldReader& r, const YAML::Node& doc, JobSpec* spec) 
 }
 
 void ReadDocument(FieldReader& r, const YAML::Node& doc, JobSpec* spec) {
-  if (!r.Mapping(doc, "",
-                 {"apiVersion", "kind", "name", "description", "command", "code", "model", "data",
-                  "training", "resources", "targets", "checkpoint", "max_restarts", "priority"})) {
+  if (!r.Mapping(
+          doc, "",
+          {"apiVersion", "kind", "name", "description", "command", "code", "image", "model", "data",
+           "training", "resources", "targets", "checkpoint", "max_restarts", "priority"})) {
     return;
   }
   std::string api = "weft/v1";
@@ -304,6 +313,11 @@ void ReadDocument(FieldReader& r, const YAML::Node& doc, JobSpec* spec) {
     ReadCommandJobFields(r, doc, spec);
   } else {
     if (doc["code"]) r.Error("code", "applies only to a command job (command: [...])");
+    if (doc["image"]) {
+      r.Error("image",
+              "applies only to a command job (command: [...]): built-in and TorchScript jobs run "
+              "on weft's runtime image");
+    }
     ReadModel(r, doc["model"], spec);
     ReadData(r, doc["data"], spec);
     ReadTraining(r, doc["training"], spec);

@@ -121,6 +121,10 @@ struct JobSpec {
   // artifact, is unpacked. Empty for a job whose model weft trains itself.
   std::vector<std::string> command;
   std::string code;
+  // A command job's environment: the name of a container image the tenant may use (its own or
+  // one the admin granted it; control/images.h), which its program runs on. Empty: weft's runtime
+  // image (python3, Debian's torch). Built-in and TorchScript jobs run on weft's runtime image.
+  std::string image;
   ModelSpec model;
   DataSpec data;
   TrainingSpec training;

@@ -4,6 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "nlohmann/json.hpp"
 
 namespace weft {
 
@@ -44,7 +45,54 @@ std::vector<std::pair<std::string, std::string>> LearnerEnvironment(const Learne
   }
   if (!l.ps_servers.empty()) env.emplace_back(e::kPsServers, absl::StrJoin(l.ps_servers, ","));
   if (l.ps_server >= 0) env.emplace_back(e::kPsServer, absl::StrCat(l.ps_server));
+  if (!l.program_container.runtime.empty()) {
+    env.emplace_back(e::kContainer, ProgramContainerToJson(l.program_container));
+  }
   return env;
+}
+
+std::string ProgramContainerToJson(const ProgramContainer& c) {
+  return nlohmann::json{{"runtime", c.runtime},
+                        {"engine_config_dir", c.engine_config_dir},
+                        {"image", c.image},
+                        {"runtime_image", c.runtime_image},
+                        {"uid", c.uid},
+                        {"network_namespace", c.network_namespace},
+                        {"shm_dir", c.shm_dir},
+                        {"cgroup_parent", c.cgroup_parent},
+                        {"pids_limit", c.pids_limit},
+                        {"cpus", c.cpus},
+                        {"cpuset", c.cpuset}}
+      .dump();
+}
+
+absl::StatusOr<ProgramContainer> ProgramContainerFromJson(const std::string& json) {
+  nlohmann::json j = nlohmann::json::parse(json, nullptr, false);
+  if (!j.is_object()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(learner_env::kContainer, " is not a JSON object"));
+  }
+  ProgramContainer c;
+  try {
+    c.runtime = j.at("runtime").get<std::string>();
+    c.engine_config_dir = j.value("engine_config_dir", "");
+    c.image = j.at("image").get<std::string>();
+    c.runtime_image = j.value("runtime_image", "");
+    c.uid = j.at("uid").get<uint32_t>();
+    c.network_namespace = j.value("network_namespace", "");
+    c.shm_dir = j.value("shm_dir", "");
+    c.cgroup_parent = j.value("cgroup_parent", "");
+    c.pids_limit = j.value("pids_limit", int64_t{0});
+    c.cpus = j.value("cpus", 0.0);
+    c.cpuset = j.value("cpuset", std::vector<int>{});
+  } catch (const nlohmann::json::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat(learner_env::kContainer, ": ", e.what()));
+  }
+  if (c.runtime != "podman" && c.runtime != "bwrap") {
+    return absl::InvalidArgumentError(
+        absl::StrCat(learner_env::kContainer, ": runtime must be podman or bwrap"));
+  }
+  return c;
 }
 
 const std::vector<std::string>& LearnerEnvironmentNames() {
@@ -55,7 +103,8 @@ const std::vector<std::string>& LearnerEnvironmentNames() {
       e::kLearnerId,  e::kNumLearners,    e::kRank,       e::kLocalRank,     e::kWorldSize,
       e::kMasterAddr, e::kMasterPort,     e::kThreads,    e::kModelDir,      e::kForbiddenToken,
       e::kDataFormat, e::kWorkDir,        e::kPrivateDir, e::kSandbox,       e::kCoordinatorCa,
-      e::kGeneration, e::kGenerationRank, e::kPsServers,  e::kPsServer,      e::kLearnersAsOne};
+      e::kGeneration, e::kGenerationRank, e::kPsServers,  e::kPsServer,      e::kLearnersAsOne,
+      e::kContainer};
   return names;
 }
 
@@ -153,6 +202,11 @@ absl::StatusOr<LearnerLaunch> LearnerLaunchFromEnvironment(
   l.private_dir = text(e::kPrivateDir);
   l.sandbox_required = text(e::kSandbox) != "optional";
   if (absl::Status s = ParsePsServers(text(e::kPsServers), &l.ps_servers); !s.ok()) return s;
+  if (const std::string c = text(e::kContainer); !c.empty()) {
+    absl::StatusOr<ProgramContainer> pc = ProgramContainerFromJson(c);
+    if (!pc.ok()) return pc.status();
+    l.program_container = *std::move(pc);
+  }
   l.rendezvous_host = text(e::kMasterAddr);
   if (l.world_size > 1 && l.rendezvous_host.empty()) l.rendezvous_host = "127.0.0.1";
   return l;

@@ -57,6 +57,8 @@ inline constexpr char kSandbox[] = "WEFT_SANDBOX";
 // shard order, comma-separated; and, for a weft-ps process, which of them it is.
 inline constexpr char kPsServers[] = "WEFT_PS_SERVERS";
 inline constexpr char kPsServer[] = "WEFT_PS_SERVER";
+// A command job's supervisor: the container its program runs in (ProgramContainer, as JSON).
+inline constexpr char kContainer[] = "WEFT_CONTAINER";
 // Never set for a learner, and removed from what it inherits: weftd's own bearer token.
 inline constexpr char kForbiddenToken[] = "WEFT_TOKEN";
 }  // namespace learner_env
@@ -66,6 +68,26 @@ inline constexpr int kLearnerExitOk = 0;
 inline constexpr int kLearnerExitRetry = 1;      // a failure worth a restart from a checkpoint
 inline constexpr int kLearnerExitUserError = 2;  // bad spec, data or model: fail, do not retry
 inline constexpr int kLearnerExitStopped = 143;  // stopped by SIGTERM or by weftd
+
+// The container a command job's program runs in, as the executor decided it: its supervisor
+// (weft-learner, on the host) runs the program, and the unpacking of its code, there
+// (train/command_process.h; the executor's side is executor/container_launcher.h).
+struct ProgramContainer {
+  std::string runtime;            // "podman" or "bwrap"; empty: not set
+  std::string engine_config_dir;  // podman: weftd's containers.conf and seccomp.json
+  std::string image;              // what the program runs on: the job's image, or weft's
+  std::string runtime_image;      // weft's runtime image: the code is unpacked on it
+  uint32_t uid = 0;               // the job's uid (gid the same)
+  std::string network_namespace;  // its gang's (pinned); empty: its own, loopback only
+  std::string shm_dir;            // mounted at /dev/shm
+  std::string cgroup_parent;      // the learner's cgroup, as a hierarchy path
+  int64_t pids_limit = 0;
+  double cpus = 0;
+  std::vector<int> cpuset;
+};
+std::string ProgramContainerToJson(const ProgramContainer& c);
+// InvalidArgument naming what is wrong with `json`.
+absl::StatusOr<ProgramContainer> ProgramContainerFromJson(const std::string& json);
 
 // Everything one learner process needs to start: the executor turns it into the learner's
 // environment, the learner reads it back.
@@ -110,10 +132,21 @@ struct LearnerLaunch {
   int threads = 1;          // intra-op threads (OMP_NUM_THREADS)
   std::string credential;   // WEFT_JOB_CREDENTIAL: authenticates to the coordinator
   std::vector<int> cpuset;  // CPUs to pin the learner to (its node's); not in the environment
+  // resources.cpus: the CPU time its container may use, in CPUs (0: no limit); not in the
+  // environment.
+  double cpus = 0;
+  // The image the job names (a podman reference, resolved by weftd); empty: weft's runtime
+  // image. Not in the environment (a command job's supervisor learns it from program_container).
+  std::string image;
+  // WEFT_CONTAINER: for a command job's supervisor, where its program runs (set by the executor).
+  ProgramContainer program_container;
   // resources.memory_mb: the executor kills a learner whose memory grows past it; 0 = no limit.
   // Not in the environment.
   int64_t memory_limit_mb = 0;
 };
+
+// Whether `launch` is a command job's learner (a supervisor of the tenant's program).
+inline bool IsCommandLearner(const LearnerLaunch& launch) { return !launch.work_dir.empty(); }
 
 // The contract's variables for `launch`, as (name, value) in a fixed order.
 std::vector<std::pair<std::string, std::string>> LearnerEnvironment(const LearnerLaunch& launch);
@@ -125,10 +158,10 @@ const std::vector<std::string>& LearnerEnvironmentNames();
 // Reads a launch back from an environment (`getenv`-like lookup, nullptr for unset). Defaults:
 // attempt 1, rank 0, world size 1, one thread, MASTER_ADDR 127.0.0.1 for a gang. InvalidArgument
 // naming the variable when WEFT_JOB_ID, WEFT_JOB_SPEC, WEFT_COORDINATOR or RESULT_DIR is missing, a
-// number does not parse, WEFT_PS_SERVERS holds an empty or over-long address or more than 64, the
-// rank (WEFT_GENERATION_RANK for a joining learner) is outside
-// [0, WORLD_SIZE), WEFT_LEARNERS_AS_ONE is neither 1 nor WORLD_SIZE, or MASTER_PORT is missing
-// for WORLD_SIZE > 1.
+// number does not parse, WEFT_CONTAINER is not a ProgramContainer, WEFT_PS_SERVERS holds an empty
+// or over-long address or more than 64, the rank (WEFT_GENERATION_RANK for a joining learner) is
+// outside [0, WORLD_SIZE), WEFT_LEARNERS_AS_ONE is neither 1 nor WORLD_SIZE, or MASTER_PORT is
+// missing for WORLD_SIZE > 1.
 absl::StatusOr<LearnerLaunch> LearnerLaunchFromEnvironment(
     const std::function<const char*(const char*)>& getenv);
 

@@ -42,6 +42,7 @@ nlohmann::json SpecToJson(const JobSpec& s) {
   if (s.IsCommandJob()) {
     j["command"] = s.command;
     j["code"] = s.code;
+    if (!s.image.empty()) j["image"] = s.image;
     if (!s.data.dataset.empty()) j["data"]["dataset"] = s.data.dataset;
     if (!s.data.artifact.empty()) j["data"]["artifact"] = s.data.artifact;
     if (s.training.threads > 0) j["training"]["threads"] = s.training.threads;

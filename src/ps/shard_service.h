@@ -69,9 +69,9 @@ class ShardService final : public v1::ParameterServer::Service {
 // Runs a ShardService on `listen` (host:port) until rank 0's Shutdown, or until `stop` is set
 // (checked every 100 ms; nullptr: never) while no shard is initialized: a server holding one
 // waits for rank 0 to checkpoint from it and shut it down. With `drop_ack_every` = n > 0 (fault
-// injection for tests, weft-ps's WEFT_PS_DROP_ACKS), the acknowledgement of every n-th push it
-// takes is dropped after the push is applied. Logs the shard's account when it ends.
-// Unavailable when the address cannot be bound.
+// injection for tests, weft-ps's WEFT_LEARNER_PS_DROP_ACKS), the acknowledgement of every n-th push
+// it takes is dropped after the push is applied. Logs the shard's account when it ends. Unavailable
+// when the address cannot be bound.
 absl::Status ServeShard(const std::string& listen, const std::string& job_id,
                         const std::string& credential, const std::atomic<bool>* stop,
                         int64_t drop_ack_every = 0);

@@ -80,10 +80,13 @@ inline std::string ActiveStatesList() {
 }
 
 // A data set's tenants column: "*" for every tenant, else their names joined by ','.
-inline std::string TenantsColumn(const DatasetRecord& d) {
+// The tenants a data set or an admin's image is granted to, as one column: "*" for every tenant.
+template <typename Grant>
+std::string TenantsColumn(const Grant& d) {
   return d.all_tenants ? "*" : absl::StrJoin(d.tenants, ",");
 }
-inline void ParseTenantsColumn(const std::string& column, DatasetRecord* d) {
+template <typename Grant>
+void ParseTenantsColumn(const std::string& column, Grant* d) {
   d->all_tenants = column == "*";
   d->tenants.clear();
   if (!d->all_tenants && !column.empty()) d->tenants = absl::StrSplit(column, ',');

@@ -8,7 +8,7 @@
 
 namespace weft::pg {
 
-inline constexpr int kSchemaVersion = 3;
+inline constexpr int kSchemaVersion = 4;
 
 // The advisory lock (pg_advisory_xact_lock's key) migrations hold: "weft" in ASCII.
 inline constexpr long long kMigrationLock = 0x77656674;
@@ -171,7 +171,22 @@ ALTER TABLE jobs ADD COLUMN next_learner_id INTEGER NOT NULL DEFAULT 0;
 )sql";
 
 // Migration i (0-based) takes a store from version i to version i + 1.
-inline constexpr const char* kMigrations[] = {kSchemaV1, kSchemaV2, kSchemaV3};
+// Version 4: container images (job/job.h ImageRecord); tenant '' is the admin.
+inline constexpr char kSchemaV4[] = R"sql(
+CREATE TABLE images (
+  tenant TEXT NOT NULL,
+  name TEXT NOT NULL,
+  reference TEXT NOT NULL,
+  digest TEXT NOT NULL,
+  format TEXT NOT NULL,
+  bytes BIGINT NOT NULL,
+  tenants TEXT NOT NULL,
+  created_ms BIGINT NOT NULL,
+  PRIMARY KEY (tenant, name)
+);
+)sql";
+
+inline constexpr const char* kMigrations[] = {kSchemaV1, kSchemaV2, kSchemaV3, kSchemaV4};
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kSchemaVersion);
 
 }  // namespace weft::pg

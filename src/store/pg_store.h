@@ -69,6 +69,10 @@ class PgStore : public Store, public Leadership {
   absl::StatusOr<std::vector<TenantRecord>> ListTenants() override;
   absl::Status UpdateTenant(const TenantRecord& tenant) override;
   absl::Status DeleteTenant(const std::string& name) override;
+  absl::Status PutImage(const ImageRecord& image) override;
+  absl::StatusOr<ImageRecord> GetImage(const std::string& owner, const std::string& name) override;
+  absl::StatusOr<std::vector<ImageRecord>> ListImages() override;
+  absl::Status DeleteImage(const std::string& owner, const std::string& name) override;
   absl::Status PutDataset(const DatasetRecord& dataset) override;
   absl::StatusOr<DatasetRecord> GetDataset(const std::string& name) override;
   absl::StatusOr<std::vector<DatasetRecord>> ListDatasets() override;

@@ -43,6 +43,17 @@ ArtifactRecord ReadArtifact(const pqxx::row& row) {
           row[4].as<int64_t>()};
 }
 
+constexpr char kSelectImages[] =
+    "SELECT tenant, name, reference, digest, format, bytes, tenants, created_ms FROM images";
+
+ImageRecord ReadImage(const pqxx::row& row) {
+  ImageRecord i{pg::Str(row[0]),     pg::Str(row[1]),      pg::Str(row[2]), pg::Str(row[3]),
+                pg::Str(row[4]),     row[5].as<int64_t>(), false,           {},
+                row[7].as<int64_t>()};
+  store_columns::ParseTenantsColumn(pg::Str(row[6]), &i);
+  return i;
+}
+
 DatasetRecord ReadDataset(const pqxx::row& row) {
   DatasetRecord d{pg::Str(row[0]),     pg::Str(row[1]), pg::Str(row[2]), false, {},
                   row[4].as<int64_t>()};
@@ -84,6 +95,7 @@ WebhookDelivery ReadDelivery(const pqxx::row& row) {
 std::string NoTenant(const std::string& name) { return absl::StrCat("no tenant '", name, "'"); }
 std::string NoArtifact(const std::string& name) { return absl::StrCat("no artifact '", name, "'"); }
 std::string NoDataset(const std::string& name) { return absl::StrCat("no data set '", name, "'"); }
+std::string NoImage(const std::string& name) { return absl::StrCat("no image '", name, "'"); }
 
 absl::Status Renamed(absl::Status s, const std::string& already_exists) {
   if (absl::IsAlreadyExists(s)) return absl::AlreadyExistsError(already_exists);
@@ -158,6 +170,17 @@ void PgStore::ForgetTenantInDatasetsIn(pg::Tx& tx, const std::string& tenant) {
     d.tenants.erase(it);
     tx.Exec("UPDATE datasets SET tenants=$2 WHERE name=$1", d.name,
             store_columns::TenantsColumn(d));
+  }
+  // The tenant's own images go with it; the admin's it was granted no longer name it.
+  tx.Exec("DELETE FROM images WHERE tenant=$1", tenant);
+  std::vector<ImageRecord> images =
+      tx.Query<ImageRecord>(absl::StrCat(kSelectImages, " WHERE tenant='' FOR UPDATE"), ReadImage);
+  for (ImageRecord& i : images) {
+    auto it = std::find(i.tenants.begin(), i.tenants.end(), tenant);
+    if (it == i.tenants.end()) continue;
+    i.tenants.erase(it);
+    tx.Exec("UPDATE images SET tenants=$2 WHERE tenant='' AND name=$1", i.name,
+            store_columns::TenantsColumn(i));
   }
 }
 
@@ -237,6 +260,45 @@ absl::StatusOr<int64_t> PgStore::DeleteArtifact(const std::string& tenant,
     if (gone.empty()) return absl::NotFoundError(NoArtifact(name));
     return tx.Count("SELECT COUNT(*) FROM artifacts WHERE tenant=$1 AND sha256=$2", tenant,
                     pg::Str(gone[0][0]));
+  });
+}
+
+absl::Status PgStore::PutImage(const ImageRecord& i) {
+  return Run("put image", Mode::kWrite, [&](pg::Tx& tx) {
+    tx.Exec(
+        "INSERT INTO images (tenant, name, reference, digest, format, bytes, tenants, created_ms) "
+        "VALUES ($1,$2,$3,$4,$5,$6,$7,$8) ON CONFLICT (tenant, name) DO UPDATE SET "
+        "reference=EXCLUDED.reference, digest=EXCLUDED.digest, format=EXCLUDED.format, "
+        "bytes=EXCLUDED.bytes, tenants=EXCLUDED.tenants, created_ms=EXCLUDED.created_ms",
+        i.tenant, i.name, i.reference, i.digest, i.format, i.bytes, store_columns::TenantsColumn(i),
+        i.created_ms);
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<ImageRecord> PgStore::GetImage(const std::string& owner, const std::string& name) {
+  return Run("get image", Mode::kRead, [&](pg::Tx& tx) {
+    return tx.QueryOne<ImageRecord>(NoImage(name),
+                                    absl::StrCat(kSelectImages, " WHERE tenant=$1 AND name=$2"),
+                                    ReadImage, owner, name);
+  });
+}
+
+absl::StatusOr<std::vector<ImageRecord>> PgStore::ListImages() {
+  return Run("list images", Mode::kRead,
+             [&](pg::Tx& tx) -> absl::StatusOr<std::vector<ImageRecord>> {
+               return tx.Query<ImageRecord>(absl::StrCat(kSelectImages, " ORDER BY tenant, name"),
+                                            ReadImage);
+             });
+}
+
+absl::Status PgStore::DeleteImage(const std::string& owner, const std::string& name) {
+  return Run("delete image", Mode::kWrite, [&](pg::Tx& tx) -> absl::Status {
+    if (tx.Exec("DELETE FROM images WHERE tenant=$1 AND name=$2", owner, name).affected_rows() ==
+        0) {
+      return absl::NotFoundError(NoImage(name));
+    }
+    return absl::OkStatus();
   });
 }
 

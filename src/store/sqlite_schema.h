@@ -5,7 +5,7 @@
 
 namespace weft::sqlite {
 
-inline constexpr int kSchemaVersion = 10;
+inline constexpr int kSchemaVersion = 11;
 
 inline constexpr char kSchema[] = R"sql(
 CREATE TABLE IF NOT EXISTS jobs (
@@ -182,10 +182,25 @@ ALTER TABLE jobs ADD COLUMN generation INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE jobs ADD COLUMN next_learner_id INTEGER NOT NULL DEFAULT 0;
 )sql";
 
+// Version 11: container images (job/job.h ImageRecord); tenant '' is the admin.
+inline constexpr char kSchemaV11[] = R"sql(
+CREATE TABLE images (
+  tenant TEXT NOT NULL,
+  name TEXT NOT NULL,
+  reference TEXT NOT NULL,
+  digest TEXT NOT NULL,
+  format TEXT NOT NULL,
+  bytes INTEGER NOT NULL,
+  tenants TEXT NOT NULL,
+  created_ms INTEGER NOT NULL,
+  PRIMARY KEY (tenant, name)
+);
+)sql";
+
 // Migration i (0-based) takes a store from version i to version i + 1.
-inline constexpr const char* kMigrations[] = {kSchema,   kSchemaV2, kSchemaV3, kSchemaV4,
-                                              kSchemaV5, kSchemaV6, kSchemaV7, kSchemaV8,
-                                              kSchemaV9, kSchemaV10};
+inline constexpr const char* kMigrations[] = {kSchema,   kSchemaV2,  kSchemaV3, kSchemaV4,
+                                              kSchemaV5, kSchemaV6,  kSchemaV7, kSchemaV8,
+                                              kSchemaV9, kSchemaV10, kSchemaV11};
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kSchemaVersion);
 
 }  // namespace weft::sqlite

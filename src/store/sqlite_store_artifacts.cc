@@ -1,6 +1,7 @@
 // The SQLite store: the files tenants upload (artifacts), by tenant and name — the files
 // themselves live on disk under their SHA-256 (control/artifacts.h); here is only what names
-// them — and the data sets the admin registers.
+// them — the data sets the admin registers, and the container images jobs run on (the engine
+// keeps the images; here is what names them).
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -31,6 +32,18 @@ DatasetRecord ReadDataset(sqlite::Stmt& s) {
 }
 
 std::string NoDataset(const std::string& name) { return absl::StrCat("no data set '", name, "'"); }
+
+constexpr char kSelectImages[] =
+    "SELECT tenant, name, reference, digest, format, bytes, tenants, created_ms FROM images";
+
+ImageRecord ReadImage(sqlite::Stmt& s) {
+  ImageRecord i{s.Text(0), s.Text(1), s.Text(2), s.Text(3), s.Text(4),
+                s.Int(5),  false,     {},        s.Int(7)};
+  store_columns::ParseTenantsColumn(s.Text(6), &i);
+  return i;
+}
+
+std::string NoImage(const std::string& name) { return absl::StrCat("no image '", name, "'"); }
 
 }  // namespace
 
@@ -109,6 +122,39 @@ absl::Status SqliteStore::DeleteDataset(const std::string& name) {
   return absl::OkStatus();
 }
 
+absl::Status SqliteStore::PutImage(const ImageRecord& i) {
+  absl::MutexLock lock(&mu_);
+  return sqlite::Execute(*stmts_, "put image",
+                         "INSERT OR REPLACE INTO images (tenant, name, reference, digest, format, "
+                         "bytes, tenants, created_ms) VALUES (?1,?2,?3,?4,?5,?6,?7,?8)",
+                         i.tenant, i.name, i.reference, i.digest, i.format, i.bytes,
+                         store_columns::TenantsColumn(i), i.created_ms)
+      .status();
+}
+
+absl::StatusOr<ImageRecord> SqliteStore::GetImage(const std::string& owner,
+                                                  const std::string& name) {
+  absl::MutexLock lock(&mu_);
+  return sqlite::QueryOne<ImageRecord>(*stmts_, "get image", NoImage(name),
+                                       absl::StrCat(kSelectImages, " WHERE tenant=?1 AND name=?2"),
+                                       ReadImage, owner, name);
+}
+
+absl::StatusOr<std::vector<ImageRecord>> SqliteStore::ListImages() {
+  absl::MutexLock lock(&mu_);
+  return sqlite::Query<ImageRecord>(
+      *stmts_, "list images", absl::StrCat(kSelectImages, " ORDER BY tenant, name"), ReadImage);
+}
+
+absl::Status SqliteStore::DeleteImage(const std::string& owner, const std::string& name) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(int n,
+                   sqlite::Execute(*stmts_, "delete image",
+                                   "DELETE FROM images WHERE tenant=?1 AND name=?2", owner, name));
+  if (n == 0) return absl::NotFoundError(NoImage(name));
+  return absl::OkStatus();
+}
+
 absl::Status SqliteStore::ForgetTenantInDatasetsLocked(const std::string& tenant) {
   ASSIGN_OR_RETURN(
       std::vector<DatasetRecord> all,
@@ -120,6 +166,23 @@ absl::Status SqliteStore::ForgetTenantInDatasetsLocked(const std::string& tenant
     RETURN_IF_ERROR(sqlite::Execute(*stmts_, "update data set",
                                     "UPDATE datasets SET tenants=?2 WHERE name=?1", d.name,
                                     store_columns::TenantsColumn(d))
+                        .status());
+  }
+  // The tenant's own images go with it; the admin's it was granted no longer name it.
+  RETURN_IF_ERROR(
+      sqlite::Execute(*stmts_, "delete images", "DELETE FROM images WHERE tenant=?1", tenant)
+          .status());
+  ASSIGN_OR_RETURN(
+      std::vector<ImageRecord> images,
+      sqlite::Query<ImageRecord>(*stmts_, "list images",
+                                 absl::StrCat(kSelectImages, " WHERE tenant=''"), ReadImage));
+  for (ImageRecord& i : images) {
+    auto it = std::find(i.tenants.begin(), i.tenants.end(), tenant);
+    if (it == i.tenants.end()) continue;
+    i.tenants.erase(it);
+    RETURN_IF_ERROR(sqlite::Execute(*stmts_, "update image",
+                                    "UPDATE images SET tenants=?2 WHERE tenant='' AND name=?1",
+                                    i.name, store_columns::TenantsColumn(i))
                         .status());
   }
   return absl::OkStatus();

@@ -130,6 +130,17 @@ class Store {
   // NotFound if no data set has that name.
   virtual absl::Status DeleteDataset(const std::string& name) = 0;
 
+  // Container images (job/job.h ImageRecord), by owner ("" the admin) and name. PutImage
+  // inserts or replaces (owner, name).
+  virtual absl::Status PutImage(const ImageRecord& image) = 0;
+  // NotFound if the owner has no image of that name.
+  virtual absl::StatusOr<ImageRecord> GetImage(const std::string& owner,
+                                               const std::string& name) = 0;
+  // Every image, by owner then name.
+  virtual absl::StatusOr<std::vector<ImageRecord>> ListImages() = 0;
+  // NotFound if the owner has no image of that name.
+  virtual absl::Status DeleteImage(const std::string& owner, const std::string& name) = 0;
+
   // Webhooks. Every history entry a job gets (its submission, each transition) adds a delivery
   // to the outbox, in the same transaction, for each webhook of the job's tenant whose events
   // name the state entered: an acknowledged transition is never without its deliveries.

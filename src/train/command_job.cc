@@ -23,6 +23,7 @@
 #include "job/learner_contract.h"
 #include "nlohmann/json.hpp"
 #include "train/command_events.h"
+#include "train/command_files.h"
 #include "train/command_process.h"
 
 namespace weft::train {
@@ -30,89 +31,14 @@ namespace {
 
 constexpr int64_t kStopGraceMs = 8000;  // SIGTERM -> SIGKILL; under the executor's 10 s
 constexpr int kPollMs = 100;
-constexpr char kChannelDir[] = ".weft";  // in WORK_DIR: the metrics file and the resume copy
-constexpr int kEventsRefused = -2;       // the metrics file is not a regular file: never read
+constexpr char kChannelDir[] = ".weft";
+constexpr char kProgramPath[] =
+    "/usr/local/bin:/usr/bin:/bin";  // the program's PATH  // in WORK_DIR: the metrics file and the
+                                     // resume copy
+constexpr int kEventsRefused = -2;   // the metrics file is not a regular file: never read
 
 absl::Status Errno(const std::string& what) {
   return absl::InternalError(absl::StrCat(what, ": ", std::strerror(errno)));
-}
-
-// Opens `rel` below the directory `dir_fd` without following any symbolic link and without
-// leaving the directory (openat2 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS): the program controls
-// WORK_DIR's contents, weft-learner may run as root.
-int OpenBeneath(int dir_fd, const std::string& rel, int flags, mode_t mode = 0) {
-  open_how how{};
-  how.flags = static_cast<uint64_t>(flags | O_CLOEXEC | O_NOFOLLOW);
-  how.mode = (flags & O_CREAT) ? mode : 0;
-  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV;
-  return static_cast<int>(::syscall(SYS_openat2, dir_fd, rel.c_str(), &how, sizeof how));
-}
-
-// The file the program announced as its `what` ("checkpoint" or "model"), `rel` in WORK_DIR
-// (OpenBeneath). InvalidArgument saying why when it cannot be read or is not a regular file of its
-// own (a hard link may name a file from elsewhere).
-absl::StatusOr<int> OpenAnnounced(int work_fd, const std::string& rel, const char* what) {
-  int fd = OpenBeneath(work_fd, rel, O_RDONLY | O_NONBLOCK);
-  if (fd < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, " '", rel, "' cannot be read: ", std::strerror(errno)));
-  }
-  struct stat st {};
-  std::string problem;
-  if (::fstat(fd, &st) != 0) problem = std::strerror(errno);
-  if (problem.empty() && !S_ISREG(st.st_mode)) problem = "it is not a regular file";
-  if (problem.empty() && st.st_nlink != 1) problem = "it has other hard links";
-  if (problem.empty()) return fd;
-  ::close(fd);
-  return absl::InvalidArgumentError(absl::StrCat(what, " '", rel, "' cannot be read: ", problem));
-}
-
-// Copies the regular file open at `in` to `dest` (via a temporary file, fsync'd, renamed, the
-// directory fsync'd), at most `max_bytes`. Returns the bytes copied.
-absl::StatusOr<int64_t> CopyDurably(int in, const std::string& dest, int64_t max_bytes,
-                                    uid_t owner = static_cast<uid_t>(-1)) {
-  struct stat st {};
-  if (::fstat(in, &st) != 0) return Errno("fstat");
-  if (!S_ISREG(st.st_mode)) return absl::InvalidArgumentError("is not a regular file");
-  if (st.st_size > max_bytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("is ", st.st_size, " bytes; at most ", max_bytes));
-  }
-  const std::string tmp = dest + ".tmp";
-  int out = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (out < 0) return Errno(absl::StrCat("cannot create ", tmp));
-  int64_t total = 0;
-  char buf[1 << 16];
-  absl::Status s;
-  while (s.ok()) {
-    ssize_t n = ::read(in, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) s = Errno("read");
-    if (n <= 0) break;
-    total += n;
-    if (total > max_bytes) s = absl::InvalidArgumentError("grew past the limit while copied");
-    for (ssize_t off = 0; s.ok() && off < n;) {
-      ssize_t w = ::write(out, buf + off, static_cast<size_t>(n - off));
-      if (w < 0 && errno != EINTR) s = Errno(absl::StrCat("cannot write ", tmp));
-      if (w > 0) off += w;
-    }
-  }
-  if (s.ok() && owner != static_cast<uid_t>(-1) && ::fchown(out, owner, -1) != 0) {
-    s = Errno("fchown");
-  }
-  if (s.ok() && ::fsync(out) != 0) s = Errno(absl::StrCat("cannot fsync ", tmp));
-  ::close(out);
-  if (s.ok() && ::rename(tmp.c_str(), dest.c_str()) != 0) s = Errno("rename");
-  if (!s.ok()) {
-    ::unlink(tmp.c_str());
-    return s;
-  }
-  const std::string dir = std::filesystem::path(dest).parent_path();
-  if (int d = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); d >= 0) {
-    ::fsync(d);
-    ::close(d);
-  }
-  return total;
 }
 
 class CommandJob {
@@ -150,6 +76,18 @@ class CommandJob {
   std::string CandidatePath() const {
     return ModelDir(l_.result_dir, kFinalModel) + "/candidate.pt";
   }
+  // Whether the program runs in a container of its job's (weftd's podman runtime).
+  bool InContainer() const { return container_ != nullptr; }
+  // Who the program runs as: the job's uid under a runtime of weftd's, else CommandUser().
+  std::pair<uid_t, gid_t> User() const {
+    if (!l_.program_container.runtime.empty()) {
+      return {l_.program_container.uid, l_.program_container.uid};
+    }
+    return CommandUser();
+  }
+  absl::StatusOr<std::unique_ptr<CommandProcess>> StartInContainer(const CommandProcessOptions& po,
+                                                                   const std::string& image,
+                                                                   const std::string& what);
   absl::StatusOr<LoopResult> Finish(int status);
 
   const LoopOptions& o_;
@@ -157,6 +95,7 @@ class CommandJob {
   const JobSpec& spec_;
   Reporter& reporter_;
   bool sandbox_;
+  std::unique_ptr<PodmanRuntime> container_;  // set when the program runs in a container
   int work_fd_ = -1;
   std::string resume_path_;  // the copy of the checkpoint to resume from, in WORK_DIR
   std::string data_dir_;     // DATA_DIR as the program sees it
@@ -182,7 +121,7 @@ absl::Status CommandJob::PrepareWorkDir() {
   if (::mkdir(l_.work_dir.c_str(), 0700) != 0) return Errno(absl::StrCat("mkdir ", l_.work_dir));
   work_fd_ = ::open(l_.work_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (work_fd_ < 0) return Errno(absl::StrCat("open ", l_.work_dir));
-  const auto [uid, gid] = CommandUser();
+  const auto [uid, gid] = User();
   if (::fchown(work_fd_, uid, gid) != 0) return Errno("fchown WORK_DIR");
   if (::mkdirat(work_fd_, kChannelDir, 0700) != 0) return Errno("mkdir WORK_DIR/.weft");
   if (::fchownat(work_fd_, kChannelDir, uid, gid, AT_SYMLINK_NOFOLLOW) != 0) {
@@ -223,7 +162,7 @@ absl::Status CommandJob::CopyResumeCheckpoint() {
       continue;
     }
     const std::string dest = absl::StrCat(l_.work_dir, "/", kChannelDir, "/resume.pt");
-    absl::StatusOr<int64_t> n = CopyDurably(in, dest, kMaxCommandFileBytes, CommandUser().first);
+    absl::StatusOr<int64_t> n = CopyDurably(in, dest, kMaxCommandFileBytes, User().first);
     ::close(in);
     if (!n.ok()) return n.status();
     resume_path_ = dest;
@@ -244,7 +183,7 @@ absl::Status CommandJob::CopyOwnDataSet() {
   }
   const std::string dir = absl::StrCat(l_.work_dir, "/", kChannelDir, "/data");
   if (::mkdir(dir.c_str(), 0700) != 0) return Errno(absl::StrCat("mkdir ", dir));
-  const auto [uid, gid] = CommandUser();
+  const auto [uid, gid] = User();
   if (::chown(dir.c_str(), uid, gid) != 0) return Errno(absl::StrCat("chown ", dir));
   const std::string from = TensorFilePath(l_.data_dir);
   int in = ::open(from.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
@@ -259,7 +198,7 @@ absl::Status CommandJob::CopyOwnDataSet() {
 std::vector<std::string> CommandJob::ProgramEnvironment() const {
   namespace e = learner_env;
   std::vector<std::string> env = {
-      "PATH=/usr/local/bin:/usr/bin:/bin",
+      absl::StrCat("PATH=", kProgramPath),
       absl::StrCat("HOME=", l_.work_dir),
       "LANG=C.UTF-8",
       "TMPDIR=/tmp",
@@ -305,6 +244,12 @@ CommandProcessOptions CommandJob::ProcessOptions(std::vector<std::string> argv) 
   if (!data_dir_.empty() && data_dir_ == l_.data_dir) po.read_only_dirs.push_back(data_dir_);
   po.private_dir = l_.private_dir;
   po.sandbox = sandbox_;
+  // weftd --runtime bwrap: the job's uid, and the network namespace of the job's attempt.
+  if (l_.program_container.runtime == "bwrap") {
+    po.uid = l_.program_container.uid;
+    po.network_namespace = l_.program_container.network_namespace;
+    po.pids_limit = l_.program_container.pids_limit;
+  }
   return po;
 }
 
@@ -328,7 +273,10 @@ absl::Status CommandJob::Unpack() {
       {"tar", "--extract", "--gzip", "--file=-", "--no-same-owner", "--no-same-permissions",
        "--delay-directory-restore", "--warning=no-timestamp"});
   po.stdin_fd = in;
-  absl::StatusOr<std::unique_ptr<CommandProcess>> tar = Start(po);
+  // In a container tar runs on weft's runtime image (the job's may have none).
+  absl::StatusOr<std::unique_ptr<CommandProcess>> tar =
+      InContainer() ? StartInContainer(po, l_.program_container.runtime_image, "unpack")
+                    : Start(po);
   ::close(in);
   if (!tar.ok()) return tar.status();
   const int status = (*tar)->Wait();
@@ -338,14 +286,19 @@ absl::Status CommandJob::Unpack() {
                      DescribeWaitStatus(status), " (its message is above in this log)"));
   }
   spdlog::info("unpacked the code artifact '{}' into {}{}", spec_.code, l_.work_dir,
-               sandbox_ ? " (in the sandbox)" : "");
+               InContainer() ? " (in a container)"
+               : sandbox_    ? " (in the sandbox)"
+                             : "");
   return absl::OkStatus();
 }
 
 // Rank 0's program makes the gang's network namespace; the others join it. Where rank 0 says
 // its pid is a file of weft-learner's own, outside every WORK_DIR.
 absl::StatusOr<pid_t> CommandJob::GangNetwork() {
-  if (l_.world_size <= 1 || l_.rank == 0 || !sandbox_) return 0;
+  // A container joins the namespace the executor made for the attempt (ProgramContainer).
+  if (l_.world_size <= 1 || l_.rank == 0 || !sandbox_ || !l_.program_container.runtime.empty()) {
+    return 0;
+  }
   const std::string root = std::filesystem::path(l_.work_dir).parent_path();
   const std::string file = absl::StrCat(root, "/network-", l_.attempt, ".pid");
   const auto deadline = SystemClock::Get().NowMs() + o_.rendezvous_timeout_ms;
@@ -534,6 +487,15 @@ std::optional<int> CommandJob::Supervise(CommandProcess& p) {
 }
 
 absl::StatusOr<LoopResult> CommandJob::Finish(int status) {
+  if (InContainer() && WIFEXITED(status) &&
+      (WEXITSTATUS(status) == 126 || WEXITSTATUS(status) == 127)) {
+    // podman: the command is not in the image, or cannot be run there. It would not be after a
+    // restart either.
+    return absl::InvalidArgumentError(
+        absl::StrCat("command: '", spec_.command.at(0), "' cannot be run in the image ",
+                     l_.program_container.image, " (podman exit ", WEXITSTATUS(status),
+                     "; its message is above in this log)"));
+  }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     return absl::UnavailableError(absl::StrCat("the command ", DescribeWaitStatus(status)));
   }
@@ -564,18 +526,48 @@ absl::StatusOr<LoopResult> CommandJob::Finish(int status) {
   return result;
 }
 
+absl::StatusOr<std::unique_ptr<CommandProcess>> CommandJob::StartInContainer(
+    const CommandProcessOptions& po, const std::string& image, const std::string& what) {
+  const ContainerSpec spec = ProgramContainerSpec(l_, po, image, what);
+  ASSIGN_OR_RETURN(RuntimeCommand run, container_->Command(spec));
+  return CommandProcess::StartInContainer(run, container_->KillCommand(spec.name), po.stdin_fd);
+}
+
 absl::StatusOr<LoopResult> CommandJob::Run() {
   spdlog::info("command job: {}", absl::StrJoin(spec_.command, " "));
+  if (l_.program_container.runtime == "podman") {
+    ASSIGN_OR_RETURN(container_, PodmanRuntime::Open(
+                                     {"/usr/bin/podman", l_.program_container.engine_config_dir}));
+  }
   RETURN_IF_ERROR(PrepareWorkDir());
   RETURN_IF_ERROR(Unpack());
   ASSIGN_OR_RETURN(pid_t network, GangNetwork());
   if (StopRequested()) return LoopResult{false, true, "stopped on request", 0, 0, -1};
   CommandProcessOptions po = ProcessOptions(spec_.command);
   po.join_network_of = network;
-  ASSIGN_OR_RETURN(std::unique_ptr<CommandProcess> program, Start(po));
-  spdlog::info("started the program, pid {}{}", program->program_pid(),
-               sandbox_ ? " (in the sandbox)" : " (not sandboxed)");
-  if (sandbox_ && l_.world_size > 1 && l_.rank == 0) {
+  std::unique_ptr<CommandProcess> program;
+  if (InContainer()) {
+    // A program its image has not got would fail the same way at every restart: say so now.
+    // (Its container's init would only say that it exited 1.) One in WORK_DIR is the code's.
+    const std::string& argv0 = spec_.command.at(0);
+    if (argv0.rfind(l_.work_dir + "/", 0) != 0 && argv0.rfind("./", 0) != 0) {
+      absl::Status has = container_->HasProgram(l_.program_container.image, argv0, kProgramPath);
+      if (absl::IsNotFound(has)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("command: '", argv0, "' cannot be run in the image ",
+                         l_.program_container.image, ": ", has.message()));
+      }
+      if (!has.ok()) spdlog::warn("{}", has.message());
+    }
+    ASSIGN_OR_RETURN(program, StartInContainer(po, l_.program_container.image, "program"));
+    spdlog::info("started the program in a container of image {} (uid {})",
+                 l_.program_container.image, l_.program_container.uid);
+  } else {
+    ASSIGN_OR_RETURN(program, Start(po));
+    spdlog::info("started the program, pid {}{}", program->program_pid(),
+                 sandbox_ ? " (in the sandbox)" : " (not sandboxed)");
+  }
+  if (l_.program_container.runtime.empty() && sandbox_ && l_.world_size > 1 && l_.rank == 0) {
     const std::string root = std::filesystem::path(l_.work_dir).parent_path();
     RETURN_IF_ERROR(WriteFileAtomic(absl::StrCat(root, "/network-", l_.attempt, ".pid"),
                                     absl::StrCat(program->program_pid())));

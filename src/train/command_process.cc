@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/logging.h"
+#include "common/subprocess.h"
 #include "nlohmann/json.hpp"
 
 namespace weft::train {
@@ -141,11 +142,16 @@ std::vector<std::string> BwrapArguments(const CommandProcessOptions& o, bool as_
   if (!as_root) a.push_back("--unshare-user");
   a.insert(a.end(), {"--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try",
                      "--hostname", "weft-learner"});
-  if (o.join_network_of <= 0) a.push_back("--unshare-net");
+  if (o.join_network_of <= 0 && o.network_namespace.empty()) a.push_back("--unshare-net");
   if (as_root) a.insert(a.end(), {"--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"});
   a.insert(a.end(), {"--die-with-parent", "--as-pid-1", "--info-fd", absl::StrCat(kInfoFd), "--"});
+  if (as_root && o.pids_limit > 0) {
+    a.insert(a.end(),
+             {"/usr/bin/prlimit", absl::StrCat("--nproc=", o.pids_limit, ":", o.pids_limit), "--"});
+  }
   if (as_root) {
-    const auto [uid, gid] = CommandUser();
+    const auto [uid, gid] =
+        o.uid != static_cast<uid_t>(-1) ? std::pair{o.uid, o.uid} : CommandUser();
     a.insert(a.end(), {kSetpriv, absl::StrCat("--reuid=", uid), absl::StrCat("--regid=", gid),
                        "--clear-groups", "--inh-caps=-all", "--no-new-privs", "--"});
   }
@@ -166,8 +172,10 @@ absl::StatusOr<std::unique_ptr<CommandProcess>> CommandProcess::Start(
                            absl::StrCat("command[0]: '", o.argv[0], "' is not found in PATH"));
   }
   int netns_fd = -1;
-  if (o.sandbox && o.join_network_of > 0) {
-    const std::string ns = absl::StrCat("/proc/", o.join_network_of, "/ns/net");
+  if (o.sandbox && (o.join_network_of > 0 || !o.network_namespace.empty())) {
+    const std::string ns = o.network_namespace.empty()
+                               ? absl::StrCat("/proc/", o.join_network_of, "/ns/net")
+                               : o.network_namespace;
     netns_fd = ::open(ns.c_str(), O_RDONLY | O_CLOEXEC);
     if (netns_fd < 0 || ::geteuid() != 0) {
       if (netns_fd >= 0) ::close(netns_fd);
@@ -210,16 +218,36 @@ absl::StatusOr<std::unique_ptr<CommandProcess>> CommandProcess::Start(
   return std::unique_ptr<CommandProcess>(new CommandProcess(child, program));
 }
 
+absl::StatusOr<std::unique_ptr<CommandProcess>> CommandProcess::StartInContainer(
+    const RuntimeCommand& run, RuntimeCommand kill, int stdin_fd) {
+  const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  CStrings cargv(run.argv), cenv(run.env);
+  const pid_t parent = ::getpid();
+  const pid_t child = ::fork();
+  if (child == 0) {
+    RunChild(cargv.ptrs[0], cargv.ptrs.data(), cenv.ptrs.data(), nullptr,
+             stdin_fd >= 0 ? stdin_fd : null_fd, -1, -1, parent, ::geteuid(), ::getegid());
+  }
+  const int fork_errno = errno;
+  if (null_fd >= 0) ::close(null_fd);
+  if (child < 0) return absl::InternalError(absl::StrCat("fork: ", std::strerror(fork_errno)));
+  auto p = std::unique_ptr<CommandProcess>(new CommandProcess(child, child));
+  p->in_container_ = true;
+  p->kill_ = std::move(kill);
+  return p;
+}
+
 CommandProcess::~CommandProcess() {
   if (status_) return;
   Kill();
   Wait();
 }
 
-// bubblewrap exits with its program's status, and 128 + N when a signal N killed it: that
-// comes back as the wait status of a death by signal N.
-static int ProgramStatus(int status, bool sandboxed) {
-  if (sandboxed && WIFEXITED(status) && WEXITSTATUS(status) > 128 &&
+// bubblewrap and podman exit with their program's status, and 128 + N when a signal N killed
+// it: that comes back as the wait status of a death by signal N.
+int CommandProcess::ProgramStatus(int status) const {
+  const bool wrapped = program_pid_ != child_ || in_container_;
+  if (wrapped && WIFEXITED(status) && WEXITSTATUS(status) > 128 &&
       WEXITSTATUS(status) < 128 + NSIG) {
     return WEXITSTATUS(status) - 128;  // the wait status of a death by that signal
   }
@@ -230,7 +258,7 @@ std::optional<int> CommandProcess::Poll() {
   if (status_) return status_;
   int status = 0;
   pid_t r = ::waitpid(child_, &status, WNOHANG);
-  if (r == child_) status_ = ProgramStatus(status, program_pid_ != child_);
+  if (r == child_) status_ = ProgramStatus(status);
   if (r < 0 && errno == ECHILD) status_ = 0;
   return status_;
 }
@@ -239,7 +267,7 @@ int CommandProcess::Wait() {
   while (!status_) {
     int status = 0;
     pid_t r = ::waitpid(child_, &status, 0);
-    if (r == child_) status_ = ProgramStatus(status, program_pid_ != child_);
+    if (r == child_) status_ = ProgramStatus(status);
     if (r < 0 && errno != EINTR) status_ = 0;
   }
   return *status_;
@@ -247,8 +275,9 @@ int CommandProcess::Wait() {
 
 void CommandProcess::Terminate() {
   if (status_) return;
-  // Unsandboxed the program leads its own process group; in the sandbox it is the PID
-  // namespace's init (bwrap --as-pid-1), and its children end with it.
+  // Unsandboxed the program leads its own process group, and in a container the engine does
+  // (it passes SIGTERM on to the container's init); in bubblewrap's sandbox the program is the
+  // PID namespace's init (bwrap --as-pid-1), and its children end with it.
   if (program_pid_ == child_) {
     ::kill(-child_, SIGTERM);
   } else {
@@ -258,8 +287,42 @@ void CommandProcess::Terminate() {
 
 void CommandProcess::Kill() {
   if (status_) return;
+  if (in_container_ && !kill_.argv.empty()) {
+    absl::StatusOr<CommandResult> killed = RunCommand(kill_.argv, kill_.env, 30000);
+    if (!killed.ok())
+      spdlog::warn("cannot kill the program's container: {}", killed.status().message());
+  }
   if (program_pid_ != child_) ::kill(program_pid_, SIGKILL);
   ::kill(-child_, SIGKILL);
+}
+
+ContainerSpec ProgramContainerSpec(const LearnerLaunch& l, const CommandProcessOptions& po,
+                                   const std::string& image, const std::string& what) {
+  const ProgramContainer& pc = l.program_container;
+  ContainerSpec s;
+  s.name =
+      absl::StrCat("weft-", l.job_id, "-a", l.attempt, "-r", l.rank, "-", what, "-", ::getpid());
+  s.image = image;
+  s.argv = po.argv;
+  for (const std::string& kv : po.env) {
+    const size_t eq = kv.find('=');
+    s.env.emplace_back(kv.substr(0, eq), eq == std::string::npos ? "" : kv.substr(eq + 1));
+  }
+  s.mounts.push_back({po.work_dir, po.work_dir, /*read_only=*/false});
+  for (const std::string& dir : po.read_only_dirs) s.mounts.push_back({dir, dir, true});
+  if (!pc.shm_dir.empty()) s.mounts.push_back({pc.shm_dir, "/dev/shm", false});
+  s.work_dir = po.work_dir;
+  s.stdin_input = po.stdin_fd >= 0;
+  s.uid = pc.uid;
+  s.network_namespace = pc.network_namespace;
+  s.cgroup_parent = pc.cgroup_parent;
+  s.cpus = pc.cpus;
+  s.cpuset = pc.cpuset;
+  s.pids_limit = pc.pids_limit;
+  s.labels = {{"weft.job", l.job_id},
+              {"weft.attempt", absl::StrCat(l.attempt)},
+              {"weft.rank", absl::StrCat(l.rank)}};
+  return s;
 }
 
 std::string DescribeWaitStatus(int status) {

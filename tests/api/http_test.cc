@@ -74,6 +74,19 @@ TEST_F(SendFileTest, ChunksAreReadFromAnOffsetAndNeverThroughASymlink) {
   EXPECT_EQ(ReadFileChunk(dir_ + "/missing", 0), "");
 }
 
+// A learner (the tenant's code) owns the directories below its job's results and logs: it
+// could put a link to another job's directory where weftd expects one of its own.
+TEST_F(SendFileTest, ALinkInPlaceOfADirectoryOnThePathIsRefusedToo) {
+  std::filesystem::create_directories(dir_ + "/other/final");
+  std::ofstream(dir_ + "/other/final/model.pt") << "another job's model";
+  std::filesystem::create_directories(dir_ + "/mine");
+  std::filesystem::create_directory_symlink(dir_ + "/other/final", dir_ + "/mine/final");
+  httplib::Response res;
+  EXPECT_FALSE(SendFile(res, dir_ + "/mine/final/model.pt", "application/octet-stream").ok());
+  EXPECT_EQ(ReadFileChunk(dir_ + "/mine/final/model.pt", 0), "");
+  EXPECT_EQ(ReadFileChunk(dir_ + "/other/final/model.pt", 0), "another job's model");
+}
+
 TEST_F(SendFileTest, AnEmptyFileIsAnEmptyAnswer) {
   std::ofstream(dir_ + "/f").close();
   auto r = Get();

@@ -22,9 +22,12 @@ TEST_F(ControllerTest, CoordinatorRefusesLearnersWithoutTheirJobsCredential) {
   controller_->Tick();
   ASSERT_FALSE(executor_.launches.empty());
   const std::string cred_a = executor_.launches[0].credential;
-  EXPECT_EQ(cred_a, controller_->credentials().For(executor_.launches[0].job_id));
+  EXPECT_EQ(cred_a, controller_->credentials().For(executor_.launches[0].job_id,
+                                                   executor_.launches[0].attempt));
   EXPECT_EQ(cred_a.size(), 64u);
-  EXPECT_NE(controller_->credentials().For(a), controller_->credentials().For(b));
+  EXPECT_NE(controller_->credentials().For(a, 1), controller_->credentials().For(b, 1));
+  // Each attempt has its own: a learner of an ended attempt is turned away.
+  EXPECT_NE(controller_->credentials().For(a, 1), controller_->credentials().For(a, 2));
 
   CoordinatorService service(*controller_, controller_->credentials(), 1000);
   weft::v1::RegisterRequest req;
@@ -35,7 +38,11 @@ TEST_F(ControllerTest, CoordinatorRefusesLearnersWithoutTheirJobsCredential) {
   EXPECT_EQ(service.Register(nullptr, &req, &resp).error_code(), grpc::StatusCode::UNAUTHENTICATED);
   // Another job's credential does not work either.
   const std::string other = executor_.launches[0].job_id == a ? b : a;
-  req.mutable_learner()->set_credential(controller_->credentials().For(other));
+  req.mutable_learner()->set_credential(controller_->credentials().For(other, 1));
+  EXPECT_EQ(service.Register(nullptr, &req, &resp).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  // Nor its own job's credential of another attempt.
+  req.mutable_learner()->set_credential(controller_->credentials().For(
+      executor_.launches[0].job_id, executor_.launches[0].attempt + 1));
   EXPECT_EQ(service.Register(nullptr, &req, &resp).error_code(), grpc::StatusCode::UNAUTHENTICATED);
   req.mutable_learner()->set_credential(cred_a);
   EXPECT_TRUE(service.Register(nullptr, &req, &resp).ok());

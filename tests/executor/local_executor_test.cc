@@ -121,7 +121,7 @@ TEST_P(MemoryLimitTest, ALearnerOverItsMemoryIsKilledAndTheExitSaysWhy) {
   if (cgroups_) {
     // The shell's children leave the cgroup once the kernel has reaped them; a later Reap()
     // removes it.
-    const std::string cgroup = cgroups_->parent() + "/job-1.a3.r0";
+    const std::string cgroup = cgroups_->parent() + "/job-1.a3.r0.1";  // its first learner
     for (int i = 0; i < 100 && std::filesystem::exists(cgroup); ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
       EXPECT_TRUE(ex.Reap().empty());
@@ -222,7 +222,7 @@ TEST_P(CgroupLimitTest, AStoppedExecutorLeavesNoCgroupBehind) {
     LearnerLaunch l = Launch();
     l.memory_limit_mb = 64;
     ASSERT_TRUE(ex.Start(l).ok());
-    ASSERT_TRUE(std::filesystem::exists(cgroups_->parent() + "/job-1.a3.r0"));
+    ASSERT_TRUE(std::filesystem::exists(cgroups_->parent() + "/job-1.a3.r0.1"));
   }  // weftd stops: its learners are killed
   EXPECT_FALSE(std::filesystem::exists(cgroups_->parent()));
 }

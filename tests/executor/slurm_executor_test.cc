@@ -30,19 +30,28 @@ class SlurmExecutorTest : public ::testing::Test {
     if (cluster_ == nullptr) GTEST_SKIP() << "no Slurm cluster here: " << why;
     dir_ = cluster_->dir() + "/weft";
     std::filesystem::create_directories(dir_);
-    // The stand-in learner: says who and where it is; on SIGTERM exits 7; else sleeps
-    // $WEFT_TEST_SLEEP (from the job id) and exits with the code the job id ends in.
+    // The stand-in learner: says who and where it is; on SIGTERM exits 7 ("trap set" once it
+    // would); else sleeps $WEFT_TEST_SLEEP (from the job id) and exits with the code the job id
+    // ends in.
     learner_ = dir_ + "/learner.sh";
     std::ofstream(learner_) << "#!/bin/sh\n"
                                "echo \"rank $RANK of $WORLD_SIZE job $WEFT_JOB_ID on "
                                "$SLURMD_NODENAME weftd_only=${WEFT_TEST_WEFTD_ONLY:-unset}\"\n"
                                "trap 'echo terminated; exit 7' TERM\n"
+                               "echo trap set\n"
                                "case $WEFT_JOB_ID in *sleep*) sleep 120 & wait ;; esac\n"
                                "exit ${WEFT_JOB_ID##*-}\n";
     chmod(learner_.c_str(), 0755);
-    executor_ = std::make_unique<SlurmExecutor>(
-        SlurmExecutor::Options{learner_, cluster_->conf(), "", /*poll_interval_ms=*/100},
-        SystemClock::Get());
+    executor_ =
+        std::make_unique<SlurmExecutor>(Options(/*poll_interval_ms=*/100), SystemClock::Get());
+  }
+  // The executor's options: the stand-in learner run on the node itself (no container runtime).
+  SlurmExecutor::Options Options(int64_t poll_interval_ms) const {
+    SlurmExecutor::Options o;
+    o.learner_binary = learner_;
+    o.slurm_conf = cluster_->conf();
+    o.poll_interval_ms = poll_interval_ms;
+    return o;
   }
   LearnerLaunch Launch(const std::string& job, int rank, int world, const std::string& node) {
     LearnerLaunch l;
@@ -132,7 +141,11 @@ TEST_F(SlurmExecutorTest, StopSendsSigtermAndAnUnknownNodeIsRefused) {
   for (int i = 0; i < 100 && cluster_->JobState(std::to_string(*h)) != "RUNNING"; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // its trap is set
+  for (int i = 0; i < 100 && Read(LearnerLogPath(dir_ + "/" + job + "/logs", 0)).find("trap set") ==
+                                 std::string::npos;
+       ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
   EXPECT_EQ(executor_->Running(job), 1);
   ASSERT_TRUE(executor_->Stop(job, 10000).ok());
   std::vector<LearnerExit> exits = ReapAll(1);
@@ -204,7 +217,7 @@ TEST_F(SlurmExecutorTest, ANewExecutorAdoptsARunningLearnerBySlurmJobId) {
   const std::string job = "job-sleep-1";
   auto h = executor_->Start(Launch(job, 0, 1, "node2"));
   ASSERT_TRUE(h.ok()) << h.status();
-  SlurmExecutor next({learner_, cluster_->conf(), "", 100}, SystemClock::Get());
+  SlurmExecutor next(Options(100), SystemClock::Get());
   LearnerLaunch other = Launch(job, 0, 1, "node2");
   other.attempt = 2;
   EXPECT_TRUE(absl::IsNotFound(next.Adopt(other, *h))) << "another attempt's name";

@@ -69,7 +69,7 @@ struct World {
                           &errors)
                  ->id;
     controller->Tick();  // launches its learner: STARTING, attempt 1
-    job_credential = controller->credentials().For(job_id);
+    job_credential = controller->credentials().For(job_id, /*attempt=*/1);
     std::atexit([] { std::filesystem::remove_all(Get().dir); });
   }
 };

@@ -96,13 +96,17 @@ TEST_F(ElasticGangTest, AHungLearnerIsKilledAndTheOthersGoOnInPlace) {
   std::map<int, int64_t> first;
   const std::string id = StartElastic(40, 60, "", &first);
   ASSERT_EQ(first.size(), 3u);
-  ASSERT_EQ(::kill(static_cast<pid_t>(first.at(1)), SIGSTOP), 0);
+  // The learner process itself hangs (in a container, the engine's process above it does not).
+  const std::vector<int64_t> hung = testing::LearnerPids(id, 1);
+  ASSERT_FALSE(hung.empty());
+  for (int64_t pid : hung) ASSERT_EQ(::kill(static_cast<pid_t>(pid), SIGSTOP), 0);
   WaitForLog(id, 0, "generation 2: rank 0 of 2, training on from step", 60);
   const std::map<int, int64_t> after = PidsById(Get("/v1/jobs/" + id));
   EXPECT_EQ(after.count(1), 0u) << "learner 1 is gone";
   EXPECT_EQ(after.at(0), first.at(0)) << "learner 0 was not restarted";
   EXPECT_EQ(after.at(2), first.at(2)) << "learner 2 was not restarted";
   EXPECT_NE(::kill(static_cast<pid_t>(first.at(1)), 0), 0) << "the hung learner was killed";
+  for (int64_t pid : hung) EXPECT_NE(::kill(static_cast<pid_t>(pid), 0), 0) << "pid " << pid;
 
   json done = WaitFor(id, "COMPLETED", 400);
   EXPECT_EQ(done["attempt"], 1) << History(done);

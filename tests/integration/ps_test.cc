@@ -233,15 +233,15 @@ TEST_F(ParameterServerTest, ARank0CrashRestartsFromTheServersCheckpointWithNothi
 
 // Scale-out: the parameters sharded over 2 weft-ps servers, 2 learners and the servers spread over
 // two logical nodes as one gang of 4. Every 7th push a server takes has its acknowledgement
-// dropped (WEFT_PS_DROP_ACKS, inherited from weftd): the learner sends it again, the server
-// acknowledges the repeat as a duplicate, and each push is applied once.
+// dropped (WEFT_LEARNER_PS_DROP_ACKS, passed on from weftd's environment): the learner sends it
+// again, the server acknowledges the repeat as a duplicate, and each push is applied once.
 class ScaleOutTest : public ParameterServerTest {
  protected:
   std::string Nodes() const override {
     return "nodes:\n  - {name: node-a, cpus: 2, memory_mb: 8192}\n"
            "  - {name: node-b, cpus: 2, memory_mb: 8192}\n";
   }
-  std::vector<std::string> Environment() const override { return {"WEFT_PS_DROP_ACKS=7"}; }
+  std::vector<std::string> Environment() const override { return {"WEFT_LEARNER_PS_DROP_ACKS=7"}; }
   // weft-ps server `index`'s log, as `weft logs --server` prints it.
   std::string ServerLog(const std::string& id, int index) const {
     return weftd_->Cli({"logs", id, "--server", std::to_string(index)}).output;

@@ -282,11 +282,24 @@ TEST_F(TenancyTest, DataSetsAreTheAdminsToGrantAndATenantTrainsOnlyOnItsOwn) {
   if (!std::filesystem::exists(std::string(kDefaultDataPath) + "/train-images-idx3-ubyte.gz")) {
     GTEST_SKIP() << "Fashion-MNIST is not installed";
   }
-  // A data set of the vision team's: Fashion-MNIST's files under another directory.
+  // A data set of the vision team's: Fashion-MNIST's files under another directory. Linked
+  // symbolically first, which a learner's container could not follow: refused, saying so.
   const std::string scans = dir_ + "/scans";
   std::filesystem::create_directory(scans);
+  std::filesystem::permissions(scans, std::filesystem::perms::owner_all |
+                                          std::filesystem::perms::others_read |
+                                          std::filesystem::perms::others_exec);
   for (const auto& f : std::filesystem::directory_iterator(kDefaultDataPath)) {
     std::filesystem::create_symlink(f.path(), scans + "/" + f.path().filename().string());
+  }
+  auto linked =
+      weftd_->CliAs(admin_, {"dataset", "add", "scans", "--path", scans, "--tenants", "vision"});
+  EXPECT_EQ(linked.exit_code, 1) << linked.output;
+  EXPECT_THAT(linked.output, HasSubstr("is a symbolic link"));
+  for (const auto& f : std::filesystem::directory_iterator(kDefaultDataPath)) {
+    const std::string to = scans + "/" + f.path().filename().string();
+    std::filesystem::remove(to);
+    std::filesystem::copy_file(f.path(), to);
   }
   const std::string vision = NewTenant("vision"), nlp = NewTenant("nlp");
   auto refused =

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -51,6 +52,10 @@ std::vector<int64_t> LearnerPids(const std::string& job_id, int rank) {
     std::string st((std::istreambuf_iterator<char>(stat)), {});
     auto paren = st.rfind(')');
     if (paren != std::string::npos && paren + 2 < st.size() && st[paren + 2] == 'Z') continue;
+    // The container engine's processes carry the learner's environment too (podman passes it
+    // on; catatonit, as podman-init, is the container's init): not learners.
+    const std::string comm = st.substr(st.find('(') + 1, paren - st.find('(') - 1);
+    if (comm == "podman" || comm == "conmon" || comm == "podman-init") continue;
     pids.push_back(std::stoll(entry.path().filename().string()));
   }
   return pids;
@@ -58,13 +63,21 @@ std::vector<int64_t> LearnerPids(const std::string& job_id, int rank) {
 
 namespace {
 
-pid_t Spawn(const std::vector<std::string>& argv, const std::vector<std::string>& env, int out_fd) {
+// `terminal`: the path of a pseudo-terminal that becomes the process's controlling terminal (in
+// a session of its own, as a shell would start it), and its standard input.
+pid_t Spawn(const std::vector<std::string>& argv, const std::vector<std::string>& env, int out_fd,
+            const std::string& terminal = "") {
   pid_t pid = fork();
   if (pid == 0) {
     dup2(out_fd, STDOUT_FILENO);
     dup2(out_fd, STDERR_FILENO);
-    int devnull = open("/dev/null", O_RDONLY);
-    dup2(devnull, STDIN_FILENO);
+    int in = -1;
+    if (!terminal.empty()) {
+      setsid();
+      in = open(terminal.c_str(), O_RDWR);  // a session leader's first terminal: its own
+    }
+    if (in < 0) in = open("/dev/null", O_RDONLY);
+    dup2(in, STDIN_FILENO);
     for (const auto& e : env) putenv(const_cast<char*>(e.c_str()));
     std::vector<char*> args;
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
@@ -110,7 +123,23 @@ WeftdProcess::WeftdProcess(std::string data_dir) : data_dir_(std::move(data_dir)
   log_path_ = data_dir_ + ".weftd.log";
 }
 
-WeftdProcess::~WeftdProcess() { Stop(); }
+WeftdProcess::~WeftdProcess() {
+  Stop();
+  if (terminal_fd_ >= 0) close(terminal_fd_);
+}
+
+std::string WeftdProcess::TerminalOutput() const {
+  std::string out;
+  char buf[4096];
+  for (;;) {
+    pollfd p{terminal_fd_, POLLIN, 0};
+    if (terminal_fd_ < 0 || poll(&p, 1, 100) <= 0) break;
+    const ssize_t n = read(terminal_fd_, buf, sizeof buf);
+    if (n <= 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  return out;
+}
 
 std::string WeftdProcess::server() const { return "127.0.0.1:" + std::to_string(port_); }
 
@@ -125,8 +154,21 @@ bool WeftdProcess::Start() {
   std::vector<std::string> argv = {std::string(WEFT_BIN_DIR) + "/weftd", "--data-dir", data_dir_,
                                    "--listen", server()};
   if (!tls_cert_.empty()) argv.insert(argv.end(), {"--tls-cert", tls_cert_, "--tls-key", tls_key_});
+  // WEFT_TEST_RUNTIME=none: the suite's learners unconfined (a sanitizer run, whose reports a
+  // container would keep from the host).
+  if (const char* runtime = getenv("WEFT_TEST_RUNTIME"); runtime != nullptr && *runtime != '\0') {
+    argv.insert(argv.end(), {"--runtime", runtime});
+  }
   argv.insert(argv.end(), args_.begin(), args_.end());
-  pid_ = Spawn(argv, env_, fd);
+  std::string terminal;
+  if (terminal_ && terminal_fd_ < 0) {
+    terminal_fd_ = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (terminal_fd_ < 0 || grantpt(terminal_fd_) != 0 || unlockpt(terminal_fd_) != 0) {
+      return false;
+    }
+  }
+  if (terminal_fd_ >= 0) terminal = ptsname(terminal_fd_);
+  pid_ = Spawn(argv, env_, fd, terminal);
   close(fd);
   httplib::Client c = ClientAs("");
   c.set_connection_timeout(1, 0);

@@ -26,7 +26,7 @@ CommandResult RunCommand(const std::vector<std::string>& argv,
                          const std::vector<std::string>& env = {}, int timeout_s = 300);
 
 // Pids of live (non-zombie) learner processes of `job_id` (only rank `rank` if >= 0), found
-// through /proc/<pid>/environ.
+// through /proc/<pid>/environ: in a container the learner itself, not its engine's processes.
 std::vector<int64_t> LearnerPids(const std::string& job_id, int rank = -1);
 
 // Sends `request` as is on a new connection to 127.0.0.1:`port` and returns weftd's first answer:
@@ -57,6 +57,11 @@ class WeftdProcess {
   void set_port(int port) { next_port_ = port; }
   // Extra environment ("NAME=value") for the next Start(); learners inherit it.
   void set_env(std::vector<std::string> env) { env_ = std::move(env); }
+  // From the next Start() on, weftd runs with a pseudo-terminal as its controlling terminal, as
+  // when an operator starts it from a shell; TerminalOutput() reads what the terminal shows.
+  void set_terminal(bool on) { terminal_ = on; }
+  // What weftd's terminal has shown since the last call (its output, and input echoed back).
+  std::string TerminalOutput() const;
   // Whether the weftd process is still running (reaps it if it died).
   bool Alive();
   // Starts weftd and waits until /healthz answers. False on failure (see log()).
@@ -112,6 +117,8 @@ class WeftdProcess {
   int next_port_ = 0;
   pid_t pid_ = 0;
   std::string log_path_;
+  bool terminal_ = false;
+  int terminal_fd_ = -1;  // the pseudo-terminal's master side
 };
 
 }  // namespace weft::testing

@@ -214,12 +214,17 @@ TEST(SharedPsProcessTest, ASigkilledLearnerProcessLeavesNoHalfWrittenGradient) {
   auto server = SharedParameterServer::Create(name, config, init.data()).value();
   std::mt19937 rng(static_cast<uint32_t>(MonotonicMs()));
   for (int round = 0; round < 30; ++round) {
+    int ready[2];
+    ASSERT_EQ(pipe(ready), 0);
     pid_t pid = fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
+      close(ready[0]);
       auto client = SharedPsClient::Attach(name, 0);
       if (!client.ok()) _exit(2);
       std::vector<float> params(kParams), ones(kParams, 1.0f);
+      const char byte = 1;
+      if (write(ready[1], &byte, 1) != 1) _exit(5);
       for (;;) {
         auto version = (*client)->Pull(params.data(), kWaitMs);
         if (!version.ok()) _exit(3);
@@ -227,6 +232,12 @@ TEST(SharedPsProcessTest, ASigkilledLearnerProcessLeavesNoHalfWrittenGradient) {
         if (!seq.ok() || !(*client)->WaitApplied(*seq, kWaitMs).ok()) _exit(4);
       }
     }
+    // The random instant counts from the learner's attach, not from its fork (a loaded
+    // machine may take longer than the window to start it).
+    close(ready[1]);
+    char byte = 0;
+    ASSERT_EQ(read(ready[0], &byte, 1), 1) << "the learner could not attach";
+    close(ready[0]);
     const int64_t until = MonotonicMs() + std::uniform_int_distribution<int>(1, 15)(rng);
     while (MonotonicMs() < until) server->ApplyReady();
     ASSERT_EQ(kill(pid, SIGKILL), 0);

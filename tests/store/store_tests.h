@@ -442,6 +442,45 @@ TEST_P(StoreTest, DataSetsRoundTripAndForgetADeletedTenant) {
   EXPECT_EQ(store_->ListDatasets()->size(), 1u);
 }
 
+TEST_P(StoreTest, ImagesAreTheAdminsOrATenantsOwnAndGoWithTheirTenant) {
+  for (const char* name : {"vision", "nlp"}) {
+    TenantRecord t;
+    t.name = name;
+    ASSERT_TRUE(store_->CreateTenant(t).ok());
+  }
+  ImageRecord shared{"",  "py311", "localhost/weft/_/py311:aa", "aa", "rootfs",
+                     100, false,   {"vision", "nlp"},           1};
+  ImageRecord own{"vision", "env", "localhost/weft/vision/env:bb", "bb", "oci-archive", 200, false,
+                  {},       2};
+  ImageRecord same_name{
+      "nlp", "env", "localhost/weft/nlp/env:cc", "cc", "docker-archive", 300, false, {}, 3};
+  for (const ImageRecord& i : {shared, own, same_name}) ASSERT_TRUE(store_->PutImage(i).ok());
+  Reopen();
+  auto all = store_->ListImages();
+  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_EQ(all->size(), 3u);
+  EXPECT_EQ((*all)[0].tenant, "") << "the admin's first";
+  auto mine = store_->GetImage("vision", "env");
+  ASSERT_TRUE(mine.ok()) << mine.status();
+  EXPECT_EQ(mine->reference, "localhost/weft/vision/env:bb");
+  EXPECT_EQ(mine->digest, "bb");
+  EXPECT_EQ(mine->format, "oci-archive");
+  EXPECT_EQ(mine->bytes, 200);
+  EXPECT_EQ(mine->created_ms, 2);
+  EXPECT_TRUE(mine->UsableBy("vision"));
+  EXPECT_FALSE(mine->UsableBy("nlp")) << "another tenant's image";
+  EXPECT_EQ(store_->GetImage("nlp", "env")->reference, "localhost/weft/nlp/env:cc");
+  EXPECT_TRUE(absl::IsNotFound(store_->GetImage("other", "env").status()));
+  EXPECT_TRUE(store_->GetImage("", "py311")->UsableBy("nlp"));
+  // A deleted tenant's own images go, and its name leaves the admin's grants.
+  ASSERT_TRUE(store_->DeleteTenant("vision").ok());
+  EXPECT_TRUE(absl::IsNotFound(store_->GetImage("vision", "env").status()));
+  EXPECT_EQ(store_->GetImage("", "py311")->tenants, (std::vector<std::string>{"nlp"}));
+  ASSERT_TRUE(store_->DeleteImage("nlp", "env").ok());
+  EXPECT_TRUE(absl::IsNotFound(store_->DeleteImage("nlp", "env")));
+  EXPECT_EQ(store_->ListImages()->size(), 1u);
+}
+
 TEST_P(StoreTest, TenantsRoundTripUpdateAndDeleteOnlyWithoutJobs) {
   TenantRecord t;
   t.name = "vision";

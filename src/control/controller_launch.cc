@@ -1,0 +1,115 @@
+// What the controller starts a job's learners with: the launch each learner and parameter server
+// gets (job/learner_contract.h), and what its spec names that is resolved only at start — the data
+// set it reads and the image it runs on, each of which may have gone since its submission.
+#include "absl/strings/str_cat.h"
+#include "control/controller.h"
+#include "control/datasets.h"
+#include "control/images.h"
+
+namespace weft {
+
+absl::StatusOr<DatasetRecord> Controller::DataSetLocked(const JobRecord& r, const JobSpec& spec) {
+  if (!spec.data.artifact.empty()) {  // linked into the job at submission
+    return DatasetRecord{
+        spec.data.artifact, layout_.DataDir(r.id), "tensors", false, {r.tenant}, 0};
+  }
+  if (spec.data.dataset.empty()) return DatasetRecord{};  // a command job that reads none
+  if (!spec.data.path.empty()) {                          // checked when it was submitted
+    return DatasetRecord{spec.data.dataset, spec.data.path, "idx", false, {r.tenant}, 0};
+  }
+  absl::StatusOr<DatasetRecord> d = ResolveDataset(store_, spec.data.dataset, r.tenant);
+  if (!d.ok()) {
+    return absl::Status(
+        d.status().code(),
+        absl::StrCat("data.dataset: ", d.status().message(),
+                     " (removed or no longer granted since the job was submitted)"));
+  }
+  return d;
+}
+
+LearnerLaunch Controller::LaunchFor(const JobRecord& r, const JobSpec& spec, int rank,
+                                    const std::pair<std::string, int>& rendezvous,
+                                    const DatasetRecord& data) const {
+  LearnerLaunch l;
+  l.job_id = r.id;
+  l.attempt = r.attempt;
+  const bool placed = rank < static_cast<int>(r.learners.size());
+  // The learner's id: its rank as started (after an in-place membership change the two differ).
+  l.rank = placed ? r.learners[rank].id : rank;
+  l.world_size = static_cast<int>(r.learners.size());  // an elastic job's: as placed
+  l.node = placed ? r.learners[rank].node : "";
+  if (l.world_size > 1) {
+    l.rendezvous_host = rendezvous.first;
+    l.rendezvous_port = rendezvous.second;
+  }
+  l.spec_path = layout_.SpecPath(r.id);
+  l.data_dir = data.path;
+  if (!data.format.empty()) l.data_format = data.format;
+  l.result_dir = layout_.ResultDir(r.id);
+  l.checkpoint_dir = layout_.CheckpointDir(r.id);
+  if (spec.model.architecture == "torchscript" || spec.IsCommandJob()) {
+    l.model_dir = layout_.DefinitionDir(r.id);
+  }
+  if (spec.IsCommandJob()) {
+    l.work_dir = WorkDir(layout_.WorkRoot(r.id), l.rank);
+    l.private_dir = options_.data_dir;
+    l.sandbox_required = !options_.allow_unsandboxed_commands;
+  }
+  l.log_dir = layout_.LogDir(r.id);
+  l.coordinator_address = coordinator_address_;
+  l.coordinator_ca_path = options_.coordinator_ca_path;
+  l.threads = spec.EffectiveThreads();
+  l.memory_limit_mb = spec.resources.memory_mb;
+  l.cpus = spec.resources.cpus;
+  l.credential = credentials_.For(r.id, r.attempt);
+  if (auto it = options_.node_cpusets.find(l.node); it != options_.node_cpusets.end()) {
+    l.cpuset = it->second;
+  }
+  for (const ServerSlot& server : r.servers) l.ps_servers.push_back(server.address);
+  // A gang on one host trains as one learner: rank 0 with the gang's threads and memory.
+  l.learners_as_one = LearnersAsOne(r, spec);
+  if (l.learners_as_one > 1 && l.rank == 0) {
+    l.threads = spec.AsOneLearner(l.learners_as_one).EffectiveThreads();
+    l.memory_limit_mb *= l.learners_as_one;
+    l.cpus *= l.learners_as_one;
+  }
+  return l;
+}
+
+int Controller::LearnersAsOne(const JobRecord& r, const JobSpec& spec) const {
+  if (!executor_.TrainsGangsAsOneLearner()) return 1;
+  std::vector<std::string> nodes;
+  for (const LearnerSlot& l : r.learners) nodes.push_back(l.node);
+  return spec.LearnersAsOne(nodes);
+}
+
+LearnerLaunch Controller::ServerLaunchFor(const JobRecord& r, const JobSpec& spec, int index,
+                                          const DatasetRecord& data) const {
+  LearnerLaunch l = LaunchFor(r, spec, 0, {}, data);
+  l.rank = static_cast<int>(r.learners.size()) + index;
+  l.node = r.servers[index].node;
+  l.ps_server = index;
+  l.threads = 1;  // the applier is one thread
+  l.cpuset.clear();
+  if (auto it = options_.node_cpusets.find(l.node); it != options_.node_cpusets.end()) {
+    l.cpuset = it->second;
+  }
+  return l;
+}
+
+absl::StatusOr<std::string> Controller::ImageLocked(const JobRecord& r, const JobSpec& spec) {
+  if (spec.image.empty()) return std::string();  // weft's runtime image
+  if (options_.images == nullptr || !options_.images->enabled()) {
+    return absl::NotFoundError(absl::StrCat("image: ", kNoImageEngine));
+  }
+  absl::StatusOr<ImageRecord> image = options_.images->Resolve(r.tenant, spec.image);
+  if (!image.ok()) {
+    return absl::Status(
+        image.status().code(),
+        absl::StrCat("image: ", image.status().message(),
+                     " (deleted or no longer granted since the job was submitted)"));
+  }
+  return image->reference;
+}
+
+}  // namespace weft
