@@ -171,7 +171,9 @@ ContainerSpec LearnerContainer(const LearnerLaunch& launch, const LearnerContain
 
 void ReadEngineExit(LearnerExit* e) {
   if (e->signal != 0 || e->status_unknown) return;
-  if (e->exit_code > 128 && e->exit_code < 128 + 32) {
+  // 143 is weft-learner's own (kLearnerExitStopped: it stopped on SIGTERM as asked), as outside
+  // a container; it exits with no other code above 128.
+  if (e->exit_code > 128 && e->exit_code < 128 + 32 && e->exit_code != kLearnerExitStopped) {
     e->signal = e->exit_code - 128;
     e->exit_code = -1;
   } else if (e->exit_code == 127) {

@@ -48,7 +48,8 @@ std::vector<std::pair<std::string, std::string>> OperatorLearnerVariables();
 // Where the learner binaries are in a container.
 // How podman's exit code of a learner's container reads as the learner's own exit (`e`, whose
 // signal is 0, is changed in place): 128 + n when signal n ended the learner (catatonit, the
-// container's init, answers so: SIGKILL from the kernel's out-of-memory killer or from weft),
+// container's init, answers so: SIGKILL from the kernel's out-of-memory killer or from weft) —
+// but 143, weft-learner's own exit after a SIGTERM it handled (kLearnerExitStopped), stays —,
 // 127 when the learner cannot be run in its image (a user error: it would not be after a restart
 // either), 125 and 126 when the engine failed to start it (runc's own errors, worth a restart;
 // the message is the log's last line).

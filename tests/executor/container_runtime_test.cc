@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <net/if.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -276,6 +277,26 @@ TEST(LearnerContainerTest, LocalThroughItsSocketSlurmThroughTheHostsNetwork) {
   EXPECT_FALSE(mounted(s, kChannelMountPoint));
   EXPECT_TRUE(s.host_network);
   EXPECT_EQ(s.memory_bytes, int64_t{512} << 20);
+}
+
+// podman's exit code read as the learner's: a signal where catatonit says one ended it, but
+// weft-learner's own 143 (stopped as asked) kept, and the engine's own failures named.
+TEST(LearnerContainerTest, TheEnginesExitCodeReadsAsTheLearnersExit) {
+  auto read = [](int code) {
+    LearnerExit e;
+    e.exit_code = code;
+    ReadEngineExit(&e);
+    return e;
+  };
+  EXPECT_EQ(read(137).signal, SIGKILL);
+  EXPECT_EQ(read(139).signal, SIGSEGV);
+  EXPECT_EQ(read(kLearnerExitStopped).signal, 0);
+  EXPECT_EQ(read(kLearnerExitStopped).exit_code, kLearnerExitStopped);
+  EXPECT_EQ(read(1).exit_code, 1);
+  EXPECT_EQ(read(127).exit_code, kLearnerExitUserError);
+  EXPECT_THAT(read(127).cause, HasSubstr("image cannot run the learner"));
+  EXPECT_EQ(read(125).exit_code, 125) << "worth a restart";
+  EXPECT_THAT(read(125).cause, HasSubstr("could not start it"));
 }
 
 TEST(NetworkNamespacesTest, PinnedWithLoopbackUpAndUnpinned) {

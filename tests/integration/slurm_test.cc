@@ -13,7 +13,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <iostream>
 #include <thread>
 
 #include "executor/slurm_cluster.h"
@@ -125,16 +124,7 @@ TEST_F(SlurmTest, ALearnerCancelledFromOutsideRestartsTheJobWithAReadableReason)
     reason_seen |= reason.find("learner rank 1") != std::string::npos &&
                    reason.find("cancelled in Slurm from outside weft") != std::string::npos;
   }
-  // In a container the reason may still name rank 0 (killed by SIGTERM, before weft stopped
-  // the gang): an open problem of the Slurm containers (issue 40's closing note), asserted only
-  // for learners run unconfined until it is solved.
-  const char* runtime = getenv("WEFT_TEST_RUNTIME");
-  if (runtime != nullptr && std::string(runtime) == "none") {
-    EXPECT_TRUE(reason_seen) << done["history"].dump(2) << weftd_->log();
-  } else if (!reason_seen) {
-    std::cout << "the restart's reason does not name the outside scancel: "
-              << done["history"].dump(2) << "\n";
-  }
+  EXPECT_TRUE(reason_seen) << done["history"].dump(2) << weftd_->log();
 }
 
 // The issue's end-to-end run on Slurm: the 2-learner CNN example (placement: spread) on two
