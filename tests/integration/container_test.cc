@@ -260,7 +260,9 @@ with open(os.environ["WEFT_METRICS_FILE"], "a") as f:
   EXPECT_LT(std::stoi(m[1].str()), kPidsLimit);
   EXPECT_GT(std::stoi(m[1].str()), kPidsLimit / 2);
   EXPECT_TRUE(weftd_->Alive());
-  EXPECT_EQ(Settled(smoke, 180).value("state", ""), "COMPLETED");
+  const json other = Settled(smoke, 180);
+  EXPECT_EQ(other.value("state", ""), "COMPLETED") << testing::HistoryText(other) << "\n"
+                                                   << weftd_->LearnerLog(smoke, 0);
 }
 
 // Memory past resources.memory_mb: the kernel kills the program, and the job fails naming it.

@@ -159,6 +159,13 @@ bool WeftdProcess::Start() {
   if (const char* runtime = getenv("WEFT_TEST_RUNTIME"); runtime != nullptr && *runtime != '\0') {
     argv.insert(argv.end(), {"--runtime", runtime});
   }
+  // Jobs' uids of their own: tests running side by side must not give two jobs one uid (under
+  // bubblewrap a uid's processes count against one RLIMIT_NPROC); every weftd of this test
+  // process (a restart, a standby) keeps the same range.
+  if (std::find(args_.begin(), args_.end(), "--first-job-uid") == args_.end()) {
+    argv.insert(argv.end(),
+                {"--first-job-uid", std::to_string(1000000000LL + (getpid() % 10000) * 65536LL)});
+  }
   argv.insert(argv.end(), args_.begin(), args_.end());
   std::string terminal;
   if (terminal_ && terminal_fd_ < 0) {
