@@ -212,6 +212,8 @@ TEST(SharedPsProcessTest, ASigkilledLearnerProcessLeavesNoHalfWrittenGradient) {
   config.optimizer.learning_rate = 1;
   std::vector<float> init(kParams, 0.0f);
   auto server = SharedParameterServer::Create(name, config, init.data()).value();
+  SharedSegment raw = SharedSegment::Open(name).value();
+  SlotHeader& slot = SegmentView::Of(raw).value().slot(0);
   std::mt19937 rng(static_cast<uint32_t>(MonotonicMs()));
   for (int round = 0; round < 30; ++round) {
     int ready[2];
@@ -238,6 +240,14 @@ TEST(SharedPsProcessTest, ASigkilledLearnerProcessLeavesNoHalfWrittenGradient) {
     char byte = 0;
     ASSERT_EQ(read(ready[0], &byte, 1), 1) << "the learner could not attach";
     close(ready[0]);
+    // The first learner is killed only after its first gradient is published, so that the
+    // kills are known to land amid publishing however slow the machine (or TSan) makes the
+    // learner; later rounds kill at any instant.
+    const int64_t first_deadline = MonotonicMs() + 60'000;
+    while (round == 0 && slot.published.load() == 0 && MonotonicMs() < first_deadline) {
+      server->ApplyReady();
+    }
+    ASSERT_GT(slot.published.load(), 0u) << "the learner published nothing in 60 s";
     const int64_t until = MonotonicMs() + std::uniform_int_distribution<int>(1, 15)(rng);
     while (MonotonicMs() < until) server->ApplyReady();
     ASSERT_EQ(kill(pid, SIGKILL), 0);
@@ -246,10 +256,7 @@ TEST(SharedPsProcessTest, ASigkilledLearnerProcessLeavesNoHalfWrittenGradient) {
     ASSERT_TRUE(WIFSIGNALED(status)) << "the learner exited by itself: " << status;
     server->ApplyReady();  // a gradient published just before the kill is still applied
   }
-  SharedSegment raw = SharedSegment::Open(name).value();
-  SlotHeader& slot = SegmentView::Of(raw).value().slot(0);
   EXPECT_EQ(slot.applied.load(), slot.published.load());
-  EXPECT_GT(slot.published.load(), 0u);
   std::vector<float> params(kParams);
   server->CopyParams(params.data());
   const float expected = -static_cast<float>(slot.published.load());
