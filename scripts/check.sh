@@ -3,10 +3,10 @@
 # before the tests, so CI fails on any of them:
 #  1. format: clang-format (.clang-format: Google style, 100 columns) leaves every C++ file of
 #     src/, apps/, tests/ and bench/ as it is (fix with: scripts/check.sh --fix-format);
-#  2. clang's view (.clang-tidy): its warnings under the build's -Wall -Wextra and its
-#     -Wthread-safety analysis over every translation unit of ours, so ABSL_GUARDED_BY and friends
-#     on absl::Mutex are checked, not decoration; and no function in src/ or apps/ over 80 lines
-#     (readability-function-size);
+#  2. clang's view (.clang-tidy, scripts/clang-check.py): its warnings under the build's -Wall
+#     -Wextra and its -Wthread-safety analysis over every translation unit of ours, so
+#     ABSL_GUARDED_BY and friends on absl::Mutex are checked, not decoration; and no function in
+#     src/ or apps/ over 80 lines (clang-tidy's readability-function-size);
 #  3. sizes: no source file over 600 lines, none in src/control/ over 400.
 # Needs a configured build for compile_commands.json (scripts/build.sh). Usage:
 #   scripts/check.sh [--fix-format] [BUILD_DIR]
@@ -16,7 +16,6 @@ FIX=0
 if [[ "${1:-}" == "--fix-format" ]]; then FIX=1; shift; fi
 BUILD_DIR="${1:-${WEFT_BUILD_DIR:-build}}"
 CLANG_FORMAT=$(command -v clang-format-14 || command -v clang-format)
-CLANG_TIDY=$(command -v clang-tidy-14 || command -v clang-tidy)
 failed=0
 
 mapfile -t sources < <(git ls-files -- 'src/*.cc' 'src/*.h' 'apps/*.cc' 'tests/*.cc' 'tests/*.h' \
@@ -43,31 +42,11 @@ for f in "${sources[@]}"; do
   fi
 done
 
-# clang cannot read gcc's precompiled headers: a copy of the compile database without them (each
-# file includes what it uses, so nothing is lost but time).
-DB=$(mktemp -d)
-trap 'rm -rf "$DB"' EXIT
-python3 - "$BUILD_DIR/compile_commands.json" "$DB/compile_commands.json" <<'PY'
-import json, re, sys
-entries = json.load(open(sys.argv[1]))
-for e in entries:
-    e["command"] = re.sub(r"-include \S*cmake_pch\.hxx|-Winvalid-pch", "", e["command"])
-json.dump(entries, open(sys.argv[2], "w"))
-PY
 mapfile -t units < <(git ls-files -- 'src/*.cc' 'apps/*.cc' 'tests/*.cc' 'bench/*.cc')
 echo "check: clang's warnings, thread-safety analysis and function sizes (${#units[@]} translation units)"
-out=$(mktemp)
-# What is checked is in .clang-tidy (tests/ and bench/ lift the function size limit).
-printf '%s\n' "${units[@]}" | xargs -P "${WEFT_JOBS:-2}" -I{} sh -c '
-  "$0" -p "$1" --quiet --extra-arg=-Wthread-safety "$2" 2>&1 |
-    grep -v "warnings generated\|errors generated\|Error while processing" || true
-' "$CLANG_TIDY" "$DB" {} > "$out"
-if grep -qi "warning:\|error:" "$out"; then
-  grep -i -A3 "warning:\|error:" "$out" | head -80
-  echo "check: FAILED: $(grep -c 'warning:\|error:' "$out") findings of clang (warnings, thread-safety analysis, function sizes)"
-  failed=1
-fi
-rm -f "$out"
+# What is checked is in .clang-tidy (tests/ and bench/ lift the function size limit);
+# scripts/clang-check.py says how each unit is checked.
+python3 scripts/clang-check.py "$BUILD_DIR" "${WEFT_JOBS:-2}" "${units[@]}" || failed=1
 
 if [[ $failed != 0 ]]; then exit 1; fi
 echo "check: all passed"
