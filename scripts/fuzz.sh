@@ -19,7 +19,9 @@ while [[ $# -gt 0 ]]; do
     *) TARGETS+=("$1"); shift ;;
   esac
 done
-[[ ${#TARGETS[@]} -gt 0 ]] || TARGETS=(fuzz_manifest fuzz_rest fuzz_coordinator fuzz_idx fuzz_csv fuzz_command_events)
+[[ ${#TARGETS[@]} -gt 0 ]] ||
+  TARGETS=(fuzz_manifest fuzz_rest fuzz_coordinator fuzz_idx fuzz_csv fuzz_command_events
+           fuzz_image_archive)
 BUILD_DIR="${WEFT_FUZZ_BUILD_DIR:-build-fuzz}"
 
 if [[ ! -f "$BUILD_DIR/CMakeCache.txt" ]]; then

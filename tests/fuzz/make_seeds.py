@@ -2,8 +2,10 @@
 """Writes the seed corpus of the fuzz targets into tests/fuzz/corpus/ (run once; the files are
 committed). Protobuf requests are encoded by hand: field tags, varints, length-delimited."""
 import gzip
+import io
 import os
 import struct
+import tarfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -152,3 +154,33 @@ put("command_events", "checkpoint.json", '{"checkpoint": "ckpt/step-40.pt", "ste
 put("command_events", "model.json",
     '{"model": "/data/jobs/job-1/work/rank-0/model.pt", "test_accuracy": 0.86, "step": 120}')
 put("command_events", "bad.json", '{"model": "../x", "test_accuracy": 1e400, "step": -1}')
+
+
+# --- image archives (control/image_archive.h): tar headers, plain or gzipped, written
+# reproducibly (fixed times, gzip without a time stamp)
+def tar(entries, fmt=tarfile.USTAR_FORMAT):
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w", format=fmt) as t:
+        for name, body in entries:
+            info = tarfile.TarInfo(name)
+            info.mtime = 0
+            if body is None:
+                info.type = tarfile.DIRTYPE
+                t.addfile(info)
+            else:
+                info.size = len(body)
+                t.addfile(info, io.BytesIO(body))
+    # Without the padding to 10 KiB that tarfile adds: the entries and the two zero blocks.
+    data = out.getvalue().rstrip(b"\0")
+    return data + b"\0" * (-len(data) % 512 + 1024)
+
+
+put("image_archive", "oci.tar",
+    tar([("oci-layout", b'{"imageLayoutVersion": "1.0.0"}'), ("index.json", b"{}"),
+         ("blobs/", None)]))
+put("image_archive", "docker.tar", tar([("manifest.json", b"[]"), ("abc/layer.tar", b"")]))
+put("image_archive", "rootfs.tar.gz",
+    gzip.compress(tar([("./", None), ("./usr/", None), ("./etc/hostname", b"x\n")]), mtime=0))
+put("image_archive", "longname.tar",
+    tar([("d" * 150 + "/x", b"1"), ("bin/", None)], fmt=tarfile.GNU_FORMAT))
+put("image_archive", "pax.tar", tar([("e" * 120, b""), ("notes.txt", b"hi")], fmt=tarfile.PAX_FORMAT))
