@@ -131,7 +131,10 @@ ContainerSpec LearnerContainer(const LearnerLaunch& launch, const LearnerContain
       if (IsDir(dir)) s.mounts.push_back({dir, dir, true});
     }
   } else {
-    s.argv = {absl::StrCat(bin_dir, "/", program)};  // the host's root is its root
+    // The host's root is its root; the program is bound at its own path all the same, which may
+    // lie in a directory the sandbox covers (a build under /tmp).
+    s.argv = {absl::StrCat(bin_dir, "/", program)};
+    s.mounts.push_back({s.argv[0], s.argv[0], true});
     if (!o.hidden_dir.empty()) s.hidden.push_back(o.hidden_dir);
   }
   if (server) {

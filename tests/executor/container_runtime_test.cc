@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <map>
 
+#include "absl/strings/str_join.h"
 #include "common/files.h"
 #include "executor/job_isolation.h"
 #include "executor/learner_container.h"
@@ -277,6 +278,51 @@ TEST(LearnerContainerTest, LocalThroughItsSocketSlurmThroughTheHostsNetwork) {
   EXPECT_FALSE(mounted(s, kChannelMountPoint));
   EXPECT_TRUE(s.host_network);
   EXPECT_EQ(s.memory_bytes, int64_t{512} << 20);
+}
+
+// Under bubblewrap the learner runs the host's own binary, which may lie in a directory the
+// sandbox covers with an empty tmpfs (a build under /tmp, CI's clone): it is bound at its own path,
+// through directories the job's uid may search, and runs as that uid.
+TEST(BwrapCommandTest, AProgramUnderACoveredDirectoryIsBoundAndRunsAsTheJobsUid) {
+  auto bwrap = BwrapRuntime::Create();
+  if (!bwrap.ok()) GTEST_SKIP() << bwrap.status();
+  char tmpl[] = "/tmp/weft-bwrap-test-XXXXXX";  // 0700: root's alone on the host
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  std::filesystem::create_directories(dir + "/build/bin");
+  const std::string program = dir + "/build/bin/weft-learner";
+  std::filesystem::copy_file("/bin/true", program);
+
+  LearnerLaunch l;
+  l.job_id = "job-x";
+  l.spec_path = "/bin/true";  // any file that exists: mounted read-only
+  LearnerContainerOptions o;
+  o.learner_binary = program;
+  o.on_image = false;
+  AttemptSetup setup{1000000007, "", "", ""};
+  ContainerSpec s = LearnerContainer(l, o, setup, "", "c1");
+  EXPECT_EQ(s.argv, std::vector<std::string>{program});
+  EXPECT_TRUE(std::any_of(s.mounts.begin(), s.mounts.end(), [&](const ContainerMount& m) {
+    return m.source == program && m.target == program && m.read_only;
+  }));
+  s.env.clear();
+  auto c = (*bwrap)->Command(s);
+  ASSERT_TRUE(c.ok()) << c.status();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    std::vector<char*> argv, env;
+    for (auto& a : c->argv) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    for (auto& e : c->env) env.push_back(e.data());
+    env.push_back(nullptr);
+    execve(argv[0], argv.data(), env.data());
+    _exit(126);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << "status " << status << ": " << absl::StrJoin(c->argv, " ");
+  std::filesystem::remove_all(dir);
 }
 
 // podman's exit code read as the learner's: a signal where catatonit says one ended it, but
