@@ -52,8 +52,6 @@ absl::StatusOr<RuntimeCommand> BwrapRuntime::Command(const ContainerSpec& s) con
   RuntimeCommand c;
   std::vector<std::string>& a = c.argv;
   a = {kBwrap, "--die-with-parent", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"};
-  // Every directory covered by an empty tmpfs: the host's private ones, and the hidden.
-  std::vector<std::string> covered = {"/tmp", "/var/tmp", "/run", "/home", "/root"};
   for (const char* dir : {"/tmp", "/var/tmp"})
     a.insert(a.end(), {"--perms", "1777", "--tmpfs", dir});
   // Modes given, not left to the umask bubblewrap runs under (weftd's 077 would make a hidden
@@ -63,14 +61,13 @@ absl::StatusOr<RuntimeCommand> BwrapRuntime::Command(const ContainerSpec& s) con
   for (const std::string& dir : s.hidden) {
     RETURN_IF_ERROR(CheckPath(dir));
     a.insert(a.end(), {"--perms", "0755", "--tmpfs", dir});
-    covered.push_back(dir);
   }
   std::set<std::string> made;
   for (const ContainerMount& m : s.mounts) {
     RETURN_IF_ERROR(CheckPath(m.source));
     RETURN_IF_ERROR(CheckPath(m.target));
-    for (const std::string& dir : covered) {
-      // Each directory between a covered one and the mount, made in its tmpfs, searchable.
+    for (const std::string& dir : s.hidden) {
+      // Each directory between a hidden one and the mount, made in its tmpfs, searchable.
       if (!absl::StartsWith(m.target, dir + "/")) continue;
       for (size_t i = m.target.find('/', dir.size() + 1); i != std::string::npos;
            i = m.target.find('/', i + 1)) {

@@ -11,6 +11,7 @@
 #include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -305,11 +306,16 @@ TEST(BwrapCommandTest, AProgramUnderACoveredDirectoryIsBoundAndRunsAsTheJobsUid)
   EXPECT_TRUE(std::any_of(s.mounts.begin(), s.mounts.end(), [&](const ContainerMount& m) {
     return m.source == program && m.target == program && m.read_only;
   }));
-  s.env.clear();
-  auto c = (*bwrap)->Command(s);
+  // Run as the sandbox would run it, with that mount alone (the job's directories aside).
+  ContainerSpec run;
+  run.argv = s.argv;
+  run.uid = s.uid;
+  run.mounts = {{program, program, true}};
+  auto c = (*bwrap)->Command(run);
   ASSERT_TRUE(c.ok()) << c.status();
   const pid_t pid = fork();
   if (pid == 0) {
+    umask(077);  // weftd's
     std::vector<char*> argv, env;
     for (auto& a : c->argv) argv.push_back(a.data());
     argv.push_back(nullptr);
