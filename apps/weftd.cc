@@ -238,7 +238,8 @@ int Lead(Base& b, std::unique_ptr<weftd::LeaseKeeper> keeper,
     auto opened = weft::PodmanRuntime::Open({"/usr/bin/podman", b.data_dir + "/run/podman"});
     if (opened.ok()) engine = *std::move(opened);
   }
-  weft::Images images(b.store, engine.get(), &artifacts, &disk_quota, weft::SystemClock::Get());
+  weft::Images images(b.store, engine.get(), &artifacts, &disk_quota, weft::SystemClock::Get(),
+                      weft::Sha256Hex(std::filesystem::absolute(b.data_dir).string()).substr(0, 8));
   if (int n = images.RemoveUnreferenced(flags.runtime_image); n > 0) {
     spdlog::info("removed {} images no registration names any more", n);
   }

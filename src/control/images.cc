@@ -6,6 +6,7 @@
 #include <cctype>
 #include <fstream>
 #include <set>
+#include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -61,15 +62,21 @@ std::string NoImage(const std::string& name) {
 
 }  // namespace
 
-std::string ImageReference(const std::string& owner, const std::string& name,
-                           const std::string& digest) {
-  return absl::StrCat(kPrefix, owner.empty() ? "admin" : Component("t-", owner), "/",
+std::string ImageReference(const std::string& installation, const std::string& owner,
+                           const std::string& name, const std::string& digest) {
+  return absl::StrCat(kPrefix, Component("w-", installation), "/",
+                      owner.empty() ? "admin" : Component("t-", owner), "/",
                       Component("img-", name), ":", digest.substr(0, 16));
 }
 
 Images::Images(Store& store, const PodmanRuntime* podman, Artifacts* artifacts, DiskQuota* quota,
-               const Clock& clock)
-    : store_(store), podman_(podman), artifacts_(artifacts), quota_(quota), clock_(clock) {}
+               const Clock& clock, std::string installation)
+    : store_(store),
+      podman_(podman),
+      artifacts_(artifacts),
+      quota_(quota),
+      clock_(clock),
+      installation_(std::move(installation)) {}
 
 absl::StatusOr<std::string> Images::Engine(const std::vector<std::string>& argv) const {
   // The engine's own umask, not weftd's (077): the image's directories it creates (the root of
@@ -96,7 +103,7 @@ absl::StatusOr<ImageRecord> Images::ImportLocked(ImageRecord record, const std::
     RETURN_IF_ERROR(store_.PutImage(record));
     return record;
   }
-  record.reference = ImageReference(record.tenant, record.name, record.digest);
+  record.reference = ImageReference(installation_, record.tenant, record.name, record.digest);
   const std::string podman = podman_->options().podman;
   if (record.format == kRootfsArchive) {
     RETURN_IF_ERROR(Engine({podman, "import", "--quiet", file, record.reference}).status());
@@ -234,10 +241,12 @@ int Images::RemoveUnreferenced(const std::string& keep) {
   absl::StatusOr<std::string> listed = Engine(
       {podman_->options().podman, "images", "--noheading", "--format", "{{.Repository}}:{{.Tag}}"});
   if (!listed.ok()) return 0;
+  // Only this weftd's: another weftd on the host names its own under another installation.
+  const std::string ours = absl::StrCat(kPrefix, Component("w-", installation_), "/");
   int removed = 0;
   for (absl::string_view line : absl::StrSplit(*listed, '\n', absl::SkipWhitespace())) {
     const std::string ref(absl::StripAsciiWhitespace(line));
-    if (!absl::StartsWith(ref, kPrefix) || named.count(ref) > 0) continue;
+    if (!absl::StartsWith(ref, ours) || named.count(ref) > 0) continue;
     removed += Engine({podman_->options().podman, "rmi", ref}).ok();
   }
   return removed;

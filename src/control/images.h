@@ -39,9 +39,12 @@ inline constexpr char kNoImageEngine[] =
 class Images {
  public:
   // `podman` (borrowed; null when weftd runs learners without podman: images are then refused) is
-  // the engine images go to; `artifacts` and `quota` borrowed, may be null.
+  // the engine images go to; `artifacts` and `quota` borrowed, may be null. The engine names this
+  // weftd's images under localhost/weft/<installation>/ (weftd's: a hash of its data directory),
+  // so that another weftd on the same host, sharing the engine's storage, neither removes them
+  // as unreferenced nor has its own removed.
   Images(Store& store, const PodmanRuntime* podman, Artifacts* artifacts, DiskQuota* quota,
-         const Clock& clock);
+         const Clock& clock, std::string installation);
 
   // The tenant `tenant`'s own image `name`, imported from its artifact `artifact`. `errors` gets
   // (field, problem) for InvalidArgument.
@@ -63,9 +66,9 @@ class Images {
   // Removes the owner's ("" the admin) image `name`; the engine forgets it once no other name
   // points at it and no container runs on it. NotFound.
   absl::Status Delete(const std::string& owner, const std::string& name);
-  // Removes from the engine the images under localhost/weft/ no record names (left by a
-  // deletion while a container ran, or by an import a crash cut short). weft's runtime image is
-  // kept. Returns how many went.
+  // Removes from the engine the images under localhost/weft/<installation>/ no record names (left
+  // by a deletion while a container ran, or by an import a crash cut short). weft's runtime image
+  // is kept. Returns how many went.
   int RemoveUnreferenced(const std::string& keep);
 
   bool enabled() const { return podman_ != nullptr; }
@@ -82,12 +85,13 @@ class Images {
   Artifacts* const artifacts_;
   DiskQuota* const quota_;
   const Clock& clock_;
+  const std::string installation_;
   absl::Mutex mu_;
 };
 
-// The engine's name weft gives an image: localhost/weft/<owner or "_">/<name>:<first 16 of its
-// digest>. Lower-case, as image names must be.
-std::string ImageReference(const std::string& owner, const std::string& name,
-                           const std::string& digest);
+// The engine's name weft gives an image: localhost/weft/<installation>/<owner or "admin">/<name>:
+// <first 16 of its digest>. Lower-case, as image names must be.
+std::string ImageReference(const std::string& installation, const std::string& owner,
+                           const std::string& name, const std::string& digest);
 
 }  // namespace weft
