@@ -140,6 +140,7 @@ class Controller : public LearnerEvents {
   absl::StatusOr<RegroupDecision> OnRegroup(const std::string& id, int learner_id, int64_t attempt,
                                             int64_t generation) override;
   int64_t Generation(const std::string& id) override;
+  bool NewcomersStarting(const std::string& id) override;
 
  private:
   // One of a tenant's artifacts that a job keeps: linked at submission from `from` (the

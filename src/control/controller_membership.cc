@@ -280,4 +280,10 @@ int64_t Controller::Generation(const std::string& id) {
   return a->joining.empty() ? a->generation : a->generation - 1;
 }
 
+bool Controller::NewcomersStarting(const std::string& id) {
+  absl::MutexLock lock(&mu_);
+  const AttemptTracker::Attempt* a = attempts_.Find(id);
+  return a != nullptr && !a->joining.empty();
+}
+
 }  // namespace weft

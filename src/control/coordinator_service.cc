@@ -67,6 +67,11 @@ void CoordinatorService::AddCoordinators(Response* resp) {
   for (const std::string& a : coordinators_) resp->add_coordinators(a);
 }
 
+int CoordinatorService::NextHeartbeatMs(const std::string& job_id) {
+  if (!events_.NewcomersStarting(job_id)) return 0;
+  return std::min(heartbeat_interval_ms_, kJoiningHeartbeatMs);
+}
+
 grpc::Status CoordinatorService::Authenticate(grpc::ServerContext* ctx,
                                               const weft::v1::LearnerIdentity& id) const {
   if (!credentials_.Check(id.job_id(), id.attempt(), id.credential())) {
@@ -111,7 +116,10 @@ grpc::Status CoordinatorService::Heartbeat(grpc::ServerContext* ctx,
   const bool keep = answer == ReportAnswer::kKeepRunning;
   resp->set_keep_running(keep);
   if (!keep) resp->set_reason("the job no longer runs this attempt");
-  if (keep) resp->set_generation(events_.Generation(id.job_id()));
+  if (keep) {
+    resp->set_generation(events_.Generation(id.job_id()));
+    resp->set_next_heartbeat_ms(NextHeartbeatMs(id.job_id()));
+  }
   AddCoordinators(resp);
   return grpc::Status::OK;
 }
@@ -139,7 +147,10 @@ grpc::Status CoordinatorService::ReportMetrics(grpc::ServerContext* ctx,
       events_.OnMetrics(id.job_id(), id.rank(), id.attempt(), points, FromProto(req->progress()));
   if (answer == ReportAnswer::kRetry) return Unavailable("the store cannot be reached");
   resp->set_keep_running(answer == ReportAnswer::kKeepRunning);
-  if (answer == ReportAnswer::kKeepRunning) resp->set_generation(events_.Generation(id.job_id()));
+  if (answer == ReportAnswer::kKeepRunning) {
+    resp->set_generation(events_.Generation(id.job_id()));
+    resp->set_next_heartbeat_ms(NextHeartbeatMs(id.job_id()));
+  }
   AddCoordinators(resp);
   return grpc::Status::OK;
 }

@@ -50,8 +50,14 @@ class CoordinatorService final : public weft::v1::Coordinator::Service {
   void SetCoordinators(std::vector<std::string> addresses);
 
  private:
+  // The heartbeat interval (ms) asked of a job's learners while a newcomer of it is starting.
+  static constexpr int kJoiningHeartbeatMs = 100;
+
   template <typename Response>
   void AddCoordinators(Response* resp);
+  // What answers put in next_heartbeat_ms for a learner of `job_id`: kJoiningHeartbeatMs while
+  // the job has newcomers starting, else 0 (the usual interval).
+  int NextHeartbeatMs(const std::string& job_id);
   // OK if `id` carries its job's learner credential (UNAUTHENTICATED otherwise) and `ctx`'s
   // connection may act for its attempt (PERMISSION_DENIED otherwise).
   grpc::Status Authenticate(grpc::ServerContext* ctx, const weft::v1::LearnerIdentity& id) const;

@@ -91,6 +91,9 @@ class LearnerEvents {
   // The current membership generation of job `id`'s attempt, as heartbeat answers tell its
   // learners (a later one than theirs: re-form at the next step); 0 when unknown.
   virtual int64_t Generation(const std::string& id) = 0;
+  // Whether job `id`'s attempt has newcomers still starting (a grow announced to them but not
+  // yet to their peers): heartbeat answers then ask for the next one sooner.
+  virtual bool NewcomersStarting(const std::string& id) = 0;
 };
 
 }  // namespace weft

@@ -186,6 +186,7 @@ bool CoordinatorReporter::Flush() {
     keep = resp.keep_running();
     if (s.ok()) UseCoordinators(resp.coordinators());
     if (s.ok() && resp.generation() > 0) generation_.store(resp.generation());
+    if (s.ok()) next_heartbeat_ms_.store(resp.next_heartbeat_ms());
   } else {
     weft::v1::ReportMetricsRequest req;
     *req.mutable_learner() = Identity();
@@ -205,6 +206,7 @@ bool CoordinatorReporter::Flush() {
     keep = resp.keep_running();
     if (s.ok()) UseCoordinators(resp.coordinators());
     if (s.ok() && resp.generation() > 0) generation_.store(resp.generation());
+    if (s.ok()) next_heartbeat_ms_.store(resp.next_heartbeat_ms());
     if (!s.ok()) {
       // Put the batch back in front of anything queued since, so nothing is lost or reordered.
       absl::MutexLock lock(&mu_);
@@ -227,7 +229,11 @@ void CoordinatorReporter::Loop() {
   int backoff_ms = 0;
   absl::MutexLock lock(&mu_);
   while (!stopping_) {
-    int wait_ms = backoff_ms > 0 ? backoff_ms : heartbeat_ms_.load();
+    // weftd may ask for the next one sooner (a newcomer is starting), never for one later.
+    const int asked_ms = next_heartbeat_ms_.load();
+    int wait_ms = backoff_ms > 0   ? backoff_ms
+                  : asked_ms > 0 ? std::min(asked_ms, heartbeat_ms_.load())
+                                 : heartbeat_ms_.load();
     mu_.AwaitWithTimeout(absl::Condition(&stopping_), absl::Milliseconds(wait_ms));
     if (stopping_) break;
     mu_.Unlock();

@@ -33,12 +33,11 @@ absl::StatusOr<Dataset> LoadIdx(const std::string& dir, const std::string& split
   }
   Dataset d;
   int64_t n = images.dims[0];
-  d.samples =
-      torch::from_blob(images.data.data(), {n, 1, images.dims[1], images.dims[2]}, torch::kUInt8)
-          .to(torch::kFloat32)
-          .div_(255.0)
-          .sub_(kFashionMnistMean)
-          .div_(kFashionMnistStd);
+  // The tensor takes the file's bytes over rather than copying them.
+  auto* pixels = new std::vector<uint8_t>(std::move(images.data));
+  d.stored = torch::from_blob(
+      pixels->data(), {n, 1, images.dims[1], images.dims[2]},
+      [pixels](void*) { delete pixels; }, torch::kUInt8);
   d.labels = torch::from_blob(labels.data.data(), {n}, torch::kUInt8).to(torch::kInt64);
   return d;
 }
@@ -50,7 +49,7 @@ absl::StatusOr<Dataset> LoadCsv(const std::string& dir, const std::string& split
   ASSIGN_OR_RETURN(CsvTable t, ParseCsv(in, path, limit, kMaxCsvRows, kMaxClasses));
   const auto n = static_cast<int64_t>(t.labels.size());
   Dataset d;
-  d.samples = torch::from_blob(t.samples.data(), {n, t.features}, torch::kFloat32).clone();
+  d.stored = torch::from_blob(t.samples.data(), {n, t.features}, torch::kFloat32).clone();
   d.labels = torch::from_blob(t.labels.data(), {n}, torch::kInt64).clone();
   return d;
 }
@@ -96,10 +95,10 @@ absl::StatusOr<Dataset> LoadTensors(const std::string& dir, const std::string& s
   }
   Dataset d;
   const int64_t n = limit > 0 ? std::min(limit, x.size(0)) : x.size(0);
-  d.samples = x.slice(0, 0, n).to(torch::kFloat32).contiguous();
+  d.stored = x.slice(0, 0, n).to(torch::kFloat32).contiguous();
   d.labels = y.slice(0, 0, n).to(torch::kInt64).contiguous();
   if (n == 0) return bad(absl::StrCat(split, "_x holds no samples"));
-  if (!torch::isfinite(d.samples).all().item<bool>()) {
+  if (!torch::isfinite(d.stored).all().item<bool>()) {
     return bad(absl::StrCat(split, "_x holds a value that is not finite"));
   }
   if (d.labels.min().item<int64_t>() < 0 || d.labels.max().item<int64_t>() >= kMaxClasses) {
@@ -108,10 +107,24 @@ absl::StatusOr<Dataset> LoadTensors(const std::string& dir, const std::string& s
   return d;
 }
 
+// Pixels as the model sees them (dataset.h); float32 samples as they are.
+torch::Tensor Normalised(torch::Tensor x) {
+  if (x.scalar_type() != torch::kUInt8) return x;
+  return x.to(torch::kFloat32).div_(255.0).sub_(kFashionMnistMean).div_(kFashionMnistStd);
+}
+
 }  // namespace
 
+torch::Tensor Dataset::Batch(const torch::Tensor& idx) const {
+  return Normalised(stored.index_select(0, idx));
+}
+
+torch::Tensor Dataset::Range(int64_t begin, int64_t end) const {
+  return Normalised(stored.slice(0, begin, end));
+}
+
 std::vector<int64_t> Dataset::SampleShape() const {
-  auto sizes = samples.sizes();
+  auto sizes = stored.sizes();
   return {sizes.begin() + 1, sizes.end()};
 }
 

@@ -143,7 +143,7 @@ absl::StatusOr<PsTrainer::End> PsTrainer::TrainShare(int64_t position) {
     if (!version.ok() && StopRequested()) return End::kStopped;
     RETURN_IF_ERROR(version.status());
     torch::Tensor idx = order_.Batch(position);
-    torch::Tensor x = train_.samples.index_select(0, idx);
+    torch::Tensor x = train_.Batch(idx);
     torch::Tensor y = train_.labels.index_select(0, idx);
     grads_.zero_();
     torch::Tensor loss = torch::nll_loss(model_->forward(x), y);

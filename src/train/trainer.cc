@@ -166,7 +166,7 @@ bool Trainer::Step(const torch::Tensor& block) {
   // defined as its peers and contributes zeros.
   const double weight = static_cast<double>(n) * ranks / block.size(0);
   if (n == 0) idx = block.slice(0, 0, 1);
-  torch::Tensor x = train_.samples.index_select(0, idx);
+  torch::Tensor x = train_.Batch(idx);
   torch::Tensor y = train_.labels.index_select(0, idx);
   optimizer_->zero_grad();
   // Every rank learns whether any was asked to stop from the step's last collective, so all

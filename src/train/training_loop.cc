@@ -41,7 +41,7 @@ Evaluation Evaluate(const Model& model, const Dataset& test, DataParallel* dp) {
   const int64_t stop = test.size() * (rank + 1) / world;
   for (int64_t i = begin; i < stop; i += kEvalBatch) {
     int64_t end = std::min(stop, i + kEvalBatch);
-    torch::Tensor out = model->forward(test.samples.slice(0, i, end));
+    torch::Tensor out = model->forward(test.Range(i, end));
     torch::Tensor y = test.labels.slice(0, i, end);
     loss += torch::nll_loss(out, y, {}, torch::Reduction::Sum).item<double>();
     correct += out.argmax(1).eq(y).sum().item<int64_t>();
@@ -107,8 +107,8 @@ absl::StatusOr<LoopResult> RunTraining(const LoopOptions& given, Reporter& repor
                      LoadDataset(data_dir, "test", options.spec.data.test_samples, format));
     if (train.SampleShape() != test.SampleShape()) {
       return absl::InvalidArgumentError(
-          absl::StrCat("data.dataset: train samples are ", torch::str(train.samples.sizes()),
-                       ", test samples ", torch::str(test.samples.sizes()), "; they must match"));
+          absl::StrCat("data.dataset: train samples are ", torch::str(train.stored.sizes()),
+                       ", test samples ", torch::str(test.stored.sizes()), "; they must match"));
     }
     const int64_t classes = NumClasses(train, test);
     spdlog::info("data: {} train and {} test samples of shape [{}], {} classes ({})", train.size(),

@@ -87,6 +87,7 @@ TEST_F(ElasticControllerTest, AGrowStartsANewcomerThatJoinsTheRunningLearners) {
   EXPECT_EQ(store_->GetJob(id)->generation, 2)
       << "no grow before the survivor has re-formed: it must not wait for a newcomer";
   ASSERT_EQ(controller_->OnRegroup(id, 0, 1, 1)->kind, Kind::kReform);
+  EXPECT_FALSE(controller_->NewcomersStarting(id));
   controller_->Tick();  // grows into learner 1's cpu
   JobRecord r = *store_->GetJob(id);
   ASSERT_EQ(r.learners.size(), 2u) << History(id);
@@ -107,12 +108,15 @@ TEST_F(ElasticControllerTest, AGrowStartsANewcomerThatJoinsTheRunningLearners) {
   EXPECT_EQ(r.learners[1].pid, 4244);
   // Heartbeats announce generation 3 once the newcomer is ready (it asks, data loaded); then the
   // running learner re-forms as rank 0 of 2 with it.
+  // Until then its peers are asked to heartbeat sooner, so they learn it promptly.
   EXPECT_EQ(controller_->Generation(id), 2);
+  EXPECT_TRUE(controller_->NewcomersStarting(id));
   absl::StatusOr<RegroupDecision> ready = controller_->OnRegroup(id, 2, 1, 2);
   ASSERT_TRUE(ready.ok());
   EXPECT_EQ(ready->kind, Kind::kReform);
   EXPECT_EQ(ready->rank, 1);
   EXPECT_EQ(controller_->Generation(id), 3);
+  EXPECT_FALSE(controller_->NewcomersStarting(id));
   absl::StatusOr<RegroupDecision> d = controller_->OnRegroup(id, 0, 1, 2);
   ASSERT_TRUE(d.ok());
   EXPECT_EQ(d->kind, Kind::kReform);

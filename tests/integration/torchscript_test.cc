@@ -51,12 +51,12 @@ class TorchScriptTest : public ::testing::Test {
     auto test = train::LoadDataset(kDefaultDataPath, "test", 16);
     ASSERT_TRUE(test.ok()) << test.status();
     torch::NoGradGuard no_grad;
-    torch::Tensor logits = module.forward({test->samples}).toTensor();
+    torch::Tensor logits = module.forward({test->All()}).toTensor();
     ASSERT_EQ(logits.sizes(), (std::vector<int64_t>{16, 10}));
 
     const std::string inputs = dir_ + "/inputs.pt", outputs = dir_ + "/outputs.pt";
     {
-      std::vector<char> bytes = torch::pickle_save(test->samples);
+      std::vector<char> bytes = torch::pickle_save(test->All());
       std::ofstream(inputs, std::ios::binary).write(bytes.data(), bytes.size());
     }
     auto py = testing::RunCommand(

@@ -38,9 +38,9 @@ TEST_F(DatasetFormatsTest, CsvGivesFeaturesAndLabelsAsWritten) {
   Write("test.csv", "width,height,label\n0,0,3\n");
   auto train = LoadDataset(dir_, "train", 0, "csv");
   ASSERT_TRUE(train.ok()) << train.status();
-  EXPECT_EQ(train->samples.sizes(), (std::vector<int64_t>{3, 2}));
+  EXPECT_EQ(train->All().sizes(), (std::vector<int64_t>{3, 2}));
   EXPECT_EQ(train->SampleShape(), (std::vector<int64_t>{2}));
-  EXPECT_TRUE(torch::equal(train->samples,
+  EXPECT_TRUE(torch::equal(train->All(),
                            torch::tensor({1.5f, 2.0f, -3.0f, 40.0f, 5.0f, 6.0f}).view({3, 2})));
   EXPECT_TRUE(torch::equal(train->labels, torch::tensor({0, 2, 1}, torch::kInt64)));
   EXPECT_EQ(LoadDataset(dir_, "train", 2, "csv")->size(), 2);
@@ -80,9 +80,9 @@ TEST_F(DatasetFormatsTest, TensorsComeFromADictOfTheTwoSplits) {
   Write("data.pt", std::string(bytes.begin(), bytes.end()));
   auto train = LoadDataset(dir_, "train", 3, "tensors");
   ASSERT_TRUE(train.ok()) << train.status();
-  EXPECT_EQ(train->samples.scalar_type(), torch::kFloat32);
-  EXPECT_EQ(train->samples.sizes(), (std::vector<int64_t>{3, 2, 3}));
-  EXPECT_EQ(train->samples[2][1][2].item<float>(), 17.0f);
+  EXPECT_EQ(train->All().scalar_type(), torch::kFloat32);
+  EXPECT_EQ(train->All().sizes(), (std::vector<int64_t>{3, 2, 3}));
+  EXPECT_EQ(train->All()[2][1][2].item<float>(), 17.0f);
   EXPECT_TRUE(torch::equal(train->labels, torch::tensor({0, 1, 2}, torch::kInt64)));
   EXPECT_EQ(LoadDataset(dir_, "test", 0, "tensors")->size(), 2);
 

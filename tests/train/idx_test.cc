@@ -79,12 +79,12 @@ TEST(DatasetTest, LoadsFashionMnistWhenInstalled) {
   if (!ReadIdx(dir + "/t10k-labels-idx1-ubyte").ok()) GTEST_SKIP() << "dataset not installed";
   auto test = LoadDataset(dir, "test", 500);
   ASSERT_TRUE(test.ok()) << test.status();
-  EXPECT_EQ(test->samples.sizes(), (std::vector<int64_t>{500, 1, 28, 28}));
+  EXPECT_EQ(test->All().sizes(), (std::vector<int64_t>{500, 1, 28, 28}));
   EXPECT_EQ(test->labels.sizes(), (std::vector<int64_t>{500}));
   EXPECT_GE(test->labels.min().item<int64_t>(), 0);
   EXPECT_LE(test->labels.max().item<int64_t>(), 9);
   // Normalised pixels: background (0) maps to -mean/std.
-  EXPECT_NEAR(test->samples.min().item<double>(), -kFashionMnistMean / kFashionMnistStd, 1e-5);
+  EXPECT_NEAR(test->All().min().item<double>(), -kFashionMnistMean / kFashionMnistStd, 1e-5);
 }
 
 TEST(IdxTest, AHeaderThatClaimsTooMuchIsRefusedWithoutAllocatingIt) {
