@@ -38,6 +38,8 @@ PACKAGES=(
   # a real Slurm cluster in the test suite (tests/executor/slurm_cluster.h: munged, slurmctld and
   # a slurmd per logical node, started by the tests themselves; no service is enabled)
   slurm-wlm munge
+  # the build renders docs/architecture.dot (Graphviz) to build/docs/architecture.svg
+  graphviz
   # OpenBLAS's own dependencies (OpenBLAS itself is unpacked, below)
   libgfortran5 libgomp1
 )
