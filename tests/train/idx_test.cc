@@ -85,6 +85,12 @@ TEST(DatasetTest, LoadsFashionMnistWhenInstalled) {
   EXPECT_LE(test->labels.max().item<int64_t>(), 9);
   // Normalised pixels: background (0) maps to -mean/std.
   EXPECT_NEAR(test->All().min().item<double>(), -kFashionMnistMean / kFashionMnistStd, 1e-5);
+  // Held as the file's bytes; a batch is normalised like the whole.
+  EXPECT_EQ(test->stored.scalar_type(), torch::kUInt8);
+  const torch::Tensor idx = torch::tensor({499, 3, 3}, torch::kInt64);
+  EXPECT_EQ(test->Batch(idx).scalar_type(), torch::kFloat32);
+  EXPECT_TRUE(torch::equal(test->Batch(idx), test->All().index_select(0, idx)));
+  EXPECT_TRUE(torch::equal(test->Range(3, 4), test->All().slice(0, 3, 4)));
 }
 
 TEST(IdxTest, AHeaderThatClaimsTooMuchIsRefusedWithoutAllocatingIt) {
