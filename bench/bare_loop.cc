@@ -135,8 +135,8 @@ int main(int argc, char** argv) {
     const int64_t first = (s % steps_per_epoch) * batch;
     torch::Tensor idx = perm.slice(0, first, first + batch);
     opt.zero_grad();
-    torch::Tensor loss = torch::nll_loss(forward(train->Batch(idx)),
-                                         train->labels.index_select(0, idx));
+    torch::Tensor loss =
+        torch::nll_loss(forward(train->Batch(idx)), train->labels.index_select(0, idx));
     loss.backward();
     opt.step();
     loss.item<double>();

@@ -231,7 +231,7 @@ void CoordinatorReporter::Loop() {
   while (!stopping_) {
     // weftd may ask for the next one sooner (a newcomer is starting), never for one later.
     const int asked_ms = next_heartbeat_ms_.load();
-    int wait_ms = backoff_ms > 0   ? backoff_ms
+    int wait_ms = backoff_ms > 0 ? backoff_ms
                   : asked_ms > 0 ? std::min(asked_ms, heartbeat_ms_.load())
                                  : heartbeat_ms_.load();
     mu_.AwaitWithTimeout(absl::Condition(&stopping_), absl::Milliseconds(wait_ms));

@@ -73,8 +73,8 @@ class CoordinatorReporter : public Reporter {
   std::atomic<bool> keep_running_{true};
   std::atomic<int> heartbeat_ms_{1000};
   std::atomic<int> next_heartbeat_ms_{0};  // the last answer's next_heartbeat_ms (0: none)
-  std::atomic<int64_t> generation_{0};    // the job's, as weftd's latest answer said
-  std::vector<std::string> resume_from_;  // written once by Register
+  std::atomic<int64_t> generation_{0};     // the job's, as weftd's latest answer said
+  std::vector<std::string> resume_from_;   // written once by Register
 
   absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

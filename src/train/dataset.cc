@@ -36,8 +36,8 @@ absl::StatusOr<Dataset> LoadIdx(const std::string& dir, const std::string& split
   // The tensor takes the file's bytes over rather than copying them.
   auto* pixels = new std::vector<uint8_t>(std::move(images.data));
   d.stored = torch::from_blob(
-      pixels->data(), {n, 1, images.dims[1], images.dims[2]},
-      [pixels](void*) { delete pixels; }, torch::kUInt8);
+      pixels->data(), {n, 1, images.dims[1], images.dims[2]}, [pixels](void*) { delete pixels; },
+      torch::kUInt8);
   d.labels = torch::from_blob(labels.data.data(), {n}, torch::kUInt8).to(torch::kInt64);
   return d;
 }
