@@ -1,9 +1,10 @@
 // Target-aware scheduling through a real weftd with real learners (issue 16): on 2 logical nodes
 // of 1 cpu, four MLP jobs with deliver and complete targets are submitted together. Under
 // `fairshare` the first two run to their end before the others start; under `targets` a job that
-// has delivered yields its node to one that has not, so the mean time from submission to the
-// delivered model is shorter — measured here under both policies, one after the other. Every job
-// completes under both, and `weft queue` shows the estimated time to each job's next target.
+// has delivered yields its node to one that has not, so every job delivers before any completes.
+// The test asserts that order, the policy's decision, under both policies; the times it prints
+// are for reading only (bench/targets_live.sh measures them). Every job completes under both,
+// and `weft queue` shows the estimated time to each job's next target.
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
@@ -27,8 +28,9 @@ using testing::WeftdProcess;
 
 constexpr char kData[] = "/usr/share/datasets/fashion-mnist";
 
-// Each job: 12 epochs of 30,000 images (about 15 s of training on one core); it meets 0.86
-// test accuracy on 2,000 test images after 2-4 epochs and never 0.99, so it trains to its budget.
+// Each job: 12 epochs of 30,000 images (5-15 s of training on one core, by machine); it meets
+// 0.86 test accuracy on 2,000 test images after 2-4 epochs and never 0.99, so it trains to its
+// budget.
 std::string Manifest(int seed) {
   return "apiVersion: weft/v1\n"
          "kind: TrainingJob\n"
@@ -59,9 +61,20 @@ double ParseTimeMs(const std::string& text) {
 }
 
 struct JobTimes {
-  double deliver_s = -1;   // submission to the delivered model
-  double complete_s = -1;  // submission to COMPLETED
+  double deliver_s = -1;     // submission to the delivered model
+  double complete_s = -1;    // submission to COMPLETED
+  double delivered_ms = -1;  // Unix milliseconds of the delivery
+  double completed_ms = -1;  // Unix milliseconds of COMPLETED
 };
+
+// How many jobs delivered their model before the first of them completed.
+int DeliveredBeforeFirstCompletion(const std::vector<JobTimes>& jobs) {
+  double first_completion = 1e300;
+  for (const JobTimes& t : jobs) first_completion = std::min(first_completion, t.completed_ms);
+  int n = 0;
+  for (const JobTimes& t : jobs) n += t.delivered_ms >= 0 && t.delivered_ms < first_completion;
+  return n;
+}
 
 class TargetsTest : public ::testing::Test {
  protected:
@@ -132,9 +145,15 @@ class TargetsTest : public ::testing::Test {
       const double submitted = ParseTimeMs(j.value("created_at", ""));
       JobTimes t;
       const json& met = j["targets"]["deliver"]["met_at"];
-      if (met.is_string()) t.deliver_s = (ParseTimeMs(met.get<std::string>()) - submitted) / 1000;
+      if (met.is_string()) {
+        t.delivered_ms = ParseTimeMs(met.get<std::string>());
+        t.deliver_s = (t.delivered_ms - submitted) / 1000;
+      }
       const std::string ended = j.value("updated_at", "");
-      if (!ended.empty()) t.complete_s = (ParseTimeMs(ended) - submitted) / 1000;
+      if (!ended.empty()) {
+        t.completed_ms = ParseTimeMs(ended);
+        t.complete_s = (t.completed_ms - submitted) / 1000;
+      }
       EXPECT_GE(t.deliver_s, 0) << "job " << ids[k] << " never delivered: " << j.dump(2);
       times.push_back(t);
     }
@@ -150,7 +169,7 @@ double Mean(const std::vector<JobTimes>& jobs, double JobTimes::*field) {
   return jobs.empty() ? 0 : sum / jobs.size();
 }
 
-TEST_F(TargetsTest, TargetsDeliversSoonerThanFairShareAndEveryJobCompletes) {
+TEST_F(TargetsTest, UnderTargetsEveryJobDeliversBeforeAnyCompletesAndEveryJobCompletes) {
   std::vector<JobTimes> fair = RunScenario("fairshare");
   ASSERT_EQ(fair.size(), 4u);
   std::vector<JobTimes> targets = RunScenario("targets");
@@ -162,7 +181,10 @@ TEST_F(TargetsTest, TargetsDeliversSoonerThanFairShareAndEveryJobCompletes) {
     std::printf("  %7.1f  %7.1f\n", Mean(*runs, &JobTimes::deliver_s),
                 Mean(*runs, &JobTimes::complete_s));
   }
-  EXPECT_LT(Mean(targets, &JobTimes::deliver_s), Mean(fair, &JobTimes::deliver_s));
+  // fairshare never takes a node back: the two jobs that waited deliver only after one of the
+  // first two has completed. targets hands a delivered job's node to one that has not delivered.
+  EXPECT_EQ(DeliveredBeforeFirstCompletion(fair), 2);
+  EXPECT_EQ(DeliveredBeforeFirstCompletion(targets), 4);
 }
 
 TEST(WeftdPolicyTest, AnUnknownPolicyIsRefusedWithTheNamesItKnows) {
