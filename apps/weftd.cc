@@ -229,7 +229,8 @@ int Lead(Base& b, std::unique_ptr<weftd::LeaseKeeper> keeper,
   if (!policy.ok()) return Fail(policy.status());
   weft::ControllerOptions options = ControllerOptionsFor(b, *learner_key);
   options.artifacts = &artifacts;
-  weft::DiskQuota disk_quota(b.store, weft::JobLayout(b.data_dir), &artifacts,
+  weft::DiskQuota disk_quota(b.store, weft::JobLayout(b.data_dir),
+                             [&artifacts](const std::string& t) { return artifacts.TenantDir(t); },
                              weft::SystemClock::Get(), {flags.tenant_disk_quota_mb});
   options.disk_quota = &disk_quota;
   // Images go to the engine the learners run in (none: no images).

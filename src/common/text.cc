@@ -90,4 +90,8 @@ std::string Printable(std::string_view text, size_t max_bytes) {
   return out;
 }
 
+std::string FormatMib(int64_t bytes) {
+  return absl::StrFormat("%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+}
+
 }  // namespace weft

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -22,6 +23,9 @@ std::string Printable(std::string_view text, size_t max_bytes = 200);
 // NUL, becomes U+FFFD; the rest is kept as it is. For stores that only hold UTF-8 text
 // (PostgreSQL's TEXT), so what a learner reported is kept as readers would be shown it anyway.
 std::string ValidUtf8(std::string_view text);
+
+// `bytes` as "12.3 MiB" (mebibytes, one decimal), for errors and logs.
+std::string FormatMib(int64_t bytes);
 
 // A key of an untrusted document as a field name in a problem: Printable (at most 64 bytes), and
 // `""` for the empty key, so no problem ever names an empty field.

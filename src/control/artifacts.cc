@@ -6,7 +6,7 @@
 #include "common/ids.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
-#include "control/disk_quota.h"
+#include "common/text.h"
 
 namespace weft {
 namespace {

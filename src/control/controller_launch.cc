@@ -5,6 +5,7 @@
 #include "control/controller.h"
 #include "control/datasets.h"
 #include "control/images.h"
+#include "ps/segment.h"
 
 namespace weft {
 
@@ -66,6 +67,10 @@ LearnerLaunch Controller::LaunchFor(const JobRecord& r, const JobSpec& spec, int
     l.cpuset = it->second;
   }
   for (const ServerSlot& server : r.servers) l.ps_servers.push_back(server.address);
+  if (spec.UsesParameterServer() && spec.training.ps.servers == 1 && l.rank == 0) {
+    // Rank 0 hosts GaDei's server in shared memory and removes it when it ends well.
+    l.leftover_shm = ps::SegmentNameForJob(r.id, static_cast<int>(r.attempt)).value_or("");
+  }
   // A gang on one host trains as one learner: rank 0 with the gang's threads and memory.
   l.learners_as_one = LearnersAsOne(r, spec);
   if (l.learners_as_one > 1 && l.rank == 0) {

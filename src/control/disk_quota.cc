@@ -7,9 +7,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "common/status_macros.h"
-#include "control/artifacts.h"
+#include "common/text.h"
 
 namespace weft {
 namespace {
@@ -38,15 +37,11 @@ void AddBlocksUnder(const std::string& dir, std::set<Inode>* seen, int64_t* byte
 
 }  // namespace
 
-std::string FormatMib(int64_t bytes) {
-  return absl::StrFormat("%.1f MiB", static_cast<double>(bytes) / (1 << 20));
-}
-
-DiskQuota::DiskQuota(Store& store, JobLayout layout, const Artifacts* artifacts, const Clock& clock,
+DiskQuota::DiskQuota(Store& store, JobLayout layout, TenantDir tenant_dir, const Clock& clock,
                      DiskQuotaOptions options)
     : store_(store),
       layout_(std::move(layout)),
-      artifacts_(artifacts),
+      tenant_dir_(std::move(tenant_dir)),
       clock_(clock),
       options_(options) {}
 
@@ -58,7 +53,7 @@ absl::StatusOr<int64_t> DiskQuota::MeasureLocked(const std::string& tenant) {
   ASSIGN_OR_RETURN(std::vector<JobRecord> jobs, store_.ListJobs(tenant));
   std::set<Inode> seen;
   int64_t bytes = 0;
-  if (artifacts_ != nullptr) AddBlocksUnder(artifacts_->TenantDir(tenant), &seen, &bytes);
+  if (tenant_dir_) AddBlocksUnder(tenant_dir_(tenant), &seen, &bytes);
   for (const JobRecord& job : jobs) AddBlocksUnder(layout_.JobDir(job.id), &seen, &bytes);
   // Its own container images, as the engine keeps them (each distinct one once).
   ASSIGN_OR_RETURN(std::vector<ImageRecord> images, store_.ListImages());

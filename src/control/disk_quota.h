@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -31,11 +32,6 @@
 
 namespace weft {
 
-class Artifacts;
-
-// `bytes` as "12.3 MiB".
-std::string FormatMib(int64_t bytes);
-
 struct DiskQuotaOptions {
   // A tenant's quota when the admin set none for it (TenantRecord::disk_quota_mb), MiB; 0: no
   // quota (weftd --tenant-disk-quota-mb).
@@ -46,9 +42,13 @@ struct DiskQuotaOptions {
 
 class DiskQuota {
  public:
-  // `artifacts` (borrowed, may be null: no artifacts counted) and the job layout name where the
-  // tenant's files live; `store` says which jobs are whose.
-  DiskQuota(Store& store, JobLayout layout, const Artifacts* artifacts, const Clock& clock,
+  // The directory of a tenant's files outside its jobs' directories (its artifacts:
+  // Artifacts::TenantDir); it need not exist.
+  using TenantDir = std::function<std::string(const std::string& tenant)>;
+
+  // The job layout and `tenant_dir` (may be empty: nothing outside the jobs counted) name where
+  // the tenant's files live; `store` says which jobs and images are whose.
+  DiskQuota(Store& store, JobLayout layout, TenantDir tenant_dir, const Clock& clock,
             DiskQuotaOptions options = {});
 
   // The tenant's quota in bytes; 0 when it has none.
@@ -87,7 +87,7 @@ class DiskQuota {
 
   Store& store_;
   const JobLayout layout_;
-  const Artifacts* artifacts_;
+  const TenantDir tenant_dir_;
   const Clock& clock_;
   const DiskQuotaOptions options_;
   absl::Mutex mu_;

@@ -7,6 +7,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -29,7 +30,6 @@
 #include "common/status_macros.h"
 #include "executor/process_tree.h"
 #include "job/layout.h"
-#include "ps/segment.h"
 
 namespace weft {
 
@@ -412,14 +412,13 @@ absl::Status LocalExecutor::Adopt(const LearnerLaunch& launch, int64_t pid) {
   return absl::OkStatus();
 }
 
-void LocalExecutor::RemoveParameterServer(const LearnerLaunch& launch) {
-  // Its rank 0 removes it when it ends well; one killed (SIGKILL after the stop grace, the OOM
-  // killer) leaves it behind. The segment is the attempt's: no other process creates it again.
-  // (In a container it lies in the attempt's own /dev/shm, which goes with the attempt.)
-  absl::StatusOr<std::string> name = ps::SegmentNameForJob(launch.job_id, launch.attempt);
-  if (name.ok() && ps::SharedSegment::Unlink(*name).ok()) {
-    spdlog::info("job {}: removed parameter-server segment {} that rank 0 left behind",
-                 launch.job_id, *name);
+void LocalExecutor::RemoveLeftoverShm(const LearnerLaunch& launch) {
+  // A learner removes it when it ends well; one killed (SIGKILL after the stop grace, the OOM
+  // killer) leaves it behind. The name is the attempt's: no other process creates it again.
+  if (launch.leftover_shm.empty()) return;
+  if (::shm_unlink(launch.leftover_shm.c_str()) == 0) {
+    spdlog::info("job {}: removed shared-memory object {} that rank {} left behind", launch.job_id,
+                 launch.leftover_shm, launch.rank);
   }
 }
 
@@ -458,7 +457,7 @@ std::vector<LearnerExit> LocalExecutor::Reap() {
       }
       if (it->oom_watch >= 0) ::close(it->oom_watch);
       if (it->contained) containers_->Release(it->launch);
-      if (it->launch.rank == 0 && !it->contained) RemoveParameterServer(it->launch);
+      if (!it->contained) RemoveLeftoverShm(it->launch);
       exits.push_back(e);
       it = children_.erase(it);
       continue;

@@ -110,9 +110,9 @@ class LocalExecutor : public Executor {
   static void EnforceMemoryLimit(Child& c, const std::multimap<pid_t, pid_t>& children);
   // Kills `c` and its container once the kernel has killed a process in its cgroup for the limit.
   void CheckCgroup(Child& c) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Removes the shared-memory segment of the parameter server of `launch`'s job attempt, if
-  // rank 0 (its process) left one behind (docs/design.md, "Learners on the server").
-  static void RemoveParameterServer(const LearnerLaunch& launch);
+  // Removes the shared-memory object `launch` names as one it may leave behind
+  // (LearnerLaunch::leftover_shm: a parameter server's segment), if it is there.
+  static void RemoveLeftoverShm(const LearnerLaunch& launch);
   // True if `c` has exited (reaped or not). Fills `status` for our own children.
   static bool Exited(const Child& c, LearnerExit* exit);
   // Removes the cgroups of learners that have exited, killing what is left in them; those that

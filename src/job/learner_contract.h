@@ -143,6 +143,11 @@ struct LearnerLaunch {
   // resources.memory_mb: the executor kills a learner whose memory grows past it; 0 = no limit.
   // Not in the environment.
   int64_t memory_limit_mb = 0;
+  // A POSIX shared-memory object (shm_open name) this learner may leave behind when it is killed:
+  // rank 0's parameter-server segment in a shared-memory parameter-server job (ps/segment.h).
+  // The executor unlinks it once the learner has exited outside a container (inside one, it lies
+  // in the container's own /dev/shm). Empty: none. Not in the environment.
+  std::string leftover_shm;
 };
 
 // Whether `launch` is a command job's learner (a supervisor of the tenant's program).

@@ -199,6 +199,10 @@ max_restarts: 1
   controller_->OnRegister(id, 0, 1, 4242, 0);
   controller_->OnRegister(id, 1, 1, 4243, 0);
   ASSERT_EQ(State(id), JobState::kRunning);
+  // Rank 0 hosts the server's segment; the executor is told to remove it should rank 0 leave it.
+  ASSERT_EQ(executor_.launches.size(), 2u);
+  EXPECT_EQ(executor_.launches[0].leftover_shm, "/weft-ps-" + id + "-1");
+  EXPECT_EQ(executor_.launches[1].leftover_shm, "");
   executor_.stopped.clear();
   executor_.Exit(id, 1, -1, 9, /*rank=*/1);
   controller_->Tick();

@@ -24,7 +24,7 @@ class DiskQuotaTest : public ControllerTest {
       ASSERT_TRUE(store_->CreateTenant(t).ok());
     }
     // 1 MiB for every tenant; usage kept for 10 s of the manual clock.
-    quota_ = std::make_unique<DiskQuota>(*store_, JobLayout(dir_), nullptr, clock_,
+    quota_ = std::make_unique<DiskQuota>(*store_, JobLayout(dir_), DiskQuota::TenantDir(), clock_,
                                          DiskQuotaOptions{1, 10000});
     disk_quota_ = quota_.get();
     MakeController();
