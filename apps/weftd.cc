@@ -273,7 +273,7 @@ int Lead(Base& b, std::unique_ptr<weftd::LeaseKeeper> keeper,
   if (auto s = rest.Start(flags.host, flags.port); !s.ok()) return Fail(s);
   controller.StartLoop();
   // Deliveries the outbox holds from before a restart go out now.
-  weft::api::WebhookDispatcher webhooks(b.store, weft::SystemClock::Get(), flags.rest.webhooks);
+  weft::WebhookDispatcher webhooks(b.store, weft::SystemClock::Get(), flags.rest.webhooks);
   webhooks.Start();
   LogListening(flags, b.data_dir, b.store_description, b.nodes, self, **executor);
   while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(200));

@@ -85,7 +85,7 @@ void InstallApi(httplib::Server& server, const Services& services, RateLimiter* 
 
 RestServer::RestServer(Store& store, Controller& controller, Artifacts* artifacts,
                        const Clock& clock, RestOptions options)
-    : webhooks_(options.webhooks),
+    : webhooks_(store, clock, options.webhooks),
       limiter_(std::make_unique<RateLimiter>(options.tenant_rate, clock)),
       streams_(std::make_unique<StreamLimiter>(options.follow_streams_per_tenant,
                                                std::max(1, options.threads / 2))),

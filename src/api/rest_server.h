@@ -10,10 +10,10 @@
 
 #include "absl/status/status.h"
 #include "api/rate_limit.h"
-#include "api/webhooks.h"
 #include "common/clock.h"
 #include "control/artifacts.h"
 #include "control/controller.h"
+#include "control/webhooks.h"
 #include "store/store.h"
 
 namespace httplib {
@@ -62,7 +62,7 @@ class RestServer {
   void Stop();
 
  private:
-  const WebhookOptions webhooks_;       // what Services::webhooks points at
+  Webhooks webhooks_;                   // what Services::webhooks points at
   std::unique_ptr<Services> services_;  // store, controller and clock; the handlers hold on to it
   std::unique_ptr<RateLimiter> limiter_;
   std::unique_ptr<StreamLimiter> streams_;

@@ -8,10 +8,10 @@
 
 #include "api/http.h"
 #include "api/rest_server.h"
-#include "api/webhooks.h"
 #include "common/clock.h"
 #include "control/artifacts.h"
 #include "control/controller.h"
+#include "control/webhooks.h"
 #include "store/store.h"
 
 namespace weft::api {
@@ -20,11 +20,11 @@ namespace weft::api {
 struct Services {
   Store& store;
   Controller& controller;
-  const Clock& clock;                        // stamps what the API creates (tenants, tokens)
-  std::string admin_token_path;              // RestOptions::admin_token_path
-  StreamLimiter* streams = nullptr;          // follow streams' places; null: unlimited
-  Artifacts* artifacts = nullptr;            // tenants' uploads; null: no /v1/artifacts routes
-  const WebhookOptions* webhooks = nullptr;  // receivers allowed etc.; null: no /v1/webhooks
+  const Clock& clock;                // stamps what the API creates (tenants, tokens)
+  std::string admin_token_path;      // RestOptions::admin_token_path
+  StreamLimiter* streams = nullptr;  // follow streams' places; null: unlimited
+  Artifacts* artifacts = nullptr;    // tenants' uploads; null: no /v1/artifacts routes
+  Webhooks* webhooks = nullptr;      // tenants' webhooks; null: no /v1/webhooks
 };
 
 // A route's handler over the services; Bind makes it a Handler. `services` must outlive it.

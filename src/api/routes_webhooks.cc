@@ -1,10 +1,9 @@
-// /v1/webhooks: a tenant's webhooks (api/webhooks.h). A tenant registers, lists and deletes its
+// /v1/webhooks: a tenant's webhooks (control/webhooks.h). A tenant registers, lists and deletes its
 // own; another tenant's is 404 as a missing one is; the admin has none.
 #include "absl/strings/str_cat.h"
 #include "api/routes.h"
-#include "api/webhooks.h"
-#include "common/ids.h"
 #include "common/text.h"
+#include "control/webhooks.h"
 #include "job/job_state.h"
 
 namespace weft::api {
@@ -82,33 +81,23 @@ WebhookRecord ReadWebhookBody(const nlohmann::json& body, const WebhookOptions& 
 void Create(const Services& s, const Request& req, Response& res, const Caller& caller) {
   if (RefuseAdmin(caller, res)) return;
   nlohmann::json problems = nlohmann::json::array();
-  WebhookRecord w =
-      ReadWebhookBody(nlohmann::json::parse(req.body, nullptr, false), *s.webhooks, &problems);
+  WebhookRecord w = ReadWebhookBody(nlohmann::json::parse(req.body, nullptr, false),
+                                    s.webhooks->options(), &problems);
   if (!problems.empty()) return SendError(res, 400, "invalid webhook", problems);
-  auto existing = s.store.ListWebhooks(caller.tenant);
-  if (!existing.ok()) return SendStatus(res, existing.status());
-  if (static_cast<int>(existing->size()) >= s.webhooks->max_per_tenant) {
-    return SendError(res, 409,
-                     absl::StrCat("tenant '", caller.tenant, "' has ", existing->size(),
-                                  " webhooks, as many as weftd allows; delete one first"));
-  }
-  w.id = NewWebhookId();
-  w.tenant = caller.tenant;
-  w.secret = NewWebhookSecret();
-  w.created_ms = s.clock.NowMs();
-  if (absl::Status st = s.store.CreateWebhook(w); !st.ok()) return SendStatus(res, st);
-  nlohmann::json body = WebhookJson(w);
-  body["secret"] = w.secret;
+  absl::StatusOr<WebhookRecord> created = s.webhooks->Register(caller.tenant, w.url, w.events);
+  if (!created.ok()) return SendStatus(res, created.status());
+  nlohmann::json body = WebhookJson(*created);
+  body["secret"] = created->secret;
   body["signature"] =
       "each delivery carries X-Weft-Signature: sha256=<hex HMAC-SHA256 of the body under this "
       "secret>; weft shows the secret only now";
-  res.set_header("Location", absl::StrCat("/v1/webhooks/", w.id));
+  res.set_header("Location", absl::StrCat("/v1/webhooks/", created->id));
   SendJson(res, 201, body);
 }
 
 void List(const Services& s, const Request&, Response& res, const Caller& caller) {
   if (RefuseAdmin(caller, res)) return;
-  auto all = s.store.ListWebhooks(caller.tenant);
+  auto all = s.webhooks->List(caller.tenant);
   if (!all.ok()) return SendStatus(res, all.status());
   nlohmann::json list = nlohmann::json::array();
   for (const WebhookRecord& w : *all) list.push_back(WebhookJson(w));
@@ -118,7 +107,7 @@ void List(const Services& s, const Request&, Response& res, const Caller& caller
 void Delete(const Services& s, const Request& req, Response& res, const Caller& caller) {
   if (RefuseAdmin(caller, res)) return;
   const std::string id = req.matches[1];
-  if (absl::Status st = s.store.DeleteWebhook(caller.tenant, id); !st.ok()) {
+  if (absl::Status st = s.webhooks->Delete(caller.tenant, id); !st.ok()) {
     return SendStatus(res, st);
   }
   SendJson(res, 200, {{"id", id}, {"deleted", true}});

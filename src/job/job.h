@@ -156,7 +156,7 @@ struct ArtifactRecord {
 // Manifests name it (data.dataset); weftd resolves the name to `path` when learners start, so a
 // tenant never names a host path.
 // A tenant's webhook: weftd POSTs every transition of the tenant's jobs into one of `events` to
-// `url`, signed with `secret` (api/webhooks.h).
+// `url`, signed with `secret` (control/webhooks.h).
 struct WebhookRecord {
   std::string id;  // "hook-…"
   std::string tenant;

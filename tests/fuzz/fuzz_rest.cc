@@ -85,7 +85,7 @@ class MemoryServer : public httplib::Server {
   }
 
  private:
-  const api::WebhookOptions webhooks_;  // loopback receivers only
+  Webhooks webhooks_{*World::Get().store, SystemClock::Get(), WebhookOptions{}};  // loopback only
   api::Services services_;
 };
 

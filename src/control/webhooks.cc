@@ -1,4 +1,4 @@
-#include "api/webhooks.h"
+#include "control/webhooks.h"
 
 #include <httplib.h>
 
@@ -9,11 +9,13 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/files.h"
+#include "common/ids.h"
 #include "common/logging.h"
 #include "common/metrics.h"
+#include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 
-namespace weft::api {
+namespace weft {
 namespace {
 
 constexpr size_t kMaxUrlBytes = 2048;
@@ -86,6 +88,40 @@ std::string DeliveryBody(const WebhookDelivery& d) {
 
 std::string DeliverySignature(const std::string& secret, const std::string& body) {
   return "sha256=" + HmacSha256Hex(secret, body);
+}
+
+Webhooks::Webhooks(Store& store, const Clock& clock, WebhookOptions options)
+    : store_(store), clock_(clock), options_(std::move(options)) {}
+
+absl::StatusOr<WebhookRecord> Webhooks::Register(const std::string& tenant, const std::string& url,
+                                                 const std::vector<std::string>& events) {
+  if (absl::StatusOr<WebhookUrl> u = ParseWebhookUrl(url, options_.allowed_hosts); !u.ok()) {
+    return u.status();
+  }
+  absl::MutexLock lock(&register_mu_);
+  ASSIGN_OR_RETURN(std::vector<WebhookRecord> existing, store_.ListWebhooks(tenant));
+  if (static_cast<int>(existing.size()) >= options_.max_per_tenant) {
+    return absl::FailedPreconditionError(absl::StrCat("tenant '", tenant, "' has ", existing.size(),
+                                                      " webhooks, as many as weftd allows; "
+                                                      "delete one first"));
+  }
+  WebhookRecord w;
+  w.id = NewWebhookId();
+  w.tenant = tenant;
+  w.url = url;
+  w.events = events;
+  w.secret = NewWebhookSecret();
+  w.created_ms = clock_.NowMs();
+  RETURN_IF_ERROR(store_.CreateWebhook(w));
+  return w;
+}
+
+absl::StatusOr<std::vector<WebhookRecord>> Webhooks::List(const std::string& tenant) {
+  return store_.ListWebhooks(tenant);
+}
+
+absl::Status Webhooks::Delete(const std::string& tenant, const std::string& id) {
+  return store_.DeleteWebhook(tenant, id);
 }
 
 WebhookDispatcher::WebhookDispatcher(Store& store, const Clock& clock, WebhookOptions options)
@@ -172,4 +208,4 @@ void WebhookDispatcher::DeliverDue() {
   }
 }
 
-}  // namespace weft::api
+}  // namespace weft

@@ -1,8 +1,8 @@
-// Webhooks: a tenant registers a URL and the job states it wants to hear of (POST /v1/webhooks);
-// every transition of its jobs into one of them is written to the store's outbox in the
-// transition's own transaction (the outbox: store/store.h, "Webhooks"), and the WebhookDispatcher
-// POSTs each delivery, signed, until the receiver answers 2xx — at least once, across weftd
-// restarts.
+// Webhooks: a tenant registers a URL and the job states it wants to hear of (Webhooks::Register,
+// POST /v1/webhooks); every transition of its jobs into one of them is written to the store's
+// outbox in the transition's own transaction (the outbox: store/store.h, "Webhooks"), and the
+// WebhookDispatcher POSTs each delivery, signed, until the receiver answers 2xx — at least once,
+// across weftd restarts.
 //
 // What a receiver gets: POST of a JSON body (DeliveryBody) with the headers
 //   X-Weft-Signature: sha256=<hex HMAC-SHA256 of the body under the webhook's secret>
@@ -26,7 +26,7 @@
 #include "common/clock.h"
 #include "store/store.h"
 
-namespace weft::api {
+namespace weft {
 
 inline constexpr char kWebhookDeliveriesMetric[] = "weft_webhook_deliveries_total";
 
@@ -64,6 +64,33 @@ std::string DeliveryBody(const WebhookDelivery& delivery);
 // "sha256=" + the hex HMAC-SHA256 of `body` under `secret`: the X-Weft-Signature header.
 std::string DeliverySignature(const std::string& secret, const std::string& body);
 
+// A tenant's webhooks as the API manages them. Thread-safe: registrations are counted and
+// inserted under one lock, so concurrent ones cannot pass the per-tenant cap together.
+class Webhooks {
+ public:
+  Webhooks(Store& store, const Clock& clock, WebhookOptions options);
+
+  const WebhookOptions& options() const { return options_; }
+
+  // Registers `url` for `events` (job state names) of `tenant`'s jobs; returns the record with
+  // its new id, its secret (shown to the tenant only now) and its creation time. InvalidArgument
+  // when the URL is not one weftd may call (ParseWebhookUrl); FailedPrecondition when the tenant
+  // already has max_per_tenant webhooks; the store's errors.
+  absl::StatusOr<WebhookRecord> Register(const std::string& tenant, const std::string& url,
+                                         const std::vector<std::string>& events);
+  // The tenant's webhooks, without their secrets' use: what GET /v1/webhooks lists.
+  absl::StatusOr<std::vector<WebhookRecord>> List(const std::string& tenant);
+  // Deletes the tenant's webhook `id` and its pending deliveries. NotFound when the tenant has
+  // no such webhook (another tenant's included).
+  absl::Status Delete(const std::string& tenant, const std::string& id);
+
+ private:
+  Store& store_;
+  const Clock& clock_;
+  const WebhookOptions options_;
+  absl::Mutex register_mu_;  // a registration's count and insert
+};
+
 class WebhookDispatcher {
  public:
   WebhookDispatcher(Store& store, const Clock& clock, WebhookOptions options);
@@ -93,4 +120,4 @@ class WebhookDispatcher {
   std::thread thread_;
 };
 
-}  // namespace weft::api
+}  // namespace weft
