@@ -77,7 +77,7 @@ class CoordinatorService final : public weft::v1::Coordinator::Service {
   std::vector<std::string> coordinators_ ABSL_GUARDED_BY(mu_);
 };
 
-// What a standby weftd's coordinator answers (apps/weftd: active/standby, docs/deploy.md):
+// What a standby weftd's coordinator answers (daemon/leader.h: active/standby, docs/deploy.md):
 // UNAVAILABLE to every call, naming the leader, so a learner tries its next address.
 class StandbyCoordinatorService final : public weft::v1::Coordinator::Service {
  public:

@@ -14,7 +14,7 @@
 #include "scheduler/cluster.h"
 #include "store/store.h"
 
-namespace weftd {
+namespace weft::daemon {
 
 // This host as one node: all its cores and its physical memory.
 weft::scheduler::Node ThisHost();
@@ -64,4 +64,4 @@ absl::Status SetUpTenancy(weft::Env& env, weft::Store& store, const std::string&
 // set has the name), saying which.
 absl::Status RegisterDebianDatasets(weft::Store& store);
 
-}  // namespace weftd
+}  // namespace weft::daemon

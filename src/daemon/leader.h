@@ -23,7 +23,7 @@ namespace httplib {
 class Server;
 }
 
-namespace weftd {
+namespace weft::daemon {
 
 inline constexpr int64_t kCampaignMs = 250;  // how often a standby campaigns
 inline constexpr int kDeposedExitCode = 3;   // weftd's exit status when it stops leading
@@ -98,4 +98,4 @@ class LeaseKeeper {
 std::vector<std::string> CoordinatorList(const std::string& self,
                                          const std::vector<weft::Member>& members);
 
-}  // namespace weftd
+}  // namespace weft::daemon

@@ -9,7 +9,7 @@
 #include "absl/status/status.h"
 #include "api/rest_server.h"
 
-namespace weftd {
+namespace weft::daemon {
 
 // The directory of this process's executable (weft-learner is found beside weftd).
 std::string SelfDir();
@@ -58,4 +58,4 @@ absl::Status CheckFlags(Flags& f);
 // The host of "host:port" ("" if there is no colon).
 std::string HostOf(const std::string& address);
 
-}  // namespace weftd
+}  // namespace weft::daemon

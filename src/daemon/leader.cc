@@ -1,4 +1,4 @@
-#include "weftd_leader.h"
+#include "daemon/leader.h"
 
 #include <httplib.h>
 #include <unistd.h>
@@ -10,7 +10,7 @@
 #include "common/logging.h"
 #include "nlohmann/json.hpp"
 
-namespace weftd {
+namespace weft::daemon {
 namespace {
 
 void SendJson(httplib::Response& res, int status, const nlohmann::json& body) {
@@ -200,4 +200,4 @@ std::vector<std::string> CoordinatorList(const std::string& self,
   return out;
 }
 
-}  // namespace weftd
+}  // namespace weft::daemon

@@ -1,4 +1,4 @@
-#include "weftd_backends.h"
+#include "daemon/backends.h"
 
 #include <sched.h>
 #include <unistd.h>
@@ -22,7 +22,7 @@
 #include "store/pg_store.h"
 #include "store/sqlite_store.h"
 
-namespace weftd {
+namespace weft::daemon {
 namespace {
 
 // How learners are held to resources.memory_mb (--memory-limits): a memory cgroup per learner
@@ -264,4 +264,4 @@ absl::Status RegisterDebianDatasets(weft::Store& store) {
   return absl::OkStatus();
 }
 
-}  // namespace weftd
+}  // namespace weft::daemon

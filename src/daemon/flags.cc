@@ -1,4 +1,4 @@
-#include "weftd_flags.h"
+#include "daemon/flags.h"
 
 #include <unistd.h>
 
@@ -10,10 +10,10 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "daemon/leader.h"
 #include "scheduler/policies.h"
-#include "weftd_leader.h"
 
-namespace weftd {
+namespace weft::daemon {
 namespace {
 
 bool IsLoopback(const std::string& host) {
@@ -236,8 +236,8 @@ absl::Status CheckFlags(Flags& f) {
     return absl::InvalidArgumentError(
         "--max-store-bytes caps the SQLite store only; a PostgreSQL server bounds its own disk");
   }
-  if (f.name.empty()) f.name = weftd::DefaultMemberName(f.port);
-  if (auto s = weftd::CheckMemberName(f.name); !s.ok()) return s;
+  if (f.name.empty()) f.name = DefaultMemberName(f.port);
+  if (auto s = CheckMemberName(f.name); !s.ok()) return s;
   f.rest.tls_cert_path = f.tls_cert;
   f.rest.tls_key_path = f.tls_key;
   if (auto s = CheckLoopback(f); !s.ok()) return s;
@@ -248,4 +248,4 @@ absl::Status CheckFlags(Flags& f) {
   return absl::OkStatus();
 }
 
-}  // namespace weftd
+}  // namespace weft::daemon
