@@ -65,7 +65,8 @@ std::string DeliveryBody(const WebhookDelivery& delivery);
 std::string DeliverySignature(const std::string& secret, const std::string& body);
 
 // A tenant's webhooks as the API manages them. Thread-safe: registrations are counted and
-// inserted under one lock, so concurrent ones cannot pass the per-tenant cap together.
+// inserted under one lock, so concurrent ones cannot pass the per-tenant cap together (one weftd
+// serves the API at a time: a standby redirects to the leader).
 class Webhooks {
  public:
   Webhooks(Store& store, const Clock& clock, WebhookOptions options);
@@ -78,7 +79,9 @@ class Webhooks {
   // already has max_per_tenant webhooks; the store's errors.
   absl::StatusOr<WebhookRecord> Register(const std::string& tenant, const std::string& url,
                                          const std::vector<std::string>& events);
-  // The tenant's webhooks, without their secrets' use: what GET /v1/webhooks lists.
+  // The tenant's webhooks, oldest first, with their delivery state (last status, pending count):
+  // what GET /v1/webhooks lists. The records hold the secrets; callers must not show them.
+  // The store's errors.
   absl::StatusOr<std::vector<WebhookRecord>> List(const std::string& tenant);
   // Deletes the tenant's webhook `id` and its pending deliveries. NotFound when the tenant has
   // no such webhook (another tenant's included).

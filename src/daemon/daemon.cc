@@ -154,7 +154,7 @@ void KeepToOwner() {
   prctl(PR_SET_DUMPABLE, 0);
 }
 
-// SIGINT and SIGTERM set g_stop (main then shuts down); SIGPIPE is ignored.
+// SIGINT and SIGTERM set g_stop (Lead and StandBy then shut down); SIGPIPE is ignored.
 void HandleSignals() {
   struct sigaction sa {};
   sa.sa_handler = OnSignal;
