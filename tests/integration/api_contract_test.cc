@@ -11,25 +11,17 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "integration/openapi_check.h"
-#include "integration/weftd_process.h"
+#include "integration/weftd_test.h"
 
 namespace weft {
 namespace {
 
 using json = nlohmann::json;
-using testing::WeftdProcess;
 
-class ApiContractTest : public ::testing::Test {
+class ApiContractTest : public testing::WeftdTest {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/weft-contract-XXXXXX";
-    dir_ = mkdtemp(tmpl);
-    weftd_ = std::make_unique<WeftdProcess>(dir_ + "/data");
-    ASSERT_TRUE(weftd_->Start()) << weftd_->log();
-  }
-  void TearDown() override {
-    weftd_.reset();
-    std::filesystem::remove_all(dir_);
+  testing::WeftdTestOptions Options() const override {
+    return testing::WeftdTestOptions("contract");
   }
 
   // Sends the request as `token`, checks the answer against the document and returns it.
@@ -54,8 +46,6 @@ class ApiContractTest : public ::testing::Test {
   // The /v1/images routes, as the admin and a tenant whose artifact cnn.pt is no archive.
   void ExerciseImages(const std::string& admin, const std::string& token);
 
-  std::string dir_;
-  std::unique_ptr<WeftdProcess> weftd_;
   testing::OpenApiDocument doc_{std::string(WEFT_SOURCE_DIR) + "/docs/openapi.yaml"};
   int checked_ = 0;
 };

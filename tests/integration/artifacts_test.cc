@@ -10,7 +10,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "integration/weftd_process.h"
+#include "integration/weftd_test.h"
 #include "nlohmann/json.hpp"
 
 namespace weft {
@@ -18,21 +18,14 @@ namespace {
 
 using json = nlohmann::json;
 using ::testing::HasSubstr;
-using testing::WeftdProcess;
 
-class ArtifactsTest : public ::testing::Test {
+class ArtifactsTest : public testing::WeftdTest {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/weft-artifacts-XXXXXX";
-    dir_ = mkdtemp(tmpl);
-    weftd_ = std::make_unique<WeftdProcess>(dir_ + "/data");
-    // 1 MiB per artifact, 2 MiB per tenant: small enough to reach in a test.
-    weftd_->set_args({"--max-artifact-mb", "1", "--tenant-artifact-mb", "2"});
-    ASSERT_TRUE(weftd_->Start()) << weftd_->log();
-  }
-  void TearDown() override {
-    weftd_.reset();
-    std::filesystem::remove_all(dir_);
+  // 1 MiB per artifact, 2 MiB per tenant: small enough to reach in a test.
+  testing::WeftdTestOptions Options() const override {
+    testing::WeftdTestOptions o("artifacts");
+    o.args = {"--max-artifact-mb", "1", "--tenant-artifact-mb", "2"};
+    return o;
   }
 
   // A file of `bytes` random bytes (seeded by `seed`) in the test's directory.
@@ -56,17 +49,6 @@ class ArtifactsTest : public ::testing::Test {
     for (const auto& f : std::filesystem::directory_iterator(d)) out.push_back(f.path());
     return out;
   }
-  std::string NewTenantToken(const std::string& name) {
-    const std::string admin = weftd_->admin_token();
-    EXPECT_EQ(weftd_->CliAs(admin, {"tenant", "create", name}).exit_code, 0);
-    std::string out = weftd_->CliAs(admin, {"token", "create", name}).output;
-    std::smatch m;
-    EXPECT_TRUE(std::regex_search(out, m, std::regex("weft_[0-9a-f]{64}"))) << out;
-    return m.size() ? m[0].str() : "";
-  }
-
-  std::string dir_;
-  std::unique_ptr<WeftdProcess> weftd_;
 };
 
 TEST_F(ArtifactsTest, StoredOnceByContentOwnerOnlyAndReturnedUnchanged) {
@@ -113,7 +95,7 @@ TEST_F(ArtifactsTest, StoredOnceByContentOwnerOnlyAndReturnedUnchanged) {
 }
 
 TEST_F(ArtifactsTest, AnotherTenantsArtifactIsNotFoundAndTheAdminOwnsNone) {
-  const std::string acme = NewTenantToken("acme");
+  const std::string acme = NewTenant("acme");
   const std::string file = RandomFile("secret.pt", 5000, 3);
   ASSERT_EQ(weftd_->CliAs(acme, {"artifact", "upload", file}).exit_code, 0);
   auto other = weftd_->Client();  // tenant default

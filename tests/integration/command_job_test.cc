@@ -14,7 +14,7 @@
 #include <regex>
 #include <thread>
 
-#include "integration/weftd_process.h"
+#include "integration/weftd_test.h"
 #include "nlohmann/json.hpp"
 
 namespace weft {
@@ -23,88 +23,25 @@ namespace {
 using json = nlohmann::json;
 using ::testing::HasSubstr;
 using ::testing::Not;
-using testing::WeftdProcess;
 
-constexpr char kData[] = "/usr/share/datasets/fashion-mnist";
-
-class CommandJobTest : public ::testing::Test {
+class CommandJobTest : public testing::WeftdTest {
  protected:
+  testing::WeftdTestOptions Options() const override {
+    testing::WeftdTestOptions o("command");
+    o.fashion_mnist = true;
+    return o;
+  }
   void SetUp() override {
-    if (!std::filesystem::exists(std::string(kData) + "/train-images-idx3-ubyte.gz")) {
-      GTEST_SKIP() << "Fashion-MNIST is not installed";
-    }
     const char* runtime = getenv("WEFT_TEST_RUNTIME");
     unconfined_ = runtime != nullptr && std::string(runtime) == "none";
     if (unconfined_ && !std::filesystem::exists("/usr/bin/bwrap")) {
       GTEST_SKIP() << "bubblewrap is not installed (scripts/install-deps.sh installs it)";
     }
-    char tmpl[] = "/tmp/weft-command-XXXXXX";
-    dir_ = mkdtemp(tmpl);
-    weftd_ = std::make_unique<WeftdProcess>(dir_ + "/data");
-    ASSERT_TRUE(weftd_->Start()) << weftd_->log();
-  }
-  void TearDown() override {
-    weftd_.reset();
-    if (!dir_.empty()) std::filesystem::remove_all(dir_);
+    WeftdTest::SetUp();
   }
 
-  // A .tar.gz of `files` (paths), each stored under its base name.
-  std::string Archive(const std::string& name, const std::vector<std::string>& files) {
-    const std::string path = dir_ + "/" + name + ".tar.gz";
-    std::vector<std::string> argv = {"/usr/bin/tar", "-czf", path};
-    for (const std::string& f : files) {
-      const std::filesystem::path p(f);
-      argv.insert(argv.end(), {"-C", p.parent_path().string(), p.filename().string()});
-    }
-    auto r = testing::RunCommand(argv);
-    EXPECT_EQ(r.exit_code, 0) << r.output;
-    return path;
-  }
-  std::string Write(const std::string& name, const std::string& text) {
-    const std::string path = dir_ + "/" + name;
-    std::ofstream(path) << text;
-    return path;
-  }
-  std::string SubmitAs(const std::string& token, const std::string& manifest,
-                       const std::vector<std::string>& extra = {}) {
-    std::vector<std::string> args = {"submit", manifest};
-    args.insert(args.end(), extra.begin(), extra.end());
-    auto r = weftd_->CliAs(token, args);
-    EXPECT_EQ(r.exit_code, 0) << r.output;
-    std::smatch m;
-    const std::string out = r.output;
-    return std::regex_search(out, m, std::regex("job (job-[0-9a-z]+-[0-9a-z]+) submitted"))
-               ? m[1].str()
-               : "";
-  }
-  json Get(const std::string& path) {
-    auto r = weftd_->Client().Get(path);
-    return r ? json::parse(r->body, nullptr, false) : json();
-  }
-  template <typename Pred>
-  json WaitUntil(const std::string& id, Pred done, int timeout_s, const std::string& what) {
-    json j;
-    for (int i = 0; i < timeout_s * 5; ++i) {
-      j = Get("/v1/jobs/" + id);
-      if (j.is_object() && done(j)) return j;
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    }
-    ADD_FAILURE() << id << ": " << what << " never happened: " << j.dump(2);
-    return j;
-  }
   json WaitSettled(const std::string& id, int timeout_s) {
-    return WaitUntil(
-        id,
-        [](const json& j) {
-          const std::string s = j.value("state", "");
-          return s == "COMPLETED" || s == "FAILED";
-        },
-        timeout_s, "the end");
-  }
-  std::string Log(const std::string& id, int rank) {
-    auto r = weftd_->Cli({"logs", id, "--rank", std::to_string(rank)});
-    EXPECT_EQ(r.exit_code, 0) << r.output;
-    return r.output;
+    return WaitFor(id, {"COMPLETED", "FAILED"}, timeout_s);
   }
   // Pids of job `id`'s rank `rank` running the program `script` (not weft-learner, not bwrap).
   static std::vector<int64_t> ProgramPids(const std::string& id, int rank,
@@ -120,8 +57,6 @@ class CommandJobTest : public ::testing::Test {
     return out;
   }
 
-  std::string dir_;
-  std::unique_ptr<WeftdProcess> weftd_;
   // weftd --runtime none (WEFT_TEST_RUNTIME): programs in bubblewrap's sandbox, not containers.
   bool unconfined_ = false;
 };
@@ -189,13 +124,8 @@ targets: {deliver: 0.6}
 
 TEST_F(CommandJobTest, TheSandboxDeniesWhatIsNotTheJobsAndNothingWrittenEscapes) {
   // Another tenant's job, halted while queued: its directory exists.
-  auto tenant = weftd_->CliAs(weftd_->admin_token(), {"tenant", "create", "other"});
-  ASSERT_EQ(tenant.exit_code, 0) << tenant.output;
-  auto tok = weftd_->CliAs(weftd_->admin_token(), {"token", "create", "other"});
-  std::smatch m;
-  const std::string tok_out = tok.output;
-  ASSERT_TRUE(std::regex_search(tok_out, m, std::regex("weft_[0-9a-f]{64}"))) << tok_out;
-  const std::string other = m[0].str();
+  const std::string other = NewTenant("other");
+  ASSERT_FALSE(other.empty());
   const std::string other_id = SubmitAs(other, Write("other.yaml",
                                                      "name: other\nmodel: {architecture: mlp}\n"
                                                      "training: {epochs: 1}\npriority: low\n"));

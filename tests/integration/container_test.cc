@@ -12,7 +12,7 @@
 #include <regex>
 
 #include "common/files.h"
-#include "integration/weftd_process.h"
+#include "integration/weftd_test.h"
 #include "nlohmann/json.hpp"
 #include "train/torchscript_fixture.h"
 
@@ -22,49 +22,31 @@ namespace {
 using json = nlohmann::json;
 using ::testing::HasSubstr;
 using ::testing::Not;
-using testing::WeftdProcess;
 
 constexpr int kPidsLimit = 256;
 
 // Each test runs under podman (the default) and under bubblewrap (weftd --runtime bwrap).
-class ContainerTest : public ::testing::TestWithParam<std::string> {
+class ContainerTest : public testing::WeftdTestWithParam<std::string> {
  protected:
+  testing::WeftdTestOptions Options() const override {
+    testing::WeftdTestOptions o("container");
+    o.containers = true;
+    o.terminal = true;
+    o.args = {"--learner-pids-limit", std::to_string(kPidsLimit), "--runtime", GetParam()};
+    return o;
+  }
   void SetUp() override {
-    if (const char* r = getenv("WEFT_TEST_RUNTIME"); r != nullptr && std::string(r) == "none") {
-      GTEST_SKIP() << "learners run unconfined in this run (WEFT_TEST_RUNTIME=none)";
-    }
-    char tmpl[] = "/tmp/weft-container-XXXXXX";
-    dir_ = mkdtemp(tmpl);
-    weftd_ = std::make_unique<WeftdProcess>(dir_ + "/data");
-    weftd_->set_terminal(true);
-    weftd_->set_args({"--learner-pids-limit", std::to_string(kPidsLimit), "--runtime", GetParam()});
-    ASSERT_TRUE(weftd_->Start()) << weftd_->log();
+    WeftdTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     ASSERT_THAT(weftd_->log(), HasSubstr("runtime " + GetParam() + ": "))
         << "podman and bubblewrap are installed by scripts/install-deps.sh, and "
            "scripts/build-runtime-image.sh builds podman's image";
     ASSERT_THAT(weftd_->log(), Not(HasSubstr("cannot run learners"))) << weftd_->log();
   }
-  void TearDown() override {
-    weftd_.reset();
-    if (!dir_.empty()) std::filesystem::remove_all(dir_);
-  }
-  std::string Write(const std::string& name, const std::string& text) {
-    const std::string path = dir_ + "/" + name;
-    std::ofstream(path) << text;
-    return path;
-  }
-  std::string Archive(const std::string& name, const std::string& file) {
-    const std::string path = dir_ + "/" + name + ".tar.gz";
-    const std::filesystem::path p(file);
-    auto r = testing::RunCommand(
-        {"/usr/bin/tar", "-czf", path, "-C", p.parent_path().string(), p.filename().string()});
-    EXPECT_EQ(r.exit_code, 0) << r.output;
-    return path;
-  }
   // Submits a command job running `program` (a Python file) with `args` as the default tenant.
   std::string SubmitProgram(const std::string& name, const std::string& program,
                             const std::vector<std::string>& args, const std::string& extra = "") {
-    const std::string code = Archive(name + "-code", Write(name + ".py", program));
+    const std::string code = Archive(name + "-code", {Write(name + ".py", program)});
     std::string command = "[python3, " + name + ".py";
     for (const std::string& a : args) command += ", \"" + a + "\"";
     command += "]";
@@ -75,7 +57,7 @@ class ContainerTest : public ::testing::TestWithParam<std::string> {
     return testing::SubmittedJobId(r.output);
   }
   json Settled(const std::string& id, int timeout_s) {
-    return weftd_->WaitForJob(id, {"COMPLETED", "FAILED"}, timeout_s);
+    return WaitFor(id, {"COMPLETED", "FAILED"}, timeout_s);
   }
   // Every learner log and weftd's own log, together.
   std::string AllLogs(const std::string& id) {
@@ -86,9 +68,6 @@ class ContainerTest : public ::testing::TestWithParam<std::string> {
     }
     return all;
   }
-
-  std::string dir_;
-  std::unique_ptr<WeftdProcess> weftd_;
 };
 
 // The first finding: a TorchScript model read weftd's admin token into its log and wrote

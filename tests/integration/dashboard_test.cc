@@ -11,14 +11,13 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "integration/weftd_process.h"
+#include "integration/weftd_test.h"
 #include "nlohmann/json.hpp"
 
 namespace weft {
 namespace {
 
 using json = nlohmann::json;
-using testing::WeftdProcess;
 
 // Long enough that it is still training while the browser watches (30 epochs of the MLP take
 // minutes); the test halts it. Evaluated often so the accuracy curve visibly grows.
@@ -48,47 +47,54 @@ std::string FindProgram(const std::vector<std::string>& names) {
   return "";
 }
 
-TEST(DashboardTest, SignInWatchAJobTrainAndHaltItInARealBrowser) {
-  const std::string node = FindProgram({"node", "nodejs"});
-  const std::string chromium = FindProgram({"chromium", "chromium-browser", "google-chrome"});
-  const std::string source = WEFT_SOURCE_DIR;
-  if (node.empty() || chromium.empty() ||
-      !std::filesystem::exists(source + "/ui/node_modules/playwright-core")) {
-    GTEST_SKIP() << "no browser to drive: needs node, chromium and playwright-core in "
-                    "ui/node_modules (scripts/install-deps.sh installs all three)";
+// weftd starts only when there is a browser to drive.
+class DashboardTest : public testing::WeftdTest {
+ protected:
+  testing::WeftdTestOptions Options() const override {
+    testing::WeftdTestOptions o("dashboard");
+    o.start = false;
+    return o;
   }
-  char tmpl[] = "/tmp/weft-dashboard-XXXXXX";
-  const std::string dir = mkdtemp(tmpl);
-  {
-    WeftdProcess weftd(dir + "/data");
-    ASSERT_TRUE(weftd.Start()) << weftd.log();
-    auto submitted = weftd.Client().Post("/v1/jobs", kManifest, "application/yaml");
-    ASSERT_TRUE(submitted);
-    ASSERT_EQ(submitted->status, 201) << submitted->body;
-    const std::string id = json::parse(submitted->body).value("id", "");
-    // Running before the browser opens it.
-    std::string state;
-    for (int i = 0; i < 300 && state != "RUNNING" && state != "DELIVERED"; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      auto r = weftd.Client().Get("/v1/jobs/" + id);
-      if (r && r->status == 200) state = json::parse(r->body).value("state", "");
+  void SetUp() override {
+    node_ = FindProgram({"node", "nodejs"});
+    chromium_ = FindProgram({"chromium", "chromium-browser", "google-chrome"});
+    if (node_.empty() || chromium_.empty() ||
+        !std::filesystem::exists(std::string(WEFT_SOURCE_DIR) +
+                                 "/ui/node_modules/playwright-core")) {
+      GTEST_SKIP() << "no browser to drive: needs node, chromium and playwright-core in "
+                      "ui/node_modules (scripts/install-deps.sh installs all three)";
     }
-    ASSERT_THAT(state, ::testing::AnyOf("RUNNING", "DELIVERED"));
-
-    const std::string artifacts = std::string(WEFT_BIN_DIR) + "/../test-artifacts/dashboard";
-    auto run = testing::RunCommand({node, source + "/tests/ui/dashboard.mjs"},
-                                   {"WEFT_URL=" + weftd.url(), "WEFT_TOKEN=" + weftd.token(),
-                                    "WEFT_JOB=" + id, "WEFT_ADMIN_TOKEN=" + weftd.admin_token(),
-                                    "WEFT_ARTIFACTS=" + artifacts, "CHROMIUM=" + chromium},
-                                   300);
-    EXPECT_EQ(run.exit_code, 0) << run.output;
-    // What the browser did is what weftd now holds.
-    auto r = weftd.Client().Get("/v1/jobs/" + id);
-    ASSERT_TRUE(r);
-    EXPECT_EQ(json::parse(r->body).value("state", ""), "HALTED") << r->body;
-    EXPECT_TRUE(std::filesystem::exists(artifacts + "/job.png"));
+    WeftdTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    StartWeftd();
   }
-  std::filesystem::remove_all(dir);
+
+  std::string node_, chromium_;
+};
+
+TEST_F(DashboardTest, SignInWatchAJobTrainAndHaltItInARealBrowser) {
+  const std::string source = WEFT_SOURCE_DIR;
+  auto submitted = weftd_->Client().Post("/v1/jobs", kManifest, "application/yaml");
+  ASSERT_TRUE(submitted);
+  ASSERT_EQ(submitted->status, 201) << submitted->body;
+  const std::string id = json::parse(submitted->body).value("id", "");
+  // Running before the browser opens it.
+  const json running = WaitFor(id, {"RUNNING", "DELIVERED"}, 30);
+  ASSERT_TRUE(running.is_object());
+  ASSERT_THAT(running.value("state", ""), ::testing::AnyOf("RUNNING", "DELIVERED"));
+
+  const std::string artifacts = std::string(WEFT_BIN_DIR) + "/../test-artifacts/dashboard";
+  auto run = testing::RunCommand({node_, source + "/tests/ui/dashboard.mjs"},
+                                 {"WEFT_URL=" + weftd_->url(), "WEFT_TOKEN=" + weftd_->token(),
+                                  "WEFT_JOB=" + id, "WEFT_ADMIN_TOKEN=" + weftd_->admin_token(),
+                                  "WEFT_ARTIFACTS=" + artifacts, "CHROMIUM=" + chromium_},
+                                 300);
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  // What the browser did is what weftd now holds.
+  const json after = Get("/v1/jobs/" + id);
+  ASSERT_TRUE(after.is_object());
+  EXPECT_EQ(after.value("state", ""), "HALTED") << after.dump(2);
+  EXPECT_TRUE(std::filesystem::exists(artifacts + "/job.png"));
 }
 
 }  // namespace

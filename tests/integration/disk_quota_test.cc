@@ -8,7 +8,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "integration/weftd_process.h"
+#include "integration/weftd_test.h"
 #include "nlohmann/json.hpp"
 
 namespace weft {
@@ -16,20 +16,13 @@ namespace {
 
 using json = nlohmann::json;
 using ::testing::HasSubstr;
-using testing::WeftdProcess;
 
-class DiskQuotaServiceTest : public ::testing::Test {
+class DiskQuotaServiceTest : public testing::WeftdTest {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/weft-disk-quota-XXXXXX";
-    dir_ = mkdtemp(tmpl);
-    weftd_ = std::make_unique<WeftdProcess>(dir_ + "/data");
-    weftd_->set_args({"--disk-check-seconds", "0.2"});
-    ASSERT_TRUE(weftd_->Start()) << weftd_->log();
-  }
-  void TearDown() override {
-    weftd_.reset();
-    std::filesystem::remove_all(dir_);
+  testing::WeftdTestOptions Options() const override {
+    testing::WeftdTestOptions o("disk-quota");
+    o.args = {"--disk-check-seconds", "0.2"};
+    return o;
   }
   // The admin's PATCH of tenant `default`: status and answer.
   std::pair<int, json> PatchDefault(const std::string& body) {
@@ -38,23 +31,6 @@ class DiskQuotaServiceTest : public ::testing::Test {
     if (!r) return {0, json()};
     return {r->status, json::parse(r->body, nullptr, false)};
   }
-  json Job(const std::string& id) {
-    auto r = weftd_->Client().Get("/v1/jobs/" + id);
-    return r ? json::parse(r->body, nullptr, false) : json();
-  }
-  json WaitFor(const std::string& id, const std::string& state, int timeout_s) {
-    json j;
-    for (int i = 0; i < timeout_s * 10; ++i) {
-      j = Job(id);
-      if (j.value("state", "") == state) return j;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    ADD_FAILURE() << "job " << id << " did not reach " << state << ": " << j.dump(2);
-    return j;
-  }
-
-  std::string dir_;
-  std::unique_ptr<WeftdProcess> weftd_;
 };
 
 TEST_F(DiskQuotaServiceTest, AJobPastItsTenantsQuotaIsHaltedAndGoesOnOnceThereIsRoom) {
@@ -75,7 +51,7 @@ TEST_F(DiskQuotaServiceTest, AJobPastItsTenantsQuotaIsHaltedAndGoesOnOnceThereIs
   ASSERT_TRUE(submitted);
   ASSERT_EQ(submitted->status, 201) << submitted->body;
   const std::string id = json::parse(submitted->body).value("id", "");
-  json halted = WaitFor(id, "HALTED", 120);
+  json halted = WaitFor(id, {"HALTED"}, 120);
   EXPECT_THAT(halted.value("reason", ""), HasSubstr("of its 2.0 MiB disk quota"));
 
   // The tenant is told why at every door; the admin sees the figures.
@@ -104,7 +80,7 @@ TEST_F(DiskQuotaServiceTest, AJobPastItsTenantsQuotaIsHaltedAndGoesOnOnceThereIs
   resume = weftd_->Client().Post("/v1/jobs/" + id + "/resume", "", "application/json");
   ASSERT_TRUE(resume);
   ASSERT_EQ(resume->status, 200) << resume->body;
-  json done = WaitFor(id, "COMPLETED", 180);
+  json done = WaitFor(id, {"COMPLETED"}, 180);
   EXPECT_TRUE(done["models"].contains("final")) << done.dump(2);
   auto log = weftd_->Client().Get("/v1/jobs/" + id + "/logs");
   ASSERT_TRUE(log);

@@ -36,14 +36,14 @@ TEST_F(ElasticGangTest, ALossRacingACheckpointAndAHaltResumesWithEveryEpochExact
       id, [](const json& j) { return j.value("generation", 0) >= 2; }, 60, "generation 2");
   auto halt = weftd_->Cli({"halt", id});
   ASSERT_EQ(halt.exit_code, 0) << halt.output;
-  json halted = WaitFor(id, "HALTED", 120);
+  json halted = WaitFor(id, {"HALTED"}, 120);
   EXPECT_EQ(halted["attempt"], 1) << History(halted);
   EXPECT_EQ(PidsById(halted).size(), 0u) << "no learner is left running: " << halted.dump(2);
   const int64_t halted_at = halted["progress"].value("step", 0);
 
   auto resume = weftd_->Cli({"resume", id});
   ASSERT_EQ(resume.exit_code, 0) << resume.output;
-  json done = WaitFor(id, "COMPLETED", 400);
+  json done = WaitFor(id, {"COMPLETED"}, 400);
   EXPECT_EQ(done["attempt"], 2) << History(done);
 
   EXPECT_EQ(done["progress"]["samples"].get<int64_t>(), 30 * 12000) << done.dump(2);
@@ -79,7 +79,7 @@ TEST_F(ElasticGangTest, ALearnerLostWhileWeftdIsDownIsHandledInPlaceByTheNextWef
   EXPECT_EQ(after.at(0), first.at(0)) << "learner 0 was not restarted";
   EXPECT_EQ(after.at(2), first.at(2)) << "learner 2 was not restarted";
 
-  json done = WaitFor(id, "COMPLETED", 400);
+  json done = WaitFor(id, {"COMPLETED"}, 400);
   EXPECT_EQ(done["attempt"], 1) << History(done);
   EXPECT_THAT(History(done), HasSubstr("generation 2: learner 1 "));
   EXPECT_THAT(History(done), HasSubstr("2 learners go on without a restart"));
@@ -108,7 +108,7 @@ TEST_F(ElasticGangTest, AHungLearnerIsKilledAndTheOthersGoOnInPlace) {
   EXPECT_NE(::kill(static_cast<pid_t>(first.at(1)), 0), 0) << "the hung learner was killed";
   for (int64_t pid : hung) EXPECT_NE(::kill(static_cast<pid_t>(pid), 0), 0) << "pid " << pid;
 
-  json done = WaitFor(id, "COMPLETED", 400);
+  json done = WaitFor(id, {"COMPLETED"}, 400);
   EXPECT_EQ(done["attempt"], 1) << History(done);
   EXPECT_THAT(History(done), HasSubstr("generation 2: learner 1 killed by signal 9 (SIGKILL): "
                                        "stopped heartbeating (silent "));

@@ -10,7 +10,7 @@
 #include <set>
 #include <thread>
 
-#include "integration/weftd_process.h"
+#include "integration/weftd_test.h"
 #include "job/job_spec.h"
 #include "nlohmann/json.hpp"
 #include "train/training_loop.h"
@@ -20,24 +20,15 @@ namespace {
 
 using nlohmann::json;
 using ::testing::HasSubstr;
-using testing::WeftdProcess;
 
 const std::string kSmoke = std::string(WEFT_SOURCE_DIR) + "/examples/fashion-mnist-mlp-smoke.yaml";
 
-class EndToEndTest : public ::testing::Test {
+class EndToEndTest : public testing::WeftdTest {
  protected:
-  void SetUp() override {
-    if (!std::filesystem::exists(std::string(kDefaultDataPath) + "/train-images-idx3-ubyte.gz")) {
-      GTEST_SKIP() << "Fashion-MNIST is not installed (scripts/install-deps.sh)";
-    }
-    char tmpl[] = "/tmp/weft-e2e-XXXXXX";
-    dir_ = mkdtemp(tmpl);
-    weftd_ = std::make_unique<WeftdProcess>(dir_ + "/data");
-    ASSERT_TRUE(weftd_->Start()) << weftd_->log();
-  }
-  void TearDown() override {
-    weftd_.reset();
-    if (!dir_.empty()) std::filesystem::remove_all(dir_);
+  testing::WeftdTestOptions Options() const override {
+    testing::WeftdTestOptions o("e2e");
+    o.fashion_mnist = true;
+    return o;
   }
 
   httplib::Client Http() const { return weftd_->Client(); }
@@ -51,15 +42,9 @@ class EndToEndTest : public ::testing::Test {
     return json::parse(r->body, nullptr, false);
   }
 
-  json WaitFor(const std::string& id, const std::vector<std::string>& states, int timeout_s) {
-    return weftd_->WaitForJob(id, states, timeout_s);
-  }
   static std::string JobIdFrom(const std::string& output) {
     return testing::SubmittedJobId(output);
   }
-
-  std::string dir_;
-  std::unique_ptr<WeftdProcess> weftd_;
 };
 
 TEST_F(EndToEndTest, SmokeJobCompletesWithModelsLogsMetricsAndSurvivesRestart) {

@@ -10,7 +10,7 @@
 #include "common/sse.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "integration/weftd_process.h"
+#include "integration/weftd_test.h"
 #include "nlohmann/json.hpp"
 
 namespace weft {
@@ -19,7 +19,6 @@ namespace {
 using json = nlohmann::json;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-using testing::WeftdProcess;
 
 const std::string kSmoke = std::string(WEFT_SOURCE_DIR) + "/examples/fashion-mnist-mlp-smoke.yaml";
 
@@ -30,27 +29,9 @@ struct Read {
   std::string content_type;
 };
 
-class EventsTest : public ::testing::Test {
+class EventsTest : public testing::WeftdTest {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/weft-events-XXXXXX";
-    dir_ = mkdtemp(tmpl);
-    weftd_ = std::make_unique<WeftdProcess>(dir_ + "/data");
-    ASSERT_TRUE(weftd_->Start()) << weftd_->log();
-  }
-  void TearDown() override {
-    weftd_.reset();
-    if (!dir_.empty()) std::filesystem::remove_all(dir_);
-  }
-
-  std::string TokenOfNewTenant(const std::string& name) {
-    const std::string admin = weftd_->admin_token();
-    EXPECT_EQ(weftd_->CliAs(admin, {"tenant", "create", name}).exit_code, 0);
-    auto t = weftd_->CliAs(admin, {"token", "create", name});
-    std::smatch m;
-    EXPECT_TRUE(std::regex_search(t.output, m, std::regex("weft_[0-9a-f]{64}"))) << t.output;
-    return m.size() ? m[0].str() : "";
-  }
+  testing::WeftdTestOptions Options() const override { return testing::WeftdTestOptions("events"); }
 
   // Reads `path` as `token` until `stop` says so, the server ends it, or `timeout_s` of silence.
   Read Stream(const std::string& token, const std::string& path,
@@ -81,13 +62,10 @@ class EventsTest : public ::testing::Test {
     out.ended_by_server = r && !stopped;
     return out;
   }
-
-  std::string dir_;
-  std::unique_ptr<WeftdProcess> weftd_;
 };
 
 TEST_F(EventsTest, AJobsStreamCarriesItsLifeFromSnapshotToCompletionAndOnlyToItsTenant) {
-  const std::string other = TokenOfNewTenant("other");
+  const std::string other = NewTenant("other");
   std::ifstream in(kSmoke);
   std::string manifest((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   auto submitted = weftd_->Client().Post("/v1/jobs", manifest, "application/yaml");

@@ -15,7 +15,7 @@
 #include <thread>
 
 #include "executor/slurm_cluster.h"
-#include "integration/weftd_process.h"
+#include "integration/weftd_test.h"
 #include "nlohmann/json.hpp"
 #include "store/pg_cluster.h"
 #include "train/training_loop.h"
@@ -25,43 +25,34 @@ namespace {
 
 using nlohmann::json;
 using ::testing::HasSubstr;
-using testing::PgCluster;
 using testing::SlurmCluster;
 using testing::WeftdProcess;
 
 constexpr char kLease[] = "2";  // seconds
 
-class FailoverTest : public ::testing::Test {
+// A leader and a standby weftd on one PostgreSQL store; each test starts the pair.
+class FailoverTest : public testing::WeftdTest {
  protected:
-  void SetUp() override {
-    if (!std::filesystem::exists(std::string(kDefaultDataPath) + "/train-images-idx3-ubyte.gz")) {
-      GTEST_SKIP() << "Fashion-MNIST is not installed (scripts/install-deps.sh)";
-    }
-    std::string why;
-    pg_ = PgCluster::Start(&why);
-    if (pg_ == nullptr) GTEST_SKIP() << "no PostgreSQL here: " << why;
-    uri_ = pg_->Database("weft");
-    ASSERT_FALSE(uri_.empty());
-    char tmpl[] = "/tmp/weft-failover-XXXXXX";
-    dir_ = mkdtemp(tmpl);
+  testing::WeftdTestOptions Options() const override {
+    testing::WeftdTestOptions o("failover");
+    o.fashion_mnist = true;
+    o.postgresql = true;
+    o.start = false;
+    return o;
   }
   void TearDown() override {
     standby_.reset();
     leader_.reset();
-    slurm_.reset();
-    if (!dir_.empty()) std::filesystem::remove_all(dir_);
+    WeftdTest::TearDown();
   }
 
   // Starts weftd `a` (it leads) and then `b` (it stands by) on the store and one data directory,
   // with `args` and `env` added.
   void StartPair(const std::vector<std::string>& args, const std::vector<std::string>& env) {
-    leader_ = std::make_unique<WeftdProcess>(dir_ + "/data");
-    standby_ = std::make_unique<WeftdProcess>(dir_ + "/data");
-    for (auto& [w, name] : {std::pair{leader_.get(), "a"}, std::pair{standby_.get(), "b"}}) {
-      std::vector<std::string> all = {"--store", uri_, "--name", name, "--lease-seconds", kLease};
+    for (auto [w, name] : {std::pair{&leader_, "a"}, std::pair{&standby_, "b"}}) {
+      std::vector<std::string> all = {"--name", name, "--lease-seconds", kLease};
       all.insert(all.end(), args.begin(), args.end());
-      w->set_args(all);
-      w->set_env(env);
+      *w = MakeWeftd("data", all, env);
     }
     ASSERT_TRUE(leader_->Start()) << leader_->log();
     standby_->set_token(leader_->token());
@@ -107,10 +98,6 @@ class FailoverTest : public ::testing::Test {
                         std::to_string(epoch) + ") THEN RAISE EXCEPTION 'none'; END IF; END $$");
   }
 
-  std::unique_ptr<PgCluster> pg_;
-  std::unique_ptr<SlurmCluster> slurm_;
-  std::string uri_;
-  std::string dir_;
   std::unique_ptr<WeftdProcess> leader_, standby_;
 };
 

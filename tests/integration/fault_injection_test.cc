@@ -20,7 +20,7 @@
 #include <sstream>
 #include <thread>
 
-#include "integration/weftd_process.h"
+#include "integration/weftd_test.h"
 #include "job/job_spec.h"
 #include "nlohmann/json.hpp"
 #include "store/sqlite_store.h"
@@ -47,19 +47,19 @@ double Seconds(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
 
-class FaultInjectionTest : public ::testing::Test {
+// Each trial runs its own weftd (MakeWeftd) on a fresh data directory.
+class FaultInjectionTest : public testing::WeftdTest {
  protected:
-  void SetUp() override {
-    if (!std::filesystem::exists(std::string(kDefaultDataPath) + "/train-images-idx3-ubyte.gz")) {
-      GTEST_SKIP() << "Fashion-MNIST is not installed";
-    }
-    char tmpl[] = "/tmp/weft-faults-XXXXXX";
-    dir_ = mkdtemp(tmpl);
-    manifest_ = dir_ + "/job.yaml";
-    std::ofstream(manifest_) << kManifest;
+  testing::WeftdTestOptions Options() const override {
+    testing::WeftdTestOptions o("faults");
+    o.fashion_mnist = true;
+    o.start = false;
+    return o;
   }
-  void TearDown() override {
-    if (!dir_.empty()) std::filesystem::remove_all(dir_);
+  void SetUp() override {
+    WeftdTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    manifest_ = Write("job.yaml", kManifest);
   }
 
   // The answer's JSON object; an empty object when weftd does not answer 200 with one (so a
@@ -73,29 +73,7 @@ class FaultInjectionTest : public ::testing::Test {
     return j.is_object() ? j : json::object();
   }
 
-  std::string Submit(const WeftdProcess& w) {
-    auto r = w.Cli({"submit", manifest_});
-    std::smatch m;
-    std::regex re("job (job-[0-9a-z]+-[0-9a-z]+) submitted");
-    EXPECT_TRUE(std::regex_search(r.output, m, re)) << r.output;
-    return m.size() > 1 ? m[1].str() : "";
-  }
-
-  json WaitFor(const WeftdProcess& w, const std::string& id, const std::vector<std::string>& states,
-               double timeout_s) {
-    json j;
-    auto deadline = Clock::now() + std::chrono::milliseconds(static_cast<int>(timeout_s * 1000));
-    while (Clock::now() < deadline) {
-      j = Get(w, "/v1/jobs/" + id);
-      for (const auto& s : states) {
-        if (j.value("state", "") == s) return j;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return j;
-  }
-
-  std::string dir_, manifest_;
+  std::string manifest_;
 };
 
 TEST_F(FaultInjectionTest, JobsSurviveKillsOfLearnerAndWeftdAtRandomInstants) {
@@ -109,12 +87,12 @@ TEST_F(FaultInjectionTest, JobsSurviveKillsOfLearnerAndWeftdAtRandomInstants) {
   double baseline = 0;
   int baseline_ms = 0;
   {
-    WeftdProcess w(dir_ + "/baseline");
-    ASSERT_TRUE(w.Start()) << w.log();
-    std::string id = Submit(w);
-    WaitFor(w, id, {"RUNNING", "COMPLETED", "FAILED"}, 60);
+    auto w = MakeWeftd("baseline");
+    ASSERT_TRUE(w->Start()) << w->log();
+    std::string id = w->Submit(manifest_);
+    w->WaitForJob(id, {"RUNNING", "COMPLETED", "FAILED"}, 60);
     Clock::time_point running = Clock::now();
-    json j = WaitFor(w, id, {"COMPLETED", "FAILED"}, 120);
+    json j = w->WaitForJob(id, {"COMPLETED", "FAILED"}, 120);
     ASSERT_EQ(j.value("state", ""), "COMPLETED") << j.dump(2);
     baseline = j["models"]["final"]["test_accuracy"].get<double>();
     baseline_ms = static_cast<int>(1000 * Seconds(running, Clock::now()));
@@ -129,14 +107,14 @@ TEST_F(FaultInjectionTest, JobsSurviveKillsOfLearnerAndWeftdAtRandomInstants) {
     SCOPED_TRACE("trial " + std::to_string(t) + " (seed " + std::to_string(seed) + ")");
     const int failed_before =
         ::testing::UnitTest::GetInstance()->current_test_info()->result()->total_part_count();
-    std::string data = dir_ + "/trial-" + std::to_string(t);
     // 0: kill -9 the learner, 1: weftd, 2: both, at a random instant of the run; at a failpoint
     // (common/failpoint.h): 3: the learner mid atomic write (temp file written, not renamed),
     // 4: the learner between a checkpoint's write and its commit, 5: weftd right after storing
     // a state transition.
     int target = std::uniform_int_distribution<int>(0, 5)(rng);
     int hit = std::uniform_int_distribution<int>(1, 3)(rng);
-    auto w = std::make_unique<WeftdProcess>(data);
+    const std::string data = dir_ + "/trial-" + std::to_string(t);
+    auto w = MakeWeftd("trial-" + std::to_string(t));
     // Every learner audits the samples of its applied steps: the check at the end proves the
     // kills lost and repeated no sample.
     const std::string audit = "WEFT_LEARNER_AUDIT=1";
@@ -148,7 +126,7 @@ TEST_F(FaultInjectionTest, JobsSurviveKillsOfLearnerAndWeftdAtRandomInstants) {
       w->set_env({audit, "WEFT_LEARNER_FAILPOINT=checkpoint-before-commit@" + std::to_string(hit)});
     if (target == 5) w->set_env({audit, "WEFT_FAILPOINT=after-transition@" + std::to_string(hit)});
     ASSERT_TRUE(w->Start()) << w->log();
-    std::string id = Submit(*w);
+    std::string id = w->Submit(manifest_);
     ASSERT_FALSE(id.empty());
     if (target >= 3) ++failpoint_trials[target - 3];
     if (target == 5) {
@@ -161,7 +139,7 @@ TEST_F(FaultInjectionTest, JobsSurviveKillsOfLearnerAndWeftdAtRandomInstants) {
       ASSERT_TRUE(w->Start()) << w->log();
       api_recovery_s.push_back(Seconds(restart, Clock::now()));
     }
-    json running = WaitFor(*w, id, {"RUNNING", "COMPLETED"}, 60);
+    json running = w->WaitForJob(id, {"RUNNING", "COMPLETED"}, 60);
     ASSERT_TRUE(running.value("state", "") == "RUNNING" ||
                 running.value("state", "") == "COMPLETED")
         << running.dump(2) << w->log();
@@ -190,7 +168,7 @@ TEST_F(FaultInjectionTest, JobsSurviveKillsOfLearnerAndWeftdAtRandomInstants) {
     }
     if (target == 0) {
       // Learner death -> a new learner registered and training again.
-      json again = WaitFor(*w, id, {"RUNNING", "DELIVERED"}, 60);
+      json again = w->WaitForJob(id, {"RUNNING", "DELIVERED", "COMPLETED"}, 60);
       for (int i = 0; i < 200 && again.value("attempt", 0) < 2; ++i) {
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
         again = Get(*w, "/v1/jobs/" + id);
@@ -199,7 +177,7 @@ TEST_F(FaultInjectionTest, JobsSurviveKillsOfLearnerAndWeftdAtRandomInstants) {
         learner_recovery_s.push_back(Seconds(killed_at, Clock::now()));
     }
 
-    json done = WaitFor(*w, id, {"COMPLETED", "FAILED"}, 180);
+    json done = w->WaitForJob(id, {"COMPLETED", "FAILED"}, 180);
     if (target == 3 || target == 4) {
       // The learner's failpoint fired: it crashed once and was restarted.
       EXPECT_GE(done.value("attempt", 0), 2) << "the learner failpoint never fired";

@@ -18,7 +18,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "integration/weftd_process.h"
+#include "integration/weftd_test.h"
 #include "nlohmann/json.hpp"
 
 namespace weft::testing {
@@ -26,53 +26,22 @@ namespace weft::testing {
 using json = nlohmann::json;
 using ::testing::HasSubstr;
 
-inline constexpr char kGangData[] = "/usr/share/datasets/fashion-mnist";
-
-class GangTest : public ::testing::Test {
+class GangTest : public WeftdTest {
  protected:
-  void SetUp() override {
-    if (!std::filesystem::exists(std::string(kGangData) + "/train-images-idx3-ubyte.gz")) {
-      GTEST_SKIP() << "Fashion-MNIST is not installed";
-    }
-    char tmpl[] = "/tmp/weft-gang-XXXXXX";
-    dir_ = mkdtemp(tmpl);
-    // Logical nodes of one cpu each (two, unless a test says otherwise): a 2-learner gang must
-    // spread.
-    std::ofstream nodes(dir_ + "/nodes.yaml");
-    nodes << "nodes:\n";
+  // Logical nodes of `node_cpus_` cpus each (`nodes_` of them); every job's samples are
+  // recorded for ExpectExactAudit().
+  WeftdTestOptions Options() const override {
+    WeftdTestOptions o("gang");
+    o.fashion_mnist = true;
+    o.nodes = "nodes:\n";
     for (int i = 0; i < nodes_; ++i) {
-      nodes << "  - {name: node-" << static_cast<char>('a' + i) << ", cpus: " << node_cpus_
-            << ", memory_mb: 8192}\n";
+      o.nodes += "  - {name: node-" + std::string(1, static_cast<char>('a' + i)) +
+                 ", cpus: " + std::to_string(node_cpus_) + ", memory_mb: 8192}\n";
     }
-    nodes.close();
-    weftd_ = std::make_unique<WeftdProcess>(dir_ + "/data");
-    weftd_->set_args({"--config", dir_ + "/nodes.yaml"});
-    weftd_->set_env({"WEFT_LEARNER_AUDIT=1"});  // every job's samples, checked by Audit()
-    ASSERT_TRUE(weftd_->Start()) << weftd_->log();
-  }
-  void TearDown() override {
-    weftd_.reset();
-    if (!dir_.empty()) std::filesystem::remove_all(dir_);
+    o.env = {"WEFT_LEARNER_AUDIT=1"};
+    return o;
   }
 
-  // Writes the manifest `name` (its body after the name) and submits it; the job's id.
-  std::string Submit(const std::string& name, const std::string& body) {
-    std::string path = dir_ + "/" + name + ".yaml";
-    std::ofstream(path) << "name: " << name << "\n" << body;
-    return weftd_->Submit(path);
-  }
-  json Get(const std::string& path) {
-    auto r = weftd_->Client().Get(path);
-    return r ? json::parse(r->body, nullptr, false) : json();
-  }
-  json WaitUntil(const std::string& id, const std::function<bool(const json&)>& done, int timeout_s,
-                 const std::string& what) {
-    return weftd_->WaitForJobWhere(id, done, timeout_s, what);
-  }
-  json WaitFor(const std::string& id, const std::string& state, int timeout_s) {
-    return weftd_->WaitForJob(id, {state}, timeout_s);
-  }
-  std::string Log(const std::string& id, int rank) { return weftd_->LearnerLog(id, rank); }
   // `weft audit`: every sample of each of `epochs` epochs of 12,000 trained by exactly one
   // applied step of the job's lineage.
   void ExpectExactAudit(const std::string& id, int epochs) {
@@ -91,16 +60,6 @@ class GangTest : public ::testing::Test {
     }
     return out;
   }
-  // Polls learner `learner`'s log until it has `text`.
-  void WaitForLog(const std::string& id, int learner, const std::string& text, int timeout_s) {
-    std::string log;
-    for (int i = 0; i < timeout_s * 5; ++i) {
-      log = Log(id, learner);
-      if (log.find(text) != std::string::npos) return;
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    }
-    ADD_FAILURE() << "learner " << learner << " never logged '" << text << "':\n" << log;
-  }
   std::string History(const json& j) { return testing::HistoryText(j); }
   static std::vector<std::string> Matches(const std::string& text, const std::string& pattern) {
     std::vector<std::string> out;
@@ -111,10 +70,10 @@ class GangTest : public ::testing::Test {
     return out;
   }
 
-  std::string dir_;
+  // Logical nodes (two, unless a test says otherwise: a 2-learner gang must spread) and cpus
+  // of each; a fixture sets them in its constructor.
   int nodes_ = 2;
   int node_cpus_ = 1;
-  std::unique_ptr<WeftdProcess> weftd_;
 };
 
 // One logical node of two cpus: a 2-learner gang is placed on one host.

@@ -53,8 +53,8 @@ TEST_F(GangTest, TwoLearnersReachTheOneLearnerAccuracyOnTheSameDataBudget) {
   EXPECT_EQ(nodes, (std::set<std::string>{"node-a", "node-b"}));
   EXPECT_EQ(testing::LearnerPids(two).size(), 2u);
 
-  json a = WaitFor(one, "COMPLETED", 300);
-  json b = WaitFor(two, "COMPLETED", 300);
+  json a = WaitFor(one, {"COMPLETED"}, 300);
+  json b = WaitFor(two, {"COMPLETED"}, 300);
   const double acc1 = a["models"]["final"]["test_accuracy"];
   const double acc2 = b["models"]["final"]["test_accuracy"];
   RecordProperty("one_learner_accuracy", std::to_string(acc1));
@@ -105,7 +105,7 @@ TEST_F(GangTest, GangHaltsResumesAndSurvivesAKilledLearnerFromRank0sCheckpoint) 
   // Halt: both ranks stop after the same step; rank 0 writes that step's checkpoint.
   auto halt = weftd_->Cli({"halt", id});
   ASSERT_EQ(halt.exit_code, 0) << halt.output;
-  WaitFor(id, "HALTED", 60);
+  WaitFor(id, {"HALTED"}, 60);
   for (int i = 0; i < 100 && !testing::LearnerPids(id).empty(); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
@@ -126,7 +126,7 @@ TEST_F(GangTest, GangHaltsResumesAndSurvivesAKilledLearnerFromRank0sCheckpoint) 
   auto rank1 = testing::LearnerPids(id, 1);
   ASSERT_EQ(rank1.size(), 1u);
   ASSERT_EQ(::kill(static_cast<pid_t>(rank1[0]), SIGKILL), 0);
-  json done = WaitFor(id, "COMPLETED", 400);
+  json done = WaitFor(id, {"COMPLETED"}, 400);
   std::string history;
   for (const auto& e : done["history"]) history += e["reason"].get<std::string>() + "\n";
   EXPECT_THAT(history, HasSubstr("halted by user"));
@@ -187,7 +187,7 @@ TEST_F(GangTest, AnEvaluationInterruptedByALostLearnerIsRedoneAfterTheRestart) {
       {"WEFT_LEARNER_FAILPOINT=evaluation-before-allreduce@1", "WEFT_LEARNER_FAILPOINT_RANK=1"});
   ASSERT_TRUE(weftd_->Start()) << weftd_->log();
   const std::string id = Submit("eval", kBudget + "resources: {learners: 2, cpus: 1}\n");
-  json done = WaitFor(id, "COMPLETED", 300);
+  json done = WaitFor(id, {"COMPLETED"}, 300);
   EXPECT_EQ(done["attempt"], 2);
   std::string history;
   for (const auto& e : done["history"]) history += e["reason"].get<std::string>() + "\n";
@@ -222,7 +222,7 @@ TEST_F(GangTest, AGangOutlivesAKilledWeftdAndIsAdoptedWhole) {
   std::this_thread::sleep_for(std::chrono::seconds(1));
   EXPECT_EQ(sorted_pids(), before) << "both learners keep training without weftd";
   ASSERT_TRUE(weftd_->Start()) << weftd_->log();
-  json done = WaitFor(id, "COMPLETED", 300);
+  json done = WaitFor(id, {"COMPLETED"}, 300);
   EXPECT_EQ(done["attempt"], 1) << "adopted, never restarted";
   EXPECT_THAT(weftd_->log(), HasSubstr("(2 learner(s) in all)"));
   const std::string log0 = Log(id, 0), log1 = Log(id, 1);
@@ -282,13 +282,13 @@ TEST_F(GangTest, AnElasticJobGivesBackWhatItGrewIntoInPlaceAndGrowsBackAfter) {
   EXPECT_NE(shrunk["learners"][0]["node"], other_node[0]);
   // The other job (1 short epoch) ends first; the elastic job grows back into its node in place:
   // a newcomer joins the running learner at a new generation of the same attempt.
-  WaitFor(other, "COMPLETED", 300);
+  WaitFor(other, {"COMPLETED"}, 300);
   WaitForLog(id, 2, "joined generation 3 as rank 1 of 2 at step", 120);
   json regrown = Get("/v1/jobs/" + id);
   EXPECT_EQ(regrown["learners"].size(), 2u) << regrown.dump(2);
   EXPECT_EQ(PidsById(regrown).at(0), first.at(0)) << "learner 0 trains on";
 
-  json done = WaitFor(id, "COMPLETED", 400);
+  json done = WaitFor(id, {"COMPLETED"}, 400);
   EXPECT_EQ(done["attempt"], 1) << "never restarted";
   // 60 epochs of 12,000 samples, each trained once, by 2 learners, then 1, then 2 again.
   EXPECT_EQ(done["progress"]["samples"].get<int64_t>(), 60 * 12000) << done.dump(2);
@@ -342,7 +342,7 @@ TEST_F(ElasticGangTest, AnElasticJobLosesALearnerThenRank0AndGrowsBackWithoutARe
   }
   EXPECT_EQ(j["learners"][0].value("id", -1), 2) << "the lowest surviving rank leads";
 
-  json done = WaitFor(id, "COMPLETED", 400);
+  json done = WaitFor(id, {"COMPLETED"}, 400);
   EXPECT_EQ(done["attempt"], 1) << "never restarted";
   EXPECT_EQ(done["progress"]["samples"].get<int64_t>(), 60 * 12000) << done.dump(2);
   EXPECT_DOUBLE_EQ(done["progress"]["fraction"].get<double>(), 1.0) << done["progress"].dump();
@@ -360,7 +360,7 @@ TEST_F(ElasticGangTest, AnElasticJobLosesALearnerThenRank0AndGrowsBackWithoutARe
   // The same data budget trained by a fixed gang of 3 from start to end: the elastic run (3, 2,
   // 3, 2, 3 learners, its rate rescaled at each change) reaches the same accuracy within a point.
   // The best of its evaluations, as an epoch's accuracy moves by a point from one to the next.
-  json fixed = WaitFor(Submit("fixed", MlpJob(60, "3")), "COMPLETED", 400);
+  json fixed = WaitFor(Submit("fixed", MlpJob(60, "3")), {"COMPLETED"}, 400);
   const double elastic_best = done.value("best_test_accuracy", 0.0);
   const double fixed_best = fixed.value("best_test_accuracy", 0.0);
   std::cout << "best test accuracy: elastic " << elastic_best << ", fixed " << fixed_best << "\n";
@@ -389,7 +389,7 @@ TEST_F(ElasticGangTest, ARestartedWeftdAdoptsTheGenerationAndTheNextLossIsInPlac
 
   ASSERT_EQ(::kill(static_cast<pid_t>(adopted.at(0)), SIGKILL), 0);
   WaitForLog(id, 2, "generation 5: rank 0 of 3, training on from step", 120);
-  json done = WaitFor(id, "COMPLETED", 400);
+  json done = WaitFor(id, {"COMPLETED"}, 400);
   EXPECT_EQ(done["attempt"], 1) << History(done);
   EXPECT_EQ(PidsById(Get("/v1/jobs/" + id)).size(), 0u);
   EXPECT_EQ(done["progress"]["samples"].get<int64_t>(), 40 * 12000) << done.dump(2);
@@ -403,9 +403,9 @@ TEST_F(ElasticGangTest, ARestartedWeftdAdoptsTheGenerationAndTheNextLossIsInPlac
 TEST_F(OneHostGangTest, AGangOnOneHostTrainsAsOneLearnerAndAsTheGangWould) {
   const std::string gang =
       Submit("gang", kBudget + "resources: {learners: 2, cpus: 1, gang_on_one_host: learners}\n");
-  json g = WaitFor(gang, "COMPLETED", 300);
+  json g = WaitFor(gang, {"COMPLETED"}, 300);
   const std::string one = Submit("one", kBudget + "resources: {learners: 2, cpus: 1}\n");
-  json o = WaitFor(one, "COMPLETED", 300);
+  json o = WaitFor(one, {"COMPLETED"}, 300);
   EXPECT_THAT(History(g), ::testing::Not(HasSubstr("as one learner")));
   EXPECT_THAT(Log(gang, 1), HasSubstr("training mlp on 12000 samples"));
   EXPECT_THAT(History(o),
@@ -431,7 +431,7 @@ TEST_F(OneHostGangTest, ALostStandingByLearnerRestartsTheGangFromItsLastStep) {
   auto rank1 = testing::LearnerPids(id, 1);
   ASSERT_EQ(rank1.size(), 1u);
   ASSERT_EQ(::kill(static_cast<pid_t>(rank1[0]), SIGKILL), 0);
-  json done = WaitFor(id, "COMPLETED", 300);
+  json done = WaitFor(id, {"COMPLETED"}, 300);
   EXPECT_EQ(done["attempt"], 2);
   EXPECT_THAT(History(done), HasSubstr("learner rank 1 killed by signal 9"));
   // Rank 0, stopped with the gang, checkpointed its last step; attempt 2 resumed from it.
@@ -455,7 +455,7 @@ TEST_F(OneHostGangTest, AGangTrainingAsOneLearnerOutlivesAKilledWeftd) {
   ASSERT_EQ(testing::LearnerPids(id).size(), 2u);
   weftd_->Kill();
   ASSERT_TRUE(weftd_->Start()) << weftd_->log();
-  json done = WaitFor(id, "COMPLETED", 300);
+  json done = WaitFor(id, {"COMPLETED"}, 300);
   EXPECT_EQ(done["attempt"], 1) << "adopted, never restarted";
   EXPECT_THAT(weftd_->log(), HasSubstr("(2 learner(s) in all)"));
   EXPECT_THAT(Log(id, 0), ::testing::Not(HasSubstr("resumed from")));

@@ -10,7 +10,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "integration/weftd_process.h"
+#include "integration/weftd_test.h"
 #include "nlohmann/json.hpp"
 
 namespace weft {
@@ -21,25 +21,17 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::Not;
-using testing::WeftdProcess;
 
-class HostileInputTest : public ::testing::Test {
+// Each test starts weftd itself, with the flags it is about.
+class HostileInputTest : public testing::WeftdTest {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/weft-hostile-XXXXXX";
-    dir_ = mkdtemp(tmpl);
-  }
-  void TearDown() override {
-    weftd_.reset();
-    std::filesystem::remove_all(dir_);
-  }
-  void StartWeftd(std::vector<std::string> args = {}) {
-    weftd_ = std::make_unique<WeftdProcess>(dir_ + "/data");
-    weftd_->set_args(std::move(args));
-    ASSERT_TRUE(weftd_->Start()) << weftd_->log();
+  testing::WeftdTestOptions Options() const override {
+    testing::WeftdTestOptions o("hostile");
+    o.start = false;
+    return o;
   }
   // POSTs `body` as a manifest; the status and the parsed answer.
-  std::pair<int, json> Submit(const std::string& body) {
+  std::pair<int, json> PostManifest(const std::string& body) {
     auto r = weftd_->Client().Post("/v1/jobs", body, "application/yaml");
     if (!r) return {0, json()};
     return {r->status, json::parse(r->body, nullptr, false)};
@@ -51,20 +43,17 @@ class HostileInputTest : public ::testing::Test {
     }
     return "";
   }
-
-  std::string dir_;
-  std::unique_ptr<WeftdProcess> weftd_;
 };
 
 TEST_F(HostileInputTest, TextThatIsNotTextIsA400NamingTheField) {
   StartWeftd();
   // Invalid UTF-8 in the name used to be a 500 from the JSON encoder.
   auto [status, answer] =
-      Submit("name: ab\xff\xfe\nmodel: {architecture: mlp}\ntraining: {epochs: 1}\n");
+      PostManifest("name: ab\xff\xfe\nmodel: {architecture: mlp}\ntraining: {epochs: 1}\n");
   EXPECT_EQ(status, 400) << answer.dump(2);
   EXPECT_THAT(ProblemOf(answer, "name"), HasSubstr("invalid UTF-8 at byte 2"));
   // A NUL in the data set's name (in a JSON manifest) and an escape sequence in the description.
-  std::tie(status, answer) = Submit(
+  std::tie(status, answer) = PostManifest(
       R"({"name": "x", "model": {"architecture": "mlp"}, "training": {"epochs": 1},
           "data": {"dataset": "fashion\u0000/etc"}, "description": "\u001b[2J"})");
   EXPECT_EQ(status, 400) << answer.dump(2);
@@ -78,7 +67,7 @@ TEST_F(HostileInputTest, TextThatIsNotTextIsA400NamingTheField) {
 
 TEST_F(HostileInputTest, ABodyOverTheLimitIsA413) {
   StartWeftd({"--max-request-bytes", "65536"});
-  auto [status, answer] = Submit("name: x\ndescription: " + std::string(100000, 'a') + "\n");
+  auto [status, answer] = PostManifest("name: x\ndescription: " + std::string(100000, 'a') + "\n");
   EXPECT_EQ(status, 413);
   EXPECT_THAT(answer["error"].value("message", ""), HasSubstr("over the 65536 bytes"));
   // The server is still there for the next request.
@@ -165,7 +154,7 @@ TEST_F(HostileInputTest, NoSecretReachesALogAFileOrACommandLine) {
   ASSERT_TRUE(wrong);
   EXPECT_EQ(wrong->status, 401);
   EXPECT_THAT(wrong->body, Not(HasSubstr(tenant)));
-  auto [status, answer] = Submit(
+  auto [status, answer] = PostManifest(
       "name: quiet\nmodel: {architecture: mlp, hidden_units: [32]}\n"
       "data: {dataset: fashion-mnist, train_samples: 2000, test_samples: 500}\n"
       "training: {epochs: 2, batch_size: 64, threads: 1}\nresources: {cpus: 1, memory_mb: 512}\n");
@@ -206,7 +195,7 @@ TEST_F(HostileInputTest, DeclaredResourcesAreEnforced) {
   // A code review's findings: memory_mb 64 with a 34 GiB model, threads 256 on 0.001 cpus, and
   // no limit on what a learner really uses.
   StartWeftd();
-  auto [status, answer] = Submit(
+  auto [status, answer] = PostManifest(
       "name: huge\nmodel: {architecture: mlp, hidden_units: [65536, 65536, 65536]}\n"
       "training: {epochs: 1, threads: 256}\nresources: {cpus: 0.001, memory_mb: 64}\n");
   ASSERT_EQ(status, 400) << answer.dump(2);
@@ -214,7 +203,7 @@ TEST_F(HostileInputTest, DeclaredResourcesAreEnforced) {
   EXPECT_THAT(ProblemOf(answer, "training.threads"), HasSubstr("at most 1 threads"));
   // A small model fits its state in 64 MiB, but a learner holding all 60,000 training images
   // (188 MB as float32) does not: the executor kills it and the job fails saying so, at once.
-  std::tie(status, answer) = Submit(
+  std::tie(status, answer) = PostManifest(
       "name: greedy\nmodel: {architecture: mlp, hidden_units: [32]}\n"
       "training: {epochs: 1, threads: 1}\nresources: {cpus: 1, memory_mb: 64}\n"
       "max_restarts: 3\n");
@@ -238,23 +227,23 @@ TEST_F(HostileInputTest, DeclaredResourcesAreEnforced) {
 TEST_F(HostileInputTest, AShortLearnerKeyStopsWeftdFromStarting) {
   std::filesystem::create_directories(dir_ + "/data");
   std::ofstream(dir_ + "/data/learner.key") << "";  // every credential would pass
-  weftd_ = std::make_unique<WeftdProcess>(dir_ + "/data");
+  weftd_ = MakeWeftd("data");
   EXPECT_FALSE(weftd_->Start());
   EXPECT_THAT(weftd_->log(),
               HasSubstr("learner.key holds 0 bytes; a learner key needs at least 32"));
 }
 
 TEST_F(HostileInputTest, PlainTextOffLoopbackNeedsInsecureAndIsNotReusedAfterwards) {
-  weftd_ = std::make_unique<WeftdProcess>(dir_ + "/data");
+  weftd_ = MakeWeftd("data");
   weftd_->set_args({"--coordinator-listen", "0.0.0.0:0"});
   EXPECT_FALSE(weftd_->Start());
   EXPECT_THAT(weftd_->log(), HasSubstr("--coordinator-listen 0.0.0.0:0 is not a loopback address"));
-  weftd_ = std::make_unique<WeftdProcess>(dir_ + "/data");
+  weftd_ = MakeWeftd("data");
   weftd_->set_args({"--coordinator-listen", "0.0.0.0:0", "--insecure"});
   ASSERT_TRUE(weftd_->Start()) << weftd_->log();
   weftd_->Stop();
   // Back on loopback: the address saved under 0.0.0.0 is not reused.
-  weftd_ = std::make_unique<WeftdProcess>(dir_ + "/data");
+  weftd_ = MakeWeftd("data");
   ASSERT_TRUE(weftd_->Start()) << weftd_->log();
   std::ifstream in(dir_ + "/data/coordinator.addr");
   std::string address;
@@ -265,7 +254,7 @@ TEST_F(HostileInputTest, PlainTextOffLoopbackNeedsInsecureAndIsNotReusedAfterwar
 // The coordinator's saved address is reused only if it is not the address the REST API is asked
 // to listen on: a port freed by a killed weftd is the next free one, and may be given to --listen.
 TEST_F(HostileInputTest, ASavedCoordinatorAddressNeverTakesTheRestApisPort) {
-  weftd_ = std::make_unique<WeftdProcess>(dir_ + "/data");
+  weftd_ = MakeWeftd("data");
   ASSERT_TRUE(weftd_->Start()) << weftd_->log();
   weftd_->Kill();
   auto saved = [&] {
@@ -290,7 +279,7 @@ TEST_F(HostileInputTest, ALearnerWhoseLogTheDiskRefusesStillTrainsAndDelivers) {
   auto admin = weftd_->ClientAs(weftd_->admin_token());
   // Held in the queue by a quota until its log is in place.
   admin.Patch("/v1/tenants/default", R"({"quota": {"cpus": 0.1}})", "application/json");
-  auto [status, answer] = Submit(
+  auto [status, answer] = PostManifest(
       "name: nolog\nmodel: {architecture: mlp, hidden_units: [16]}\n"
       "data: {dataset: fashion-mnist, train_samples: 500, test_samples: 100}\n"
       "training: {epochs: 1, batch_size: 50, threads: 1}\n"
@@ -338,7 +327,7 @@ TEST_F(HostileInputTest, AFullStoreAnswers507LosesNothingAndWeftdKeepsServing) {
   int status = 201;
   json answer;
   for (int i = 0; i < 1000 && status == 201; ++i) {
-    std::tie(status, answer) = Submit(manifest);
+    std::tie(status, answer) = PostManifest(manifest);
     if (status == 201) acknowledged.push_back(answer.value("id", ""));
   }
   ASSERT_EQ(status, 507) << answer.dump(2);
@@ -361,7 +350,7 @@ TEST_F(HostileInputTest, LogStreamsAreCappedPerTenantAndTheirPlacesComeBack) {
   weftd_->ClientAs(weftd_->admin_token())
       .Patch("/v1/tenants/default", R"({"quota": {"cpus": 0.1}})", "application/json");
   auto [status, answer] =
-      Submit("name: waits\nmodel: {architecture: mlp}\ntraining: {epochs: 1}\n");
+      PostManifest("name: waits\nmodel: {architecture: mlp}\ntraining: {epochs: 1}\n");
   ASSERT_EQ(status, 201) << answer.dump(2);
   const std::string logs = "/v1/jobs/" + answer.value("id", "") + "/logs?follow=true";
   // One stream, held open by a job that stays queued. Its headers arrive once weftd has given

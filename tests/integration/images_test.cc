@@ -11,7 +11,7 @@
 #include <fstream>
 #include <regex>
 
-#include "integration/weftd_process.h"
+#include "integration/weftd_test.h"
 #include "nlohmann/json.hpp"
 
 namespace weft {
@@ -20,7 +20,6 @@ namespace {
 using json = nlohmann::json;
 using ::testing::HasSubstr;
 using ::testing::Not;
-using testing::WeftdProcess;
 
 // A program that needs nothing of its image: it says hello and hands back a model.
 constexpr char kProgram[] = R"(#include <stdio.h>
@@ -38,30 +37,21 @@ int main(void) {
 }
 )";
 
-class ImagesTest : public ::testing::Test {
+class ImagesTest : public testing::WeftdTest {
  protected:
-  void SetUp() override {
-    if (const char* r = getenv("WEFT_TEST_RUNTIME"); r != nullptr && std::string(r) == "none") {
-      GTEST_SKIP() << "no container engine in this run (WEFT_TEST_RUNTIME=none)";
-    }
-    char tmpl[] = "/tmp/weft-images-XXXXXX";
-    dir_ = mkdtemp(tmpl);
-    weftd_ = std::make_unique<WeftdProcess>(dir_ + "/data");
-    ASSERT_TRUE(weftd_->Start()) << weftd_->log();
-    MakeArchives();
+  testing::WeftdTestOptions Options() const override {
+    testing::WeftdTestOptions o("images");
+    o.containers = true;
+    return o;
   }
-  void TearDown() override {
-    weftd_.reset();
-    if (!dir_.empty()) std::filesystem::remove_all(dir_);
+  void SetUp() override {
+    WeftdTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    MakeArchives();
   }
   testing::CommandResult Run(const std::vector<std::string>& argv) {
     return testing::RunCommand(argv,
                                {"CONTAINERS_CONF=" + dir_ + "/data/run/podman/containers.conf"});
-  }
-  std::string Write(const std::string& name, const std::string& text) {
-    const std::string path = dir_ + "/" + name;
-    std::ofstream(path) << text;
-    return path;
   }
   // rootfs.tar: /prog (static) and an etc; tiny-oci.tar: the same as an OCI archive.
   void MakeArchives() {
@@ -101,15 +91,6 @@ class ImagesTest : public ::testing::Test {
                   .exit_code,
               0);
   }
-  // A tenant of its own and its token.
-  std::string Tenant(const std::string& name) {
-    EXPECT_EQ(weftd_->CliAs(weftd_->admin_token(), {"tenant", "create", name}).exit_code, 0);
-    auto t = weftd_->CliAs(weftd_->admin_token(), {"token", "create", name});
-    std::smatch m;
-    const std::string out = t.output;
-    EXPECT_TRUE(std::regex_search(out, m, std::regex("weft_[0-9a-f]{64}"))) << out;
-    return m[0].str();
-  }
   // A command job of `token` running `command` on `image`.
   testing::CommandResult SubmitOn(const std::string& token, const std::string& image,
                                   const std::string& command) {
@@ -118,13 +99,10 @@ class ImagesTest : public ::testing::Test {
               "name: on-image\ncommand: " + command + "\ncode: code\n" + "image: " + image + "\n");
     return weftd_->CliAs(token, {"submit", manifest, "--upload", "code=" + dir_ + "/code.tar.gz"});
   }
-
-  std::string dir_;
-  std::unique_ptr<WeftdProcess> weftd_;
 };
 
 TEST_F(ImagesTest, ATenantsOwnImageRunsItsJobAndNoOtherTenantCanSeeOrNameIt) {
-  const std::string acme = Tenant("acme"), other = Tenant("other");
+  const std::string acme = NewTenant("acme"), other = NewTenant("other");
   auto add = weftd_->CliAs(acme, {"image", "add", "tiny", "--from", dir_ + "/tiny-oci.tar"});
   ASSERT_EQ(add.exit_code, 0) << add.output;
   EXPECT_THAT(add.output, HasSubstr("added image tiny (oci-archive"));
@@ -167,7 +145,7 @@ TEST_F(ImagesTest, ATenantsOwnImageRunsItsJobAndNoOtherTenantCanSeeOrNameIt) {
 }
 
 TEST_F(ImagesTest, TheAdminsImageIsGrantedToTheTenantsItNames) {
-  const std::string acme = Tenant("acme"), other = Tenant("other");
+  const std::string acme = NewTenant("acme"), other = NewTenant("other");
   auto add = weftd_->CliAs(weftd_->admin_token(), {"image", "add", "base", "--path",
                                                    dir_ + "/rootfs.tar", "--tenants", "acme"});
   ASSERT_EQ(add.exit_code, 0) << add.output;
@@ -193,7 +171,7 @@ TEST_F(ImagesTest, TheAdminsImageIsGrantedToTheTenantsItNames) {
 }
 
 TEST_F(ImagesTest, WhatIsNotAnImageAnUnknownNameAndAnImagePastTheQuotaAreRefused) {
-  const std::string acme = Tenant("acme");
+  const std::string acme = NewTenant("acme");
   auto text = weftd_->CliAs(acme, {"image", "add", "notes", "--from", Write("notes.txt", "hi")});
   EXPECT_NE(text.exit_code, 0);
   EXPECT_THAT(text.output, HasSubstr("artifact: 'image-notes' is not a tar archive"));
@@ -206,7 +184,7 @@ TEST_F(ImagesTest, WhatIsNotAnImageAnUnknownNameAndAnImagePastTheQuotaAreRefused
   // An image counts against its tenant's disk quota: the archive (uploaded, under the quota)
   // and the image together are over it.
   const int64_t archive = static_cast<int64_t>(std::filesystem::file_size(dir_ + "/tiny-oci.tar"));
-  const std::string small = Tenant("small");
+  const std::string small = NewTenant("small");
   const int64_t quota_mib = archive * 3 / 2 / (1 << 20);
   ASSERT_GE(quota_mib << 20, archive) << "the upload itself must fit";
   ASSERT_LT(quota_mib << 20, 2 * archive) << "the upload and the image together must not";

@@ -10,7 +10,7 @@
 #include <set>
 #include <thread>
 
-#include "integration/weftd_process.h"
+#include "integration/weftd_test.h"
 #include "nlohmann/json.hpp"
 #include "store/pg_cluster.h"
 #include "store/pg_store.h"
@@ -21,35 +21,16 @@ namespace {
 
 using nlohmann::json;
 using ::testing::HasSubstr;
-using testing::PgCluster;
 using testing::WeftdProcess;
 
-class PostgresqlTest : public ::testing::Test {
+class PostgresqlTest : public testing::WeftdTest {
  protected:
-  void SetUp() override {
-    if (!std::filesystem::exists(std::string(kDefaultDataPath) + "/train-images-idx3-ubyte.gz")) {
-      GTEST_SKIP() << "Fashion-MNIST is not installed (scripts/install-deps.sh)";
-    }
-    std::string why;
-    cluster_ = PgCluster::Start(&why);
-    if (cluster_ == nullptr) GTEST_SKIP() << "no PostgreSQL here: " << why;
-    uri_ = cluster_->Database("weft");
-    ASSERT_FALSE(uri_.empty());
-    char tmpl[] = "/tmp/weft-pg-e2e-XXXXXX";
-    dir_ = mkdtemp(tmpl);
-    weftd_ = std::make_unique<WeftdProcess>(dir_ + "/data");
-    weftd_->set_args({"--store", uri_});
-    ASSERT_TRUE(weftd_->Start()) << weftd_->log();
+  testing::WeftdTestOptions Options() const override {
+    testing::WeftdTestOptions o("pg-e2e");
+    o.fashion_mnist = true;
+    o.postgresql = true;
+    return o;
   }
-  void TearDown() override {
-    weftd_.reset();
-    if (!dir_.empty()) std::filesystem::remove_all(dir_);
-  }
-
-  std::unique_ptr<PgCluster> cluster_;
-  std::string uri_;
-  std::string dir_;
-  std::unique_ptr<WeftdProcess> weftd_;
 };
 
 TEST_F(PostgresqlTest, AJobCompletesAndAKilledWeftdAdoptsItsLearnerFromPostgresql) {
@@ -77,7 +58,7 @@ TEST_F(PostgresqlTest, AJobCompletesAndAKilledWeftdAdoptsItsLearnerFromPostgresq
   EXPECT_FALSE(std::filesystem::exists(dir_ + "/data/weft.db")) << "no SQLite store is made";
 
   // What weftd acknowledged is in PostgreSQL, read without weftd.
-  auto store = PgStore::Open(uri_);
+  auto store = PgStore::Open(store_uri_);
   ASSERT_TRUE(store.ok()) << store.status();
   auto history = (*store)->History(id);
   ASSERT_TRUE(history.ok()) << history.status();
@@ -104,14 +85,14 @@ TEST_F(PostgresqlTest, WhileTheDatabaseIsDownRequestsGet503AndTheJobCompletesOnc
   ASSERT_EQ(submit.exit_code, 0) << submit.output;
   const std::string id = testing::SubmittedJobId(submit.output);
   ASSERT_EQ(weftd_->WaitForJob(id, {"RUNNING"}, 60)["state"], "RUNNING");
-  ASSERT_TRUE(cluster_->StopServer());
+  ASSERT_TRUE(pg_->StopServer());
   auto down = weftd_->Client().Get("/v1/jobs/" + id);
   ASSERT_TRUE(down);
   EXPECT_EQ(down->status, 503) << down->body;
   EXPECT_THAT(down->body, HasSubstr("the PostgreSQL store"));
   std::this_thread::sleep_for(std::chrono::seconds(4));
   EXPECT_TRUE(weftd_->Alive()) << weftd_->log();
-  ASSERT_TRUE(cluster_->StartServer());
+  ASSERT_TRUE(pg_->StartServer());
   json done = weftd_->WaitForJob(id, {"COMPLETED", "FAILED"}, 240);
   ASSERT_EQ(done["state"], "COMPLETED") << done.dump(2) << weftd_->log();
   auto metrics = weftd_->Client().Get("/v1/jobs/" + id + "/metrics");

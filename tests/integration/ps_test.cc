@@ -15,7 +15,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "integration/weftd_process.h"
+#include "integration/weftd_test.h"
 #include "nlohmann/json.hpp"
 
 namespace weft {
@@ -24,32 +24,20 @@ namespace {
 using json = nlohmann::json;
 using ::testing::HasSubstr;
 using testing::HistoryText;
-using testing::WeftdProcess;
-
-constexpr char kData[] = "/usr/share/datasets/fashion-mnist";
 
 // MLP on 12,000 training images: the data budget of gang_test.
 const std::string kModel =
     "model: {architecture: mlp, hidden_units: [128]}\n"
     "data: {dataset: fashion-mnist, train_samples: 12000, test_samples: 2000}\n";
 
-class ParameterServerTest : public ::testing::Test {
+class ParameterServerTest : public testing::WeftdTest {
  protected:
-  void SetUp() override {
-    if (!std::filesystem::exists(std::string(kData) + "/train-images-idx3-ubyte.gz")) {
-      GTEST_SKIP() << "Fashion-MNIST is not installed";
-    }
-    char tmpl[] = "/tmp/weft-ps-XXXXXX";
-    dir_ = mkdtemp(tmpl);
-    std::ofstream(dir_ + "/nodes.yaml") << Nodes();
-    weftd_ = std::make_unique<WeftdProcess>(dir_ + "/data");
-    weftd_->set_args({"--config", dir_ + "/nodes.yaml"});
-    weftd_->set_env(Environment());
-    ASSERT_TRUE(weftd_->Start()) << weftd_->log();
-  }
-  void TearDown() override {
-    weftd_.reset();
-    if (!dir_.empty()) std::filesystem::remove_all(dir_);
+  testing::WeftdTestOptions Options() const override {
+    testing::WeftdTestOptions o("ps");
+    o.fashion_mnist = true;
+    o.nodes = Nodes();
+    o.env = Environment();
+    return o;
   }
   // One node of two cpus: a 2-learner ps job runs there, beside its server.
   virtual std::string Nodes() const {
@@ -57,16 +45,6 @@ class ParameterServerTest : public ::testing::Test {
   }
   virtual std::vector<std::string> Environment() const { return {}; }
 
-  // Writes the manifest `name` (its body after the name) and submits it; the job's id.
-  std::string Submit(const std::string& name, const std::string& body) {
-    std::string path = dir_ + "/" + name + ".yaml";
-    std::ofstream(path) << "name: " << name << "\n" << body;
-    return weftd_->Submit(path);
-  }
-  json WaitFor(const std::string& id, const std::string& state, int timeout_s) {
-    return weftd_->WaitForJob(id, {state}, timeout_s);
-  }
-  std::string Log(const std::string& id, int rank) { return weftd_->LearnerLog(id, rank); }
   // Every match of `pattern`'s groups in `text`, in order.
   static std::vector<std::vector<int64_t>> Numbers(const std::string& text,
                                                    const std::string& pattern) {
@@ -82,14 +60,14 @@ class ParameterServerTest : public ::testing::Test {
   // Once job `id` has taken `step` steps, SIGKILLs its learner 1 and waits until weftd has
   // replaced it while learner 0 trains on (its pid unchanged). Returns the killed pid.
   int64_t KillLearner1AtStep(const std::string& id, int64_t step) {
-    json running = weftd_->WaitForJobWhere(
+    json running = WaitUntil(
         id, [step](const json& j) { return j["progress"].value("step", 0) >= step; }, 300,
         "step " + std::to_string(step));
     EXPECT_EQ(running["learners"].size(), 2u) << running.dump(2);
     const int64_t pid0 = running["learners"][0].value("pid", int64_t{0});
     const int64_t pid1 = running["learners"][1].value("pid", int64_t{0});
     EXPECT_EQ(kill(static_cast<pid_t>(pid1), SIGKILL), 0) << running.dump(2) << Log(id, 1);
-    json replaced = weftd_->WaitForJobWhere(
+    json replaced = WaitUntil(
         id,
         [pid1](const json& j) {
           return j["learners"].size() == 2 && j["learners"][1]["pid"].is_number() &&
@@ -109,9 +87,6 @@ class ParameterServerTest : public ::testing::Test {
     EXPECT_EQ(found.size(), 1u) << log0;
     return found.empty() ? std::vector<int64_t>(7, -1) : found.back();
   }
-
-  std::string dir_;
-  std::unique_ptr<WeftdProcess> weftd_;
 };
 
 TEST_F(ParameterServerTest, TwoLearnersReachTheAllreduceAccuracyInEveryConsistencyMode) {
@@ -130,10 +105,10 @@ TEST_F(ParameterServerTest, TwoLearnersReachTheAllreduceAccuracyInEveryConsisten
         Submit(std::string("ps-") + mode,
                model + budget + ", sync: ps, ps: {consistency: " + mode + "}}\n" + resources);
   }
-  const double reference = WaitFor(allreduce, "COMPLETED", 600).value("best_test_accuracy", 0.0);
+  const double reference = WaitFor(allreduce, {"COMPLETED"}, 600).value("best_test_accuracy", 0.0);
   EXPECT_GT(reference, 0.83);
   for (const auto& [mode, id] : ps) {
-    json done = WaitFor(id, "COMPLETED", 600);
+    json done = WaitFor(id, {"COMPLETED"}, 600);
     const double accuracy = done.value("best_test_accuracy", 0.0);
     std::cout << "best test accuracy: allreduce " << reference << ", ps " << mode << " " << accuracy
               << " (final " << done["models"]["final"].value("test_accuracy", 0.0) << ")\n";
@@ -175,7 +150,7 @@ TEST_F(ParameterServerTest, AKilledLearnerIsReplacedAloneAndEveryBatchIsAppliedO
               HasSubstr("weft_ps_gradients_by_staleness{job=\"" + id + "\",staleness=\"0\","));
   EXPECT_THAT(scraped->body,
               HasSubstr("weft_ps_gradients_discarded{job=\"" + id + "\",reason=\"non_finite\","));
-  json done = WaitFor(id, "COMPLETED", 600);
+  json done = WaitFor(id, {"COMPLETED"}, 600);
   EXPECT_EQ(done["attempt"], 1) << HistoryText(done);
   EXPECT_THAT(HistoryText(done), HasSubstr("learner 1 replaced (pid " + std::to_string(pid1)));
   EXPECT_GT(done["models"]["final"].value("test_accuracy", 0.0), 0.80);
@@ -214,7 +189,7 @@ TEST_F(ParameterServerTest, ARank0CrashRestartsFromTheServersCheckpointWithNothi
   json running = weftd_->WaitForJobWhere(
       id, [](const json& j) { return j["progress"].value("step", 0) >= 5000; }, 300, "step 5000");
   ASSERT_EQ(kill(static_cast<pid_t>(running["learners"][0]["pid"].get<int64_t>()), SIGKILL), 0);
-  json done = WaitFor(id, "COMPLETED", 600);
+  json done = WaitFor(id, {"COMPLETED"}, 600);
   EXPECT_EQ(done["attempt"], 2) << HistoryText(done);
   const std::string log0 = Log(id, 0);
   auto resumed = Numbers(log0, "resumed from \\S+: version (\\d+), step (\\d+)");
@@ -293,7 +268,7 @@ TEST_F(ScaleOutTest, TwoLearnersOnTwoNodesWithTwoServersApplyEveryPushOnceDespit
                      "training: {epochs: 5, batch_size: 64, threads: 1, seed: 3, sync: ps, ps: "
                      "{servers: 2}}\n"
                      "resources: {learners: 2, cpus: 1, placement: spread}\n");
-  json done = WaitFor(id, "COMPLETED", 600);
+  json done = WaitFor(id, {"COMPLETED"}, 600);
   const std::string history = HistoryText(done);
   EXPECT_EQ(done["attempt"], 1) << history;
   EXPECT_THAT(history, HasSubstr("placed 2 learners on nodes node-a, node-b; 2 parameter servers "
@@ -339,7 +314,7 @@ TEST_F(ScaleOutTest, AKilledLearnerIsReplacedAndGoesOnFromItsLastAppliedPush) {
                      "{servers: 2, consistency: ssp, staleness: 2}}\n"
                      "resources: {learners: 2, cpus: 1, placement: spread}\n");
   const int64_t pid1 = KillLearner1AtStep(id, 1500);
-  json done = WaitFor(id, "COMPLETED", 900);
+  json done = WaitFor(id, {"COMPLETED"}, 900);
   EXPECT_EQ(done["attempt"], 1) << HistoryText(done);
   EXPECT_THAT(HistoryText(done), HasSubstr("learner 1 replaced (pid " + std::to_string(pid1)));
   const std::string log0 = Log(id, 0), log1 = Log(id, 1);
@@ -373,7 +348,7 @@ TEST_F(ScaleOutTest, AHaltedJobCheckpointsFromItsServersAndResumesWithEveryBatch
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   ASSERT_EQ(weftd_->Cli({"resume", id}).exit_code, 0);
-  json done = WaitFor(id, "COMPLETED", 600);
+  json done = WaitFor(id, {"COMPLETED"}, 600);
   EXPECT_EQ(done["attempt"], 2) << HistoryText(done);
   // Where each shard stood in the checkpoint, and what each applied after it.
   ExpectEachShardAppliedTheRest(id, 40, 1500, 2);
@@ -394,7 +369,7 @@ TEST_F(ScaleOutTest, AKilledServerRestartsTheJobFromItsCheckpointWithEachBatchAp
   EXPECT_THAT(running["servers"][1].value("address", ""), HasSubstr("127.0.0.1:"));
   EXPECT_THAT(weftd_->Cli({"show", id}).output, HasSubstr("servers:  0 on node-"));
   ASSERT_EQ(kill(static_cast<pid_t>(running["servers"][1]["pid"].get<int64_t>()), SIGKILL), 0);
-  json done = WaitFor(id, "COMPLETED", 600);
+  json done = WaitFor(id, {"COMPLETED"}, 600);
   const std::string history = HistoryText(done);
   EXPECT_EQ(done["attempt"], 2) << history;
   EXPECT_THAT(history, HasSubstr("parameter server 1 killed by signal 9"));

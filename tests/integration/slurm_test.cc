@@ -16,7 +16,7 @@
 #include <thread>
 
 #include "executor/slurm_cluster.h"
-#include "integration/weftd_process.h"
+#include "integration/weftd_test.h"
 #include "nlohmann/json.hpp"
 #include "train/training_loop.h"
 
@@ -26,43 +26,42 @@ namespace {
 using nlohmann::json;
 using ::testing::HasSubstr;
 using testing::SlurmCluster;
-using testing::WeftdProcess;
 
-class SlurmTest : public ::testing::Test {
+class SlurmTest : public testing::WeftdTest {
  protected:
+  // Two Slurm nodes of CpusPerNode() cpus; weftd runs learners through them.
+  testing::WeftdTestOptions Options() const override {
+    testing::WeftdTestOptions o("slurm");
+    o.fashion_mnist = true;
+    o.slurm_nodes = 2;
+    o.slurm_cpus_per_node = CpusPerNode();
+    return o;
+  }
   void SetUp() override {
-    if (!std::filesystem::exists(std::string(kDefaultDataPath) + "/train-images-idx3-ubyte.gz")) {
-      GTEST_SKIP() << "Fashion-MNIST is not installed (scripts/install-deps.sh)";
-    }
-    std::string why;
-    cluster_ = SlurmCluster::Start(2, CpusPerNode(), &why);
-    if (cluster_ == nullptr) GTEST_SKIP() << "no Slurm cluster here: " << why;
-    weftd_ = std::make_unique<WeftdProcess>(cluster_->dir() + "/weft-data");
-    weftd_->set_args({"--executor", "slurm"});
-    weftd_->set_env({"SLURM_CONF=" + cluster_->conf()});
-    ASSERT_TRUE(weftd_->Start()) << weftd_->log();
-    manifest_ = cluster_->dir() + "/gang.yaml";
-    std::ofstream(manifest_) << "name: gang\nmodel: {architecture: mlp, hidden_units: [128]}\n"
-                                "data: {train_samples: 12000, test_samples: 2000}\n"
-                                "training: {epochs: 6, threads: 1}\n"
-                                "resources: {cpus: 1, memory_mb: 1024, learners: 2, "
-                                "placement: spread}\n";
+    WeftdTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    manifest_ = Write("gang.yaml",
+                      "name: gang\nmodel: {architecture: mlp, hidden_units: [128]}\n"
+                      "data: {train_samples: 12000, test_samples: 2000}\n"
+                      "training: {epochs: 6, threads: 1}\n"
+                      "resources: {cpus: 1, memory_mb: 1024, learners: 2, placement: spread}\n");
   }
   void TearDown() override {
     weftd_.reset();
-    if (cluster_ == nullptr) return;
-    // Cancelling every Slurm job ends every learner's container too: none is left behind
-    // running (a container's engine process leaves the Slurm job's; the launch script stays
-    // to stop it). The containers mount the cluster's directory.
-    const std::string dir = cluster_->dir();
-    cluster_.reset();
-    std::string left;
-    for (int i = 0; i < 30; ++i) {
-      left = Containers(dir);
-      if (left.empty()) break;
-      std::this_thread::sleep_for(std::chrono::seconds(1));
+    if (slurm_ != nullptr) {
+      // Cancelling every Slurm job ends every learner's container too: none is left behind
+      // running (a container's engine process leaves the Slurm job's; the launch script stays
+      // to stop it). The containers mount weftd's data directory.
+      slurm_.reset();
+      std::string left;
+      for (int i = 0; i < 30; ++i) {
+        left = Containers(dir_);
+        if (left.empty()) break;
+        std::this_thread::sleep_for(std::chrono::seconds(1));
+      }
+      EXPECT_EQ(left, "") << "containers left running after their Slurm jobs were cancelled";
     }
-    EXPECT_EQ(left, "") << "containers left running after their Slurm jobs were cancelled";
+    WeftdTest::TearDown();
   }
   virtual int CpusPerNode() const { return 1; }
 
@@ -81,11 +80,9 @@ class SlurmTest : public ::testing::Test {
 
   // The Slurm job names of the learners weftd runs (squeue's %j), sorted.
   std::string SlurmJobNames() const {
-    return cluster_->Command({"squeue", "-h", "-o", "%j %N", "--sort=j"}).text;
+    return slurm_->Command({"squeue", "-h", "-o", "%j %N", "--sort=j"}).text;
   }
 
-  std::unique_ptr<SlurmCluster> cluster_;
-  std::unique_ptr<WeftdProcess> weftd_;
   std::string manifest_;
 };
 
@@ -114,7 +111,7 @@ TEST_F(SlurmTest, ALearnerCancelledFromOutsideRestartsTheJobWithAReadableReason)
   ASSERT_EQ(submit.exit_code, 0) << submit.output;
   const std::string id = testing::SubmittedJobId(submit.output);
   ASSERT_EQ(weftd_->WaitForJob(id, {"RUNNING"}, 90)["state"], "RUNNING") << weftd_->log();
-  ASSERT_EQ(cluster_->Command({"scancel", "--name=weft-" + id + "-a1-r1"}).exit_code, 0);
+  ASSERT_EQ(slurm_->Command({"scancel", "--name=weft-" + id + "-a1-r1"}).exit_code, 0);
   json done = weftd_->WaitForJob(id, {"COMPLETED", "FAILED"}, 300);
   ASSERT_EQ(done["state"], "COMPLETED") << done.dump(2) << weftd_->log();
   EXPECT_EQ(done["attempt"], 2) << done["history"].dump(2);
@@ -171,7 +168,7 @@ class SlurmParameterServerTest : public SlurmTest {
 };
 
 TEST_F(SlurmParameterServerTest, AShardedJobRunsItsServersAsSlurmJobsBesideItsLearners) {
-  const std::string manifest = cluster_->dir() + "/sharded.yaml";
+  const std::string manifest = slurm_->dir() + "/sharded.yaml";
   std::ofstream(manifest) << "name: sharded\nmodel: {architecture: mlp, hidden_units: [128]}\n"
                              "data: {train_samples: 12000, test_samples: 2000}\n"
                              "training: {epochs: 30, threads: 1, sync: ps, ps: {servers: 2}}\n"

@@ -16,7 +16,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "integration/weftd_process.h"
+#include "integration/weftd_test.h"
 #include "nlohmann/json.hpp"
 
 namespace weft {
@@ -26,12 +26,10 @@ using json = nlohmann::json;
 using ::testing::HasSubstr;
 using testing::WeftdProcess;
 
-constexpr char kData[] = "/usr/share/datasets/fashion-mnist";
-
 // Each job: 12 epochs of 30,000 images (5-15 s of training on one core, by machine); it meets
 // 0.86 test accuracy on 2,000 test images after 2-4 epochs and never 0.99, so it trains to its
 // budget.
-std::string Manifest(int seed) {
+std::string JobManifest(int seed) {
   return "apiVersion: weft/v1\n"
          "kind: TrainingJob\n"
          "name: mlp-" +
@@ -76,41 +74,34 @@ int DeliveredBeforeFirstCompletion(const std::vector<JobTimes>& jobs) {
   return n;
 }
 
-class TargetsTest : public ::testing::Test {
+// Two logical nodes of one cpu; each scenario runs its own weftd (MakeWeftd) under a policy.
+class TargetsTest : public testing::WeftdTest {
  protected:
-  void SetUp() override {
-    if (!std::filesystem::exists(std::string(kData) + "/train-images-idx3-ubyte.gz")) {
-      GTEST_SKIP() << "Fashion-MNIST is not installed";
-    }
-    char tmpl[] = "/tmp/weft-targets-XXXXXX";
-    dir_ = mkdtemp(tmpl);
-    std::ofstream(dir_ + "/nodes.yaml") << "nodes:\n"
-                                           "  - {name: node-a, cpus: 1, memory_mb: 8192}\n"
-                                           "  - {name: node-b, cpus: 1, memory_mb: 8192}\n";
-  }
-  void TearDown() override {
-    if (!dir_.empty()) std::filesystem::remove_all(dir_);
+  testing::WeftdTestOptions Options() const override {
+    testing::WeftdTestOptions o("targets");
+    o.fashion_mnist = true;
+    o.nodes =
+        "nodes:\n"
+        "  - {name: node-a, cpus: 1, memory_mb: 8192}\n"
+        "  - {name: node-b, cpus: 1, memory_mb: 8192}\n";
+    o.start = false;
+    return o;
   }
 
   // Runs the four jobs under `policy` on a fresh weftd; returns each job's times (in submission
   // order). While they run, checks that `weft queue` names each waiting job's next target.
   std::vector<JobTimes> RunScenario(const std::string& policy) {
-    WeftdProcess weftd(dir_ + "/" + policy);
-    weftd.set_args({"--config", dir_ + "/nodes.yaml", "--policy", policy});
+    std::unique_ptr<WeftdProcess> owned = MakeWeftd(policy, {"--policy", policy});
+    WeftdProcess& weftd = *owned;
     if (!weftd.Start()) {
       ADD_FAILURE() << weftd.log();
       return {};
     }
     std::vector<std::string> ids;
     for (int seed = 1; seed <= 4; ++seed) {
-      const std::string path = dir_ + "/" + policy + "-" + std::to_string(seed) + ".yaml";
-      std::ofstream(path) << Manifest(seed);
-      auto r = weftd.Cli({"submit", path});
-      EXPECT_EQ(r.exit_code, 0) << r.output;
-      std::smatch m;
-      if (std::regex_search(r.output, m, std::regex("job (job-[0-9a-z]+-[0-9a-z]+) submitted"))) {
-        ids.push_back(m[1].str());
-      }
+      const std::string id =
+          weftd.Submit(Write(policy + "-" + std::to_string(seed) + ".yaml", JobManifest(seed)));
+      if (!id.empty()) ids.push_back(id);
     }
     if (ids.size() != 4) return {};
     bool queue_shown = false;
@@ -159,8 +150,6 @@ class TargetsTest : public ::testing::Test {
     }
     return times;
   }
-
-  std::string dir_;
 };
 
 double Mean(const std::vector<JobTimes>& jobs, double JobTimes::*field) {
@@ -187,18 +176,21 @@ TEST_F(TargetsTest, UnderTargetsEveryJobDeliversBeforeAnyCompletesAndEveryJobCom
   EXPECT_EQ(DeliveredBeforeFirstCompletion(targets), 4);
 }
 
-TEST(WeftdPolicyTest, AnUnknownPolicyIsRefusedWithTheNamesItKnows) {
-  char tmpl[] = "/tmp/weft-policy-XXXXXX";
-  const std::string dir = mkdtemp(tmpl);
-  {
-    WeftdProcess weftd(dir + "/data");
-    weftd.set_args({"--policy", "fastest"});
-    EXPECT_FALSE(weftd.Start());
-    EXPECT_THAT(weftd.log(), HasSubstr("--policy"));
-    EXPECT_THAT(weftd.log(), HasSubstr("fairshare"));
-    EXPECT_THAT(weftd.log(), HasSubstr("targets"));
+class WeftdPolicyTest : public testing::WeftdTest {
+ protected:
+  testing::WeftdTestOptions Options() const override {
+    testing::WeftdTestOptions o("policy");
+    o.start = false;
+    return o;
   }
-  std::filesystem::remove_all(dir);
+};
+
+TEST_F(WeftdPolicyTest, AnUnknownPolicyIsRefusedWithTheNamesItKnows) {
+  auto weftd = MakeWeftd("data", {"--policy", "fastest"});
+  EXPECT_FALSE(weftd->Start());
+  EXPECT_THAT(weftd->log(), HasSubstr("--policy"));
+  EXPECT_THAT(weftd->log(), HasSubstr("fairshare"));
+  EXPECT_THAT(weftd->log(), HasSubstr("targets"));
 }
 
 }  // namespace

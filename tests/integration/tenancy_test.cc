@@ -12,7 +12,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "integration/weftd_process.h"
+#include "integration/weftd_test.h"
 #include "job/job_spec.h"
 #include "nlohmann/json.hpp"
 
@@ -22,79 +22,23 @@ namespace {
 using json = nlohmann::json;
 using ::testing::HasSubstr;
 using ::testing::Not;
-using testing::WeftdProcess;
 
-class TenancyTest : public ::testing::Test {
+class TenancyTest : public testing::WeftdTest {
  protected:
+  // One node of 2 cpus, whatever this machine has, so quotas and preemption are deterministic.
+  testing::WeftdTestOptions Options() const override {
+    testing::WeftdTestOptions o("tenancy");
+    o.nodes = "nodes:\n  - {name: n1, cpus: 2, memory_mb: 8192}\n";
+    return o;
+  }
   void SetUp() override {
-    char tmpl[] = "/tmp/weft-tenancy-XXXXXX";
-    dir_ = mkdtemp(tmpl);
-    // One node of 2 cpus, whatever this machine has, so quotas and preemption are deterministic.
-    std::ofstream(dir_ + "/nodes.yaml") << "nodes:\n  - {name: n1, cpus: 2, memory_mb: 8192}\n";
-    weftd_ = std::make_unique<WeftdProcess>(dir_ + "/data");
-    weftd_->set_args({"--config", dir_ + "/nodes.yaml"});
-    ASSERT_TRUE(weftd_->Start()) << weftd_->log();
+    WeftdTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     admin_ = weftd_->admin_token();
     ASSERT_EQ(admin_.rfind("weft_", 0), 0u);
   }
-  void TearDown() override {
-    weftd_.reset();
-    if (!dir_.empty()) std::filesystem::remove_all(dir_);
-  }
 
-  std::string NewTenant(const std::string& name, const std::string& extra = "") {
-    std::vector<std::string> args = {"tenant", "create", name};
-    if (!extra.empty()) {
-      args.push_back("--quota");
-      args.push_back(extra);
-    }
-    auto c = weftd_->CliAs(admin_, args);
-    EXPECT_EQ(c.exit_code, 0) << c.output;
-    auto t = weftd_->CliAs(admin_, {"token", "create", name});
-    EXPECT_EQ(t.exit_code, 0) << t.output;
-    std::smatch m;
-    std::string out = t.output;
-    EXPECT_TRUE(std::regex_search(out, m, std::regex("weft_[0-9a-f]{64}"))) << out;
-    return m.size() ? m[0].str() : "";
-  }
-
-  std::string Manifest(const std::string& name, const std::string& body) {
-    std::string path = dir_ + "/" + name + ".yaml";
-    std::ofstream(path) << "name: " << name << "\n" << body;
-    return path;
-  }
-
-  std::string Submit(const std::string& token, const std::string& manifest) {
-    auto r = weftd_->CliAs(token, {"submit", manifest});
-    EXPECT_EQ(r.exit_code, 0) << r.output;
-    std::smatch m;
-    std::string out = r.output;
-    return std::regex_search(out, m, std::regex("job (job-[0-9a-z]+-[0-9a-z]+) submitted"))
-               ? m[1].str()
-               : "";
-  }
-
-  json Get(const std::string& token, const std::string& path, int* status = nullptr) {
-    auto r = weftd_->ClientAs(token).Get(path);
-    if (status) *status = r ? r->status : 0;
-    return r ? json::parse(r->body, nullptr, false) : json();
-  }
-
-  json WaitFor(const std::string& token, const std::string& id, const std::string& state,
-               int timeout_s) {
-    json j;
-    for (int i = 0; i < timeout_s * 5; ++i) {
-      j = Get(token, "/v1/jobs/" + id);
-      if (j.value("state", "") == state) return j;
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    }
-    ADD_FAILURE() << id << " never reached " << state << ": " << j.dump(2);
-    return j;
-  }
-
-  std::string dir_;
   std::string admin_;
-  std::unique_ptr<WeftdProcess> weftd_;
 };
 
 const char kQuickBody[] =
@@ -107,7 +51,7 @@ TEST_F(TenancyTest, EveryEndpointIsolatesTenantsAndTokensAreStoredOnlyAsDigests)
   const std::string a = NewTenant("team-a"), b = NewTenant("team-b");
   ASSERT_FALSE(a.empty());
   ASSERT_FALSE(b.empty());
-  const std::string id = Submit(a, Manifest("a-job", kQuick));
+  const std::string id = SubmitAs(a, Manifest("a-job", kQuick));
   ASSERT_FALSE(id.empty());
 
   struct Call {
@@ -139,11 +83,11 @@ TEST_F(TenancyTest, EveryEndpointIsolatesTenantsAndTokensAreStoredOnlyAsDigests)
   }
   // Lists and views show b nothing of a.
   int status = 0;
-  EXPECT_THAT(Get(b, "/v1/jobs", &status).dump(), ::testing::Not(HasSubstr(id)));
+  EXPECT_THAT(Get("/v1/jobs", b, &status).dump(), ::testing::Not(HasSubstr(id)));
   EXPECT_EQ(status, 200);
-  EXPECT_THAT(Get(b, "/v1/queue").dump(), ::testing::Not(HasSubstr(id)));
-  EXPECT_THAT(Get(b, "/v1/nodes").dump(), ::testing::Not(HasSubstr(id)));
-  EXPECT_THAT(Get(a, "/v1/jobs").dump(), HasSubstr(id));
+  EXPECT_THAT(Get("/v1/queue", b).dump(), ::testing::Not(HasSubstr(id)));
+  EXPECT_THAT(Get("/v1/nodes", b).dump(), ::testing::Not(HasSubstr(id)));
+  EXPECT_THAT(Get("/v1/jobs", a).dump(), HasSubstr(id));
   // Tenants may not use admin routes; the admin may not own jobs.
   for (const auto& [method, path] : std::vector<std::pair<std::string, std::string>>{
            {"GET", "/v1/tenants"},
@@ -167,16 +111,16 @@ TEST_F(TenancyTest, EveryEndpointIsolatesTenantsAndTokensAreStoredOnlyAsDigests)
   auto admin_submit = weftd_->ClientAs(admin_).Post("/v1/jobs", kQuick, "application/yaml");
   EXPECT_EQ(admin_submit->status, 403);
   // The admin sees every tenant's job; deleting a tenant that owns jobs is refused.
-  EXPECT_THAT(Get(admin_, "/v1/jobs").dump(), HasSubstr(id));
+  EXPECT_THAT(Get("/v1/jobs", admin_).dump(), HasSubstr(id));
   auto del = weftd_->CliAs(admin_, {"tenant", "delete", "team-a"});
   EXPECT_NE(del.exit_code, 0);
   EXPECT_THAT(del.output, HasSubstr("still owns 1 job"));
   // A revoked token stops working at once.
-  auto list = Get(admin_, "/v1/tenants/team-b/tokens");
+  auto list = Get("/v1/tenants/team-b/tokens", admin_);
   ASSERT_EQ(list["tokens"].size(), 1u);
   std::string tok_id = list["tokens"][0]["id"];
   EXPECT_EQ(weftd_->CliAs(admin_, {"token", "revoke", "team-b", tok_id}).exit_code, 0);
-  Get(b, "/v1/jobs", &status);
+  Get("/v1/jobs", b, &status);
   EXPECT_EQ(status, 401);
 
   // No token is in the store in clear; the admin token file is private.
@@ -206,13 +150,13 @@ TEST_F(TenancyTest, QuotaHoldsAJobBackAndAHighPriorityJobPreemptsALowOneThatResu
       "training: {epochs: 8, batch_size: 32, threads: 1}\n"
       "checkpoint: {every_steps: 200}\n";
   const std::string q1 =
-      Submit(q, Manifest("q1", slow + "resources: {cpus: 1, memory_mb: 1024}\n"));
+      SubmitAs(q, Manifest("q1", slow + "resources: {cpus: 1, memory_mb: 1024}\n"));
   const std::string q2 =
-      Submit(q, Manifest("q2", slow + "resources: {cpus: 1, memory_mb: 1024}\n"));
-  WaitFor(q, q1, "RUNNING", 60);
+      SubmitAs(q, Manifest("q2", slow + "resources: {cpus: 1, memory_mb: 1024}\n"));
+  WaitFor(q1, {"RUNNING"}, 60, q);
   json queue;
   for (int i = 0; i < 50; ++i) {
-    queue = Get(q, "/v1/queue");
+    queue = Get("/v1/queue", q);
     if (queue["queue"].size() == 1 &&
         queue["queue"][0].value("reason", "").find("quota") != std::string::npos)
       break;
@@ -222,7 +166,7 @@ TEST_F(TenancyTest, QuotaHoldsAJobBackAndAHighPriorityJobPreemptsALowOneThatResu
   EXPECT_EQ(queue["queue"][0]["id"], q2);
   EXPECT_EQ(queue["queue"][0]["reason"], "waiting: tenant quota cpus 1/1");
   EXPECT_EQ(queue["queue"][0]["code"], "quota");
-  json waiting = Get(q, "/v1/jobs/" + q2);
+  json waiting = Get("/v1/jobs/" + q2, q);
   EXPECT_EQ(waiting["waiting_code"], "quota") << waiting.dump(2);
   weftd_->CliAs(q, {"delete", q1});
   weftd_->CliAs(q, {"delete", q2});
@@ -230,17 +174,17 @@ TEST_F(TenancyTest, QuotaHoldsAJobBackAndAHighPriorityJobPreemptsALowOneThatResu
   // Preemption: team-p's low-priority job fills the node; its high-priority job takes it over.
   const std::string p = NewTenant("team-p");
   const std::string low =
-      Submit(p, Manifest("low", slow + "priority: low\nresources: {cpus: 2, memory_mb: 1024}\n"));
-  WaitFor(p, low, "RUNNING", 60);
+      SubmitAs(p, Manifest("low", slow + "priority: low\nresources: {cpus: 2, memory_mb: 1024}\n"));
+  WaitFor(low, {"RUNNING"}, 60, p);
   // Let it write a checkpoint or two before it is preempted.
-  for (int i = 0; i < 150 && Get(p, "/v1/jobs/" + low)["progress"].value("step", 0) < 450; ++i) {
+  for (int i = 0; i < 150 && Get("/v1/jobs/" + low, p)["progress"].value("step", 0) < 450; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
   const std::string urgent =
-      Submit(p, Manifest("urgent", std::string(kQuickBody) +
-                                       "priority: high\nresources: {cpus: 2, memory_mb: 512}\n"));
-  WaitFor(p, urgent, "COMPLETED", 120);
-  json done = WaitFor(p, low, "COMPLETED", 400);
+      SubmitAs(p, Manifest("urgent", std::string(kQuickBody) +
+                                         "priority: high\nresources: {cpus: 2, memory_mb: 512}\n"));
+  WaitFor(urgent, {"COMPLETED"}, 120, p);
+  json done = WaitFor(low, {"COMPLETED"}, 400, p);
   std::string history = done["history"].dump();
   EXPECT_THAT(history, HasSubstr("PREEMPTED"));
   EXPECT_THAT(history, HasSubstr("requeued after preemption"));
@@ -253,23 +197,23 @@ TEST_F(TenancyTest, TheJobListComesInPagesOfTheCallersJobs) {
   // A quota no job fits: everything stays queued and nothing trains.
   const std::string a = NewTenant("team-a", "cpus=0.5"), b = NewTenant("team-b");
   std::vector<std::string> ids;
-  for (int i = 0; i < 3; ++i) ids.push_back(Submit(a, Manifest("j" + std::to_string(i), kQuick)));
-  const std::string theirs = Submit(b, Manifest("theirs", kQuick));
+  for (int i = 0; i < 3; ++i) ids.push_back(SubmitAs(a, Manifest("j" + std::to_string(i), kQuick)));
+  const std::string theirs = SubmitAs(b, Manifest("theirs", kQuick));
   int status = 0;
-  json page = Get(a, "/v1/jobs?limit=2", &status);
+  json page = Get("/v1/jobs?limit=2", a, &status);
   ASSERT_EQ(status, 200) << page.dump(2);
   ASSERT_EQ(page["jobs"].size(), 2u);
   EXPECT_EQ(page["jobs"][0]["id"], ids[0]);
   EXPECT_EQ(page.value("next", ""), ids[1]);
-  page = Get(a, "/v1/jobs?limit=2&after=" + ids[1], &status);
+  page = Get("/v1/jobs?limit=2&after=" + ids[1], a, &status);
   ASSERT_EQ(page["jobs"].size(), 1u);
   EXPECT_EQ(page["jobs"][0]["id"], ids[2]);
   EXPECT_FALSE(page.contains("next")) << "the last page says so";
   // Bad paging is a 400 naming the parameter; another tenant's job is no cursor.
-  page = Get(a, "/v1/jobs?limit=0", &status);
+  page = Get("/v1/jobs?limit=0", a, &status);
   EXPECT_EQ(status, 400);
   EXPECT_EQ(page["error"]["details"][0]["field"], "limit");
-  Get(a, "/v1/jobs?after=" + theirs, &status);
+  Get("/v1/jobs?after=" + theirs, a, &status);
   EXPECT_EQ(status, 404);
   // The CLI walks every page.
   auto list = weftd_->CliAs(a, {"list"});
@@ -341,9 +285,9 @@ TEST_F(TenancyTest, DataSetsAreTheAdminsToGrantAndATenantTrainsOnlyOnItsOwn) {
   EXPECT_THAT(path.output, HasSubstr("data.path: is no longer accepted"));
 
   // The owner's job trains from it.
-  const std::string id = Submit(vision, Manifest("vision-scans", body));
+  const std::string id = SubmitAs(vision, Manifest("vision-scans", body));
   ASSERT_FALSE(id.empty());
-  json done = WaitFor(vision, id, "COMPLETED", 180);
+  json done = WaitFor(id, {"COMPLETED"}, 180, vision);
   EXPECT_EQ(done["spec"]["data"]["dataset"], "scans");
   EXPECT_GE(done["models"]["final"]["test_accuracy"].get<double>(), 0.5);
 }
@@ -397,9 +341,9 @@ TEST_F(TenancyTest, CsvAndTensorDataSetsTrainTheMlp) {
   }
   const std::string team = NewTenant("tabular");
   auto job = [&](const std::string& name, const std::string& model, const std::string& set) {
-    return Submit(team, Manifest(name, "model: " + model + "\ndata: {dataset: " + set +
-                                           "}\ntraining: {epochs: 4, batch_size: 32, threads: "
-                                           "1}\nresources: {cpus: 1, memory_mb: 512}\n"));
+    return SubmitAs(team, Manifest(name, "model: " + model + "\ndata: {dataset: " + set +
+                                             "}\ntraining: {epochs: 4, batch_size: 32, threads: "
+                                             "1}\nresources: {cpus: 1, memory_mb: 512}\n"));
   };
   const std::string from_csv =
       job("from-csv", "{architecture: mlp, hidden_units: [32]}", "blobs-csv");
@@ -407,7 +351,7 @@ TEST_F(TenancyTest, CsvAndTensorDataSetsTrainTheMlp) {
   for (const auto& [id, seen] :
        {std::pair<std::string, std::string>{from_csv, "of shape [8], 3 classes (csv)"},
         {from_pt, "of shape [2, 3, 3], 4 classes (tensors)"}}) {
-    json done = WaitFor(team, id, "COMPLETED", 180);
+    json done = WaitFor(id, {"COMPLETED"}, 180, team);
     EXPECT_GE(done["models"]["final"]["test_accuracy"].get<double>(), 0.9) << done.dump(2);
     // The learner read the samples' shape and the number of classes from the data.
     auto log = weftd_->CliAs(team, {"logs", id});
@@ -415,7 +359,7 @@ TEST_F(TenancyTest, CsvAndTensorDataSetsTrainTheMlp) {
   }
   // The CNN takes only 28×28 images: the job fails at once, saying why.
   const std::string cnn = job("cnn-on-csv", "{architecture: cnn}", "blobs-csv");
-  json failed = WaitFor(team, cnn, "FAILED", 60);
+  json failed = WaitFor(cnn, {"FAILED"}, 60, team);
   EXPECT_THAT(failed.value("reason", ""),
               HasSubstr("model.architecture: cnn takes 28×28 grey images [N, 1, 28, 28]; this "
                         "data set's samples are [N, 8]"));
@@ -442,7 +386,7 @@ TEST_F(TenancyTest, ATenantsOwnDataSetIsAnUploadedTensorFileNoOtherTenantCanName
   auto replaced =
       weftd_->CliAs(team, {"artifact", "upload", dir_ + "/garbage.pt", "--name", "blobs"});
   ASSERT_EQ(replaced.exit_code, 0) << replaced.output;
-  json done = WaitFor(team, id, "COMPLETED", 180);
+  json done = WaitFor(id, {"COMPLETED"}, 180, team);
   EXPECT_GE(done["models"]["final"]["test_accuracy"].get<double>(), 0.9) << done.dump(2);
   auto log = weftd_->CliAs(team, {"logs", id});
   EXPECT_THAT(log.output, HasSubstr("of shape [2, 3, 3], 4 classes (tensors)")) << log.output;
@@ -463,12 +407,12 @@ TEST_F(TenancyTest, TheAdminTokenRotates) {
   EXPECT_NE(fresh, admin_);
   EXPECT_EQ(weftd_->admin_token(), fresh) << "admin.token holds the new token";
   int status = 0;
-  json j = Get(admin_, "/v1/tenants", &status);
+  json j = Get("/v1/tenants", admin_, &status);
   EXPECT_EQ(status, 401);
   EXPECT_THAT(j["error"].value("message", ""), HasSubstr("revoked"));
-  Get(fresh, "/v1/tenants", &status);
+  Get("/v1/tenants", fresh, &status);
   EXPECT_EQ(status, 200);
-  Get(tenant, "/v1/jobs", &status);
+  Get("/v1/jobs", tenant, &status);
   EXPECT_EQ(status, 200) << "tenant tokens are untouched";
   // Only the admin may rotate.
   auto denied = weftd_->CliAs(tenant, {"token", "rotate-admin"});

@@ -10,7 +10,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "integration/weftd_process.h"
+#include "integration/weftd_test.h"
 #include "nlohmann/json.hpp"
 
 namespace weft {
@@ -20,31 +20,16 @@ using json = nlohmann::json;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using testing::RunCommand;
-using testing::WeftdProcess;
 
-class TlsTest : public ::testing::Test {
+// weftd serves https with a self-signed certificate (tls_cert_, tls_key_); each test starts it.
+class TlsTest : public testing::WeftdTest {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/weft-tls-XXXXXX";
-    dir_ = mkdtemp(tmpl);
-    cert_ = dir_ + "/cert.pem";
-    key_ = dir_ + "/key.pem";
-    // A self-signed certificate for the address the clients and learners dial.
-    auto made = RunCommand({"/usr/bin/openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
-                            "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key_, "-out",
-                            cert_, "-days", "2", "-subj", "/CN=localhost", "-addext",
-                            "subjectAltName=IP:127.0.0.1,DNS:localhost"});
-    ASSERT_EQ(made.exit_code, 0) << made.output;
-    weftd_ = std::make_unique<WeftdProcess>(dir_ + "/data");
-    weftd_->set_tls(cert_, key_);
+  testing::WeftdTestOptions Options() const override {
+    testing::WeftdTestOptions o("tls");
+    o.tls = true;
+    o.start = false;
+    return o;
   }
-  void TearDown() override {
-    weftd_.reset();
-    std::filesystem::remove_all(dir_);
-  }
-
-  std::string dir_, cert_, key_;
-  std::unique_ptr<WeftdProcess> weftd_;
 };
 
 TEST_F(TlsTest, TheApiAndTheCoordinatorSpeakTlsAndAJobTrainsThroughThem) {
@@ -86,10 +71,10 @@ TEST_F(TlsTest, WithACertificateWeftdMayListenOffLoopbackWithoutInsecure) {
 
 TEST_F(TlsTest, ACertificateThatDoesNotLoadStopsWeftdWithTheReason) {
   std::ofstream(dir_ + "/bad.pem") << "not a certificate\n";
-  weftd_->set_tls(dir_ + "/bad.pem", key_);
+  weftd_->set_tls(dir_ + "/bad.pem", tls_key_);
   EXPECT_FALSE(weftd_->Start());
   EXPECT_THAT(weftd_->log(), HasSubstr("do not load"));
-  weftd_->set_tls(cert_, "");
+  weftd_->set_tls(tls_cert_, "");
   EXPECT_FALSE(weftd_->Start());
   EXPECT_THAT(weftd_->log(), HasSubstr("--tls-cert and --tls-key go together"));
 }

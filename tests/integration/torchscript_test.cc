@@ -9,7 +9,7 @@
 #include <fstream>
 #include <regex>
 
-#include "integration/weftd_process.h"
+#include "integration/weftd_test.h"
 #include "job/job_spec.h"
 #include "nlohmann/json.hpp"
 #include "train/dataset.h"
@@ -20,24 +20,11 @@ namespace {
 
 using json = nlohmann::json;
 using ::testing::HasSubstr;
-using testing::WeftdProcess;
 
-class TorchScriptTest : public ::testing::Test {
+class TorchScriptTest : public testing::WeftdTest {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/weft-torchscript-XXXXXX";
-    dir_ = mkdtemp(tmpl);
-    weftd_ = std::make_unique<WeftdProcess>(dir_ + "/data");
-    ASSERT_TRUE(weftd_->Start()) << weftd_->log();
-  }
-  void TearDown() override {
-    weftd_.reset();
-    std::filesystem::remove_all(dir_);
-  }
-  std::string Write(const std::string& name, const std::string& text) {
-    const std::string path = dir_ + "/" + name;
-    std::ofstream(path) << text;
-    return path;
+  testing::WeftdTestOptions Options() const override {
+    return testing::WeftdTestOptions("torchscript");
   }
 
   // Downloads job `id`'s `kind` model with the CLI, runs it on 16 test images in libtorch and in
@@ -72,9 +59,6 @@ class TorchScriptTest : public ::testing::Test {
     torch::Tensor python_logits = torch::pickle_load(out_bytes).toTensor();
     EXPECT_LT((python_logits - logits).abs().max().item<double>(), 1e-5) << kind;
   }
-
-  std::string dir_;
-  std::unique_ptr<WeftdProcess> weftd_;
 };
 
 TEST_F(TorchScriptTest, ATenantsModelTrainsAndComesBackAsTorchScriptThatPyTorchRuns) {

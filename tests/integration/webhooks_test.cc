@@ -13,7 +13,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "integration/weftd_process.h"
+#include "integration/weftd_test.h"
 #include "nlohmann/json.hpp"
 
 namespace weft {
@@ -21,7 +21,6 @@ namespace {
 
 using json = nlohmann::json;
 using ::testing::HasSubstr;
-using testing::WeftdProcess;
 
 const std::string kSmoke = std::string(WEFT_SOURCE_DIR) + "/examples/fashion-mnist-mlp-smoke.yaml";
 
@@ -96,18 +95,10 @@ class Receiver {
   std::map<std::string, int> attempts_;
 };
 
-class WebhooksTest : public ::testing::Test {
+class WebhooksTest : public testing::WeftdTest {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/weft-webhooks-XXXXXX";
-    dir_ = mkdtemp(tmpl);
-    weftd_ = std::make_unique<WeftdProcess>(dir_ + "/data");
-    ASSERT_TRUE(weftd_->Start()) << weftd_->log();
-    port_ = testing::FreePort();
-  }
-  void TearDown() override {
-    weftd_.reset();
-    if (!dir_.empty()) std::filesystem::remove_all(dir_);
+  testing::WeftdTestOptions Options() const override {
+    return testing::WeftdTestOptions("webhooks");
   }
 
   // Registers a webhook on the receiver's port; its answer.
@@ -136,9 +127,7 @@ class WebhooksTest : public ::testing::Test {
     return r ? json::parse(r->body, nullptr, false) : json();
   }
 
-  std::string dir_;
-  std::unique_ptr<WeftdProcess> weftd_;
-  int port_ = 0;
+  int port_ = testing::FreePort();
 };
 
 TEST_F(WebhooksTest, AReceiverGetsDeliveredThenCompletedSignedEvenAfterFailingTwice) {

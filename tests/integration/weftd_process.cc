@@ -299,11 +299,12 @@ std::string SubmittedJobId(const std::string& output) {
 
 nlohmann::json WeftdProcess::WaitForJobWhere(const std::string& id,
                                              const std::function<bool(const nlohmann::json&)>& done,
-                                             int timeout_s, const std::string& what) const {
+                                             int timeout_s, const std::string& what,
+                                             const std::string& as_token) const {
   nlohmann::json j;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
   while (true) {
-    auto r = Client().Get("/v1/jobs/" + id);
+    auto r = ClientAs(as_token.empty() ? token_ : as_token).Get("/v1/jobs/" + id);
     if (r && r->status == 200) {
       j = nlohmann::json::parse(r->body, nullptr, false);
       if (j.is_object() && done(j)) return j;
@@ -316,14 +317,16 @@ nlohmann::json WeftdProcess::WaitForJobWhere(const std::string& id,
 }
 
 nlohmann::json WeftdProcess::WaitForJob(const std::string& id,
-                                        const std::vector<std::string>& states,
-                                        int timeout_s) const {
+                                        const std::vector<std::string>& states, int timeout_s,
+                                        const std::string& as_token) const {
+  std::string wanted;
+  for (const std::string& s : states) wanted += (wanted.empty() ? "" : " or ") + s;
   return WaitForJobWhere(
       id,
       [&states](const nlohmann::json& j) {
         return std::find(states.begin(), states.end(), j.value("state", "")) != states.end();
       },
-      timeout_s, "one of the expected states");
+      timeout_s, "state " + wanted, as_token);
 }
 
 std::string WeftdProcess::Submit(const std::string& manifest_path) const {

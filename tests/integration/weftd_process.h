@@ -90,15 +90,17 @@ class WeftdProcess {
   // The tenant token to use instead of making one on the first Start() (a standby weftd, whose
   // API redirects until it leads, shares its leader's tenants).
   void set_token(std::string token) { token_ = std::move(token); }
-  // Polls GET /v1/jobs/ID (as token()) every 200 ms until the job's state is one of `states`;
-  // returns the job's JSON. After `timeout_s` adds a test failure and returns the last answer.
+  // Polls GET /v1/jobs/ID (as `as_token`, token() when "") every 200 ms until the job's state
+  // is one of `states`; returns the job's JSON. After `timeout_s` adds a test failure and
+  // returns the last answer.
   nlohmann::json WaitForJob(const std::string& id, const std::vector<std::string>& states,
-                            int timeout_s) const;
-  // Polls GET /v1/jobs/ID (as token()) every 200 ms until `done(job)` holds; after `timeout_s`
-  // adds a test failure naming `what` and returns the last answer.
+                            int timeout_s, const std::string& as_token = "") const;
+  // Polls GET /v1/jobs/ID (as `as_token`, token() when "") every 200 ms until `done(job)`
+  // holds; after `timeout_s` adds a test failure naming `what` and returns the last answer.
   nlohmann::json WaitForJobWhere(const std::string& id,
                                  const std::function<bool(const nlohmann::json&)>& done,
-                                 int timeout_s, const std::string& what) const;
+                                 int timeout_s, const std::string& what,
+                                 const std::string& as_token = "") const;
   // `weft submit PATH` as tenant `default`: the job's id ("" and a test failure if refused).
   std::string Submit(const std::string& manifest_path) const;
   // `weft logs ID --rank RANK`: learner RANK's log (a test failure if the command fails).
