@@ -19,6 +19,12 @@
 # (WEFT_TEST_RUNTIME=none, which any run may set).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Each stage's wall time, printed as it ends ("== stage: N s"), so a slow run says where it went.
+STAGE_START=$SECONDS
+stage() {
+  echo "== $1: $((SECONDS - STAGE_START)) s"
+  STAGE_START=$SECONDS
+}
 SANITIZE=""
 CTEST_ARGS=()
 while [[ $# -gt 0 ]]; do
@@ -29,14 +35,19 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 ./scripts/install-deps.sh
+stage "install-deps"
 if [[ -z "$SANITIZE" ]]; then
   BUILD_DIR="${WEFT_BUILD_DIR:-build}"
   WEFT_BUILD_DIR="$BUILD_DIR" WEFT_CMAKE_ARGS="${WEFT_CMAKE_ARGS:-} -DWEFT_WERROR=ON" \
     ./scripts/build.sh
+  stage "build"
   ./scripts/check.sh "$BUILD_DIR"
+  stage "check"
   ./scripts/lint-openapi.sh
+  stage "lint-openapi"
   # Every learner runs in a container of weft's runtime image (kept when up to date).
   ./scripts/build-runtime-image.sh "$BUILD_DIR/bin"
+  stage "runtime image"
 else
   BUILD_DIR="${WEFT_BUILD_DIR:-build-${SANITIZE//,/-}}"
   # Benchmarks are measured, not sanitized.
@@ -58,6 +69,7 @@ else
 fi
 rc=0
 (cd "$BUILD_DIR" && ctest -j2 --output-on-failure --timeout 1800 "${CTEST_ARGS[@]}") || rc=$?
+stage "ctest"
 if [[ -n "$SANITIZE" ]]; then
   reports=$(find "$REPORTS" -type f | wc -l)
   echo "== $SANITIZE: $reports report(s) from all processes (in $REPORTS)"
@@ -67,6 +79,9 @@ fi
 [[ $rc -eq 0 ]] || exit $rc
 if [[ -z "$SANITIZE" && ${#CTEST_ARGS[@]} -eq 0 ]]; then
   ./scripts/fuzz.sh --runs "${WEFT_FUZZ_RUNS:-10000}"
+  stage "fuzz"
   ./scripts/unit-asan.sh
+  stage "unit-asan"
   ./scripts/unit-tsan.sh
+  stage "unit-tsan"
 fi

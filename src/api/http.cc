@@ -113,11 +113,11 @@ void SendNoSuchJob(httplib::Response& res, const std::string& id) {
   SendError(res, 404, absl::StrCat("no job '", id, "'; `weft list` shows your jobs"));
 }
 
-std::optional<JobRecord> FindJob(Store& store, const std::string& id, const Caller& caller,
-                                 httplib::Response& res) {
-  auto job = store.GetJob(id);
-  if (job.ok() && (caller.admin || job->tenant == caller.tenant)) return *job;
-  if (job.ok() || absl::IsNotFound(job.status())) {
+std::optional<JobRecord> FindJob(const JobQueries& jobs, const std::string& id,
+                                 const Caller& caller, httplib::Response& res) {
+  auto job = jobs.Find(caller, id);
+  if (job.ok()) return *job;
+  if (absl::IsNotFound(job.status())) {
     SendNoSuchJob(res, id);
   } else {
     SendStatus(res, job.status());
@@ -154,9 +154,9 @@ bool OverRate(RateLimiter* limiter, const Caller& caller, httplib::Response& res
 
 // The caller, or nothing when the request is answered already (401, 403, 429).
 std::optional<Caller> Admit(const httplib::Request& req, httplib::Response& res, Access access,
-                            Store* store, RateLimiter* limiter) {
+                            const Tenancy* tenancy, RateLimiter* limiter) {
   if (access == Access::kPublic) return Caller{};
-  auto c = Authenticate(*store, req.get_header_value("Authorization"));
+  auto c = tenancy->Authenticate(req.get_header_value("Authorization"));
   if (!c.ok()) {
     if (absl::IsUnauthenticated(c.status())) {
       res.set_header("WWW-Authenticate", "Bearer realm=\"weft\"");
@@ -172,9 +172,9 @@ std::optional<Caller> Admit(const httplib::Request& req, httplib::Response& res,
   return *c;
 }
 
-RawHandler Authenticated(Handler h, Access access, Store* store, RateLimiter* limiter) {
-  return [h, access, store, limiter](const httplib::Request& req, httplib::Response& res) {
-    if (std::optional<Caller> caller = Admit(req, res, access, store, limiter)) {
+RawHandler Authenticated(Handler h, Access access, const Tenancy* tenancy, RateLimiter* limiter) {
+  return [h, access, tenancy, limiter](const httplib::Request& req, httplib::Response& res) {
+    if (std::optional<Caller> caller = Admit(req, res, access, tenancy, limiter)) {
       h(req, res, *caller);
     }
   };
@@ -225,7 +225,7 @@ void Router::Route(const std::string& pattern, std::map<std::string, Handler> me
     auto it = methods.find(method);
     return Timed(method, route,
                  Authenticated(it == methods.end() ? NotAllowed(method, allow) : it->second, access,
-                               &store_, limiter_));
+                               &tenancy_, limiter_));
   };
   server_.Get(pattern, pick("GET"));
   server_.Post(pattern, pick("POST"));
@@ -236,19 +236,19 @@ void Router::Route(const std::string& pattern, std::map<std::string, Handler> me
 
 void Router::Route(const std::string& pattern, std::map<std::string, Handler> methods,
                    Access access, UploadHandler upload) {
-  Store* store = &store_;
+  const Tenancy* tenancy = &tenancy_;
   RateLimiter* limiter = limiter_;
   // Served before the plain POST handler Route registers (httplib tries readers first).
-  server_.Post(pattern,
-               [upload, access, store, limiter](const httplib::Request& req, httplib::Response& res,
-                                                const httplib::ContentReader& read) {
-                 std::optional<Caller> caller = Admit(req, res, access, store, limiter);
-                 if (!caller) {
-                   read([](const char*, size_t) { return true; });  // the body is dropped, unread
-                   return;
-                 }
-                 upload(req, res, *caller, read);
-               });
+  server_.Post(pattern, [upload, access, tenancy, limiter](const httplib::Request& req,
+                                                           httplib::Response& res,
+                                                           const httplib::ContentReader& read) {
+    std::optional<Caller> caller = Admit(req, res, access, tenancy, limiter);
+    if (!caller) {
+      read([](const char*, size_t) { return true; });  // the body is dropped, unread
+      return;
+    }
+    upload(req, res, *caller, read);
+  });
   methods.emplace("POST", [](const httplib::Request&, httplib::Response& res, const Caller&) {
     SendError(res, 500, "the upload handler did not answer");
   });

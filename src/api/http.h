@@ -11,10 +11,10 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "api/auth.h"
 #include "api/rate_limit.h"
+#include "control/job_queries.h"
+#include "control/tenancy.h"
 #include "nlohmann/json.hpp"
-#include "store/store.h"
 
 namespace weft::api {
 
@@ -62,8 +62,8 @@ void SendNoSuchJob(httplib::Response& res, const std::string& id);
 
 // The job if it exists and the caller may see it (its tenant, or the admin); otherwise answers
 // 404 exactly as for a missing job, so no tenant learns that another's job exists.
-std::optional<JobRecord> FindJob(Store& store, const std::string& id, const Caller& caller,
-                                 httplib::Response& res);
+std::optional<JobRecord> FindJob(const JobQueries& jobs, const std::string& id,
+                                 const Caller& caller, httplib::Response& res);
 
 // A POST handler that reads the request body itself, in pieces as they arrive (an upload), so a
 // large body is never held whole in memory. It must call `read` exactly once, also when it refuses
@@ -74,8 +74,9 @@ using UploadHandler = std::function<void(const httplib::Request&, httplib::Respo
 class Router {
  public:
   // `limiter` (may be null: no limits) is asked once per authenticated tenant request.
-  Router(httplib::Server& server, Store& store, RateLimiter* limiter = nullptr)
-      : server_(server), store_(store), limiter_(limiter) {}
+  // `tenancy` authenticates each request's token.
+  Router(httplib::Server& server, const Tenancy& tenancy, RateLimiter* limiter = nullptr)
+      : server_(server), tenancy_(tenancy), limiter_(limiter) {}
   // Registers `pattern` for the given methods behind `access`, and answers every other method
   // with 405. A missing, invalid or revoked token gets 401; a tenant on an admin route 403; a
   // tenant over its request rate 429 with Retry-After (seconds). The admin is not rate-limited.
@@ -87,7 +88,7 @@ class Router {
 
  private:
   httplib::Server& server_;
-  Store& store_;
+  const Tenancy& tenancy_;
   RateLimiter* limiter_;
 };
 

@@ -65,7 +65,7 @@ void InstallApi(httplib::Server& server, const Services& services, RateLimiter* 
   server.set_payload_max_length(std::max(options.max_request_bytes, max_upload));
   server.set_pre_routing_handler(BodyLimits{options.max_request_bytes, max_upload, kUploadPath});
   AddFallbacks(server, std::max(options.max_request_bytes, max_upload));
-  Router router(server, services.store, limiter);
+  Router router(server, services.tenancy, limiter);
   router.Route("/healthz",
                {{"GET",
                  [](const httplib::Request&, httplib::Response& res, const Caller&) {
@@ -85,7 +85,10 @@ void InstallApi(httplib::Server& server, const Services& services, RateLimiter* 
 
 RestServer::RestServer(Store& store, Controller& controller, Artifacts* artifacts,
                        const Clock& clock, RestOptions options)
-    : webhooks_(store, clock, options.webhooks),
+    : jobs_(store),
+      tenancy_(store, clock),
+      datasets_(store, clock),
+      webhooks_(store, clock, options.webhooks),
       limiter_(std::make_unique<RateLimiter>(options.tenant_rate, clock)),
       streams_(std::make_unique<StreamLimiter>(options.follow_streams_per_tenant,
                                                std::max(1, options.threads / 2))),
@@ -93,8 +96,9 @@ RestServer::RestServer(Store& store, Controller& controller, Artifacts* artifact
                   ? std::make_unique<httplib::Server>()
                   : std::make_unique<httplib::SSLServer>(options.tls_cert_path.c_str(),
                                                          options.tls_key_path.c_str())) {
-  services_ = std::make_unique<Services>(Services{
-      store, controller, clock, options.admin_token_path, streams_.get(), artifacts, &webhooks_});
+  services_ = std::make_unique<Services>(Services{controller, jobs_, tenancy_, datasets_, clock,
+                                                  options.admin_token_path, streams_.get(),
+                                                  artifacts, &webhooks_});
   InstallApi(*server_, *services_, limiter_.get(), options);
 }
 

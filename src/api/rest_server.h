@@ -13,6 +13,9 @@
 #include "common/clock.h"
 #include "control/artifacts.h"
 #include "control/controller.h"
+#include "control/datasets.h"
+#include "control/job_queries.h"
+#include "control/tenancy.h"
 #include "control/webhooks.h"
 #include "store/store.h"
 
@@ -62,8 +65,12 @@ class RestServer {
   void Stop();
 
  private:
-  Webhooks webhooks_;                   // what Services::webhooks points at
-  std::unique_ptr<Services> services_;  // store, controller and clock; the handlers hold on to it
+  // control/'s services over the store, which Services points at.
+  JobQueries jobs_;
+  Tenancy tenancy_;
+  Datasets datasets_;
+  Webhooks webhooks_;
+  std::unique_ptr<Services> services_;  // what the handlers work with; they hold on to it
   std::unique_ptr<RateLimiter> limiter_;
   std::unique_ptr<StreamLimiter> streams_;
   std::unique_ptr<httplib::Server> server_;

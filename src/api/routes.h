@@ -11,16 +11,21 @@
 #include "common/clock.h"
 #include "control/artifacts.h"
 #include "control/controller.h"
+#include "control/datasets.h"
+#include "control/job_queries.h"
+#include "control/tenancy.h"
 #include "control/webhooks.h"
-#include "store/store.h"
 
 namespace weft::api {
 
-// What the handlers work with. Borrowed; they outlive the server.
+// What the handlers work with: control/'s services, never the store. Borrowed; they outlive the
+// server.
 struct Services {
-  Store& store;
-  Controller& controller;
-  const Clock& clock;                // stamps what the API creates (tenants, tokens)
+  Controller& controller;  // jobs' lifecycle, the queue and nodes
+  JobQueries& jobs;        // reads of jobs, each as its caller may see it
+  Tenancy& tenancy;        // tenants and tokens
+  Datasets& datasets;
+  const Clock& clock;                // the time a scrape reports
   std::string admin_token_path;      // RestOptions::admin_token_path
   StreamLimiter* streams = nullptr;  // follow streams' places; null: unlimited
   Artifacts* artifacts = nullptr;    // tenants' uploads; null: no /v1/artifacts routes

@@ -81,7 +81,7 @@ void Nodes(const Services& s, const Request&, Response& res, const Caller& calle
 // The gauges a scrape computes now: active jobs by tenant and state, the queue per tenant, each
 // running job's samples and restarts, and each node's capacity and allocation.
 absl::Status AppendGauges(const Services& s, std::string* out) {
-  ASSIGN_OR_RETURN(std::vector<JobRecord> jobs, s.store.ListActiveJobs());
+  ASSIGN_OR_RETURN(std::vector<JobRecord> jobs, s.jobs.Active());
   ASSIGN_OR_RETURN(auto queue, s.controller.view().Queue(""));
   ASSIGN_OR_RETURN(auto nodes, s.controller.view().Nodes());
   std::map<Labels, double> by_state, queued, oldest;

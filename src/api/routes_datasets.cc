@@ -74,12 +74,10 @@ DatasetRecord ReadDatasetBody(const nlohmann::json& body, nlohmann::json* proble
 }
 
 void List(const Services& s, const Request&, Response& res, const Caller& caller) {
-  auto all = s.store.ListDatasets();
-  if (!all.ok()) return SendStatus(res, all.status());
+  auto usable = s.datasets.List(caller);
+  if (!usable.ok()) return SendStatus(res, usable.status());
   nlohmann::json list = nlohmann::json::array();
-  for (const DatasetRecord& d : *all) {
-    if (caller.admin || d.UsableBy(caller.tenant)) list.push_back(DatasetJson(d, caller.admin));
-  }
+  for (const DatasetRecord& d : *usable) list.push_back(DatasetJson(d, caller.admin));
   SendJson(res, 200, {{"datasets", list}});
 }
 
@@ -89,20 +87,12 @@ void Register(const Services& s, const Request& req, Response& res, const Caller
   DatasetRecord d = ReadDatasetBody(nlohmann::json::parse(req.body, nullptr, false), &problems);
   if (!problems.empty()) return SendError(res, 400, "invalid data set", problems);
   std::vector<FieldError> errors;
-  if (absl::Status st = CheckDataset(d, s.store, &errors); !st.ok()) {
-    if (!absl::IsInvalidArgument(st)) return SendStatus(res, st);
+  if (absl::Status st = s.datasets.Register(&d, &errors); !st.ok()) {
+    if (!absl::IsInvalidArgument(st) || errors.empty()) return SendStatus(res, st);
     for (const FieldError& e : errors)
       problems.push_back({{"field", e.field}, {"problem", e.problem}});
     return SendError(res, 400, "invalid data set", problems);
   }
-  if (auto existing = s.store.GetDataset(d.name); existing.ok()) {
-    return SendError(res, 409,
-                     absl::StrCat("data set '", d.name, "' exists; delete it first to change it"));
-  } else if (!absl::IsNotFound(existing.status())) {
-    return SendStatus(res, existing.status());
-  }
-  d.created_ms = s.clock.NowMs();
-  if (absl::Status st = s.store.PutDataset(d); !st.ok()) return SendStatus(res, st);
   res.set_header("Location", absl::StrCat("/v1/datasets/", d.name));
   SendJson(res, 201, DatasetJson(d, /*admin=*/true));
 }
@@ -111,8 +101,7 @@ void Show(const Services& s, const Request& req, Response& res, const Caller& ca
   const std::optional<std::string> checked = NameInPath(req, res, "data set");
   if (!checked) return;
   const std::string& name = *checked;
-  absl::StatusOr<DatasetRecord> d =
-      caller.admin ? s.store.GetDataset(name) : ResolveDataset(s.store, name, caller.tenant);
+  absl::StatusOr<DatasetRecord> d = s.datasets.Get(caller, name);
   if (!d.ok()) return SendStatus(res, d.status());
   SendJson(res, 200, DatasetJson(*d, caller.admin));
 }
@@ -122,7 +111,7 @@ void Delete(const Services& s, const Request& req, Response& res, const Caller& 
   const std::optional<std::string> checked = NameInPath(req, res, "data set");
   if (!checked) return;
   const std::string& name = *checked;
-  if (absl::Status st = s.store.DeleteDataset(name); !st.ok()) return SendStatus(res, st);
+  if (absl::Status st = s.datasets.Delete(name); !st.ok()) return SendStatus(res, st);
   SendJson(res, 200, {{"name", name}, {"deleted", true}});
 }
 

@@ -166,7 +166,7 @@ void AllEvents(const Services& s, const Request& req, Response& res, const Calle
 
 void JobEvents(const Services& s, const Request& req, Response& res, const Caller& caller) {
   std::string id = req.matches[1];
-  std::optional<JobRecord> job = FindJob(s.store, id, caller, res);
+  std::optional<JobRecord> job = FindJob(s.jobs, id, caller, res);
   if (!job) return;
   auto stream = std::make_shared<Stream>();
   if (!AcquireStream(s, caller, res, &stream->lease)) return;

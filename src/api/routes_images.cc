@@ -109,7 +109,7 @@ void Register(const Services& s, const Request& req, Response& res, const Caller
       ReadBody(nlohmann::json::parse(req.body, nullptr, false), caller.admin, &problems);
   if (!problems.empty()) return SendError(res, 400, "invalid image", problems);
   const std::string owner = caller.admin ? "" : caller.tenant;
-  if (auto existing = s.store.GetImage(owner, r.name); existing.ok()) {
+  if (auto existing = images->Get(owner, r.name); existing.ok()) {
     return SendError(res, 409,
                      absl::StrCat("image '", r.name, "' exists; delete it first to change it"));
   } else if (!absl::IsNotFound(existing.status())) {
@@ -136,7 +136,7 @@ void Show(const Services& s, const Request& req, Response& res, const Caller& ca
   const std::optional<std::string> name = NameInPath(req, res, "image");
   if (!name) return;
   absl::StatusOr<ImageRecord> i =
-      caller.admin ? s.store.GetImage("", *name) : images->Resolve(caller.tenant, *name);
+      caller.admin ? images->Get("", *name) : images->Resolve(caller.tenant, *name);
   if (!i.ok()) return SendStatus(res, i.status());
   SendJson(res, 200, ImageJson(*i, caller.admin));
 }

@@ -30,9 +30,9 @@ void ListJobs(const Services& s, const Request& req, Response& res, const Caller
     return SendError(res, 400, "limit " + problem,
                      nlohmann::json::array({{{"field", "limit"}, {"problem", problem}}}));
   }
-  if (!page.after.empty() && !FindJob(s.store, page.after, caller, res)) return;
+  if (!page.after.empty() && !FindJob(s.jobs, page.after, caller, res)) return;
   ++page.limit;  // one more than asked: whether there is a next page
-  auto jobs = s.store.ListJobs(caller.admin ? "" : caller.tenant, page);
+  auto jobs = s.jobs.List(caller, page);
   if (!jobs.ok()) return SendStatus(res, jobs.status());
   nlohmann::json list = nlohmann::json::array();
   nlohmann::json body;
@@ -72,9 +72,9 @@ void SubmitJob(const Services& s, const Request& req, Response& res, const Calle
 void ShowJob(const Services& s, const Request& req, Response& res, const Caller& caller) {
   std::string id = req.matches[1];
   // One read of the store for the job and its rows (the status read is the API's hottest call).
-  auto read = s.store.GetJobSnapshot(id, /*metrics_limit=*/200);
-  if (!read.ok() || (!caller.admin && read->job.tenant != caller.tenant)) {
-    if (read.ok() || absl::IsNotFound(read.status())) return SendNoSuchJob(res, id);
+  auto read = s.jobs.Snapshot(caller, id, /*metrics_limit=*/200);
+  if (!read.ok()) {
+    if (absl::IsNotFound(read.status())) return SendNoSuchJob(res, id);
     return SendStatus(res, read.status());
   }
   auto spec = s.controller.Spec(read->job);
@@ -86,7 +86,7 @@ void ShowJob(const Services& s, const Request& req, Response& res, const Caller&
 
 void DeleteJob(const Services& s, const Request& req, Response& res, const Caller& caller) {
   std::string id = req.matches[1];
-  if (!FindJob(s.store, id, caller, res)) return;
+  if (!FindJob(s.jobs, id, caller, res)) return;
   if (absl::Status st = s.controller.Delete(id); !st.ok()) return SendStatus(res, st);
   SendJson(res, 200, {{"id", id}, {"deleted", true}});
 }
@@ -94,9 +94,9 @@ void DeleteJob(const Services& s, const Request& req, Response& res, const Calle
 Handler Action(const Services& s, absl::Status (Controller::*act)(const std::string&)) {
   return [&s, act](const Request& req, Response& res, const Caller& caller) {
     std::string id = req.matches[1];
-    if (!FindJob(s.store, id, caller, res)) return;
+    if (!FindJob(s.jobs, id, caller, res)) return;
     if (absl::Status st = (s.controller.*act)(id); !st.ok()) return SendStatus(res, st);
-    auto job = s.store.GetJob(id);
+    auto job = s.jobs.Find(caller, id);
     if (!job.ok()) return SendStatus(res, job.status());
     SendJson(res, 200, JobSummaryJson(*job, s.controller.view().WaitingFor(id)));
   };
@@ -107,7 +107,7 @@ constexpr int64_t kMetricPageMax = 10000;
 
 void Metrics(const Services& s, const Request& req, Response& res, const Caller& caller) {
   std::string id = req.matches[1];
-  if (!FindJob(s.store, id, caller, res)) return;
+  if (!FindJob(s.jobs, id, caller, res)) return;
   // A page of the series: ?from=K (0-based; default the last page) &limit=N (default 1,000).
   int64_t limit = kMetricPageDefault, from = -1;
   if (req.has_param("limit") && (!absl::SimpleAtoi(req.get_param_value("limit"), &limit) ||
@@ -122,7 +122,7 @@ void Metrics(const Services& s, const Request& req, Response& res, const Caller&
                      nlohmann::json::array(
                          {{{"field", "from"}, {"problem", "must be a non-negative integer"}}}));
   }
-  auto page = s.store.MetricRange(id, from, limit);
+  auto page = s.jobs.Metrics(caller, id, from, limit);
   if (!page.ok()) return SendStatus(res, page.status());
   nlohmann::json points = nlohmann::json::array();
   for (const auto& m : page->points) points.push_back(MetricJson(m));
@@ -135,14 +135,14 @@ void Metrics(const Services& s, const Request& req, Response& res, const Caller&
 
 void Model(const Services& s, const Request& req, Response& res, const Caller& caller) {
   std::string id = req.matches[1];
-  auto job = FindJob(s.store, id, caller, res);
+  auto job = FindJob(s.jobs, id, caller, res);
   if (!job) return;
   std::string which = req.has_param("which") ? req.get_param_value("which") : kFinalModel;
   if (!IsModelKind(which)) {
     return SendError(res, 400,
                      absl::StrCat("which must be 'delivered' or 'final', got '", which, "'"));
   }
-  auto models = s.store.Models(id);
+  auto models = s.jobs.Models(caller, id);
   if (!models.ok()) return SendStatus(res, models.status());
   for (const auto& a : *models) {
     if (a.kind != which) continue;
@@ -174,15 +174,15 @@ void FollowLog(const Services& s, const std::string& id, const std::string& path
     std::shared_ptr<StreamLimiter::Lease> lease;
   };
   auto follow = std::make_shared<Follow>(Follow{0, std::move(lease)});
-  Store* store = &s.store;
-  auto provider = [store, id, path, follow](size_t, httplib::DataSink& sink) {
+  const JobQueries* jobs = &s.jobs;
+  auto provider = [jobs, caller, id, path, follow](size_t, httplib::DataSink& sink) {
     // At most kFileChunkBytes per call: a long log is never read whole into memory.
     std::string chunk = ReadFileChunk(path, follow->offset);
     if (!chunk.empty()) {
       follow->offset += static_cast<int64_t>(chunk.size());
       return sink.write(chunk.data(), chunk.size());
     }
-    auto job = store->GetJob(id);
+    auto job = jobs->Find(caller, id);
     if (!job.ok() || IsSettled(job->state)) {
       // The place comes back before the client sees the end, so a stream opened right after
       // this one ends is never refused for it.
@@ -215,7 +215,7 @@ void SendLog(const Services& s, const Request& req, Response& res, const Caller&
 
 void Logs(const Services& s, const Request& req, Response& res, const Caller& caller) {
   std::string id = req.matches[1];
-  auto job = FindJob(s.store, id, caller, res);
+  auto job = FindJob(s.jobs, id, caller, res);
   if (!job) return;
   // One log per learner: ?rank=N (default 0), the learner's id (its rank as started; an elastic
   // job's newcomers get ids past its maximum world size); or ?server=I, a scale-out
@@ -252,7 +252,7 @@ void Logs(const Services& s, const Request& req, Response& res, const Caller& ca
 // once, never, or more than once. 404 when the job ran without the audit.
 void Audit(const Services& s, const Request& req, Response& res, const Caller& caller) {
   std::string id = req.matches[1];
-  if (!FindJob(s.store, id, caller, res)) return;
+  if (!FindJob(s.jobs, id, caller, res)) return;
   absl::StatusOr<AuditReport> r = CheckAuditFile(AuditPath(s.controller.layout().LogDir(id)));
   if (absl::IsNotFound(r.status())) {
     return SendError(res, 404,

@@ -141,17 +141,16 @@ void ListTenants(const Services& s, const Request&, Response& res, const Caller&
 void CreateTenant(const Services& s, const Request& req, Response& res, const Caller&) {
   nlohmann::json body = nlohmann::json::parse(req.body, nullptr, false);
   TenantRecord t;
-  t.created_ms = s.clock.NowMs();
   Problems problems = nlohmann::json::array();
   ReadTenantBody(body, /*creating=*/true, &t, &problems);
   if (!problems.empty()) return SendError(res, 400, "invalid tenant", problems);
-  if (absl::Status st = s.store.CreateTenant(t); !st.ok()) return SendStatus(res, st);
+  if (absl::Status st = s.tenancy.Create(&t); !st.ok()) return SendStatus(res, st);
   res.set_header("Location", absl::StrCat("/v1/tenants/", t.name));
   SendJson(res, 201, TenantJson(t));
 }
 
 void ShowTenant(const Services& s, const Request& req, Response& res, const Caller&) {
-  auto t = s.store.GetTenant(req.matches[1]);
+  auto t = s.tenancy.Get(req.matches[1]);
   if (!t.ok()) return SendStatus(res, t.status());
   nlohmann::json j = TenantJson(*t);
   j["disk"] = DiskJson(s, *t);
@@ -159,7 +158,7 @@ void ShowTenant(const Services& s, const Request& req, Response& res, const Call
 }
 
 void UpdateTenant(const Services& s, const Request& req, Response& res, const Caller&) {
-  auto t = s.store.GetTenant(req.matches[1]);
+  auto t = s.tenancy.Get(req.matches[1]);
   if (!t.ok()) return SendStatus(res, t.status());
   nlohmann::json body = nlohmann::json::parse(req.body, nullptr, false);
   Problems problems = nlohmann::json::array();
@@ -169,14 +168,14 @@ void UpdateTenant(const Services& s, const Request& req, Response& res, const Ca
   if (body.is_object()) body.erase("name");
   ReadTenantBody(body, /*creating=*/false, &*t, &problems);
   if (!problems.empty()) return SendError(res, 400, "invalid tenant update", problems);
-  if (absl::Status st = s.store.UpdateTenant(*t); !st.ok()) return SendStatus(res, st);
+  if (absl::Status st = s.tenancy.Update(*t); !st.ok()) return SendStatus(res, st);
   SendJson(res, 200, TenantJson(*t));
 }
 
 void DeleteTenant(const Services& s, const Request& req, Response& res, const Caller&) {
   std::string name = req.matches[1];
   if (name == "default") return SendError(res, 409, "tenant 'default' cannot be deleted");
-  if (absl::Status st = s.store.DeleteTenant(name); !st.ok()) return SendStatus(res, st);
+  if (absl::Status st = s.tenancy.Delete(name); !st.ok()) return SendStatus(res, st);
   if (s.artifacts != nullptr) {
     // The names are gone with the tenant; a file left by an error here is nobody's to name.
     if (absl::Status st = s.artifacts->RemoveTenant(name); !st.ok()) {
@@ -188,8 +187,7 @@ void DeleteTenant(const Services& s, const Request& req, Response& res, const Ca
 
 void ListTokens(const Services& s, const Request& req, Response& res, const Caller&) {
   std::string name = req.matches[1];
-  if (auto t = s.store.GetTenant(name); !t.ok()) return SendStatus(res, t.status());
-  auto tokens = s.store.ListTokens(name);
+  auto tokens = s.tenancy.ListTokens(name);
   if (!tokens.ok()) return SendStatus(res, tokens.status());
   nlohmann::json list = nlohmann::json::array();
   for (const auto& t : *tokens) {
@@ -203,8 +201,7 @@ void ListTokens(const Services& s, const Request& req, Response& res, const Call
 
 void CreateToken(const Services& s, const Request& req, Response& res, const Caller&) {
   std::string name = req.matches[1];
-  if (auto t = s.store.GetTenant(name); !t.ok()) return SendStatus(res, t.status());
-  auto issued = IssueToken(s.store, name, s.clock.NowMs());
+  auto issued = s.tenancy.IssueToken(name);
   if (!issued.ok()) return SendStatus(res, issued.status());
   SendJson(res, 201,
            {{"id", issued->first.id},
@@ -214,7 +211,7 @@ void CreateToken(const Services& s, const Request& req, Response& res, const Cal
 }
 
 void RevokeToken(const Services& s, const Request& req, Response& res, const Caller&) {
-  absl::Status st = s.store.RevokeToken(req.matches[1], req.matches[2], s.clock.NowMs());
+  absl::Status st = s.tenancy.RevokeToken(req.matches[1], req.matches[2]);
   if (!st.ok()) return SendStatus(res, st);
   SendJson(res, 200, {{"id", req.matches[2]}, {"revoked", true}});
 }
@@ -223,7 +220,7 @@ void RotateAdmin(const Services& s, const Request&, Response& res, const Caller&
   if (s.admin_token_path.empty()) {
     return SendError(res, 409, "this weftd keeps no admin token file to rotate");
   }
-  auto issued = RotateAdminToken(s.store, s.admin_token_path, s.clock.NowMs());
+  auto issued = s.tenancy.RotateAdminToken(s.admin_token_path);
   if (!issued.ok()) return SendStatus(res, issued.status());
   SendJson(res, 201,
            {{"id", issued->first.id},

@@ -133,4 +133,32 @@ absl::StatusOr<std::vector<std::string>> RegisterDefaultDatasets(Store& store, c
   return registered;
 }
 
+absl::StatusOr<std::vector<DatasetRecord>> Datasets::List(const Caller& caller) const {
+  absl::StatusOr<std::vector<DatasetRecord>> all = store_.ListDatasets();
+  if (!all.ok() || caller.admin) return all;
+  std::vector<DatasetRecord> usable;
+  for (DatasetRecord& d : *all) {
+    if (d.UsableBy(caller.tenant)) usable.push_back(std::move(d));
+  }
+  return usable;
+}
+
+absl::StatusOr<DatasetRecord> Datasets::Get(const Caller& caller, const std::string& name) const {
+  return caller.admin ? store_.GetDataset(name) : ResolveDataset(store_, name, caller.tenant);
+}
+
+absl::Status Datasets::Register(DatasetRecord* dataset, std::vector<FieldError>* errors) {
+  if (absl::Status st = CheckDataset(*dataset, store_, errors); !st.ok()) return st;
+  if (auto existing = store_.GetDataset(dataset->name); existing.ok()) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("data set '", dataset->name, "' exists; delete it first to change it"));
+  } else if (!absl::IsNotFound(existing.status())) {
+    return existing.status();
+  }
+  dataset->created_ms = clock_.NowMs();
+  return store_.PutDataset(*dataset);
+}
+
+absl::Status Datasets::Delete(const std::string& name) { return store_.DeleteDataset(name); }
+
 }  // namespace weft

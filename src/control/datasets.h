@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/clock.h"
+#include "control/tenancy.h"
 #include "job/job.h"
 #include "job/job_spec.h"
 #include "store/store.h"
@@ -40,6 +41,29 @@ absl::Status CheckDataset(const DatasetRecord& dataset, Store& store,
 // exist or is not granted to `tenant` ("no data set 'x'; weft dataset list shows yours").
 absl::StatusOr<DatasetRecord> ResolveDataset(Store& store, const std::string& name,
                                              const std::string& tenant);
+
+// The data sets as the API manages them (the admin registers and removes) and shows them (a
+// tenant sees those granted to it; to it the others do not exist). Errors of the store come back
+// as they are. Safe to call from any thread; it holds no state.
+class Datasets {
+ public:
+  // `store` and `clock` (which stamps registrations) are borrowed.
+  Datasets(Store& store, const Clock& clock) : store_(store), clock_(clock) {}
+
+  // Every data set for the admin; those `caller`'s tenant may use for a tenant.
+  absl::StatusOr<std::vector<DatasetRecord>> List(const Caller& caller) const;
+  // Data set `name` as `caller` may see it. NotFound as ResolveDataset for a tenant.
+  absl::StatusOr<DatasetRecord> Get(const Caller& caller, const std::string& name) const;
+  // Checks `dataset` (CheckDataset: InvalidArgument with `errors` filled) and stores it, stamped
+  // now. AlreadyExists when its name is taken (a registration is not changed in place).
+  absl::Status Register(DatasetRecord* dataset, std::vector<FieldError>* errors);
+  // NotFound when there is no data set `name`.
+  absl::Status Delete(const std::string& name);
+
+ private:
+  Store& store_;
+  const Clock& clock_;
+};
 
 // Registers, for every tenant, each of Debian's data sets (dataset-fashion-mnist: fashion-mnist,
 // dataset-mnist: mnist) whose directory under `root` holds its IDX files, unless a data set of

@@ -60,6 +60,10 @@ class Images {
   // The image `name` as `tenant` may run jobs on it: its own, else the admin's granted to it.
   // NotFound alike whether it does not exist or is not the tenant's to use.
   absl::StatusOr<ImageRecord> Resolve(const std::string& tenant, const std::string& name);
+  // The owner's ("" the admin) image `name` as stored. NotFound when there is none.
+  absl::StatusOr<ImageRecord> Get(const std::string& owner, const std::string& name) {
+    return store_.GetImage(owner, name);
+  }
   // The images `tenant` may use (its own, then the admin's granted to it); for the admin ("")
   // every image.
   absl::StatusOr<std::vector<ImageRecord>> List(const std::string& tenant);

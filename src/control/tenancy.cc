@@ -1,4 +1,4 @@
-#include "api/auth.h"
+#include "control/tenancy.h"
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -6,9 +6,28 @@
 #include "common/files.h"
 #include "common/ids.h"
 
-namespace weft::api {
+namespace weft {
 
-absl::StatusOr<Caller> Authenticate(Store& store, const std::string& authorization) {
+namespace {
+
+// Stores a new token of `tenant` (empty: the admin) and returns it.
+absl::StatusOr<IssuedToken> StoreNewToken(Store& store, const std::string& tenant, TimeMs now) {
+  std::string secret = NewSecretToken();
+  TokenRecord rec;
+  rec.id = NewTokenId();
+  rec.tenant = tenant;
+  rec.sha256 = Sha256Hex(secret);
+  rec.created_ms = now;
+  if (absl::Status s = store.CreateToken(rec); !s.ok()) return s;
+  return std::make_pair(rec, secret);
+}
+
+}  // namespace
+
+Tenancy::Tenancy(Store& store, const Clock& clock, Env& env)
+    : store_(store), clock_(clock), env_(env) {}
+
+absl::StatusOr<Caller> Tenancy::Authenticate(const std::string& authorization) const {
   absl::string_view v = absl::StripAsciiWhitespace(authorization);
   if (v.empty()) {
     return absl::UnauthenticatedError(
@@ -20,7 +39,7 @@ absl::StatusOr<Caller> Authenticate(Store& store, const std::string& authorizati
     return absl::UnauthenticatedError("the Authorization header must be 'Bearer <token>'");
   }
   v = absl::StripAsciiWhitespace(v);
-  auto token = store.FindToken(Sha256Hex(std::string(v)));
+  auto token = store_.FindToken(Sha256Hex(std::string(v)));
   if (!token.ok()) {
     if (absl::IsNotFound(token.status())) return absl::UnauthenticatedError("invalid token");
     return token.status();
@@ -33,17 +52,31 @@ absl::StatusOr<Caller> Authenticate(Store& store, const std::string& authorizati
   return c;
 }
 
-absl::StatusOr<std::pair<TokenRecord, std::string>> IssueToken(Store& store,
-                                                               const std::string& tenant,
-                                                               TimeMs now) {
-  std::string secret = NewSecretToken();
-  TokenRecord rec;
-  rec.id = NewTokenId();
-  rec.tenant = tenant;
-  rec.sha256 = Sha256Hex(secret);
-  rec.created_ms = now;
-  if (absl::Status s = store.CreateToken(rec); !s.ok()) return s;
-  return std::make_pair(rec, secret);
+absl::Status Tenancy::Create(TenantRecord* tenant) {
+  tenant->created_ms = clock_.NowMs();
+  return store_.CreateTenant(*tenant);
+}
+
+absl::StatusOr<TenantRecord> Tenancy::Get(const std::string& name) const {
+  return store_.GetTenant(name);
+}
+
+absl::Status Tenancy::Update(const TenantRecord& tenant) { return store_.UpdateTenant(tenant); }
+
+absl::Status Tenancy::Delete(const std::string& name) { return store_.DeleteTenant(name); }
+
+absl::StatusOr<std::vector<TokenRecord>> Tenancy::ListTokens(const std::string& tenant) const {
+  if (auto t = store_.GetTenant(tenant); !t.ok()) return t.status();
+  return store_.ListTokens(tenant);
+}
+
+absl::StatusOr<IssuedToken> Tenancy::IssueToken(const std::string& tenant) {
+  if (auto t = store_.GetTenant(tenant); !t.ok()) return t.status();
+  return StoreNewToken(store_, tenant, clock_.NowMs());
+}
+
+absl::Status Tenancy::RevokeToken(const std::string& tenant, const std::string& id) {
+  return store_.RevokeToken(tenant, id, clock_.NowMs());
 }
 
 absl::StatusOr<std::optional<std::string>> EnsureAdminToken(Store& store,
@@ -67,17 +100,16 @@ absl::StatusOr<std::optional<std::string>> EnsureAdminToken(Store& store,
   return std::optional<std::string>(secret);
 }
 
-absl::StatusOr<std::pair<TokenRecord, std::string>> RotateAdminToken(Store& store,
-                                                                     const std::string& path,
-                                                                     TimeMs now, Env& env) {
-  auto issued = IssueToken(store, "", now);
+absl::StatusOr<IssuedToken> Tenancy::RotateAdminToken(const std::string& path) {
+  const TimeMs now = clock_.NowMs();
+  auto issued = StoreNewToken(store_, "", now);
   if (!issued.ok()) return issued.status();
-  if (absl::Status s = WriteFileAtomic(env, path, issued->second + "\n", 0600); !s.ok()) return s;
-  auto admin_tokens = store.ListTokens("");
+  if (absl::Status s = WriteFileAtomic(env_, path, issued->second + "\n", 0600); !s.ok()) return s;
+  auto admin_tokens = store_.ListTokens("");
   if (!admin_tokens.ok()) return admin_tokens.status();
   for (const TokenRecord& t : *admin_tokens) {
     if (t.id == issued->first.id || t.revoked_ms) continue;
-    if (absl::Status s = store.RevokeToken("", t.id, now); !s.ok()) return s;
+    if (absl::Status s = store_.RevokeToken("", t.id, now); !s.ok()) return s;
   }
   return issued;
 }
@@ -93,4 +125,4 @@ absl::Status EnsureDefaultTenant(Store& store, TimeMs now) {
   return absl::IsAlreadyExists(s) ? absl::OkStatus() : s;
 }
 
-}  // namespace weft::api
+}  // namespace weft

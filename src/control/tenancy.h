@@ -1,16 +1,18 @@
-// Who is calling weftd: bearer tokens, stored only as SHA-256 digests. The admin token manages
-// tenants and their tokens; a tenant token acts on that tenant's jobs only.
+// Tenants and who is calling weftd: bearer tokens, stored only as SHA-256 digests. The admin
+// token manages tenants and their tokens; a tenant token acts on that tenant's jobs only.
 #pragma once
 
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "common/clock.h"
 #include "common/env.h"
 #include "store/store.h"
 
-namespace weft::api {
+namespace weft {
 
 struct Caller {
   bool admin = false;
@@ -18,9 +20,45 @@ struct Caller {
   std::string token_id;
 };
 
-// Resolves an `Authorization` header value ("Bearer <token>"). Unauthenticated when it is
-// missing, malformed, unknown or revoked (the message says which and what to do).
-absl::StatusOr<Caller> Authenticate(Store& store, const std::string& authorization);
+// A token as issued: its record and the secret, which is shown once and never stored.
+using IssuedToken = std::pair<TokenRecord, std::string>;
+
+// The tenants and their tokens, as the API manages them (the admin's routes) and checks them (every
+// request). Errors of the store come back as they are; the methods' own are named on each. Safe
+// to call from any thread (the store serializes).
+class Tenancy {
+ public:
+  // `store` and `clock` (which stamps tenants and tokens) are borrowed; `env` writes the admin
+  // token file.
+  Tenancy(Store& store, const Clock& clock, Env& env = Env::Default());
+
+  // Resolves an `Authorization` header value ("Bearer <token>"). Unauthenticated when it is
+  // missing, malformed, unknown or revoked (the message says which and what to do).
+  absl::StatusOr<Caller> Authenticate(const std::string& authorization) const;
+
+  // Stores `tenant`, stamped now (its created_ms is set). AlreadyExists for a name taken.
+  absl::Status Create(TenantRecord* tenant);
+  // NotFound when there is no tenant `name`.
+  absl::StatusOr<TenantRecord> Get(const std::string& name) const;
+  absl::Status Update(const TenantRecord& tenant);
+  absl::Status Delete(const std::string& name);
+
+  // `tenant`'s tokens (revoked ones too); NotFound when there is no such tenant.
+  absl::StatusOr<std::vector<TokenRecord>> ListTokens(const std::string& tenant) const;
+  // A new token for `tenant`; NotFound when there is no such tenant.
+  absl::StatusOr<IssuedToken> IssueToken(const std::string& tenant);
+  // NotFound when `tenant` has no token `id`.
+  absl::Status RevokeToken(const std::string& tenant, const std::string& id);
+  // Replaces the admin token: a new one is stored, then written to `path` (0600, durable), then
+  // every other admin token is revoked. A crash part way leaves the old token valid (and perhaps
+  // the new one as well); rotating again finishes the job.
+  absl::StatusOr<IssuedToken> RotateAdminToken(const std::string& path);
+
+ private:
+  Store& store_;
+  const Clock& clock_;
+  Env& env_;
+};
 
 // On weftd's first start: creates the admin token, writes it to `<data_dir>/admin.token` (mode
 // 0600, fsynced, before its digest is stored, so a crash cannot leave a stored token nobody has)
@@ -29,20 +67,7 @@ absl::StatusOr<std::optional<std::string>> EnsureAdminToken(Store& store,
                                                             const std::string& data_dir, TimeMs now,
                                                             Env& env = Env::Default());
 
-// Replaces the admin token: a new one is stored, then written to `path` (0600, durable), then
-// every other admin token is revoked. Returns (record, token). A crash part way leaves the old
-// token valid (and perhaps the new one as well); rotating again finishes the job.
-absl::StatusOr<std::pair<TokenRecord, std::string>> RotateAdminToken(Store& store,
-                                                                     const std::string& path,
-                                                                     TimeMs now,
-                                                                     Env& env = Env::Default());
-
 // Makes sure tenant `default` exists (no quota, weight 1): jobs stored before tenancy are its.
 absl::Status EnsureDefaultTenant(Store& store, TimeMs now);
 
-// A new token for `tenant` (empty = admin): stores its digest and returns (record, token).
-absl::StatusOr<std::pair<TokenRecord, std::string>> IssueToken(Store& store,
-                                                               const std::string& tenant,
-                                                               TimeMs now);
-
-}  // namespace weft::api
+}  // namespace weft

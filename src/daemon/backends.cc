@@ -9,12 +9,12 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "api/auth.h"
 #include "common/files.h"
 #include "common/ids.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
 #include "control/datasets.h"
+#include "control/tenancy.h"
 #include "executor/local_executor.h"
 #include "executor/memory_cgroups.h"
 #include "executor/runtime_setup.h"
@@ -241,8 +241,8 @@ absl::StatusOr<std::string> LearnerKey(weft::Env& env, const std::string& data_d
 // printed: weftd's output usually ends up in a log file, and no log line holds a secret.
 absl::Status SetUpTenancy(weft::Env& env, weft::Store& store, const std::string& data_dir) {
   const weft::TimeMs now = weft::SystemClock::Get().NowMs();
-  if (auto s = weft::api::EnsureDefaultTenant(store, now); !s.ok()) return s;
-  auto admin = weft::api::EnsureAdminToken(store, data_dir, now, env);
+  if (auto s = weft::EnsureDefaultTenant(store, now); !s.ok()) return s;
+  auto admin = weft::EnsureAdminToken(store, data_dir, now, env);
   if (!admin.ok()) return admin.status();
   if (admin->has_value()) {
     std::cout << "weftd: created the admin token in " << data_dir

@@ -65,8 +65,10 @@ class MemoryStream : public httplib::Stream {
 class MemoryServer : public httplib::Server {
  public:
   MemoryServer()
-      : services_{*World::Get().store,
-                  *World::Get().controller,
+      : services_{*World::Get().controller,
+                  jobs_,
+                  tenancy_,
+                  datasets_,
                   SystemClock::Get(),
                   World::Get().dir + "/admin.token",
                   nullptr,
@@ -85,6 +87,10 @@ class MemoryServer : public httplib::Server {
   }
 
  private:
+  // control/'s services over the world's store, as RestServer makes them.
+  JobQueries jobs_{*World::Get().store};
+  Tenancy tenancy_{*World::Get().store, SystemClock::Get()};
+  Datasets datasets_{*World::Get().store, SystemClock::Get()};
   Webhooks webhooks_{*World::Get().store, SystemClock::Get(), WebhookOptions{}};  // loopback only
   api::Services services_;
 };

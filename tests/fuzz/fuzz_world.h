@@ -11,10 +11,10 @@
 #include <memory>
 #include <string>
 
-#include "api/auth.h"
 #include "common/fake_executor.h"
 #include "control/artifacts.h"
 #include "control/controller.h"
+#include "control/tenancy.h"
 #include "scheduler/policies.h"
 #include "store/sqlite_store.h"
 
@@ -52,15 +52,15 @@ struct World {
     artifacts = std::make_unique<Artifacts>(*store, Env::Default(), dir, SystemClock::Get(),
                                             ArtifactLimits{4 << 10, 16 << 10});
     const TimeMs now = SystemClock::Get().NowMs();
-    admin_token = *api::EnsureAdminToken(*store, dir, now).value();
+    admin_token = *EnsureAdminToken(*store, dir, now).value();
     for (const char* name : {"acme", "globex"}) {
       TenantRecord tenant;
       tenant.name = name;
       tenant.created_ms = now;
       store->CreateTenant(tenant).IgnoreError();
     }
-    acme_token = api::IssueToken(*store, "acme", now)->second;
-    globex_token = api::IssueToken(*store, "globex", now)->second;
+    acme_token = Tenancy(*store, SystemClock::Get()).IssueToken("acme")->second;
+    globex_token = Tenancy(*store, SystemClock::Get()).IssueToken("globex")->second;
     store->PutDataset({"fashion-mnist", dir + "/fashion-mnist", "idx", true, {}, now})
         .IgnoreError();
     std::vector<FieldError> errors;

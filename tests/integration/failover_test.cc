@@ -18,7 +18,6 @@
 #include "integration/weftd_test.h"
 #include "nlohmann/json.hpp"
 #include "store/pg_cluster.h"
-#include "train/training_loop.h"
 
 namespace weft {
 namespace {
@@ -139,7 +138,8 @@ TEST_F(FailoverTest, OnSlurmTheStandbyTakesOverFromAKilledLeaderAndTheJobComplet
   std::string why;
   slurm_ = SlurmCluster::Start(2, 1, &why);
   if (slurm_ == nullptr) GTEST_SKIP() << "no Slurm cluster here: " << why;
-  StartPair({"--executor", "slurm"}, {"SLURM_CONF=" + slurm_->conf()});
+  // With slurm_ set, MakeWeftd runs both on it (--executor slurm, SLURM_CONF).
+  StartPair({}, {});
   const std::string id = Submit(
       "name: gang\nmodel: {architecture: mlp, hidden_units: [128]}\n"
       "data: {train_samples: 12000, test_samples: 2000}\n"

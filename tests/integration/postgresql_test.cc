@@ -14,7 +14,6 @@
 #include "nlohmann/json.hpp"
 #include "store/pg_cluster.h"
 #include "store/pg_store.h"
-#include "train/training_loop.h"
 
 namespace weft {
 namespace {

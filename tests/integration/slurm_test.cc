@@ -18,7 +18,6 @@
 #include "executor/slurm_cluster.h"
 #include "integration/weftd_test.h"
 #include "nlohmann/json.hpp"
-#include "train/training_loop.h"
 
 namespace weft {
 namespace {

@@ -57,8 +57,9 @@ class WeftdTest : public ::testing::Test {
   // fatal test failure with weftd's log when it does not come up.
   void StartWeftd(const std::vector<std::string>& extra_args = {});
   // A weftd (not yet started) on the directory's `data_subdir` with the options' flags and
-  // environment, and `extra_args` and `extra_env` added: for tests that run more than one
-  // weftd, or each on a fresh directory.
+  // environment (its store in PostgreSQL with Options().postgresql; its learners on Slurm
+  // whenever slurm_ is set, even by the test itself), and `extra_args` and `extra_env` added:
+  // for tests that run more than one weftd, or each on a fresh directory.
   std::unique_ptr<WeftdProcess> MakeWeftd(const std::string& data_subdir,
                                           const std::vector<std::string>& extra_args = {},
                                           const std::vector<std::string>& extra_env = {}) const;
