@@ -188,7 +188,8 @@ Reply Client::Upload(const std::string& path, const std::string& file) const {
   return out;
 }
 
-bool Client::Stream(const std::string& path, std::ostream& out, std::string* error) const {
+bool Client::Stream(const std::string& path, const std::function<void(std::string_view)>& on_piece,
+                    std::string* error) const {
   std::unique_ptr<httplib::Client> c = ConnectToLeader();
   c->set_read_timeout(24 * 3600, 0);
   int status = 0;
@@ -199,8 +200,7 @@ bool Client::Stream(const std::string& path, std::ostream& out, std::string* err
   };
   auto on_data = [&](const char* data, size_t n) {
     if (status == 200) {
-      out.write(data, static_cast<std::streamsize>(n));
-      out.flush();
+      on_piece(std::string_view(data, n));
     } else {
       err_body.append(data, n);
     }

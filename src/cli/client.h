@@ -6,6 +6,7 @@
 #include <memory>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/sse.h"
@@ -52,9 +53,10 @@ class Client {
   // upload). Status 0 with `error` set when the file cannot be read or weftd cannot be reached.
   Reply Upload(const std::string& path, const std::string& file) const;
 
-  // Streams a GET body to `out` as it arrives. False with `error` set on a transport error or an
-  // error reply.
-  bool Stream(const std::string& path, std::ostream& out, std::string* error) const;
+  // Streams a GET body to `on_piece` as it arrives, piece by piece. False with `error` set on a
+  // transport error or an error reply.
+  bool Stream(const std::string& path, const std::function<void(std::string_view)>& on_piece,
+              std::string* error) const;
 
   // Reads the server-sent events of a GET of `path` (an events route), calling `on_event` for
   // each as it arrives until it returns false or weftd ends the stream. Status 200 then; 0 with

@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "common/clock.h"
 #include "common/files.h"
+#include "common/text.h"
 #include "job/job_state.h"
 #include "job/layout.h"
 
@@ -379,22 +380,35 @@ int Download(const Client& api, const std::string& id, bool delivered, std::stri
 }
 
 // One learner's log (`rank`), or a scale-out parameter-server job's server's (`server` >= 0).
-int Logs(const Client& api, const std::string& id, int rank, int server, bool follow) {
+// A log is what a tenant's program printed: on a terminal its control characters are shown, not
+// obeyed (common/text.h TerminalText), unless `raw`; into a pipe or a file it goes as it is.
+int Logs(const Client& api, const std::string& id, int rank, int server, bool follow, bool raw) {
   const std::string query = server >= 0 ? "server=" + std::to_string(server)
                             : rank > 0  ? "rank=" + std::to_string(rank)
                                         : "";
+  const bool escape = !raw && isatty(STDOUT_FILENO) == 1;
+  TerminalText terminal;
+  auto print = [&](std::string_view piece) {
+    if (escape) {
+      std::cout << terminal.Feed(piece);
+    } else {
+      std::cout << piece;
+    }
+    std::cout.flush();
+  };
   if (!follow) {
     Reply r = api.Call("GET", "/v1/jobs/" + id + "/logs" + (query.empty() ? "" : "?" + query));
     if (r.status != 200) return Fail(r);
-    std::cout << r.body;
-    return 0;
+    print(r.body);
+  } else {
+    std::string error;
+    if (!api.Stream("/v1/jobs/" + id + "/logs?follow=true" + (query.empty() ? "" : "&" + query),
+                    print, &error)) {
+      std::cerr << "error: " << error << "\n";
+      return 1;
+    }
   }
-  std::string error;
-  if (!api.Stream("/v1/jobs/" + id + "/logs?follow=true" + (query.empty() ? "" : "&" + query),
-                  std::cout, &error)) {
-    std::cerr << "error: " << error << "\n";
-    return 1;
-  }
+  if (escape) std::cout << terminal.Finish();
   return 0;
 }
 
@@ -438,7 +452,7 @@ int Audit(const Client& api, const std::string& id, bool as_json) {
 struct Args {
   std::string file, id, out;
   std::vector<std::string> uploads;
-  bool follow = false, as_json = false, delivered = false, final_model = false;
+  bool follow = false, as_json = false, delivered = false, final_model = false, raw = false;
   int rank = 0;
   int server = -1;  // logs --server
 };
@@ -480,8 +494,12 @@ void AddJobCommands(CLI::App& app, Context& ctx) {
                    "a weft-ps server's log instead (training.ps.servers > 1), 0 to servers - 1")
       ->check(CLI::NonNegativeNumber)
       ->excludes(rank);
-  run(logs,
-      [](const Client& c, const Args& x) { return Logs(c, x.id, x.rank, x.server, x.follow); });
+  logs->add_flag("--raw", a->raw,
+                 "print the log's bytes as they are on a terminal too (by default a terminal "
+                 "shows its control characters, e.g. ESC as ^[, and does not obey them)");
+  run(logs, [](const Client& c, const Args& x) {
+    return Logs(c, x.id, x.rank, x.server, x.follow, x.raw);
+  });
   auto* metrics = WithId(app, "metrics", "print a job's metric time series", *a);
   metrics->add_flag("--json", a->as_json, "print the API's JSON");
   run(metrics, [](const Client& c, const Args& x) { return Metrics(c, x.id, x.as_json); });

@@ -90,6 +90,71 @@ std::string Printable(std::string_view text, size_t max_bytes) {
   return out;
 }
 
+std::string TerminalText::Feed(std::string_view piece) {
+  const std::string text = held_ + std::string(piece);
+  held_.clear();
+  return Render(text, /*at_end=*/false);
+}
+
+std::string TerminalText::Finish() {
+  const std::string text = std::move(held_);
+  held_.clear();
+  return Render(text, /*at_end=*/true);
+}
+
+std::string TerminalText::Render(std::string_view text, bool at_end) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x80) {
+      char32_t cp = 0;
+      const size_t n = Utf8Length(text, i, &cp);
+      if (n == 0) {
+        // A lead byte whose sequence the next piece may finish.
+        const size_t want = (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+        bool prefix = !at_end && want > 0 && i + want > text.size();
+        for (size_t k = i + 1; prefix && k < text.size(); ++k) {
+          prefix = (static_cast<unsigned char>(text[k]) & 0xc0) == 0x80;
+        }
+        if (prefix) {
+          held_ = std::string(text.substr(i));
+          break;
+        }
+        absl::StrAppendFormat(&out, "\\x%02x", c);
+        ++i;
+      } else {
+        if (IsControl(cp)) {
+          absl::StrAppendFormat(&out, "\\u%04x", static_cast<unsigned>(cp));
+        } else {
+          out.append(text.substr(i, n));
+        }
+        i += n;
+      }
+      continue;
+    }
+    if (c == '\r') {
+      if (i + 1 == text.size() && !at_end) {
+        held_ = "\r";
+        break;
+      }
+      if (i + 1 < text.size() && text[i + 1] == '\n') {
+        out += "\r\n";
+        i += 2;
+        continue;
+      }
+      out += "^M";
+    } else if (c == '\n' || c == '\t' || (c >= 0x20 && c < 0x7f)) {
+      out += static_cast<char>(c);
+    } else {
+      out += '^';
+      out += c == 0x7f ? '?' : static_cast<char>(c + 0x40);
+    }
+    ++i;
+  }
+  return out;
+}
+
 std::string FormatMib(int64_t bytes) {
   return absl::StrFormat("%.1f MiB", static_cast<double>(bytes) / (1 << 20));
 }

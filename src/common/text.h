@@ -27,6 +27,24 @@ std::string ValidUtf8(std::string_view text);
 // `bytes` as "12.3 MiB" (mebibytes, one decimal), for errors and logs.
 std::string FormatMib(int64_t bytes);
 
+// A program's output made safe for a terminal, as `weft logs` shows it there. Printable UTF-8,
+// newline, tab and "\r\n" pass as they are; every other control character is shown in caret
+// notation (ESC as ^[, a lone carriage return as ^M, DEL as ^?), a C1 control (U+0080-U+009F)
+// as \u0080, and a byte that starts no valid UTF-8 sequence as \xNN. So an escape sequence in a
+// log (an OSC 52 clipboard write, a title change, a cursor move) is shown, not obeyed. Fed in
+// pieces as a stream arrives: a sequence cut between two pieces is held for the next.
+class TerminalText {
+ public:
+  // `piece` rendered, but for an unfinished UTF-8 sequence or carriage return at its end.
+  std::string Feed(std::string_view piece);
+  // What is still held at the end of the stream, rendered.
+  std::string Finish();
+
+ private:
+  std::string Render(std::string_view text, bool at_end);
+  std::string held_;
+};
+
 // A key of an untrusted document as a field name in a problem: Printable (at most 64 bytes), and
 // `""` for the empty key, so no problem ever names an empty field.
 std::string FieldName(std::string_view key);

@@ -12,7 +12,7 @@ std::string LearnerCredentials::For(const std::string& job_id, int64_t attempt) 
 
 bool LearnerCredentials::Check(const std::string& job_id, int64_t attempt,
                                const std::string& credential) const {
-  if (key_.empty()) return true;
+  if (key_.empty()) return false;
   return ConstantTimeEquals(For(job_id, attempt), credential);
 }
 

@@ -15,12 +15,13 @@ namespace weft {
 
 class LearnerCredentials {
  public:
-  // `key` empty: no credentials (unit tests); every check passes.
+  // `key` empty: no credentials (unit tests that never meet a learner); every check fails.
   explicit LearnerCredentials(std::string key) : key_(std::move(key)) {}
 
   // The credential of job `job_id`'s attempt `attempt` (64 hex characters), empty without a key.
   std::string For(const std::string& job_id, int64_t attempt) const;
-  // Whether `credential` is that attempt's, compared in constant time.
+  // Whether `credential` is that attempt's, compared in constant time. False without a key: a
+  // weftd that lost its key refuses every learner rather than accepting any.
   bool Check(const std::string& job_id, int64_t attempt, const std::string& credential) const;
 
  private:

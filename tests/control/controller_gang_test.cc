@@ -11,6 +11,16 @@ namespace {
 
 using ::testing::HasSubstr;
 
+TEST(LearnerCredentialsTest, WithoutAKeyEveryCheckFails) {
+  LearnerCredentials none("");
+  EXPECT_EQ(none.For("job-a", 1), "");
+  EXPECT_FALSE(none.Check("job-a", 1, ""));
+  EXPECT_FALSE(none.Check("job-a", 1, "anything"));
+  LearnerCredentials keyed("a-secret-key");
+  EXPECT_TRUE(keyed.Check("job-a", 1, keyed.For("job-a", 1)));
+  EXPECT_FALSE(keyed.Check("job-a", 2, keyed.For("job-a", 1)));
+}
+
 TEST_F(ControllerTest, CoordinatorRefusesLearnersWithoutTheirJobsCredential) {
   ControllerOptions o;
   o.data_dir = dir_;

@@ -191,5 +191,30 @@ with open(os.environ["WEFT_METRICS_FILE"], "a") as f:
   EXPECT_TRUE(std::filesystem::exists(data_dir + "/jobs/" + id + "/work/rank-0/mine.txt"));
 }
 
+// A tenant's program prints an OSC 52 sequence (which would write the operator's clipboard): on
+// a terminal `weft logs` shows it and the terminal is not sent it; --raw and a pipe get the
+// bytes as the program printed them.
+TEST_F(CommandJobTest, ALogsEscapeSequencesAreShownOnATerminalNotSentToIt) {
+  const std::string program = Write(
+      "noisy.py", "import sys\nsys.stdout.write('before \\x1b]52;c;b3duZWQ=\\x07 after\\n')\n");
+  const std::string code = Archive("noisy-code", {program});
+  const std::string manifest =
+      Write("noisy.yaml", "name: noisy\ncommand: [python3, noisy.py]\ncode: noisy-code\n");
+  const std::string id = SubmitAs(weftd_->token(), manifest, {"--upload", "noisy-code=" + code});
+  // It hands back no model, so the job fails; its log is what this test reads.
+  const json done = WaitSettled(id, 180);
+  ASSERT_EQ(done.value("state", ""), "FAILED") << done.dump(2);
+  const std::string osc52 = "\x1b]52;c;b3duZWQ=\x07";
+
+  testing::CommandResult shown = weftd_->CliOnTerminal({"logs", id});
+  EXPECT_EQ(shown.exit_code, 0) << shown.output;
+  EXPECT_THAT(shown.output, HasSubstr("before ^[]52;c;b3duZWQ=^G after"));
+  EXPECT_THAT(shown.output, Not(HasSubstr("\x1b"))) << "an escape reached the terminal";
+
+  testing::CommandResult raw = weftd_->CliOnTerminal({"logs", id, "--raw"});
+  EXPECT_THAT(raw.output, HasSubstr("before " + osc52 + " after"));
+  EXPECT_THAT(Log(id, 0), HasSubstr("before " + osc52 + " after")) << "a pipe gets the bytes";
+}
+
 }  // namespace
 }  // namespace weft

@@ -251,6 +251,22 @@ CommandResult WeftdProcess::CliAs(const std::string& token, const std::vector<st
   return RunCommand(argv, {}, timeout_s);
 }
 
+CommandResult WeftdProcess::CliOnTerminal(const std::vector<std::string>& args,
+                                          int timeout_s) const {
+  std::vector<std::string> argv = {std::string(WEFT_BIN_DIR) + "/weft", "--server", url(),
+                                   "--token", token_};
+  if (!tls_cert_.empty()) argv.insert(argv.end(), {"--ca-cert", tls_cert_});
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::string shell;
+  for (const std::string& a : argv) {
+    std::string quoted = "'";
+    for (char c : a) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    shell += (shell.empty() ? "" : " ") + quoted + "'";
+  }
+  return RunCommand({"/usr/bin/script", "--quiet", "--return", "--command", shell, "/dev/null"}, {},
+                    timeout_s);
+}
+
 std::string WeftdProcess::admin_token() const {
   std::ifstream in(data_dir_ + "/admin.token");
   std::string t;

@@ -82,6 +82,9 @@ class WeftdProcess {
   // Runs the weft CLI with a given token ("" for none).
   CommandResult CliAs(const std::string& token, const std::vector<std::string>& args,
                       int timeout_s = 300) const;
+  // Runs the weft CLI as tenant `default` with a terminal as its standard output, as a person at
+  // a shell runs it (through script(1)); the output is what the terminal was sent.
+  CommandResult CliOnTerminal(const std::vector<std::string>& args, int timeout_s = 60) const;
 
   // The admin token weftd wrote on its first start, and a token of tenant `default` created
   // through the API on the first Start() of this object.
