@@ -29,12 +29,18 @@ TEST(TerminalTextTest, EscapeSequencesAreShownNotObeyed) {
   EXPECT_EQ(Whole("x\x7fy"), "x^?y");
   EXPECT_EQ(Whole(std::string("nul\0!", 5)), "nul^@!");
   // C1 controls (CSI as U+009B), and bytes that are not UTF-8.
-  EXPECT_EQ(Whole("\xc2\x9b" "2J"), "\\u009b2J");
-  EXPECT_EQ(Whole("\x9b" "2J\xff"), "\\x9b2J\\xff");
+  EXPECT_EQ(Whole("\xc2\x9b"
+                  "2J"),
+            "\\u009b2J");
+  EXPECT_EQ(Whole("\x9b"
+                  "2J\xff"),
+            "\\x9b2J\\xff");
 }
 
 TEST(TerminalTextTest, EveryCutOfTheStreamRendersAsTheWhole) {
-  const std::string text = "a\r\nb\rc🙂d\xc2\x9b" "e\x1b[1m\xe6\xbc\xa2\xf0\x9f";
+  const std::string text =
+      "a\r\nb\rc🙂d\xc2\x9b"
+      "e\x1b[1m\xe6\xbc\xa2\xf0\x9f";
   const std::string whole = Whole(text);
   EXPECT_EQ(whole, "a\r\nb^Mc🙂d\\u009be^[[1m漢\\xf0\\x9f");
   for (size_t cut = 0; cut <= text.size(); ++cut) {

@@ -118,8 +118,8 @@ TEST_F(TenancyServiceTest, RotatingTheAdminTokenWritesTheNewOneAndRevokesEveryOt
   std::string on_disk;
   std::getline(std::ifstream(path), on_disk);
   EXPECT_EQ(on_disk, rotated->second);
-  EXPECT_EQ(std::filesystem::status(path).permissions(), std::filesystem::perms::owner_read |
-                                                             std::filesystem::perms::owner_write);
+  EXPECT_EQ(std::filesystem::status(path).permissions(),
+            std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
   EXPECT_TRUE(tenancy_->Authenticate("Bearer " + rotated->second)->admin);
   EXPECT_TRUE(absl::IsUnauthenticated(tenancy_->Authenticate("Bearer " + **first).status()));
   // Another start finds a live admin token and makes none.
