@@ -2,6 +2,7 @@
 // from the latest checkpoint (with backoff, up to max_restarts), or failure; and, for gangs,
 // stopping the survivors of a lost learner so rank 0 can checkpoint the last complete step.
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -87,7 +88,10 @@ void Controller::HandleExitLocked(const LearnerExit& e) {
     // is the gang's state), so the restart loses (almost) nothing. SIGKILL after the grace.
     spdlog::warn("job {}: {}; stopping the rest of the gang ({} ms to checkpoint)", e.job_id,
                  reason, options_.stop_grace_ms);
-    attempt.failure = AttemptTracker::Failure{reason, user_error || clean_exit, !e.cause.empty()};
+    attempt.failure = AttemptTracker::Failure{
+        reason, user_error || clean_exit, !e.cause.empty(),
+        /*from_exit=*/!e.status_unknown && e.signal == 0 && e.killed_for.empty() && e.cause.empty(),
+        clock_.NowMs() + options_.stop_grace_ms};
     executor_.Stop(e.job_id, options_.stop_grace_ms).IgnoreError();
     return;
   }
@@ -112,12 +116,18 @@ void Controller::HandlePreemptedExitLocked(JobRecord& r, const LearnerExit& e) {
 void Controller::HandleFailingGangExitLocked(JobRecord& r, const LearnerExit& e) {
   // A gang whose learner failed: the survivors are checkpointing and stopping. The first exit may
   // be a peer's that stopped with the gang; one whose executor knows an outside cause (e.g. an
-  // scancel) is why, and becomes the reason.
+  // scancel) is why, and becomes the reason; so does, over a learner's own exit, one killed from
+  // outside (a signal other than the executor's SIGTERM, before its SIGKILL is due) or for going
+  // over its limits (which fails the job, as it would have first).
   AttemptTracker::Failure& recorded = *attempts_.Of(e.job_id).failure;
-  if (!e.cause.empty() && !recorded.from_cause) {
-    recorded.reason = absl::StrCat("learner ", e.rank > 0 ? absl::StrCat("rank ", e.rank, " ") : "",
-                                   e.Describe());
-    recorded.from_cause = true;
+  const bool killed_from_outside = !e.killed_for.empty() || (e.signal != 0 && e.signal != SIGTERM &&
+                                                             clock_.NowMs() < recorded.kill_at_ms);
+  if ((!e.cause.empty() && !recorded.from_cause) ||
+      (recorded.from_exit && e.cause.empty() && killed_from_outside)) {
+    recorded.reason = absl::StrCat(MemberName(r, e.rank), " ", e.Describe());
+    recorded.from_cause = !e.cause.empty();
+    recorded.from_exit = false;
+    recorded.fail_job = recorded.fail_job || !e.killed_for.empty();
   }
   if (int left = executor_.Running(e.job_id); left > 0) {
     spdlog::info("job {}: learner rank {} {}; waiting for {} more of the failed gang", e.job_id,

@@ -10,6 +10,7 @@ namespace weft {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 TEST(LearnerCredentialsTest, WithoutAKeyEveryCheckFails) {
   LearnerCredentials none("");
@@ -192,6 +193,39 @@ TEST_F(ControllerTest, OneDeadLearnerStopsTheGangAndRestartsTheJob) {
   EXPECT_EQ(executor_.launches.size(), 4u);
   EXPECT_EQ(executor_.launches[2].attempt, 2);
   EXPECT_EQ(executor_.launches[3].rank, 1);
+}
+
+// In a container the engine may report a killed learner after its peer, which exited because
+// its allreduce failed: the killed one is still named as the cause. A SIGKILL once the stop's
+// grace is over is the executor's own and names nothing.
+class GangCauseTest : public ControllerTest {
+ protected:
+  // The reason job's restart gives when rank 0 exits (code 1) first and rank 1 is reaped, killed
+  // by SIGKILL, `after_ms` later.
+  std::string ReasonWhenRank1IsReapedLast(TimeMs after_ms) {
+    std::string id = Submit(kGang);
+    controller_->Tick();
+    controller_->OnRegister(id, 0, 1, 4242, 0);
+    controller_->OnRegister(id, 1, 1, 4243, 0);
+    executor_.Exit(id, 1, 1, 0, /*rank=*/0);
+    controller_->Tick();
+    EXPECT_EQ(State(id), JobState::kRunning) << "waiting for rank 1";
+    clock_.Advance(after_ms);
+    executor_.Exit(id, 1, -1, 9, /*rank=*/1);
+    controller_->Tick();
+    EXPECT_EQ(State(id), JobState::kQueued);
+    return Reason(id);
+  }
+};
+
+TEST_F(GangCauseTest, AKilledLearnerReapedAfterItsPeerIsStillTheCause) {
+  EXPECT_THAT(ReasonWhenRank1IsReapedLast(500), HasSubstr("learner rank 1 killed by signal 9"));
+}
+
+TEST_F(GangCauseTest, AKillOnceTheStopGraceIsOverIsTheExecutorsOwn) {
+  const std::string reason = ReasonWhenRank1IsReapedLast(ControllerOptions{}.stop_grace_ms);
+  EXPECT_THAT(reason, HasSubstr("learner exit code 1"));
+  EXPECT_THAT(reason, Not(HasSubstr("rank 1")));
 }
 
 // A parameter-server job (training.sync: ps) whose rank 1 dies: only that learner is started
