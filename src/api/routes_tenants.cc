@@ -25,14 +25,17 @@ nlohmann::json TenantJson(const TenantRecord& t) {
   return j;
 }
 
-// The tenant's disk: its quota in effect and what its files take (control/disk_quota.h); null
-// when weftd enforces no disk quotas.
+// The tenant's disk: its quota in effect, what its files take (bytes, inodes) and what of them
+// cannot be measured, which puts it over its quota (control/disk_quota.h); null when weftd
+// enforces no disk quotas.
 nlohmann::json DiskJson(const Services& s, const TenantRecord& t) {
   DiskQuota* disk = s.controller.disk_quota();
   if (disk == nullptr) return nullptr;
-  auto used = disk->UsedBytes(t.name, /*max_age_ms=*/2000);
+  auto used = disk->Usage(t.name, /*max_age_ms=*/2000);
   const int64_t quota = disk->QuotaBytes(t);
-  return {{"used_bytes", used.ok() ? nlohmann::json(*used) : nullptr},
+  return {{"used_bytes", used.ok() ? nlohmann::json(used->bytes) : nullptr},
+          {"used_inodes", used.ok() ? nlohmann::json(used->inodes) : nullptr},
+          {"unmeasured", used.ok() ? nlohmann::json(used->unmeasured) : nlohmann::json::array()},
           {"quota_bytes", quota > 0 ? nlohmann::json(quota) : nullptr}};
 }
 

@@ -14,6 +14,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "common/failpoint.h"
+#include "common/file_tree.h"
 #include "common/files.h"
 #include "common/status_macros.h"
 
@@ -109,12 +110,7 @@ class PosixEnv : public Env {
     if (ec) return ErrnoStatus(ec.value(), "cannot create directory", path);
     return absl::OkStatus();
   }
-  absl::Status RemoveAll(const std::string& path) override {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-    if (ec) return ErrnoStatus(ec.value(), "cannot remove", path);
-    return absl::OkStatus();
-  }
+  absl::Status RemoveAll(const std::string& path) override { return RemoveTree(path); }
   absl::StatusOr<std::vector<std::string>> ListFiles(const std::string& path) override {
     std::vector<std::string> names;
     std::error_code ec;

@@ -49,7 +49,8 @@ class Env {
   virtual absl::StatusOr<int64_t> FileSize(const std::string& path) = 0;
   // Creates `path` and its missing parents (mode 0777 less the umask; weftd's is 077).
   virtual absl::Status MakeDirs(const std::string& path) = 0;
-  // Removes `path` recursively; OK if it does not exist.
+  // Removes `path` recursively, never following a link, however deep (common/file_tree.h:
+  // RemoveTree); OK if it does not exist.
   virtual absl::Status RemoveAll(const std::string& path) = 0;
   // Names (not paths) of the regular files directly in `path`, in no particular order; empty if
   // `path` does not exist.

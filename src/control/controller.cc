@@ -274,16 +274,30 @@ absl::Status Controller::Resume(const std::string& id) {
 }
 
 absl::Status Controller::Delete(const std::string& id) {
-  std::string tenant;
+  std::string tenant, deleted_dir;
   JobState last_state = JobState::kQueued;
   {
     absl::MutexLock lock(&mu_);
     ASSIGN_OR_RETURN(JobRecord r, store_.GetJob(id));
     tenant = r.tenant;
+    deleted_dir = absl::StrCat(layout_.DeletedDir(tenant), "/", id);
     last_state = r.state;
     RETURN_IF_ERROR(executor_.Stop(id, /*grace_ms=*/0));
-    // Gone from the store first: from here no learner of it is accepted and no round sees it.
-    RETURN_IF_ERROR(store_.DeleteJob(id));
+    // Its files move to the tenant's deleted jobs first, where they count toward its disk quota
+    // until they are gone, whatever fails in between.
+    RETURN_IF_ERROR(env_.MakeDirs(layout_.DeletedDir(tenant)));
+    absl::Status moved = env_.RenameFile(layout_.JobDir(id), deleted_dir);
+    if (!moved.ok() && !absl::IsNotFound(moved)) {
+      // What an earlier delete of it, cut short, left there is in the way.
+      RETURN_IF_ERROR(env_.RemoveAll(deleted_dir));
+      moved = env_.RenameFile(layout_.JobDir(id), deleted_dir);
+      if (!moved.ok() && !absl::IsNotFound(moved)) return moved;
+    }
+    // Gone from the store next: from here no learner of it is accepted and no round sees it.
+    if (absl::Status s = store_.DeleteJob(id); !s.ok()) {
+      if (moved.ok()) env_.RenameFile(deleted_dir, layout_.JobDir(id)).IgnoreError();
+      return s;
+    }
     attempts_.Erase(id);
     published_waiting_.erase(id);
     JobEvent e;
@@ -302,8 +316,16 @@ absl::Status Controller::Delete(const std::string& id) {
   for (int i = 0; i < 100 && executor_.Running(id) > 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  RETURN_IF_ERROR(env_.RemoveAll(layout_.JobDir(id)));
+  absl::Status removed = env_.RemoveAll(deleted_dir);
   if (options_.disk_quota != nullptr) options_.disk_quota->Forget(tenant);
+  if (!removed.ok()) {
+    spdlog::warn(
+        "job {} deleted, but not all of its files: {}; what is left counts toward tenant "
+        "{}'s disk quota until weftd removes it at its next start",
+        id, removed.message(), tenant);
+    return absl::InternalError(
+        absl::StrCat("job ", id, " is deleted but not all of its files: ", removed.message()));
+  }
   spdlog::info("job {} deleted", id);
   return absl::OkStatus();
 }

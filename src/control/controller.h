@@ -334,6 +334,9 @@ class Controller : public LearnerEvents {
   // For a RUNNING or DELIVERED job whose learners are gone: true, with the completion's reason in
   // *reason, when its final model is committed, i.e. training had ended and only the previous
   // weftd's reaping of the exits (which held rank 0's ReportFinished in memory) was lost.
+  // Removes what deletes could not of the files of jobs the store no longer has
+  // (JobLayout::DeletedDir), at start.
+  void RemoveDeletedJobsFilesLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool FinishedUnseenLocked(const JobRecord& r, std::string* reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 

@@ -2,6 +2,8 @@
 // weftd. Gangs are adopted whole or not at all — but an elastic job goes on in place without
 // learners that died meanwhile, if enough survive; jobs whose learners are gone are requeued,
 // unless their final model is committed (training had ended), which completes them.
+#include <filesystem>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -142,7 +144,39 @@ absl::Status Controller::Recover() {
       "recovered {} active jobs from the store ({} learners adopted, {} jobs completed, {} jobs "
       "requeued)",
       jobs.size(), adopted, completed, requeued);
+  RemoveDeletedJobsFilesLocked();
   return absl::OkStatus();
+}
+
+void Controller::RemoveDeletedJobsFilesLocked() {
+  namespace fs = std::filesystem;
+  // Subdirectories, by name: tenants', then their jobs'.
+  auto subdirectories = [](const std::string& dir) {
+    std::vector<std::string> names;
+    std::error_code ec;
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+      if (it->is_directory(ec) && !it->is_symlink(ec)) names.push_back(it->path().filename());
+    }
+    return names;
+  };
+  int removed = 0, left = 0;
+  for (const std::string& tenant : subdirectories(layout_.DeletedDir(""))) {
+    for (const std::string& id : subdirectories(layout_.DeletedDir(tenant))) {
+      // A delete cut short before the store forgot the job: the job is still there to delete.
+      if (!absl::IsNotFound(store_.GetJob(id).status())) continue;
+      absl::Status s = env_.RemoveAll(absl::StrCat(layout_.DeletedDir(tenant), "/", id));
+      if (s.ok()) {
+        ++removed;
+      } else {
+        ++left;
+        spdlog::warn("the files of deleted job {} of tenant {} are not all removed: {}", id, tenant,
+                     s.message());
+      }
+    }
+  }
+  if (removed + left > 0) {
+    spdlog::info("removed the files left of {} deleted jobs ({} still left)", removed, left);
+  }
 }
 
 }  // namespace weft

@@ -11,6 +11,9 @@ std::string JobLayout::JobsDir() const { return data_dir_ + "/jobs"; }
 std::string JobLayout::JobDir(const std::string& id) const {
   return absl::StrCat(data_dir_, "/jobs/", id);
 }
+std::string JobLayout::DeletedDir(const std::string& tenant) const {
+  return absl::StrCat(data_dir_, "/deleted/", tenant);
+}
 std::string JobLayout::SpecPath(const std::string& id) const { return JobDir(id) + "/spec.json"; }
 std::string JobLayout::LogDir(const std::string& id) const { return JobDir(id) + "/logs"; }
 std::string JobLayout::CheckpointDir(const std::string& id) const {

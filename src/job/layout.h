@@ -35,6 +35,9 @@ class JobLayout {
 
   std::string JobsDir() const;
   std::string JobDir(const std::string& id) const;
+  // Where a deleted job's directory goes until it is removed: DeletedDir(tenant)/<id>, counted
+  // toward the tenant's disk quota for as long as any of it is left.
+  std::string DeletedDir(const std::string& tenant) const;
   std::string SpecPath(const std::string& id) const;
   std::string LogDir(const std::string& id) const;
   std::string CheckpointDir(const std::string& id) const;

@@ -1,6 +1,7 @@
 // An Env over the real filesystem that fails chosen writes the way a full or failing disk does
 // (in the spirit of LevelDB's fault-injection Env): the next `count` files created at a path
-// containing `pattern` take half of their first write and then fail it with `error`.
+// containing `pattern` take half of their first write and then fail it with `error`; and the next
+// `count` removals (RemoveAll) of a path containing a removal pattern fail, removing nothing.
 #pragma once
 
 #include <string>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/env.h"
 
@@ -23,6 +25,11 @@ class FaultInjectionEnv : public Env {
     pattern_ = std::move(pattern);
     remaining_ = count;
     error_ = std::move(error);
+  }
+  void FailRemovals(std::string pattern, int count) {
+    absl::MutexLock lock(&mu_);
+    removal_pattern_ = std::move(pattern);
+    removals_to_fail_ = count;
   }
   // Writes failed so far.
   int injected() const {
@@ -52,7 +59,16 @@ class FaultInjectionEnv : public Env {
     return base_.FileSize(path);
   }
   absl::Status MakeDirs(const std::string& path) override { return base_.MakeDirs(path); }
-  absl::Status RemoveAll(const std::string& path) override { return base_.RemoveAll(path); }
+  absl::Status RemoveAll(const std::string& path) override {
+    {
+      absl::MutexLock lock(&mu_);
+      if (removals_to_fail_ > 0 && path.find(removal_pattern_) != std::string::npos) {
+        --removals_to_fail_;
+        return absl::InternalError(absl::StrCat("cannot remove ", path, ": Permission denied"));
+      }
+    }
+    return base_.RemoveAll(path);
+  }
   absl::StatusOr<std::vector<std::string>> ListFiles(const std::string& path) override {
     return base_.ListFiles(path);
   }
@@ -83,6 +99,8 @@ class FaultInjectionEnv : public Env {
   int remaining_ ABSL_GUARDED_BY(mu_) = 0;
   int injected_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Status error_ ABSL_GUARDED_BY(mu_);
+  std::string removal_pattern_ ABSL_GUARDED_BY(mu_);
+  int removals_to_fail_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace weft::testing

@@ -7,6 +7,7 @@
 
 #include <fstream>
 
+#include "common/deep_tree.h"
 #include "control/controller_fixture.h"
 
 namespace weft {
@@ -112,6 +113,61 @@ TEST_F(DiskQuotaTest, ATenantOverItsQuotaIsHaltedAndRefusedUntilItFreesSpace) {
   EXPECT_TRUE(controller_->Resume(queued).ok());
   EXPECT_EQ(State(queued), JobState::kQueued);
   EXPECT_FALSE(Submit().empty());
+}
+
+// A program that nests 20 directories of 250-character names and writes at the bottom: the old
+// walk by absolute path counted none of it (lstat: ENAMETOOLONG).
+TEST_F(DiskQuotaTest, WhatANestedDirectoryWriterWroteIsCountedAndHaltsItsJob) {
+  const std::string id = Submit();
+  controller_->Tick();
+  ASSERT_TRUE(testing::MakeDeepTree(controller_->layout().JobDir(id), 20, 250, 2 << 20));
+  EXPECT_GE(Used("default"), 2 << 20);
+  controller_->EnforceDiskQuotas();
+  EXPECT_EQ(State(id), JobState::kHalted);
+  EXPECT_THAT(Reason(id), HasSubstr("halted: tenant 'default' uses 2."));
+}
+
+// Nesting past what the walk descends: the tenant's usage cannot be measured, so it is over its
+// quota, and says why; another tenant goes on.
+TEST_F(DiskQuotaTest, ATenantWhoseFilesCannotBeMeasuredCountsAsOverItsQuota) {
+  const std::string id = Submit();
+  std::vector<FieldError> errors;
+  auto other = controller_->Submit(kManifest, "other", &errors);
+  ASSERT_TRUE(other.ok()) << other.status();
+  ASSERT_TRUE(testing::MakeDeepTree(controller_->layout().JobDir(id), 200, 4, 4096));
+  controller_->EnforceDiskQuotas();
+  EXPECT_EQ(State(id), JobState::kHalted);
+  EXPECT_THAT(Reason(id), HasSubstr("the disk usage of tenant 'default' cannot be measured ("));
+  EXPECT_THAT(Reason(id), HasSubstr("nested deeper than 128 directories"));
+  EXPECT_THAT(Reason(id), HasSubstr("so it counts as over its 1.0 MiB disk quota"));
+  EXPECT_EQ(State(other->id), JobState::kQueued);
+  auto refused = controller_->Submit(kManifest, "default", &errors);
+  EXPECT_TRUE(absl::IsResourceExhausted(refused.status())) << refused.status();
+  // Deleting the job removes the tree however deep, and the tenant is measurable again.
+  ASSERT_TRUE(controller_->Delete(id).ok());
+  EXPECT_TRUE(quota_->Usage("default", 0)->unmeasured.empty());
+  EXPECT_FALSE(Submit().empty());
+}
+
+// A delete whose files cannot all be removed: the job is gone, its files still count until a
+// later weftd removes them at its start.
+TEST_F(DiskQuotaTest, FilesADeleteCouldNotRemoveStillCountUntilTheyAreGone) {
+  const std::string id = Submit();
+  WriteBytes(controller_->layout().JobDir(id) + "/two-mib", 2 << 20);
+  env_.FailRemovals("/deleted/default/" + id, 1);
+  absl::Status deleted = controller_->Delete(id);
+  EXPECT_TRUE(absl::IsInternal(deleted)) << deleted;
+  EXPECT_THAT(deleted.message(), HasSubstr("deleted but not all of its files"));
+  EXPECT_TRUE(absl::IsNotFound(store_->GetJob(id).status()));
+  EXPECT_GE(Used("default"), 2 << 20);
+  std::vector<FieldError> errors;
+  EXPECT_TRUE(
+      absl::IsResourceExhausted(controller_->Submit(kManifest, "default", &errors).status()));
+
+  MakeController();  // weftd restarts
+  ASSERT_TRUE(controller_->Recover().ok());
+  EXPECT_LT(Used("default"), 64 << 10);
+  EXPECT_FALSE(std::filesystem::exists(controller_->layout().DeletedDir("default") + "/" + id));
 }
 
 TEST_F(DiskQuotaTest, TheAdminsQuotaForATenantOverridesWeftdsAndZeroMeansNone) {

@@ -72,6 +72,8 @@ TEST_F(DiskQuotaServiceTest, AJobPastItsTenantsQuotaIsHaltedAndGoesOnOnceThereIs
   json disk = json::parse(tenant->body)["disk"];
   EXPECT_GE(disk.value("used_bytes", int64_t{0}), int64_t{2} << 20) << disk.dump();
   EXPECT_EQ(disk.value("quota_bytes", int64_t{0}), int64_t{2} << 20) << disk.dump();
+  EXPECT_GT(disk.value("used_inodes", int64_t{0}), 5) << "the job's directories and files";
+  EXPECT_EQ(disk["unmeasured"], json::array()) << disk.dump();
 
   // Back to weftd's default quota: the job resumes from its checkpoint and completes.
   std::tie(status, answer) = PatchDefault(R"({"disk_quota_mb": null})");
