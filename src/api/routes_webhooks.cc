@@ -49,7 +49,7 @@ WebhookRecord ReadWebhookBody(const nlohmann::json& body, const WebhookOptions& 
         continue;
       }
       w.url = v.get<std::string>();
-      absl::StatusOr<WebhookUrl> url = ParseWebhookUrl(w.url, options.allowed_hosts);
+      absl::StatusOr<WebhookUrl> url = ParseWebhookUrl(w.url, options.allowed);
       if (!url.ok()) problem("url", std::string(url.status().message()));
     } else if (k == "events") {
       if (!v.is_array() || v.empty()) {

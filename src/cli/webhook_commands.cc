@@ -57,7 +57,10 @@ void AddWebhookCommands(CLI::App& app, Context& ctx) {
       "webhook", "receivers weftd POSTs your jobs' states to, signed (a tenant's token)");
   webhook->require_subcommand(1);
   auto* add = webhook->add_subcommand("add", "register a receiver; prints its secret once");
-  add->add_option("URL", a->url, "http(s)://host:port/path on a host weftd allows")->required();
+  add->add_option(
+         "URL", a->url,
+         "http(s)://host:port/path of a receiver weftd allows (weftd --webhook-allow HOST:PORT)")
+      ->required();
   add->add_option("--events", a->events, "job states to hear of, comma-separated")
       ->capture_default_str();
   run(add, [](const Client& c, const Args& x) { return Add(c, x); });

@@ -13,66 +13,10 @@
 #include "common/logging.h"
 #include "common/metrics.h"
 #include "common/status_macros.h"
+#include "common/text.h"
 #include "nlohmann/json.hpp"
 
 namespace weft {
-namespace {
-
-constexpr size_t kMaxUrlBytes = 2048;
-
-absl::Status BadUrl(const std::string& why) { return absl::InvalidArgumentError(why); }
-
-}  // namespace
-
-absl::StatusOr<WebhookUrl> ParseWebhookUrl(const std::string& url,
-                                           const std::vector<std::string>& allowed_hosts) {
-  if (url.size() > kMaxUrlBytes) return BadUrl("is over 2048 bytes");
-  for (unsigned char c : url) {
-    if (c <= 0x20 || c >= 0x7f) {
-      return BadUrl("must be ASCII without spaces or control characters (percent-encode them)");
-    }
-  }
-  WebhookUrl u;
-  const size_t sep = url.find("://");
-  u.scheme = sep == std::string::npos ? "" : absl::AsciiStrToLower(url.substr(0, sep));
-  if (u.scheme != "http" && u.scheme != "https")
-    return BadUrl("must start with http:// or https://");
-  const std::string rest = url.substr(sep + 3);
-  const size_t slash = rest.find_first_of("/?#");
-  const std::string authority = rest.substr(0, slash);
-  u.path = slash == std::string::npos ? "/" : rest.substr(slash);
-  if (u.path[0] != '/') u.path = "/" + u.path;
-  if (u.path.find('#') != std::string::npos) return BadUrl("must not have a fragment (#)");
-  if (authority.find('@') != std::string::npos) return BadUrl("must not carry user information");
-  std::string port;
-  if (!authority.empty() && authority[0] == '[') {  // [IPv6]:port
-    const size_t close = authority.find(']');
-    if (close == std::string::npos) return BadUrl("has an unclosed '[' in its host");
-    u.host = authority.substr(1, close - 1);
-    if (close + 1 < authority.size()) {
-      if (authority[close + 1] != ':') return BadUrl("has characters after its IPv6 host");
-      port = authority.substr(close + 2);
-    }
-  } else {
-    const size_t colon = authority.find(':');
-    u.host = authority.substr(0, colon);
-    if (colon != std::string::npos) port = authority.substr(colon + 1);
-  }
-  if (u.host.empty()) return BadUrl("has no host");
-  u.port = u.scheme == "https" ? 443 : 80;
-  if (!port.empty() && (!absl::SimpleAtoi(port, &u.port) || u.port < 1 || u.port > 65535)) {
-    return BadUrl("port must be an integer in [1, 65535]");
-  }
-  const std::string host = absl::AsciiStrToLower(u.host);
-  if (std::none_of(allowed_hosts.begin(), allowed_hosts.end(),
-                   [&](const std::string& a) { return absl::AsciiStrToLower(a) == host; })) {
-    return BadUrl(absl::StrCat("host '", u.host,
-                               "' is not one weftd may call; the admin allows receivers' hosts "
-                               "with weftd --webhook-allow (default: loopback only)"));
-  }
-  return u;
-}
-
 std::string DeliveryBody(const WebhookDelivery& d) {
   nlohmann::json j = {{"delivery", d.id},
                       {"webhook", d.webhook_id},
@@ -95,7 +39,7 @@ Webhooks::Webhooks(Store& store, const Clock& clock, WebhookOptions options)
 
 absl::StatusOr<WebhookRecord> Webhooks::Register(const std::string& tenant, const std::string& url,
                                                  const std::vector<std::string>& events) {
-  if (absl::StatusOr<WebhookUrl> u = ParseWebhookUrl(url, options_.allowed_hosts); !u.ok()) {
+  if (absl::StatusOr<WebhookUrl> u = ParseWebhookUrl(url, options_.allowed); !u.ok()) {
     return u.status();
   }
   absl::MutexLock lock(&register_mu_);
@@ -153,11 +97,20 @@ void WebhookDispatcher::Stop() {
 }
 
 std::pair<std::string, bool> WebhookDispatcher::Send(const WebhookDelivery& d) {
-  absl::StatusOr<WebhookUrl> url = ParseWebhookUrl(d.url, options_.allowed_hosts);
-  if (!url.ok()) return {std::string(url.status().message()), false};
+  constexpr char kNotDelivered[] = "not delivered";
+  absl::StatusOr<WebhookUrl> url = ParseWebhookUrl(d.url, options_.allowed);
+  absl::StatusOr<std::string> address = url.ok() ? ResolveReceiver(*url, options_.allowed)
+                                                 : absl::StatusOr<std::string>(url.status());
+  if (!address.ok()) {
+    spdlog::warn("webhook {}: {} not called: {}", d.webhook_id, Printable(d.url),
+                 address.status().message());
+    return {kNotDelivered, false};
+  }
   const std::string host =
       url->host.find(':') != std::string::npos ? absl::StrCat("[", url->host, "]") : url->host;
   httplib::Client client(absl::StrCat(url->scheme, "://", host, ":", url->port));
+  // Connect to the address checked above, not to whatever the name resolves to next.
+  client.set_hostname_addr_map({{url->host, *address}});
   const time_t seconds = static_cast<time_t>(options_.timeout_ms / 1000);
   const time_t micros = static_cast<time_t>((options_.timeout_ms % 1000) * 1000);
   client.set_connection_timeout(seconds, micros);
@@ -170,7 +123,11 @@ std::pair<std::string, bool> WebhookDispatcher::Send(const WebhookDelivery& d) {
                               {"X-Weft-Webhook", d.webhook_id},
                               {"User-Agent", "weftd-webhooks"}};
   httplib::Result r = client.Post(url->path, headers, body, "application/json");
-  if (!r) return {absl::StrCat("connection failed: ", httplib::to_string(r.error())), false};
+  if (!r) {
+    spdlog::warn("webhook {}: {} ({}) not reached: {}", d.webhook_id, Printable(d.url), *address,
+                 httplib::to_string(r.error()));
+    return {kNotDelivered, false};
+  }
   return {absl::StrCat(r->status), r->status >= 200 && r->status < 300};
 }
 

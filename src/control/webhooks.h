@@ -9,9 +9,11 @@
 //   X-Weft-Delivery: <the delivery's id: the same on every retry; drop a duplicate by it>
 //   X-Weft-Event: <the state entered, e.g. DELIVERED>
 //   X-Weft-Webhook: <the webhook's id>
-// Receivers may only be hosts the admin allowed (weftd --webhook-allow; loopback by default), so
-// a tenant cannot make weftd probe the network: checked at registration and again before every
-// attempt.
+// Receivers may only be the hosts and ports the admin allowed (weftd --webhook-allow; none by
+// default), so a tenant cannot make weftd probe the network: checked at registration and again
+// before every attempt, with the address the host resolves to checked and pinned for the
+// connection (control/webhook_receivers.h). What a tenant sees of an attempt is its receiver's
+// HTTP status, or "not delivered"; why a connection failed is in weftd's log only.
 #pragma once
 
 #include <atomic>
@@ -24,6 +26,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "common/clock.h"
+#include "control/webhook_receivers.h"
 #include "store/store.h"
 
 namespace weft {
@@ -31,9 +34,9 @@ namespace weft {
 inline constexpr char kWebhookDeliveriesMetric[] = "weft_webhook_deliveries_total";
 
 struct WebhookOptions {
-  // The hosts receivers may be on, compared case-insensitively with the URL's host (an IPv6
-  // literal without brackets). weftd --webhook-allow.
-  std::vector<std::string> allowed_hosts = {"127.0.0.1", "localhost", "::1"};
+  // The receivers weftd may call, by host and port (ParseWebhookAllow); none by default.
+  // weftd --webhook-allow.
+  std::vector<WebhookReceiver> allowed;
   int64_t poll_interval_ms = 500;  // how often the outbox is read
   int64_t timeout_ms = 5000;       // connecting, sending and awaiting the answer, each
   int max_attempts = 10;           // then the delivery is given up
@@ -41,20 +44,6 @@ struct WebhookOptions {
   int64_t backoff_max_ms = 300000;
   int max_per_tenant = 16;  // webhooks a tenant may have
 };
-
-// The parts of a receiver's URL.
-struct WebhookUrl {
-  std::string scheme;  // "http" or "https"
-  std::string host;    // without brackets
-  int port = 0;        // the scheme's default when the URL has none
-  std::string path;    // "/" at least, with any query
-};
-
-// Parses `url` as http(s)://host[:port][/path] with `host` one of `allowed_hosts`.
-// InvalidArgument naming the problem: another scheme, user information, a control character or
-// space, a port outside 1..65535, a host not allowed, over 2048 bytes.
-absl::StatusOr<WebhookUrl> ParseWebhookUrl(const std::string& url,
-                                           const std::vector<std::string>& allowed_hosts);
 
 // The JSON body of a delivery: {"delivery", "webhook", "event", "job", "tenant", "from",
 // "state", "reason", "time"} (time RFC 3339 UTC; from null on submission). The same bytes on
@@ -111,8 +100,8 @@ class WebhookDispatcher {
   void DeliverDue();
 
  private:
-  // Sends one delivery; the outcome as the webhook shows it ("200", "503", "connection
-  // failed: …") and whether it was delivered.
+  // Sends one delivery; the outcome as the webhook shows its tenant ("200", "503", "not
+  // delivered") and whether it was delivered. Why one was not reached goes to weftd's log.
   std::pair<std::string, bool> Send(const WebhookDelivery& d);
 
   Store& store_;

@@ -10,6 +10,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "control/webhook_receivers.h"
 #include "daemon/leader.h"
 #include "scheduler/policies.h"
 
@@ -101,11 +102,11 @@ void AddFlags(CLI::App& app, Flags& f) {
                  "once; over it 429")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
-  app.add_option("--webhook-allow", f.rest.webhooks.allowed_hosts,
-                 "hosts tenants' webhook receivers may be on, comma-separated (names or IP "
-                 "literals, compared exactly); anything else is refused at registration")
-      ->delimiter(',')
-      ->capture_default_str();
+  app.add_option("--webhook-allow", f.webhook_allow,
+                 "the receivers tenants' webhooks may call, comma-separated HOST:PORT or "
+                 "[IPV6]:PORT (none by default); a name resolving to a private, loopback or "
+                 "link-local address is called only if that ADDRESS:PORT is listed too")
+      ->delimiter(',');
   app.add_option("--store", f.store,
                  "where jobs, tenants and tokens are kept: sqlite (DATA_DIR/weft.db) or a "
                  "PostgreSQL connection URI, postgresql://USER@HOST:PORT/DB (docs/deploy.md; give "
@@ -213,6 +214,10 @@ absl::Status CheckFlags(Flags& f) {
         absl::StrCat("--listen must be host:port, got '", f.listen, "'"));
   }
   f.host = f.listen.substr(0, colon);
+  absl::StatusOr<std::vector<weft::WebhookReceiver>> allowed =
+      weft::ParseWebhookAllow(f.webhook_allow);
+  if (!allowed.ok()) return allowed.status();
+  f.rest.webhooks.allowed = std::move(*allowed);
   if (f.tls_cert.empty() != f.tls_key.empty() || (!f.tls_ca.empty() && f.tls_cert.empty())) {
     return absl::InvalidArgumentError(
         "--tls-cert and --tls-key go together (and --tls-ca with them)");

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "CLI/CLI.hpp"
 #include "absl/status/status.h"
@@ -28,6 +29,7 @@ struct Flags {
   std::string name;  // among the weftd sharing a PostgreSQL store; default host:port
   double lease_seconds = 3;
   weft::api::RestOptions rest;
+  std::vector<std::string> webhook_allow;  // HOST:PORT entries, parsed into rest.webhooks.allowed
   bool default_datasets = true;
   bool insecure = false;
   bool allow_unsandboxed_commands = false;
@@ -52,7 +54,8 @@ void AddFlags(CLI::App& app, Flags& f);
 
 // InvalidArgument for a --listen that is not host:port, a learner that cannot run, TLS files
 // that cannot be read, an address off loopback in plain text (unless --insecure), and flags that
-// do not go together. Fills Flags::host, port, name and the REST options' TLS paths.
+// do not go together, a --webhook-allow entry that is not HOST:PORT. Fills Flags::host, port,
+// name, the REST options' TLS paths and allowed webhook receivers.
 absl::Status CheckFlags(Flags& f);
 
 // The host of "host:port" ("" if there is no colon).

@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "common/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -38,6 +39,7 @@ class WebhooksTest : public ::testing::Test {
     }
     WebhookOptions options;
     options.max_per_tenant = 4;
+    options.allowed = {{"127.0.0.1", 9}, {"localhost", 8080}};
     webhooks_ = std::make_unique<Webhooks>(*store_, clock_, options);
   }
   void TearDown() override {
@@ -78,6 +80,63 @@ TEST_F(WebhooksTest, AHostTheAdminDidNotAllowIsRefusedAndNothingIsStored) {
   ASSERT_TRUE(absl::IsInvalidArgument(w.status())) << w.status();
   EXPECT_THAT(w.status().message(), HasSubstr("--webhook-allow"));
   EXPECT_TRUE(webhooks_->List("a")->empty());
+}
+
+TEST(WebhookReceiversTest, TheAdminAllowsReceiversByHostAndPort) {
+  auto allowed = ParseWebhookAllow({"127.0.0.1:9000", "[::1]:9001", "Hooks.Example.com:443"});
+  ASSERT_TRUE(allowed.ok()) << allowed.status();
+  ASSERT_EQ(allowed->size(), 3u);
+  EXPECT_EQ((*allowed)[1].host, "::1");
+  EXPECT_EQ((*allowed)[1].port, 9001);
+  for (const char* bad : {"127.0.0.1", "localhost:0", "host:65536", ":80", "[::1", "a b:80"}) {
+    auto refused = ParseWebhookAllow({bad});
+    EXPECT_TRUE(absl::IsInvalidArgument(refused.status())) << bad;
+    EXPECT_THAT(refused.status().message(), HasSubstr(absl::StrCat("entry '", bad, "'")));
+  }
+  // A URL names a listed host and port, the scheme's default port included.
+  EXPECT_TRUE(ParseWebhookUrl("http://127.0.0.1:9000/hook", *allowed).ok());
+  EXPECT_TRUE(ParseWebhookUrl("http://[::1]:9001/", *allowed).ok());
+  EXPECT_TRUE(ParseWebhookUrl("https://hooks.example.COM/x?y=1", *allowed).ok());
+  for (const char* bad : {"http://127.0.0.1:22/", "http://127.0.0.1/", "http://hooks.example.com/",
+                          "http://localhost:9000/", "http://[::1]:9000/"}) {
+    auto refused = ParseWebhookUrl(bad, *allowed);
+    EXPECT_TRUE(absl::IsInvalidArgument(refused.status())) << bad;
+    EXPECT_THAT(refused.status().message(), HasSubstr("is not one weftd may call")) << bad;
+  }
+}
+
+TEST(WebhookReceiversTest, InternalAddressesAreThoseOfPrivateLoopbackLinkLocalAndReservedRanges) {
+  for (const char* ip :
+       {"127.0.0.1", "10.1.2.3", "172.16.0.1", "172.31.255.255", "192.168.1.1", "169.254.169.254",
+        "100.64.0.1", "0.0.0.0", "224.0.0.1", "255.255.255.255", "::1", "::", "fe80::1", "fd00::1",
+        "ff02::1", "::ffff:10.0.0.1", "::ffff:169.254.169.254", "64:ff9b::a9fe:a9fe"}) {
+    EXPECT_TRUE(IsInternalAddress(ip)) << ip;
+  }
+  for (const char* ip : {"8.8.8.8", "172.32.0.1", "93.184.216.34", "2606:4700::1111",
+                         "::ffff:8.8.8.8", "not-an-address"}) {
+    EXPECT_FALSE(IsInternalAddress(ip)) << ip;
+  }
+}
+
+// DNS rebinding and names for internal addresses: a listed name is called only at a public
+// address, or at one the admin listed with the port; the address checked is the one connected to.
+TEST(WebhookReceiversTest, ANameResolvingToAnInternalAddressIsRefusedUnlessThatAddressIsListed) {
+  const WebhookUrl url{"http", "localhost", 8080, "/"};
+  auto refused = ResolveReceiver(url, {{"localhost", 8080}});
+  EXPECT_TRUE(absl::IsPermissionDenied(refused.status())) << refused.status();
+  EXPECT_THAT(refused.status().message(), HasSubstr("'localhost' resolves to "));
+  EXPECT_THAT(refused.status().message(), HasSubstr("127.0.0.1"));
+  auto listed = ResolveReceiver(url, {{"localhost", 8080}, {"127.0.0.1", 8080}});
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  EXPECT_EQ(*listed, "127.0.0.1");
+  EXPECT_FALSE(ResolveReceiver(url, {{"localhost", 8080}, {"127.0.0.1", 8081}}).ok())
+      << "listed with another port";
+  auto public_address = ResolveReceiver({"https", "8.8.8.8", 443, "/"}, {{"8.8.8.8", 443}});
+  ASSERT_TRUE(public_address.ok()) << public_address.status();
+  EXPECT_EQ(*public_address, "8.8.8.8");
+  EXPECT_TRUE(absl::IsNotFound(
+      ResolveReceiver({"http", "no-such-host.invalid", 80, "/"}, {{"no-such-host.invalid", 80}})
+          .status()));
 }
 
 TEST_F(WebhooksTest, ConcurrentRegistrationsNeverPassTheCap) {

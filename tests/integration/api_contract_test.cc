@@ -21,7 +21,9 @@ using json = nlohmann::json;
 class ApiContractTest : public testing::WeftdTest {
  protected:
   testing::WeftdTestOptions Options() const override {
-    return testing::WeftdTestOptions("contract");
+    testing::WeftdTestOptions o("contract");
+    o.args = {"--webhook-allow", "127.0.0.1:9"};
+    return o;
   }
 
   // Sends the request as `token`, checks the answer against the document and returns it.

@@ -98,7 +98,9 @@ class Receiver {
 class WebhooksTest : public testing::WeftdTest {
  protected:
   testing::WeftdTestOptions Options() const override {
-    return testing::WeftdTestOptions("webhooks");
+    testing::WeftdTestOptions o("webhooks");
+    o.args = {"--webhook-allow", "127.0.0.1:" + std::to_string(port_)};
+    return o;
   }
 
   // Registers a webhook on the receiver's port; its answer.
@@ -178,26 +180,35 @@ TEST_F(WebhooksTest, OnlyReceiversTheAdminAllowedAreAccepted) {
     auto r = weftd_->ClientAs(token).Post("/v1/webhooks", body.dump(), "application/json");
     return std::make_pair(r ? r->status : 0, r ? json::parse(r->body, nullptr, false) : json());
   };
-  for (const std::string url :
-       {"http://10.0.0.1/hook", "http://example.com/hook", "http://169.254.169.254/latest",
-        "file:///etc/passwd", "http://user@127.0.0.1/hook", "http://127.0.0.1:99999/"}) {
-    auto [status, body] = post(weftd_->token(), {{"url", url}, {"events", {"COMPLETED"}}});
-    EXPECT_EQ(status, 400) << url;
-    EXPECT_EQ(body["error"]["details"][0]["field"], "url") << url << body.dump();
+  // Only the receiver the admin listed, by host and port: not another port of the same host
+  // (a tenant cannot probe the host's ports), nor what the host is called otherwise.
+  const std::string url = "http://127.0.0.1:" + std::to_string(port_) + "/hook";
+  const std::vector<std::string> refused_urls = {
+      "http://10.0.0.1/hook",
+      "http://example.com/hook",
+      "http://169.254.169.254/latest",
+      "file:///etc/passwd",
+      "http://user@127.0.0.1/hook",
+      "http://127.0.0.1:99999/",
+      "http://127.0.0.1:22/",
+      "http://127.0.0.1/hook",
+      "http://localhost:" + std::to_string(port_) + "/hook"};
+  for (const std::string& bad : refused_urls) {
+    auto [status, body] = post(weftd_->token(), {{"url", bad}, {"events", {"COMPLETED"}}});
+    EXPECT_EQ(status, 400) << bad;
+    EXPECT_EQ(body["error"]["details"][0]["field"], "url") << bad << body.dump();
   }
-  auto [status, body] =
-      post(weftd_->token(), {{"url", "http://127.0.0.1:1/x"}, {"events", {"DONE"}}});
+  auto [status, body] = post(weftd_->token(), {{"url", url}, {"events", {"DONE"}}});
   EXPECT_EQ(status, 400);
   EXPECT_EQ(body["error"]["details"][0]["field"], "events[0]");
   EXPECT_EQ(
       post(weftd_->admin_token(), {{"url", "http://127.0.0.1:1/x"}, {"events", {"FAILED"}}}).first,
       403);
-  // Loopback is allowed by default (here through the CLI); another tenant cannot see or
+  // The listed receiver is accepted (here through the CLI); another tenant cannot see or
   // delete it.
-  const std::string url = "http://127.0.0.1:" + std::to_string(port_) + "/hook";
   auto refused = weftd_->Cli({"webhook", "add", "http://10.0.0.1/hook"});
   EXPECT_EQ(refused.exit_code, 1) << refused.output;
-  EXPECT_THAT(refused.output, HasSubstr("host '10.0.0.1' is not one weftd may call"));
+  EXPECT_THAT(refused.output, HasSubstr("receiver '10.0.0.1' port 80 is not one weftd may call"));
   auto added = weftd_->Cli({"webhook", "add", url, "--events", "failed,completed"});
   ASSERT_EQ(added.exit_code, 0) << added.output;
   EXPECT_THAT(added.output, HasSubstr("secret (shown only now): whsec_"));
@@ -228,7 +239,9 @@ TEST_F(WebhooksTest, ADeliveryOwedWhenWeftdIsKilledIsMadeAfterItRestarts) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   json before = Webhooks()["webhooks"][0];
-  EXPECT_THAT(before.value("last_status", ""), HasSubstr("connection failed")) << before.dump();
+  // Why it failed is for weftd's log: a tenant learns no more than that it was not delivered.
+  EXPECT_EQ(before.value("last_status", ""), "not delivered") << before.dump();
+  EXPECT_THAT(weftd_->log(), HasSubstr("not reached: Connection"));
   EXPECT_EQ(before["pending"], 1);
   weftd_->Kill();
   Receiver receiver(port_, /*failures=*/0);
