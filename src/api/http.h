@@ -11,7 +11,7 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "api/rate_limit.h"
+#include "common/rate_limit.h"
 #include "control/job_queries.h"
 #include "control/tenancy.h"
 #include "nlohmann/json.hpp"

@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "absl/status/status.h"
-#include "api/rate_limit.h"
+#include "common/rate_limit.h"
 #include "common/clock.h"
 #include "control/artifacts.h"
 #include "control/controller.h"

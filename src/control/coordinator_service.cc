@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "common/logging.h"
 #include "common/metrics.h"
 #include "common/text.h"
 
@@ -55,6 +56,59 @@ void RecordParameterServer(const std::string& job, const weft::v1::Progress& p) 
 }
 
 }  // namespace
+
+CoordinatorService::CoordinatorService(LearnerEvents& events, const LearnerCredentials& credentials,
+                                       int heartbeat_interval_ms, const LearnerChannels* channels,
+                                       RateLimit metric_points)
+    : events_(events),
+      credentials_(credentials),
+      heartbeat_interval_ms_(heartbeat_interval_ms),
+      channels_(channels),
+      metric_points_(metric_points, SystemClock::Get()) {
+  MetricsRegistry::Global().DeclareCounter(
+      kMetricPointsDroppedMetric,
+      "metric points learners reported past their job's budget (weftd --metric-points-per-second) "
+      "and weftd dropped");
+}
+
+void CoordinatorService::ThrottleMetrics(const std::string& job_id,
+                                         std::vector<MetricRecord>* points) {
+  const int64_t wanted = static_cast<int64_t>(points->size());
+  const int64_t granted = metric_points_.TakeUpTo(job_id, wanted);
+  if (granted == wanted) return;
+  // Evaluations carry what targets are decided on: they are kept first.
+  int64_t evaluations = 0;
+  for (const MetricRecord& m : *points) evaluations += m.test_accuracy.has_value();
+  int64_t others_kept = std::max<int64_t>(0, granted - evaluations);
+  int64_t evaluations_kept = granted - others_kept;
+  std::vector<MetricRecord> kept;
+  kept.reserve(static_cast<size_t>(granted));
+  for (MetricRecord& m : *points) {
+    int64_t& room = m.test_accuracy ? evaluations_kept : others_kept;
+    if (room > 0) {
+      --room;
+      kept.push_back(std::move(m));
+    }
+  }
+  points->swap(kept);
+  const int64_t dropped = wanted - granted;
+  MetricsRegistry::Global().Add(kMetricPointsDroppedMetric, {}, static_cast<double>(dropped));
+  const TimeMs now = SystemClock::Get().NowMs();
+  absl::MutexLock lock(&mu_);
+  if (dropped_.size() > 1024) {
+    for (auto it = dropped_.begin(); it != dropped_.end();) {
+      it = now - it->second.logged_ms > 600'000 ? dropped_.erase(it) : std::next(it);
+    }
+  }
+  Dropped& d = dropped_[job_id];
+  d.points += dropped;
+  if (now - d.logged_ms < 60'000) return;
+  spdlog::warn(
+      "job {}: dropped {} metric points its learner reported past the job's budget (weftd "
+      "--metric-points-per-second)",
+      job_id, d.points);
+  d = {0, now};
+}
 
 void CoordinatorService::SetCoordinators(std::vector<std::string> addresses) {
   absl::MutexLock lock(&mu_);
@@ -142,6 +196,7 @@ grpc::Status CoordinatorService::ReportMetrics(grpc::ServerContext* ctx,
     points.push_back(m);
   }
   const auto& id = req->learner();
+  ThrottleMetrics(id.job_id(), &points);
   RecordParameterServer(id.job_id(), req->progress());
   const ReportAnswer answer =
       events_.OnMetrics(id.job_id(), id.rank(), id.attempt(), points, FromProto(req->progress()));

@@ -6,12 +6,14 @@
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "common/rate_limit.h"
 #include "control/learner_channels.h"
 #include "control/learner_credentials.h"
 #include "control/learner_events.h"
@@ -19,16 +21,19 @@
 
 namespace weft {
 
+inline constexpr char kMetricPointsDroppedMetric[] = "weft_metric_points_dropped_total";
+
 class CoordinatorService final : public weft::v1::Coordinator::Service {
  public:
   // `channels` (borrowed; may be null): the attempts' sockets of contained learners, whose
-  // calls are held to their own attempt.
+  // calls are held to their own attempt. `metric_points`: the metric points a job may report,
+  // per second and in a burst (weftd --metric-points-per-second); past them a report's points
+  // are dropped — evaluations (test accuracy) last — counted in weft_metric_points_dropped_total
+  // and logged at most once a minute per job, and the report itself (its progress, the learner's
+  // liveness) goes through as any heartbeat does.
   CoordinatorService(LearnerEvents& events, const LearnerCredentials& credentials,
-                     int heartbeat_interval_ms, const LearnerChannels* channels = nullptr)
-      : events_(events),
-        credentials_(credentials),
-        heartbeat_interval_ms_(heartbeat_interval_ms),
-        channels_(channels) {}
+                     int heartbeat_interval_ms, const LearnerChannels* channels = nullptr,
+                     RateLimit metric_points = {50, 500});
 
   grpc::Status Register(grpc::ServerContext*, const weft::v1::RegisterRequest* req,
                         weft::v1::RegisterResponse* resp) override;
@@ -69,12 +74,23 @@ class CoordinatorService final : public weft::v1::Coordinator::Service {
                       absl::Status (LearnerEvents::*commit)(const std::string&, int64_t,
                                                             const Record&));
 
+  // Keeps of `points` (job `job_id`'s report) what its metric point budget allows, evaluations
+  // first, each kept point where it was; counts and logs what it dropped.
+  void ThrottleMetrics(const std::string& job_id, std::vector<MetricRecord>* points);
+
   LearnerEvents& events_;
   const LearnerCredentials& credentials_;
   const int heartbeat_interval_ms_;
   const LearnerChannels* const channels_;
+  RateLimiter metric_points_;  // by job
   absl::Mutex mu_;
   std::vector<std::string> coordinators_ ABSL_GUARDED_BY(mu_);
+  // Points dropped for each job since its last log line about them, and when that was.
+  struct Dropped {
+    int64_t points = 0;
+    TimeMs logged_ms = 0;
+  };
+  std::map<std::string, Dropped> dropped_ ABSL_GUARDED_BY(mu_);
 };
 
 // What a standby weftd's coordinator answers (daemon/leader.h: active/standby, docs/deploy.md):

@@ -202,6 +202,19 @@ weft::ControllerOptions ControllerOptionsFor(const Base& b, const std::string& l
   return options;
 }
 
+// Tells learners where to report: this weftd's coordinator; with a `keeper` (may be null), every
+// member's, the leader's first, again whenever the members change.
+void AnnounceCoordinators(LeaseKeeper* keeper, const std::string& self,
+                          weft::Controller& controller, weft::CoordinatorService& service) {
+  controller.SetCoordinatorAddress(self);
+  if (keeper == nullptr) return;
+  keeper->SetOnMembers([self, &controller, &service](const std::vector<weft::Member>& members) {
+    std::vector<std::string> list = CoordinatorList(self, members);
+    controller.SetCoordinatorAddress(absl::StrJoin(list, ","));
+    service.SetCoordinators(std::move(list));
+  });
+}
+
 // Leads until SIGINT or SIGTERM: tenancy, the executor, recovery, the coordinator, the REST API
 // and the control loop. `keeper` renews the lease of a weftd that shares its store (null: the
 // only weftd, on SQLite); learners are told every member's coordinator.
@@ -247,7 +260,8 @@ int Lead(Base& b, std::unique_ptr<LeaseKeeper> keeper, const std::string& previo
   weft::Controller controller(b.store, **executor, **policy, weft::SystemClock::Get(), options,
                               b.env);
   weft::CoordinatorService service(controller, controller.credentials(),
-                                   static_cast<int>(options.heartbeat_interval_ms), &channels);
+                                   static_cast<int>(options.heartbeat_interval_ms), &channels,
+                                   flags.metric_points);
   auto grpc_server = StartCoordinator(b.env, b.data_dir, flags, &service,
                                       SameHost(previous_coordinator, flags.coordinator_listen));
   if (!grpc_server.ok()) return Fail(grpc_server.status());
@@ -256,14 +270,7 @@ int Lead(Base& b, std::unique_ptr<LeaseKeeper> keeper, const std::string& previo
   for (const std::string& a : (*grpc_server)->also()) {
     spdlog::info("also serving learners on {}, the previous leader's coordinator address", a);
   }
-  controller.SetCoordinatorAddress(self);
-  if (keeper) {
-    keeper->SetOnMembers([&](const std::vector<weft::Member>& members) {
-      std::vector<std::string> list = CoordinatorList(self, members);
-      controller.SetCoordinatorAddress(absl::StrJoin(list, ","));
-      service.SetCoordinators(std::move(list));
-    });
-  }
+  AnnounceCoordinators(keeper.get(), self, controller, service);
   if (auto s = controller.Recover(); !s.ok()) {
     return Fail(absl::InternalError(absl::StrCat("recovery failed: ", s.message())));
   }

@@ -97,6 +97,15 @@ void AddFlags(CLI::App& app, Flags& f) {
                  "requests a tenant may send at once above its rate")
       ->capture_default_str()
       ->check(CLI::Range(1.0, 1e6));
+  app.add_option("--metric-points-per-second", f.metric_points.requests_per_second,
+                 "metric points each job's learners may report per second; past it (and the "
+                 "burst) points are dropped, evaluations last (0: no limit)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e6));
+  app.add_option("--metric-points-burst", f.metric_points.burst,
+                 "metric points a job may report at once above its rate")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 1e7));
   app.add_option("--follow-streams-per-tenant", f.rest.follow_streams_per_tenant,
                  "streams (weft logs -f, event streams, weft follow) a tenant may hold open at "
                  "once; over it 429")

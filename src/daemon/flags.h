@@ -9,6 +9,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/status/status.h"
 #include "api/rest_server.h"
+#include "common/rate_limit.h"
 
 namespace weft::daemon {
 
@@ -29,6 +30,7 @@ struct Flags {
   std::string name;  // among the weftd sharing a PostgreSQL store; default host:port
   double lease_seconds = 3;
   weft::api::RestOptions rest;
+  weft::RateLimit metric_points = {50, 500};  // per job: points per second, burst
   std::vector<std::string> webhook_allow;  // HOST:PORT entries, parsed into rest.webhooks.allowed
   bool default_datasets = true;
   bool insecure = false;

@@ -60,6 +60,59 @@ TEST_F(ControllerTest, CoordinatorRefusesLearnersWithoutTheirJobsCredential) {
   EXPECT_TRUE(resp.accepted()) << resp.reason();
 }
 
+// A learner reporting metric points in a flood (a tenant's program printing metric lines in a
+// loop): past its job's budget the points are dropped, evaluations last, while the report still
+// goes through as a heartbeat with the learner's progress.
+TEST_F(ControllerTest, AMetricFloodIsCutToTheJobsBudgetAndItsProgressStillCounts) {
+  ControllerOptions o;
+  o.data_dir = dir_;
+  o.nodes = {scheduler::Node{"local", {2, 4096, 0}, {}}};
+  o.coordinator_address = "127.0.0.1:9";
+  o.learner_key = "a-secret-key";
+  controller_ = std::make_unique<Controller>(*store_, executor_, policy_, clock_, o);
+  const std::string id = Submit();
+  controller_->Tick();
+  ASSERT_EQ(executor_.launches.size(), 1u);
+  CoordinatorService service(*controller_, controller_->credentials(), 1000, nullptr,
+                             RateLimit{/*per second=*/0.001, /*burst=*/5});
+  weft::v1::LearnerIdentity learner;
+  learner.set_job_id(id);
+  learner.set_attempt(1);
+  learner.set_credential(controller_->credentials().For(id, 1));
+  weft::v1::RegisterRequest reg;
+  weft::v1::RegisterResponse registered;
+  *reg.mutable_learner() = learner;
+  reg.set_pid(4242);
+  ASSERT_TRUE(service.Register(nullptr, &reg, &registered).ok());
+  auto report = [&](int first_step, int points, int evaluation_step) {
+    weft::v1::ReportMetricsRequest req;
+    *req.mutable_learner() = learner;
+    for (int step = first_step; step < first_step + points; ++step) {
+      auto* p = req.add_points();
+      p->set_step(step);
+      p->set_train_loss(1.0);
+      if (step == evaluation_step) p->set_test_accuracy(0.5);
+    }
+    req.mutable_progress()->set_step(first_step + points);
+    req.mutable_progress()->set_steps_total(100000);
+    weft::v1::ReportMetricsResponse resp;
+    EXPECT_TRUE(service.ReportMetrics(nullptr, &req, &resp).ok());
+    return resp.keep_running();
+  };
+  EXPECT_TRUE(report(1, 20, /*evaluation_step=*/17));
+  auto page = store_->MetricRange(id, 0, 100);
+  ASSERT_TRUE(page.ok()) << page.status();
+  ASSERT_EQ(page->total, 5) << "the burst";
+  std::vector<int64_t> steps;
+  for (const MetricRecord& m : page->points) steps.push_back(m.step);
+  EXPECT_THAT(steps, ::testing::ElementsAre(1, 2, 3, 4, 17)) << "the evaluation kept, in order";
+  // The budget is spent: nothing more is stored, but the report still tells weftd how far the
+  // learner is.
+  EXPECT_TRUE(report(21, 10, -1));
+  EXPECT_EQ(store_->MetricRange(id, 0, 100)->total, 5);
+  EXPECT_EQ(store_->GetJob(id)->progress.step, 31);
+}
+
 constexpr char kGang[] = R"(
 name: gang
 model: {architecture: mlp}

@@ -1,8 +1,9 @@
-// Per-tenant request rate limits for the REST API: one token bucket per tenant (the classic
-// token-bucket shaper, as in RFC 2697's committed rate and burst). A request takes one token;
-// the bucket refills at `requests_per_second` up to `burst`. An empty bucket answers 429 with
-// Retry-After, so one tenant's client retrying in a loop cannot starve the others or the control
-// plane that shares weftd's threads.
+// Rate limits: one token bucket per key (the classic token-bucket shaper, as in RFC 2697's
+// committed rate and burst), refilled at `requests_per_second` up to `burst`. The REST API keys
+// them by tenant — a request takes one token, an empty bucket answers 429 with Retry-After, so one
+// tenant's client retrying in a loop cannot starve the others or the control plane that shares
+// weftd's threads — and the coordinator by job, for the metric points a learner reports (a
+// tenant's program printing metric lines in a loop cannot fill the store or hold the controller).
 #pragma once
 
 #include <map>
@@ -12,20 +13,24 @@
 #include "absl/synchronization/mutex.h"
 #include "common/clock.h"
 
-namespace weft::api {
+namespace weft {
 
 struct RateLimit {
-  double requests_per_second = 0;  // sustained rate per tenant; 0 turns limiting off
-  double burst = 0;                // bucket size in requests; at least 1 when limiting
+  double requests_per_second = 0;  // sustained rate per key, tokens/s; 0 turns limiting off
+  double burst = 0;                // bucket size in tokens; at least 1 when limiting
 };
 
 class RateLimiter {
  public:
   RateLimiter(RateLimit limit, const Clock& clock) : limit_(limit), clock_(clock) {}
 
-  // Takes one request from `tenant`'s bucket. 0 when the request may go on; otherwise the
+  // Takes one token from `key`'s bucket. 0 when the request may go on; otherwise the
   // milliseconds until the bucket holds a whole token again (> 0), and nothing is taken.
-  int64_t Acquire(const std::string& tenant) ABSL_LOCKS_EXCLUDED(mu_);
+  int64_t Acquire(const std::string& key) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Takes up to `n` (>= 0) whole tokens from `key`'s bucket; returns how many it took (all `n`
+  // when limiting is off).
+  int64_t TakeUpTo(const std::string& key, int64_t n) ABSL_LOCKS_EXCLUDED(mu_);
 
   bool enabled() const { return limit_.requests_per_second > 0; }
 
@@ -34,6 +39,10 @@ class RateLimiter {
     double tokens = 0;
     TimeMs updated_ms = 0;
   };
+  // `key`'s bucket refilled to now; buckets full again (idle long enough to have refilled) are
+  // dropped first once there are many, so keys that come and go (jobs) do not pile up.
+  Bucket& RefilledLocked(const std::string& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  static constexpr size_t kPruneAbove = 4096;
   const RateLimit limit_;
   const Clock& clock_;
   absl::Mutex mu_;
@@ -74,4 +83,4 @@ class StreamLimiter {
   int open_total_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
-}  // namespace weft::api
+}  // namespace weft

@@ -1,8 +1,8 @@
-#include "api/rate_limit.h"
+#include "common/rate_limit.h"
 
 #include "gtest/gtest.h"
 
-namespace weft::api {
+namespace weft {
 namespace {
 
 class ManualClock : public Clock {
@@ -39,12 +39,25 @@ TEST(RateLimiterTest, TenantsHaveTheirOwnBuckets) {
   EXPECT_EQ(limiter.Acquire("globex"), 0) << "acme's loop does not slow globex";
 }
 
+TEST(RateLimiterTest, TakeUpToGrantsWhatTheBucketHoldsAndNoMore) {
+  ManualClock clock;
+  RateLimiter limiter(RateLimit{10, 25}, clock);
+  EXPECT_EQ(limiter.TakeUpTo("job-a", 20), 20);
+  EXPECT_EQ(limiter.TakeUpTo("job-a", 20), 5) << "the rest of the burst";
+  EXPECT_EQ(limiter.TakeUpTo("job-a", 20), 0);
+  clock.Advance(1000);
+  EXPECT_EQ(limiter.TakeUpTo("job-a", 20), 10) << "one second at 10/s";
+  EXPECT_EQ(limiter.TakeUpTo("job-b", 30), 25) << "another key, its own burst";
+  EXPECT_EQ(limiter.TakeUpTo("job-a", 0), 0);
+}
+
 TEST(RateLimiterTest, ZeroRateMeansNoLimit) {
   ManualClock clock;
   RateLimiter limiter(RateLimit{0, 0}, clock);
   EXPECT_FALSE(limiter.enabled());
   for (int i = 0; i < 10'000; ++i) ASSERT_EQ(limiter.Acquire("acme"), 0);
+  EXPECT_EQ(limiter.TakeUpTo("job", 1'000'000), 1'000'000);
 }
 
 }  // namespace
-}  // namespace weft::api
+}  // namespace weft
