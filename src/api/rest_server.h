@@ -9,8 +9,8 @@
 #include <thread>
 
 #include "absl/status/status.h"
-#include "common/rate_limit.h"
 #include "common/clock.h"
+#include "common/rate_limit.h"
 #include "control/artifacts.h"
 #include "control/controller.h"
 #include "control/datasets.h"
