@@ -129,6 +129,22 @@ absl::StatusOr<std::vector<Controller::JobInput>> Controller::InputsOfSpec(
   return inputs;
 }
 
+absl::Status Controller::CheckJobLimitsLocked(const std::string& tenant) {
+  ASSIGN_OR_RETURN(Store::JobCounts jobs, store_.CountJobs(tenant));
+  const int64_t max_total = options_.tenant_max_jobs, max_active = options_.tenant_max_active_jobs;
+  if (max_total > 0 && jobs.total >= max_total) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "tenant '", tenant, "' has ", jobs.total, " jobs, as many as weftd keeps for a ",
+        "tenant (--tenant-max-jobs); delete finished ones with weft delete JOB"));
+  }
+  if (max_active > 0 && jobs.active >= max_active) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "tenant '", tenant, "' has ", jobs.active, " jobs not yet settled, as many as weftd ",
+        "takes from a tenant (--tenant-max-active-jobs); submit more once some have ended"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Controller::CheckDataOfSpec(const JobSpec& spec, const std::string& tenant,
                                          std::vector<FieldError>* errors) {
   if (!spec.data.path.empty()) {
@@ -208,7 +224,8 @@ absl::StatusOr<JobRecord> Controller::Submit(const std::string& manifest, const 
   if (s.ok()) {
     specs_.Put(r.id, std::move(spec));
     absl::MutexLock lock(&mu_);
-    s = store_.CreateJob(r, "submitted");
+    s = CheckJobLimitsLocked(tenant);
+    if (s.ok()) s = store_.CreateJob(r, "submitted");
     if (!s.ok()) {
       specs_.Erase(r.id);
     } else {

@@ -76,7 +76,9 @@ class Controller : public LearnerEvents {
   // Validates, stores and queues a manifest for `tenant`. InvalidArgument with `errors` filled
   // (field, problem) for a bad manifest, a data set or artifact the tenant has not got (404 and
   // refused look the same), a data.path (no longer accepted) or a request that can never fit;
-  // ResourceExhausted at its disk quota; Unavailable if learners cannot run; nothing is stored.
+  // ResourceExhausted at its disk quota; FailedPrecondition at its job limits
+  // (tenant_max_jobs, tenant_max_active_jobs); Unavailable if learners cannot run; nothing is
+  // stored.
   absl::StatusOr<JobRecord> Submit(const std::string& manifest, const std::string& tenant,
                                    std::vector<FieldError>* errors);
 
@@ -161,6 +163,9 @@ class Controller : public LearnerEvents {
   // naming the field, with `errors` filled); errors from the store.
   absl::Status CheckDataOfSpec(const JobSpec& spec, const std::string& tenant,
                                std::vector<FieldError>* errors);
+  // FailedPrecondition with the reason when `tenant` is at one of its job limits; the store's
+  // errors. Under mu_, so concurrent submissions cannot pass a limit together.
+  absl::Status CheckJobLimitsLocked(const std::string& tenant) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Links each of `inputs` into its job (the job keeps the content it was submitted with,
   // whatever becomes of the artifact's name). InvalidArgument naming the field when an artifact
   // was deleted meanwhile; errors of the file system.

@@ -50,6 +50,11 @@ struct ControllerOptions {
   int64_t disk_check_interval_ms = 10000;
   // The container images command jobs name (borrowed; null: a manifest naming one is refused).
   Images* images = nullptr;
+  // Jobs one tenant may have in the store (any state; weftd --tenant-max-jobs) and of them not
+  // settled (--tenant-max-active-jobs), so one tenant cannot fill the shared store or the
+  // control rounds every tenant's jobs go through; 0: no limit.
+  int64_t tenant_max_jobs = 10000;
+  int64_t tenant_max_active_jobs = 1000;
 };
 
 }  // namespace weft

@@ -29,6 +29,10 @@ absl::StatusOr<DiskUsage> DiskQuota::MeasureLocked(const std::string& tenant) {
   walk.Add(layout_.DeletedDir(tenant));
   for (const JobRecord& job : jobs) walk.Add(layout_.JobDir(job.id));
   DiskUsage usage = walk.usage();
+  // What its jobs take in the store: the manifest as submitted (comments and all) and its spec.
+  for (const JobRecord& job : jobs) {
+    usage.bytes += static_cast<int64_t>(job.manifest.size() + job.spec_json.size());
+  }
   // Its own container images, as the engine keeps them (each distinct one once).
   ASSIGN_OR_RETURN(std::vector<ImageRecord> images, store_.ListImages());
   std::set<std::string> references;

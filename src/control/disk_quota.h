@@ -3,7 +3,8 @@
 // checkpoints, models, inputs, command jobs' working directories), each inode counted once
 // however many links it has (a job's input is a link to the artifact it came from), in bytes of
 // the blocks it holds (st_blocks × 512, what du reports), the files of its deleted jobs that could
-// not be removed yet (JobLayout::DeletedDir), and its own container images (the bytes the engine
+// not be removed yet (JobLayout::DeletedDir), its jobs' manifests and specs as the store keeps
+// them (a manifest's comments included), and its own container images (the bytes the engine
 // keeps for each: control/images.h). Symbolic links are not followed; the walk cannot be hidden
 // from (common/file_tree.h), and a tenant whose files cannot all be measured — an unreadable
 // directory, nesting past max_depth, more than max_inodes files — counts as over its quota, with

@@ -197,6 +197,8 @@ weft::ControllerOptions ControllerOptionsFor(const Base& b, const std::string& l
   options.node_cpusets = b.cpusets;
   options.allow_unsandboxed_commands = b.flags.allow_unsandboxed_commands;
   options.disk_check_interval_ms = static_cast<int64_t>(b.flags.disk_check_seconds * 1000);
+  options.tenant_max_jobs = b.flags.tenant_max_jobs;
+  options.tenant_max_active_jobs = b.flags.tenant_max_active_jobs;
   options.heartbeat_timeout_ms = static_cast<int64_t>(b.flags.heartbeat_timeout_seconds * 1000);
   options.coordinator_ca_path = b.flags.tls_ca.empty() ? b.flags.tls_cert : b.flags.tls_ca;
   return options;

@@ -153,6 +153,16 @@ void AddLimitFlags(CLI::App& app, Flags& f) {
                  "507 and its active jobs are halted (0: no quota)")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
+  app.add_option("--tenant-max-jobs", f.tenant_max_jobs,
+                 "jobs a tenant may have in the store, in any state; past it a submission gets "
+                 "409 until finished jobs are deleted (0: no limit)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
+  app.add_option("--tenant-max-active-jobs", f.tenant_max_active_jobs,
+                 "jobs of a tenant not yet settled (queued, running, ...); past it a submission "
+                 "gets 409 (0: no limit)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
   app.add_option("--disk-check-seconds", f.disk_check_seconds,
                  "how often the disk use of tenants with active jobs is measured")
       ->capture_default_str()

@@ -39,6 +39,8 @@ struct Flags {
   int64_t max_artifact_mb = 256;
   int64_t tenant_artifact_mb = 2048;
   int64_t tenant_disk_quota_mb = 20480;
+  int64_t tenant_max_jobs = 10000;
+  int64_t tenant_max_active_jobs = 1000;
   double disk_check_seconds = 10;
   double heartbeat_timeout_seconds = 60;
   std::string memory_limits = "auto";  // auto | cgroup | watchdog

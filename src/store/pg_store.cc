@@ -248,6 +248,22 @@ absl::StatusOr<std::vector<JobRecord>> PgStore::ListActiveJobs() {
              });
 }
 
+absl::StatusOr<Store::JobCounts> PgStore::CountJobs(const std::string& tenant) {
+  static const std::string* const kSql = [] {
+    return new std::string(absl::StrCat("SELECT COUNT(*), COUNT(*) FILTER (WHERE state IN (",
+                                        store_columns::ActiveStatesList(),
+                                        ")) FROM jobs WHERE tenant=$1"));
+  }();
+  return Run("count jobs", Mode::kRead, [&](pg::Tx& tx) -> absl::StatusOr<JobCounts> {
+    return tx.QueryOne<JobCounts>(
+        "no count", *kSql,
+        [](const pqxx::row& row) {
+          return JobCounts{row[0].as<int64_t>(), row[1].as<int64_t>()};
+        },
+        tenant);
+  });
+}
+
 absl::Status PgStore::TransitionJob(const JobRecord& record, JobState expected_from) {
   return Run("transition job", Mode::kWrite, [&](pg::Tx& tx) -> absl::Status {
     // FOR UPDATE: another writer's transition of this job waits until this one commits.

@@ -213,6 +213,22 @@ absl::StatusOr<std::vector<JobRecord>> SqliteStore::ListActiveJobs() {
   return sqlite::Query<JobRecord>(*stmts_, "list active jobs", *kSql, ReadJob);
 }
 
+absl::StatusOr<Store::JobCounts> SqliteStore::CountJobs(const std::string& tenant) {
+  static const std::string* const kSql = [] {
+    return new std::string(absl::StrCat("SELECT COUNT(*), COALESCE(SUM(state IN (",
+                                        store_columns::ActiveStatesList(),
+                                        ")), 0) FROM jobs WHERE tenant=?1"));
+  }();
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(std::vector<JobCounts> counts, sqlite::Query<JobCounts>(
+                                                      *stmts_, "count jobs", *kSql,
+                                                      [](sqlite::Stmt& s) {
+                                                        return JobCounts{s.Int(0), s.Int(1)};
+                                                      },
+                                                      tenant));
+  return counts.empty() ? JobCounts{} : counts[0];
+}
+
 absl::Status SqliteStore::TransitionJob(const JobRecord& record, JobState expected_from) {
   absl::MutexLock lock(&mu_);
   sqlite::Transaction tx(db_);

@@ -35,6 +35,7 @@ class SqliteStore : public Store {
   absl::StatusOr<std::vector<JobRecord>> ListJobs(const std::string& tenant,
                                                   const JobPage& page) override;
   absl::StatusOr<std::vector<JobRecord>> ListActiveJobs() override;
+  absl::StatusOr<JobCounts> CountJobs(const std::string& tenant) override;
   absl::Status TransitionJob(const JobRecord& record, JobState expected_from) override;
   absl::Status UpdateJob(const JobRecord& record) override;
   absl::Status DeleteJob(const std::string& id) override;

@@ -44,6 +44,14 @@ class Store {
   // in creation order: what a control round works on, however many jobs have ended.
   virtual absl::StatusOr<std::vector<JobRecord>> ListActiveJobs() = 0;
 
+  // How many jobs `tenant` has in the store, and how many of them are not settled: what its job
+  // limits are checked against, without reading the jobs.
+  struct JobCounts {
+    int64_t total = 0;
+    int64_t active = 0;
+  };
+  virtual absl::StatusOr<JobCounts> CountJobs(const std::string& tenant) = 0;
+
   // Atomically: checks the stored state is `expected_from`, writes `record` (whose state is the
   // new one, with `record.reason` and `record.updated_ms` as the event's reason and time) and
   // appends the history entry. NotFound for an unknown job; FailedPrecondition if the stored

@@ -26,6 +26,39 @@ class OverCommittingPolicy : public scheduler::Policy {
   }
 };
 
+// One tenant cannot fill the store or the control rounds with jobs: at its limits a submission
+// is refused with the reason, nothing is stored, and another tenant submits as before.
+TEST_F(ControllerTest, ATenantAtItsJobLimitsIsRefusedWhileAnotherSubmits) {
+  TenantRecord other;
+  other.name = "other";
+  ASSERT_TRUE(store_->CreateTenant(other).ok());
+  ControllerOptions o;
+  o.data_dir = dir_;
+  o.nodes = {scheduler::Node{"local", {2, 4096, 0}, {}}};
+  o.coordinator_address = "127.0.0.1:9";
+  o.tenant_max_jobs = 3;
+  o.tenant_max_active_jobs = 2;
+  controller_ = std::make_unique<Controller>(*store_, executor_, policy_, clock_, o);
+  const std::string first = Submit(), second = Submit();
+  std::vector<FieldError> errors;
+  auto refused = controller_->Submit(kManifest, "default", &errors);
+  EXPECT_TRUE(absl::IsFailedPrecondition(refused.status())) << refused.status();
+  EXPECT_THAT(refused.status().message(), HasSubstr("has 2 jobs not yet settled"));
+  EXPECT_THAT(refused.status().message(), HasSubstr("--tenant-max-active-jobs"));
+  EXPECT_EQ(store_->ListJobs("default")->size(), 2u);
+  EXPECT_TRUE(controller_->Submit(kManifest, "other", &errors).ok()) << "another tenant";
+  // A settled job no longer counts as active, but is still kept.
+  ASSERT_TRUE(controller_->Halt(first).ok());
+  EXPECT_FALSE(Submit().empty());
+  refused = controller_->Submit(kManifest, "default", &errors);
+  EXPECT_TRUE(absl::IsFailedPrecondition(refused.status())) << refused.status();
+  EXPECT_THAT(refused.status().message(), HasSubstr("has 3 jobs, as many as weftd keeps"));
+  // Deleting a finished job makes room in the store.
+  ASSERT_TRUE(controller_->Halt(second).ok());
+  ASSERT_TRUE(controller_->Delete(first).ok());
+  EXPECT_FALSE(Submit().empty());
+}
+
 TEST_F(ControllerTest, ARoundThatOverCommitsANodeIsRefusedOutLoud) {
   OverCommittingPolicy bad;
   MakeController(&bad);

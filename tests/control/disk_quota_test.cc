@@ -170,6 +170,13 @@ TEST_F(DiskQuotaTest, FilesADeleteCouldNotRemoveStillCountUntilTheyAreGone) {
   EXPECT_FALSE(std::filesystem::exists(controller_->layout().DeletedDir("default") + "/" + id));
 }
 
+// A manifest padded with comments is kept as submitted in the shared store: it counts.
+TEST_F(DiskQuotaTest, AManifestsBytesInTheStoreCountCommentsIncluded) {
+  const int64_t before = Used("default");
+  Submit(std::string(kManifest) + "# " + std::string(600 << 10, 'x') + "\n");
+  EXPECT_GE(Used("default") - before, 600 << 10);
+}
+
 TEST_F(DiskQuotaTest, TheAdminsQuotaForATenantOverridesWeftdsAndZeroMeansNone) {
   TenantRecord t = *store_->GetTenant("default");
   t.disk_quota_mb = 4;

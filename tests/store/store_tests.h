@@ -145,6 +145,15 @@ TEST_P(StoreTest, ActiveJobsAreThoseNotSettledInCreationOrder) {
     if (!IsSettled(s)) expected.push_back(s);
   }
   EXPECT_EQ(states, expected);
+  // Counted per tenant: every job, and those not settled.
+  ASSERT_TRUE(store_->CreateJob(NewJob("job-other", "t2"), "s").ok());
+  auto counts = store_->CountJobs("t1");
+  ASSERT_TRUE(counts.ok()) << counts.status();
+  EXPECT_EQ(counts->total, static_cast<int64_t>(AllJobStates().size()));
+  EXPECT_EQ(counts->active, static_cast<int64_t>(expected.size()));
+  EXPECT_EQ(store_->CountJobs("t2")->total, 1);
+  EXPECT_EQ(store_->CountJobs("t2")->active, 1);
+  EXPECT_EQ(store_->CountJobs("nobody")->total, 0);
 }
 
 TEST_P(StoreTest, MetricsKeepOrderAndOptionalFields) {
