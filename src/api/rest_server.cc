@@ -92,13 +92,15 @@ RestServer::RestServer(Store& store, Controller& controller, Artifacts* artifact
       limiter_(std::make_unique<RateLimiter>(options.tenant_rate, clock)),
       streams_(std::make_unique<StreamLimiter>(options.follow_streams_per_tenant,
                                                std::max(1, options.threads / 2))),
+      uploads_(std::make_unique<StreamLimiter>(options.uploads_per_tenant,
+                                               std::max(1, options.threads / 4))),
       server_(options.tls_cert_path.empty()
                   ? std::make_unique<httplib::Server>()
                   : std::make_unique<httplib::SSLServer>(options.tls_cert_path.c_str(),
                                                          options.tls_key_path.c_str())) {
-  services_ = std::make_unique<Services>(Services{controller, jobs_, tenancy_, datasets_, clock,
-                                                  options.admin_token_path, streams_.get(),
-                                                  artifacts, &webhooks_});
+  services_ = std::make_unique<Services>(
+      Services{controller, jobs_, tenancy_, datasets_, clock, options.admin_token_path,
+               streams_.get(), artifacts, &webhooks_, uploads_.get(), options.upload_timeout_s});
   InstallApi(*server_, *services_, limiter_.get(), options);
 }
 

@@ -38,6 +38,11 @@ struct RestOptions {
   // `logs?follow=true` streams open at once per tenant; all tenants together get at most half
   // the threads. Over either, 429.
   int follow_streams_per_tenant = 4;
+  // Uploads (POST /v1/artifacts) in progress at once per tenant; all tenants together get at
+  // most a quarter of the threads. Over either, 429. An upload's body must arrive within
+  // `upload_timeout_s` seconds, else 408 and the connection is closed.
+  int uploads_per_tenant = 2;
+  int upload_timeout_s = 300;
   int idle_timeout_s = 5;
   int read_timeout_s = 5;
   // Where POST /v1/admin/token/rotate writes the new admin token (weftd: <data-dir>/admin.token).
@@ -73,6 +78,7 @@ class RestServer {
   std::unique_ptr<Services> services_;  // what the handlers work with; they hold on to it
   std::unique_ptr<RateLimiter> limiter_;
   std::unique_ptr<StreamLimiter> streams_;
+  std::unique_ptr<StreamLimiter> uploads_;
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
 };

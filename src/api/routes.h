@@ -30,6 +30,8 @@ struct Services {
   StreamLimiter* streams = nullptr;  // follow streams' places; null: unlimited
   Artifacts* artifacts = nullptr;    // tenants' uploads; null: no /v1/artifacts routes
   Webhooks* webhooks = nullptr;      // tenants' webhooks; null: no /v1/webhooks
+  StreamLimiter* uploads = nullptr;  // uploads' places (each holds a thread); null: unlimited
+  int upload_timeout_s = 300;        // an upload's whole body, seconds; past it 408
 };
 
 // A route's handler over the services; Bind makes it a Handler. `services` must outlive it.

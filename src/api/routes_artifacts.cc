@@ -2,11 +2,14 @@
 // only its own; another tenant's name is 404 as a missing one is. The admin token owns no
 // artifacts.
 #include <algorithm>
+#include <chrono>
+#include <limits>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "api/routes.h"
 #include "common/clock.h"
+#include "common/logging.h"
 #include "common/text.h"
 
 namespace weft::api {
@@ -36,6 +39,32 @@ void SendArtifactError(Response& res, const absl::Status& s) {
   SendStatus(res, s);
 }
 
+// How an upload's body went.
+struct BodyRead {
+  bool complete = false;    // read to its end
+  bool over_quota = false;  // past `room`: the rest was read and dropped
+  bool timed_out = false;   // not all there within the deadline: reading stopped
+};
+
+// Streams the body into `u` while it holds at most `room` bytes. Past a limit the rest of the
+// body is read and dropped (at most the upload limit), so the connection stays in step; past
+// `timeout_s` seconds reading stops and the connection must close.
+BodyRead ReadBody(const httplib::ContentReader& read, Artifacts::Upload& u, int64_t room,
+                  int timeout_s) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  BodyRead r;
+  r.complete = read([&](const char* data, size_t n) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      r.timed_out = true;
+      return false;
+    }
+    r.over_quota = r.over_quota || u.bytes() + static_cast<int64_t>(n) > room;
+    if (!r.over_quota) u.Append(std::string_view(data, n)).IgnoreError();
+    return true;
+  });
+  return r;
+}
+
 void Upload(const Services& s, const Request& req, Response& res, const Caller& caller,
             const httplib::ContentReader& read) {
   auto drop = [&read] { read([](const char*, size_t) { return true; }); };
@@ -54,26 +83,50 @@ void Upload(const Services& s, const Request& req, Response& res, const Caller& 
       !absl::SimpleAtoi(req.get_header_value("Content-Length"), &declared)) {
     declared = -1;
   }
-  // The tenant's disk quota (jobs' files and artifacts together) before its own artifact limit.
+  // Each upload holds one of the server's threads while its body arrives.
+  std::shared_ptr<StreamLimiter::Lease> lease;
+  if (s.uploads != nullptr && !(lease = s.uploads->Acquire(caller.tenant))) {
+    drop();
+    return SendError(res, 429,
+                     "too many uploads in progress for this tenant or on this server; send it "
+                     "once one has finished");
+  }
+  // The tenant's disk quota (jobs' files and artifacts together) before its own artifact limit,
+  // and as the body streams: a chunked body declares no length.
+  int64_t room = std::numeric_limits<int64_t>::max();
   if (DiskQuota* disk = s.controller.disk_quota(); disk != nullptr) {
-    if (absl::Status st = disk->CheckRoom(caller.tenant, std::max<int64_t>(declared, 0));
-        !st.ok()) {
+    absl::Status st = disk->CheckRoom(caller.tenant, std::max<int64_t>(declared, 0));
+    absl::StatusOr<int64_t> left = st.ok() ? disk->RoomBytes(caller.tenant) : st;
+    if (!left.ok()) {
       drop();
-      return SendStatus(res, st);
+      return SendStatus(res, left.status());
     }
+    room = *left;
   }
   auto upload = s.artifacts->Begin(caller.tenant, name, declared);
   if (!upload.ok()) {
     drop();
     return SendArtifactError(res, upload.status());
   }
-  Artifacts::Upload& u = **upload;
-  // Past an error the rest of the body is read and dropped, so the connection stays in step.
-  const bool complete = read([&u](const char* data, size_t n) {
-    u.Append(std::string_view(data, n)).IgnoreError();
-    return true;
-  });
-  if (!complete) {
+  const BodyRead body = ReadBody(read, **upload, room, s.upload_timeout_s);
+  if (body.timed_out) {
+    spdlog::warn("tenant {}: upload of '{}' stopped: its body did not arrive within {} s",
+                 caller.tenant, name, s.upload_timeout_s);
+    res.set_header("Connection", "close");
+    return SendError(res, 408,
+                     absl::StrCat("the upload's body did not arrive within ", s.upload_timeout_s,
+                                  " s (weftd --upload-timeout-seconds)"));
+  }
+  if (body.over_quota) {
+    return SendStatus(res, absl::ResourceExhaustedError(
+                               absl::StrCat("the upload was stopped at ", FormatMib(room),
+                                            ", what was left of "
+                                            "tenant '",
+                                            caller.tenant,
+                                            "''s disk quota; free space with weft "
+                                            "delete JOB or weft artifact delete NAME")));
+  }
+  if (!body.complete) {
     if (res.status == 413) {
       return SendError(res, 413,
                        absl::StrCat("the upload is over the ", s.artifacts->limits().max_bytes,

@@ -1,5 +1,6 @@
 #include "control/disk_quota.h"
 
+#include <limits>
 #include <set>
 #include <utility>
 
@@ -67,6 +68,15 @@ std::optional<DiskQuota::Over> DiskQuota::OverBy(const std::string& tenant, cons
   Over over{tenant, used.bytes, quota_bytes, absl::StrJoin(used.unmeasured, "; ")};
   if (!over.unmeasured.empty() || used.bytes >= quota_bytes) return over;
   return std::nullopt;
+}
+
+absl::StatusOr<int64_t> DiskQuota::RoomBytes(const std::string& tenant) {
+  ASSIGN_OR_RETURN(TenantRecord t, store_.GetTenant(tenant));
+  const int64_t quota = QuotaBytes(t);
+  if (quota <= 0) return std::numeric_limits<int64_t>::max();
+  ASSIGN_OR_RETURN(DiskUsage used, Usage(tenant, options_.max_age_ms));
+  if (!used.unmeasured.empty()) return 0;
+  return std::max<int64_t>(0, quota - used.bytes);
 }
 
 absl::Status DiskQuota::CheckRoom(const std::string& tenant, int64_t more_bytes) {

@@ -77,6 +77,12 @@ class DiskQuota {
   // for an unknown tenant.
   absl::Status CheckRoom(const std::string& tenant, int64_t more_bytes);
 
+  // The bytes `tenant` may still add before it reaches its quota (0 when at or over it, or when
+  // its usage cannot be measured); INT64_MAX when it has no quota. Measured at most max_age_ms
+  // ago. NotFound for an unknown tenant; the store's errors. What an upload that streams without
+  // a length is held to as it goes.
+  absl::StatusOr<int64_t> RoomBytes(const std::string& tenant);
+
   // Forgets the tenant's measured usage, so the next check measures afresh: after one of its
   // jobs or artifacts is deleted.
   void Forget(const std::string& tenant);

@@ -49,6 +49,7 @@ std::string SelfDir() {
   return std::filesystem::path(buf).parent_path().string();
 }
 
+void AddRateFlags(CLI::App& app, Flags& f);
 void AddLimitFlags(CLI::App& app, Flags& f);
 void AddTlsFlags(CLI::App& app, Flags& f);
 void AddRuntimeFlags(CLI::App& app, Flags& f);
@@ -89,28 +90,6 @@ void AddFlags(CLI::App& app, Flags& f) {
       ->check(CLI::Range(size_t{1024}, size_t{1} << 30));
   app.add_flag("!--no-default-datasets", f.default_datasets,
                "do not register Debian's fashion-mnist and mnist for every tenant at start");
-  app.add_option("--tenant-requests-per-second", f.rest.tenant_rate.requests_per_second,
-                 "each tenant's sustained REST request rate; over it 429 (0: no limit)")
-      ->capture_default_str()
-      ->check(CLI::Range(0.0, 1e6));
-  app.add_option("--tenant-burst", f.rest.tenant_rate.burst,
-                 "requests a tenant may send at once above its rate")
-      ->capture_default_str()
-      ->check(CLI::Range(1.0, 1e6));
-  app.add_option("--metric-points-per-second", f.metric_points.requests_per_second,
-                 "metric points each job's learners may report per second; past it (and the "
-                 "burst) points are dropped, evaluations last (0: no limit)")
-      ->capture_default_str()
-      ->check(CLI::Range(0.0, 1e6));
-  app.add_option("--metric-points-burst", f.metric_points.burst,
-                 "metric points a job may report at once above its rate")
-      ->capture_default_str()
-      ->check(CLI::Range(1.0, 1e7));
-  app.add_option("--follow-streams-per-tenant", f.rest.follow_streams_per_tenant,
-                 "streams (weft logs -f, event streams, weft follow) a tenant may hold open at "
-                 "once; over it 429")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1000));
   app.add_option("--webhook-allow", f.webhook_allow,
                  "the receivers tenants' webhooks may call, comma-separated HOST:PORT or "
                  "[IPV6]:PORT (none by default); a name resolving to a private, loopback or "
@@ -134,7 +113,45 @@ void AddFlags(CLI::App& app, Flags& f) {
                  "full disk")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 50));
+  AddRateFlags(app, f);
   AddLimitFlags(app, f);
+}
+
+// How fast, and how much at once, a tenant may use weftd: REST requests, its jobs' metric points,
+// uploads and follow streams (each holds a thread).
+void AddRateFlags(CLI::App& app, Flags& f) {
+  app.add_option("--tenant-requests-per-second", f.rest.tenant_rate.requests_per_second,
+                 "each tenant's sustained REST request rate; over it 429 (0: no limit)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e6));
+  app.add_option("--tenant-burst", f.rest.tenant_rate.burst,
+                 "requests a tenant may send at once above its rate")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 1e6));
+  app.add_option("--metric-points-per-second", f.metric_points.requests_per_second,
+                 "metric points each job's learners may report per second; past it (and the "
+                 "burst) points are dropped, evaluations last (0: no limit)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e6));
+  app.add_option("--metric-points-burst", f.metric_points.burst,
+                 "metric points a job may report at once above its rate")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 1e7));
+  app.add_option("--uploads-per-tenant", f.rest.uploads_per_tenant,
+                 "uploads (weft artifact upload) a tenant may have in progress at once; all "
+                 "tenants together get at most a quarter of the server's threads; over it 429")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  app.add_option("--upload-timeout-seconds", f.rest.upload_timeout_s,
+                 "how long an upload's whole body may take to arrive; past it 408 and the "
+                 "connection is closed")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 86400));
+  app.add_option("--follow-streams-per-tenant", f.rest.follow_streams_per_tenant,
+                 "streams (weft logs -f, event streams, weft follow) a tenant may hold open at "
+                 "once; over it 429")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
 }
 
 // The flags that bound what tenants may take: uploads, disk, memory, and how commands run.

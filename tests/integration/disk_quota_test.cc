@@ -2,9 +2,12 @@
 // the tenant past its quota is halted with the reason, the tenant's submissions, uploads and
 // resumes get 507 saying why, and once the admin raises the quota the job resumes from its
 // checkpoint and completes.
+#include <atomic>
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <thread>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -21,7 +24,7 @@ class DiskQuotaServiceTest : public testing::WeftdTest {
  protected:
   testing::WeftdTestOptions Options() const override {
     testing::WeftdTestOptions o("disk-quota");
-    o.args = {"--disk-check-seconds", "0.2"};
+    o.args = {"--disk-check-seconds", "0.2", "--upload-timeout-seconds", "3"};
     return o;
   }
   // The admin's PATCH of tenant `default`: status and answer.
@@ -87,6 +90,88 @@ TEST_F(DiskQuotaServiceTest, AJobPastItsTenantsQuotaIsHaltedAndGoesOnOnceThereIs
   auto log = weftd_->Client().Get("/v1/jobs/" + id + "/logs");
   ASSERT_TRUE(log);
   EXPECT_THAT(log->body, HasSubstr("resumed from"));
+}
+
+// Uploads with no length (chunked) are held to the quota as they stream; a tenant has at most two
+// in progress at once; a body that does not arrive within the deadline is cut off.
+TEST_F(DiskQuotaServiceTest, UploadsAreHeldToTheQuotaAsTheyStreamToTwoAtOnceAndToADeadline) {
+  // The trickling upload below is cut off mid-body: its next write must fail, not kill the test.
+  std::signal(SIGPIPE, SIG_IGN);
+  ASSERT_EQ(PatchDefault(R"({"disk_quota_mb": 2})").first, 200);
+  // 8 MiB in 64 KiB chunks, no Content-Length: the old pre-check counted it as 0 bytes.
+  auto chunked = weftd_->Client().Post(
+      "/v1/artifacts?name=big",
+      [sent = 0](size_t, httplib::DataSink& sink) mutable {
+        const std::string piece(64 << 10, 'x');
+        sink.write(piece.data(), piece.size());
+        if (++sent == 128) sink.done();
+        return true;
+      },
+      "application/octet-stream");
+  ASSERT_TRUE(chunked);
+  EXPECT_EQ(chunked->status, 507) << chunked->body;
+  EXPECT_THAT(chunked->body, HasSubstr("the upload was stopped at"));
+  auto listed = weftd_->Client().Get("/v1/artifacts");
+  ASSERT_TRUE(listed);
+  EXPECT_EQ(json::parse(listed->body)["artifacts"].size(), 0u) << listed->body;
+
+  // Two uploads held open: a third is refused while they last.
+  std::atomic<bool> release{false};
+  auto slow = [&](const std::string& name) {
+    return weftd_->Client().Post(
+        "/v1/artifacts?name=" + name,
+        [&, sent = false](size_t, httplib::DataSink& sink) mutable {
+          if (!sent) sink.write("abc", 3);
+          sent = true;
+          if (release) {
+            sink.done();
+          } else {
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+          }
+          return true;
+        },
+        "application/octet-stream");
+  };
+  std::vector<int> statuses(2, 0);
+  std::vector<std::thread> held;
+  for (int i = 0; i < 2; ++i) {
+    held.emplace_back([&, i] {
+      auto r = slow("held-" + std::to_string(i));
+      statuses[i] = r ? r->status : -1;
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  auto third = weftd_->Client().Post("/v1/artifacts?name=third", "abc", "application/octet-stream");
+  release = true;
+  for (std::thread& t : held) t.join();
+  ASSERT_TRUE(third);
+  EXPECT_EQ(third->status, 429) << third->body;
+  EXPECT_THAT(statuses, ::testing::ElementsAre(201, 201));
+
+  // A body trickling in past the 3 s deadline is cut off; nothing of it is kept.
+  auto trickle = weftd_->Client().Post(
+      "/v1/artifacts?name=trickle",
+      [start = std::chrono::steady_clock::now()](size_t, httplib::DataSink& sink) {
+        sink.write("x", 1);
+        std::this_thread::sleep_for(std::chrono::milliseconds(500));
+        if (std::chrono::steady_clock::now() - start > std::chrono::seconds(6)) sink.done();
+        return true;
+      },
+      "application/octet-stream");
+  if (trickle) {  // else the connection was cut before the answer was read
+    EXPECT_EQ(trickle->status, 408) << trickle->body;
+  }
+  bool logged = false;
+  for (int i = 0; i < 100 && !logged; ++i) {
+    logged =
+        weftd_->log().find("upload of 'trickle' stopped: its body did not arrive within 3 s") !=
+        std::string::npos;
+    if (!logged) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(logged) << weftd_->log();
+  listed = weftd_->Client().Get("/v1/artifacts");
+  ASSERT_TRUE(listed);
+  EXPECT_EQ(json::parse(listed->body)["artifacts"].size(), 2u) << listed->body;
 }
 
 }  // namespace
