@@ -42,13 +42,6 @@ absl::StatusOr<WebhookRecord> Webhooks::Register(const std::string& tenant, cons
   if (absl::StatusOr<WebhookUrl> u = ParseWebhookUrl(url, options_.allowed); !u.ok()) {
     return u.status();
   }
-  absl::MutexLock lock(&register_mu_);
-  ASSIGN_OR_RETURN(std::vector<WebhookRecord> existing, store_.ListWebhooks(tenant));
-  if (static_cast<int>(existing.size()) >= options_.max_per_tenant) {
-    return absl::FailedPreconditionError(absl::StrCat("tenant '", tenant, "' has ", existing.size(),
-                                                      " webhooks, as many as weftd allows; "
-                                                      "delete one first"));
-  }
   WebhookRecord w;
   w.id = NewWebhookId();
   w.tenant = tenant;
@@ -56,7 +49,7 @@ absl::StatusOr<WebhookRecord> Webhooks::Register(const std::string& tenant, cons
   w.events = events;
   w.secret = NewWebhookSecret();
   w.created_ms = clock_.NowMs();
-  RETURN_IF_ERROR(store_.CreateWebhook(w));
+  RETURN_IF_ERROR(store_.CreateWebhook(w, options_.max_per_tenant));
   return w;
 }
 

@@ -53,9 +53,9 @@ std::string DeliveryBody(const WebhookDelivery& delivery);
 // "sha256=" + the hex HMAC-SHA256 of `body` under `secret`: the X-Weft-Signature header.
 std::string DeliverySignature(const std::string& secret, const std::string& body);
 
-// A tenant's webhooks as the API manages them. Thread-safe: registrations are counted and
-// inserted under one lock, so concurrent ones cannot pass the per-tenant cap together (one weftd
-// serves the API at a time: a standby redirects to the leader).
+// A tenant's webhooks as the API manages them. Thread-safe: the store counts and inserts a
+// registration in one transaction, so concurrent ones — from any weftd — cannot pass the
+// per-tenant cap together.
 class Webhooks {
  public:
   Webhooks(Store& store, const Clock& clock, WebhookOptions options);
@@ -80,7 +80,6 @@ class Webhooks {
   Store& store_;
   const Clock& clock_;
   const WebhookOptions options_;
-  absl::Mutex register_mu_;  // a registration's count and insert
 };
 
 class WebhookDispatcher {

@@ -1,18 +1,26 @@
 // Column encodings shared by the stores (internal to store/): the jobs table's columns, a job's
 // learners, the states that are not settled, and a data set's tenants — the same in both
-// schemas.
+// schemas; and the errors both give alike.
 #pragma once
 
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "job/job.h"
 
 namespace weft::store_columns {
+
+// CreateWebhook's answer at the cap.
+inline absl::Status TooManyWebhooks(const std::string& tenant, int64_t has) {
+  return absl::FailedPreconditionError(absl::StrCat("tenant '", tenant, "' has ", has,
+                                                    " webhooks, as many as weftd allows; delete "
+                                                    "one first"));
+}
 
 inline constexpr char kJobColumns[] =
     "id, tenant, name, state, reason, manifest, spec_json, created_ms, updated_ms, attempt, "

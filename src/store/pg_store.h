@@ -78,7 +78,7 @@ class PgStore : public Store, public Leadership {
   absl::StatusOr<DatasetRecord> GetDataset(const std::string& name) override;
   absl::StatusOr<std::vector<DatasetRecord>> ListDatasets() override;
   absl::Status DeleteDataset(const std::string& name) override;
-  absl::Status CreateWebhook(const WebhookRecord& webhook) override;
+  absl::Status CreateWebhook(const WebhookRecord& webhook, int max_per_tenant) override;
   absl::StatusOr<std::vector<WebhookRecord>> ListWebhooks(const std::string& tenant) override;
   absl::Status DeleteWebhook(const std::string& tenant, const std::string& id) override;
   absl::StatusOr<std::vector<WebhookDelivery>> DueDeliveries(TimeMs now_ms, int limit) override;

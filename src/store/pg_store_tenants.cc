@@ -337,17 +337,22 @@ absl::Status PgStore::DeleteDataset(const std::string& name) {
   });
 }
 
-absl::Status PgStore::CreateWebhook(const WebhookRecord& w) {
-  return Renamed(Run("create webhook", Mode::kWrite,
-                     [&](pg::Tx& tx) {
-                       tx.Exec(
-                           "INSERT INTO webhooks (id, tenant, url, events, secret, created_ms) "
-                           "VALUES ($1,$2,$3,$4,$5,$6)",
-                           w.id, w.tenant, w.url, absl::StrJoin(w.events, ","), w.secret,
-                           w.created_ms);
-                       return absl::OkStatus();
-                     }),
-                 absl::StrCat("webhook ", w.id, " already exists"));
+absl::Status PgStore::CreateWebhook(const WebhookRecord& w, int max_per_tenant) {
+  return Renamed(
+      Run("create webhook", Mode::kWrite,
+          [&](pg::Tx& tx) {
+            // One creation per tenant at a time, across weftd (two-key advisory locks
+            // do not meet the one-key ones).
+            tx.Exec("SELECT pg_advisory_xact_lock(1, hashtext($1))", w.tenant);
+            const int64_t has = tx.Count("SELECT COUNT(*) FROM webhooks WHERE tenant=$1", w.tenant);
+            if (has >= max_per_tenant) return store_columns::TooManyWebhooks(w.tenant, has);
+            tx.Exec(
+                "INSERT INTO webhooks (id, tenant, url, events, secret, created_ms) "
+                "VALUES ($1,$2,$3,$4,$5,$6)",
+                w.id, w.tenant, w.url, absl::StrJoin(w.events, ","), w.secret, w.created_ms);
+            return absl::OkStatus();
+          }),
+      absl::StrCat("webhook ", w.id, " already exists"));
 }
 
 absl::StatusOr<std::vector<WebhookRecord>> PgStore::ListWebhooks(const std::string& tenant) {

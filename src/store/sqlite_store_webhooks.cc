@@ -4,6 +4,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/status_macros.h"
+#include "store/job_columns.h"
 #include "store/sqlite_query.h"
 #include "store/sqlite_store.h"
 
@@ -48,8 +49,17 @@ WebhookDelivery ReadDelivery(sqlite::Stmt& s) {
 
 }  // namespace
 
-absl::Status SqliteStore::CreateWebhook(const WebhookRecord& w) {
+absl::Status SqliteStore::CreateWebhook(const WebhookRecord& w, int max_per_tenant) {
   absl::MutexLock lock(&mu_);
+  sqlite::Transaction tx(db_);
+  RETURN_IF_ERROR(tx.Begun());
+  ASSIGN_OR_RETURN(std::vector<int64_t> count,
+                   sqlite::Query<int64_t>(
+                       *stmts_, "count webhooks", "SELECT COUNT(*) FROM webhooks WHERE tenant=?1",
+                       [](sqlite::Stmt& s) { return s.Int(0); }, w.tenant));
+  if (const int64_t has = count.empty() ? 0 : count[0]; has >= max_per_tenant) {
+    return store_columns::TooManyWebhooks(w.tenant, has);
+  }
   absl::StatusOr<int> n =
       sqlite::Execute(*stmts_, "create webhook",
                       "INSERT INTO webhooks (id, tenant, url, events, secret, created_ms) VALUES "
@@ -58,7 +68,8 @@ absl::Status SqliteStore::CreateWebhook(const WebhookRecord& w) {
   if (absl::IsAlreadyExists(n.status())) {
     return absl::AlreadyExistsError(absl::StrCat("webhook ", w.id, " already exists"));
   }
-  return n.status();
+  RETURN_IF_ERROR(n.status());
+  return tx.Commit();
 }
 
 absl::StatusOr<std::vector<WebhookRecord>> SqliteStore::ListWebhooks(const std::string& tenant) {

@@ -152,8 +152,10 @@ class Store {
   // Webhooks. Every history entry a job gets (its submission, each transition) adds a delivery
   // to the outbox, in the same transaction, for each webhook of the job's tenant whose events
   // name the state entered: an acknowledged transition is never without its deliveries.
-  // AlreadyExists if the id is taken.
-  virtual absl::Status CreateWebhook(const WebhookRecord& webhook) = 0;
+  // Creates the webhook if its tenant has fewer than `max_per_tenant`, counted and inserted in one
+  // transaction (concurrent creations, from any weftd, cannot pass the cap together).
+  // FailedPrecondition naming the count at the cap; AlreadyExists if the id is taken.
+  virtual absl::Status CreateWebhook(const WebhookRecord& webhook, int max_per_tenant) = 0;
   // The tenant's webhooks, oldest first, with their last status and pending count.
   virtual absl::StatusOr<std::vector<WebhookRecord>> ListWebhooks(const std::string& tenant) = 0;
   // Removes the webhook and what it is still owed. NotFound if the tenant has no such webhook.

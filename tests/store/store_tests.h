@@ -292,9 +292,18 @@ TEST_P(StoreTest, ATransitionQueuesADeliveryForEachWebhookThatAskedForItsState) 
   theirs.id = "hook-3";
   theirs.tenant = "t2";
   for (const WebhookRecord& w : {mine, all_states, theirs}) {
-    ASSERT_TRUE(store_->CreateWebhook(w).ok());
+    ASSERT_TRUE(store_->CreateWebhook(w, 16).ok());
   }
-  EXPECT_TRUE(absl::IsAlreadyExists(store_->CreateWebhook(mine)));
+  EXPECT_TRUE(absl::IsAlreadyExists(store_->CreateWebhook(mine, 16)));
+  // At the tenant's cap, counted with the insert: refused, saying why; another tenant is not.
+  WebhookRecord one_more = mine;
+  one_more.id = "hook-4";
+  absl::Status capped = store_->CreateWebhook(one_more, 2);
+  EXPECT_TRUE(absl::IsFailedPrecondition(capped)) << capped;
+  EXPECT_EQ(capped.message(),
+            "tenant 't1' has 2 webhooks, as many as weftd allows; delete one first");
+  one_more.tenant = "t2";
+  EXPECT_TRUE(store_->CreateWebhook(one_more, 2).ok());
   JobRecord r = NewJob("job-a", "t1");
   ASSERT_TRUE(store_->CreateJob(r, "submitted").ok());  // QUEUED: hook-2
   r.state = JobState::kPlaced;
