@@ -1,6 +1,8 @@
 #include "daemon/backends.h"
 
 #include <sched.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
@@ -13,6 +15,7 @@
 #include "common/ids.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
+#include "common/text.h"
 #include "control/datasets.h"
 #include "control/tenancy.h"
 #include "executor/local_executor.h"
@@ -140,13 +143,32 @@ absl::StatusOr<std::vector<weft::scheduler::Node>> ReadNodes(
   return nodes;
 }
 
+int64_t StoreCap(int64_t flag, const std::string& db_path, const std::string& data_dir) {
+  if (flag >= 0) return flag;
+  constexpr int64_t kAtLeast = int64_t{256} << 20;
+  int64_t now = 0;
+  for (const char* suffix : {"", "-wal"}) {
+    struct stat st {};
+    if (stat((db_path + suffix).c_str(), &st) == 0) now += st.st_size;
+  }
+  struct statvfs fs {};
+  if (statvfs(data_dir.c_str(), &fs) != 0) return 0;  // cannot tell: the disk's
+  const int64_t free_bytes = static_cast<int64_t>(fs.f_bavail) * static_cast<int64_t>(fs.f_frsize);
+  return std::max(kAtLeast, now + free_bytes / 4);
+}
+
 absl::StatusOr<std::unique_ptr<weft::Store>> OpenStore(const std::string& store_flag,
                                                        int64_t max_store_bytes,
                                                        const std::string& data_dir,
                                                        std::string* description) {
   if (store_flag == "sqlite") {
     *description = data_dir + "/weft.db";
-    return weft::SqliteStore::Open(*description, max_store_bytes);
+    const int64_t cap = StoreCap(max_store_bytes, *description, data_dir);
+    if (max_store_bytes < 0) {
+      spdlog::info("the store may grow to {} (a quarter of the free disk; --max-store-bytes)",
+                   weft::FormatMib(cap));
+    }
+    return weft::SqliteStore::Open(*description, cap);
   }
   auto store = weft::PgStore::Open(store_flag);
   if (!store.ok()) return store.status();

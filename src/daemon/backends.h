@@ -25,6 +25,12 @@ weft::scheduler::Node ThisHost();
 absl::StatusOr<std::vector<weft::scheduler::Node>> ReadNodes(
     const std::string& path, std::map<std::string, std::vector<int>>* cpusets);
 
+// What --max-store-bytes means for a SQLite store at `db_path` on the disk of `data_dir`: a
+// flag > 0 as it is, 0 none (the disk's), -1 the store's size now plus a quarter of the disk's
+// free space, at least 256 MiB — so one tenant filling the store leaves room on the disk for
+// every tenant's checkpoints and logs. Bytes.
+int64_t StoreCap(int64_t flag, const std::string& db_path, const std::string& data_dir);
+
 // The store `store_flag` names: "sqlite" (DATA_DIR/weft.db, capped at `max_store_bytes` if > 0)
 // or a PostgreSQL connection URI (then no weft.db is created). `*description` says which, for
 // the log (never a password).

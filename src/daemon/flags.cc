@@ -109,10 +109,11 @@ void AddFlags(CLI::App& app, Flags& f) {
       ->capture_default_str()
       ->check(CLI::Range(1.0, 60.0));
   app.add_option("--max-store-bytes", f.max_store_bytes,
-                 "cap on the SQLite store's size (0: the disk's); past it, writes get 507 as on a "
-                 "full disk")
+                 "cap on the SQLite store's size (-1: its size at start plus a quarter of the "
+                 "disk's free space, at least 256 MiB; 0: the disk's); past it, writes get 507 "
+                 "as on a full disk")
       ->capture_default_str()
-      ->check(CLI::Range(int64_t{0}, int64_t{1} << 50));
+      ->check(CLI::Range(int64_t{-1}, int64_t{1} << 50));
   AddRateFlags(app, f);
   AddLimitFlags(app, f);
 }
@@ -273,7 +274,7 @@ absl::Status CheckFlags(Flags& f) {
     return absl::InvalidArgumentError(
         "--config lists nodes for the local executor; with --executor slurm they are Slurm's");
   }
-  if (f.store != "sqlite" && f.max_store_bytes > 0) {
+  if (f.store != "sqlite" && f.max_store_bytes > 0) {  // -1 (auto) is nothing to refuse
     return absl::InvalidArgumentError(
         "--max-store-bytes caps the SQLite store only; a PostgreSQL server bounds its own disk");
   }

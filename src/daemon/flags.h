@@ -35,7 +35,7 @@ struct Flags {
   bool default_datasets = true;
   bool insecure = false;
   bool allow_unsandboxed_commands = false;
-  int64_t max_store_bytes = 0;
+  int64_t max_store_bytes = -1;  // -1: sized from the free disk at start (backends.h StoreCap)
   int64_t max_artifact_mb = 256;
   int64_t tenant_artifact_mb = 2048;
   int64_t tenant_disk_quota_mb = 20480;

@@ -1,11 +1,13 @@
 // Untrusted input through a real weftd: text that is not text, bodies over the limit, methods
 // probed without a token, and a learner key too short to protect anything. Every answer is a 4xx
 // that says what is wrong, never a 5xx.
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <thread>
 
 #include "gmock/gmock.h"
@@ -312,6 +314,20 @@ TEST_F(HostileInputTest, ALearnerWhoseLogTheDiskRefusesStillTrainsAndDelivers) {
   EXPECT_THAT(metrics->body, HasSubstr("accuracy"));
   EXPECT_EQ(std::filesystem::read_symlink(logs + "/learner-0.log"), "/dev/full")
       << "the learner wrote its log where weft put it";
+}
+
+// Without --max-store-bytes the store may take a quarter of the disk's free space, so a tenant
+// filling it leaves the rest of the disk to every tenant's checkpoints and logs.
+TEST_F(HostileInputTest, ByDefaultTheStoreMayTakeAQuarterOfTheFreeDisk) {
+  StartWeftd();
+  std::smatch m;
+  const std::string log = weftd_->log();
+  ASSERT_TRUE(std::regex_search(log, m, std::regex(R"(the store may grow to ([0-9.]+) MiB)")))
+      << log;
+  struct statvfs fs {};
+  ASSERT_EQ(statvfs(dir_.c_str(), &fs), 0);
+  const double quarter_mib = static_cast<double>(fs.f_bavail) * fs.f_frsize / 4 / (1 << 20);
+  EXPECT_NEAR(std::stod(m[1].str()), std::max(256.0, quarter_mib), quarter_mib * 0.05 + 1);
 }
 
 TEST_F(HostileInputTest, AFullStoreAnswers507LosesNothingAndWeftdKeepsServing) {
