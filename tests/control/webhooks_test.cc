@@ -14,6 +14,7 @@
 #include "common/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "httplib.h"
 #include "store/sqlite_store.h"
 
 namespace weft {
@@ -24,6 +25,15 @@ using ::testing::HasSubstr;
 class FixedClock : public Clock {
  public:
   TimeMs NowMs() const override { return 1000; }
+};
+
+class SteppingClock : public Clock {
+ public:
+  TimeMs NowMs() const override { return now_; }
+  void Advance(TimeMs ms) { now_ += ms; }
+
+ private:
+  TimeMs now_ = 1000;
 };
 
 class WebhooksTest : public ::testing::Test {
@@ -160,6 +170,57 @@ TEST_F(WebhooksTest, ConcurrentRegistrationsNeverPassTheCap) {
   EXPECT_EQ(refused.load(), 12);
   // The cap is per tenant.
   EXPECT_TRUE(webhooks_->Register("b", "http://localhost:8080/", {"FAILED"}).ok());
+}
+
+// At delivery the receiver is checked again: one no longer listed with its port, or a listed
+// name that resolves to a loopback address not listed itself, is never connected to, and its
+// tenant is told no more than "not delivered"; once listed, the delivery is made.
+TEST_F(WebhooksTest, ADeliveryIsMadeOnlyToAReceiverAllowedWhenItIsSent) {
+  httplib::Server receiver;
+  std::atomic<int> hits{0};
+  receiver.Post("/hook", [&](const httplib::Request&, httplib::Response& res) {
+    ++hits;
+    res.status = 200;
+  });
+  const int port = receiver.bind_to_any_port("127.0.0.1");
+  ASSERT_GT(port, 0);
+  std::thread serve([&] { receiver.listen_after_bind(); });
+  const std::string by_address = absl::StrCat("http://127.0.0.1:", port, "/hook");
+  const std::string by_name = absl::StrCat("http://localhost:", port, "/hook");
+  for (const std::string& url : {by_address, by_name}) {
+    WebhookRecord w{
+        "hook-" + url.substr(7, 3), "a", url, {"QUEUED"}, "secret", 100, "", std::nullopt, 0};
+    ASSERT_TRUE(store_->CreateWebhook(w, 16).ok());
+  }
+  JobRecord job;
+  job.id = "job-1";
+  job.tenant = "a";
+  job.state = JobState::kQueued;
+  ASSERT_TRUE(store_->CreateJob(job, "submitted").ok());  // a QUEUED delivery for each
+
+  SteppingClock clock;
+  WebhookOptions only_the_name;
+  only_the_name.allowed = {{"localhost", port}};
+  WebhookDispatcher(*store_, clock, only_the_name).DeliverDue();
+  EXPECT_EQ(hits, 0) << "neither the unlisted address nor the name resolving to it";
+  std::vector<WebhookRecord> hooks = *store_->ListWebhooks("a");
+  ASSERT_EQ(hooks.size(), 2u);
+  for (const WebhookRecord& w : hooks) {
+    EXPECT_EQ(w.last_status, "not delivered") << w.url;
+    EXPECT_EQ(w.pending, 1) << w.url;
+  }
+
+  clock.Advance(600'000);  // past the retry's backoff
+  WebhookOptions the_address;
+  the_address.allowed = {{"127.0.0.1", port}};
+  WebhookDispatcher(*store_, clock, the_address).DeliverDue();
+  EXPECT_EQ(hits, 1);
+  hooks = *store_->ListWebhooks("a");
+  for (const WebhookRecord& w : hooks) {
+    EXPECT_EQ(w.last_status, w.url == by_address ? "200" : "not delivered") << w.url;
+  }
+  receiver.stop();
+  serve.join();
 }
 
 }  // namespace
