@@ -33,10 +33,11 @@ class AttemptTracker {
     // The reason is an executor's account of an outside cause (LearnerExit::cause), which a
     // later exit of the gang does not replace.
     bool from_cause = false;
-    // The reason is a learner's own exit (a code, no signal): possibly a peer's that stopped
-    // because another learner was killed whose exit comes later (in a container, the engine
-    // reports it after the peer's). A learner killed by a signal the executor did not send —
-    // SIGKILL before `kill_at_ms`, when the executor's own is due — is the cause and replaces it.
+    // The reason is a learner's own exit (a code, or SIGPIPE from writing to a lost peer):
+    // possibly a peer's that stopped because another learner was killed whose exit comes later
+    // (in a container, the engine reports it after the peer's). A learner killed by a signal the
+    // executor did not send — before `kill_at_ms`, when the executor's own SIGKILL is due — is
+    // the cause and replaces it.
     bool from_exit = false;
     TimeMs kill_at_ms = 0;  // the survivors' stop grace ends (Executor::Stop)
   };

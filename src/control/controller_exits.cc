@@ -82,16 +82,17 @@ void Controller::HandleExitLocked(const LearnerExit& e) {
           absl::StrCat("learner ", e.rank, " ", e.Describe(), why.empty() ? "" : ": ", why))) {
     return;
   }
-  if (executor_.Running(e.job_id) > 0) {
+  if (executor_.Unreaped(e.job_id) > 0) {
     // The rest of the gang cannot go on without this learner: their next allreduce fails. Rank 0,
     // if it survives, checkpoints the last step all ranks completed before it exits (its replica
     // is the gang's state), so the restart loses (almost) nothing. SIGKILL after the grace.
     spdlog::warn("job {}: {}; stopping the rest of the gang ({} ms to checkpoint)", e.job_id,
                  reason, options_.stop_grace_ms);
-    attempt.failure = AttemptTracker::Failure{
-        reason, user_error || clean_exit, !e.cause.empty(),
-        /*from_exit=*/!e.status_unknown && e.signal == 0 && e.killed_for.empty() && e.cause.empty(),
-        clock_.NowMs() + options_.stop_grace_ms};
+    attempt.failure = AttemptTracker::Failure{reason, user_error || clean_exit, !e.cause.empty(),
+                                              /*from_exit=*/!e.status_unknown &&
+                                                  (e.signal == 0 || e.signal == SIGPIPE) &&
+                                                  e.killed_for.empty() && e.cause.empty(),
+                                              clock_.NowMs() + options_.stop_grace_ms};
     executor_.Stop(e.job_id, options_.stop_grace_ms).IgnoreError();
     return;
   }
@@ -99,7 +100,7 @@ void Controller::HandleExitLocked(const LearnerExit& e) {
 }
 
 void Controller::HandlePreemptedExitLocked(JobRecord& r, const LearnerExit& e) {
-  if (int left = executor_.Running(e.job_id); left > 0) {
+  if (int left = executor_.Unreaped(e.job_id); left > 0) {
     spdlog::info("job {}: preempted learner rank {} {}; waiting for {} more", e.job_id, e.rank,
                  e.Describe(), left);
     return;
@@ -116,12 +117,14 @@ void Controller::HandlePreemptedExitLocked(JobRecord& r, const LearnerExit& e) {
 void Controller::HandleFailingGangExitLocked(JobRecord& r, const LearnerExit& e) {
   // A gang whose learner failed: the survivors are checkpointing and stopping. The first exit may
   // be a peer's that stopped with the gang; one whose executor knows an outside cause (e.g. an
-  // scancel) is why, and becomes the reason; so does, over a learner's own exit, one killed from
-  // outside (a signal other than the executor's SIGTERM, before its SIGKILL is due) or for going
-  // over its limits (which fails the job, as it would have first).
+  // scancel) is why, and becomes the reason; so does, over a learner's own exit (or its death by
+  // SIGPIPE, writing to the lost peer), one killed from outside (a signal other than the
+  // executor's SIGTERM, before its SIGKILL is due) or for going over its limits (which fails the
+  // job, as it would have first).
   AttemptTracker::Failure& recorded = *attempts_.Of(e.job_id).failure;
-  const bool killed_from_outside = !e.killed_for.empty() || (e.signal != 0 && e.signal != SIGTERM &&
-                                                             clock_.NowMs() < recorded.kill_at_ms);
+  const bool killed_from_outside =
+      !e.killed_for.empty() || (e.signal != 0 && e.signal != SIGTERM && e.signal != SIGPIPE &&
+                                clock_.NowMs() < recorded.kill_at_ms);
   if ((!e.cause.empty() && !recorded.from_cause) ||
       (recorded.from_exit && e.cause.empty() && killed_from_outside)) {
     recorded.reason = absl::StrCat(MemberName(r, e.rank), " ", e.Describe());
@@ -129,7 +132,7 @@ void Controller::HandleFailingGangExitLocked(JobRecord& r, const LearnerExit& e)
     recorded.from_exit = false;
     recorded.fail_job = recorded.fail_job || !e.killed_for.empty();
   }
-  if (int left = executor_.Running(e.job_id); left > 0) {
+  if (int left = executor_.Unreaped(e.job_id); left > 0) {
     spdlog::info("job {}: learner rank {} {}; waiting for {} more of the failed gang", e.job_id,
                  e.rank, e.Describe(), left);
     return;

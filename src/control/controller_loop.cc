@@ -1,5 +1,7 @@
 // The control loop: one round (Tick) every schedule_interval_ms, or sooner when woken — reap the
 // executor's exits and settle them, check liveness, schedule.
+#include <signal.h>
+
 #include <algorithm>
 #include <chrono>
 #include <thread>
@@ -51,9 +53,11 @@ void Controller::Tick() {
   std::vector<LearnerExit> exits = std::exchange(unsettled_exits_, {});
   exits.insert(exits.end(), reaped.begin(), reaped.end());
   // When several learners of a gang end in one round, the cause goes first: a learner killed by
-  // a signal, then one that failed, then the rest (its peers exit because it is gone).
+  // a signal, then one that failed or died writing to a lost peer (SIGPIPE), then the rest (its
+  // peers exit because it is gone).
   auto severity = [](const LearnerExit& e) {
-    return e.signal != 0 ? 0 : (!e.status_unknown && e.exit_code != 0) ? 1 : 2;
+    if (e.signal != 0 && e.signal != SIGPIPE) return 0;
+    return e.signal == SIGPIPE || (!e.status_unknown && e.exit_code != 0) ? 1 : 2;
   };
   std::stable_sort(exits.begin(), exits.end(), [&](const LearnerExit& a, const LearnerExit& b) {
     return severity(a) < severity(b);

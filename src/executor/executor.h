@@ -53,6 +53,11 @@ class Executor {
   virtual absl::Status Adopt(const LearnerLaunch& launch, int64_t pid) = 0;
   // Number of learner processes of `job_id` that have not exited (reaped or not).
   virtual int Running(const std::string& job_id) = 0;
+  // Number of learners of `job_id` whose exits Reap() has not reported yet: those running and
+  // those that exited since. What a gang's outcome waits for, so that every exit of the attempt
+  // is seen (a killed learner's may come a round after its peer's). Running() by default, for
+  // an executor that counts a learner until Reap() reports it.
+  virtual int Unreaped(const std::string& job_id) { return Running(job_id); }
   // A host:port where rank 0 of a gang placed on `node` can serve the job's rendezvous store
   // (c10d TCPStore) and the other ranks reach it. Unavailable if no port can be found.
   virtual absl::StatusOr<std::pair<std::string, int>> RendezvousAddress(

@@ -488,6 +488,15 @@ absl::StatusOr<std::pair<std::string, int>> LocalExecutor::RendezvousAddress(con
   return std::make_pair(std::string("127.0.0.1"), static_cast<int>(ntohs(addr.sin_port)));
 }
 
+int LocalExecutor::Unreaped(const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  int n = 0;
+  for (const Child& c : children_) {
+    if (c.launch.job_id == job_id) n += c.adopted ? ProcessAlive(c.pid) : 1;
+  }
+  return n;
+}
+
 int LocalExecutor::Running(const std::string& job_id) {
   absl::MutexLock lock(&mu_);
   int n = 0;

@@ -60,6 +60,7 @@ class LocalExecutor : public Executor {
   absl::Status Kill(const std::string& job_id, int rank) override;
   std::vector<LearnerExit> Reap() override;
   int Running(const std::string& job_id) override;
+  int Unreaped(const std::string& job_id) override;
   // 127.0.0.1 and a port the kernel reports free right now (bound to port 0, then released, as
   // torchrun does); a port taken in between makes rank 0's rendezvous fail and the job restart.
   // In a container the port is one of the gang's own network namespace.

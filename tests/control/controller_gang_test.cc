@@ -253,14 +253,15 @@ TEST_F(ControllerTest, OneDeadLearnerStopsTheGangAndRestartsTheJob) {
 // grace is over is the executor's own and names nothing.
 class GangCauseTest : public ControllerTest {
  protected:
-  // The reason job's restart gives when rank 0 exits (code 1) first and rank 1 is reaped, killed
-  // by SIGKILL, `after_ms` later.
-  std::string ReasonWhenRank1IsReapedLast(TimeMs after_ms) {
+  // The reason job's restart gives when rank 0 ends first — exit code 1, or killed by
+  // `rank0_signal` (SIGPIPE: writing to its lost peer) — and rank 1 is reaped, killed by SIGKILL,
+  // `after_ms` later.
+  std::string ReasonWhenRank1IsReapedLast(TimeMs after_ms, int rank0_signal = 0) {
     std::string id = Submit(kGang);
     controller_->Tick();
     controller_->OnRegister(id, 0, 1, 4242, 0);
     controller_->OnRegister(id, 1, 1, 4243, 0);
-    executor_.Exit(id, 1, 1, 0, /*rank=*/0);
+    executor_.Exit(id, 1, rank0_signal == 0 ? 1 : -1, rank0_signal, /*rank=*/0);
     controller_->Tick();
     EXPECT_EQ(State(id), JobState::kRunning) << "waiting for rank 1";
     clock_.Advance(after_ms);
@@ -273,6 +274,11 @@ class GangCauseTest : public ControllerTest {
 
 TEST_F(GangCauseTest, AKilledLearnerReapedAfterItsPeerIsStillTheCause) {
   EXPECT_THAT(ReasonWhenRank1IsReapedLast(500), HasSubstr("learner rank 1 killed by signal 9"));
+}
+
+TEST_F(GangCauseTest, APeerKilledBySigpipeWritingToTheLostLearnerIsNotTheCause) {
+  EXPECT_THAT(ReasonWhenRank1IsReapedLast(500, SIGPIPE),
+              HasSubstr("learner rank 1 killed by signal 9"));
 }
 
 TEST_F(GangCauseTest, AKillOnceTheStopGraceIsOverIsTheExecutorsOwn) {

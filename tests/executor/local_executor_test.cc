@@ -350,9 +350,11 @@ TEST_F(LocalExecutorTest, ImmediateStopKillsAndRunningSeesItBeforeReap) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   EXPECT_EQ(running, 0);
+  EXPECT_EQ(ex.Unreaped("job-1"), 1) << "its exit is not reported yet";
   auto exits = ex.Reap();
   ASSERT_EQ(exits.size(), 1u) << "the exit is still reported";
   EXPECT_EQ(exits[0].signal, SIGKILL);
+  EXPECT_EQ(ex.Unreaped("job-1"), 0);
 }
 
 TEST_F(LocalExecutorTest, MissingBinaryIsAnError) {
