@@ -126,4 +126,15 @@ absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
   return result;
 }
 
+std::string DescribeWaitStatus(int status) {
+  if (WIFEXITED(status)) return absl::StrCat("exited with status ", WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) {
+    const int sig = WTERMSIG(status);
+    const char* abbrev = sigabbrev_np(sig);
+    return absl::StrCat("was killed by signal ", sig,
+                        abbrev ? absl::StrCat(" (SIG", abbrev, ")") : std::string());
+  }
+  return absl::StrCat("ended with wait status ", status);
+}
+
 }  // namespace weft

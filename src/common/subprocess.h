@@ -29,4 +29,7 @@ absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
 // This process's environment as NAME=value strings, without the names in `drop`.
 std::vector<std::string> ProcessEnvironment(const std::vector<std::string>& drop = {});
 
+// "exited with status 3" / "was killed by signal 9 (SIGKILL)" for a waitpid(2) status.
+std::string DescribeWaitStatus(int status);
+
 }  // namespace weft

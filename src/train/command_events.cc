@@ -10,8 +10,6 @@
 namespace weft::train {
 namespace {
 
-constexpr size_t kMaxPathBytes = 4096;
-
 absl::Status FieldError(absl::string_view field, absl::string_view problem) {
   return absl::InvalidArgumentError(absl::StrCat(field, ": ", problem));
 }
@@ -46,9 +44,9 @@ absl::Status ReadNumber(const nlohmann::json& j, const char* key, double lo, dou
 
 absl::StatusOr<std::string> PathInsideWorkDir(absl::string_view path, absl::string_view work_dir) {
   if (path.empty()) return absl::InvalidArgumentError("is empty");
-  if (path.size() > kMaxPathBytes) {
+  if (path.size() > kMaxCommandPathBytes) {
     return absl::InvalidArgumentError(
-        absl::StrCat("is ", path.size(), " bytes; at most ", kMaxPathBytes));
+        absl::StrCat("is ", path.size(), " bytes; at most ", kMaxCommandPathBytes));
   }
   if (std::string problem = TextProblem(std::string(path)); !problem.empty()) {
     return absl::InvalidArgumentError(
@@ -102,18 +100,17 @@ absl::StatusOr<CommandEvent> ParseCommandEvent(absl::string_view line, absl::str
     if (!rel.ok()) return FieldError(key, rel.status().message());
     e.path = *rel;
   }
-  constexpr int64_t kMaxCount = int64_t{1} << 53;
   std::optional<int64_t> step, epoch, epochs_total;
   if (!j.contains("step")) return FieldError("step", "is required: the optimizer steps taken");
-  absl::Status s = ReadInteger(j, "step", kMaxCount, &step);
-  if (s.ok()) s = ReadInteger(j, "epoch", 1000000, &epoch);
-  if (s.ok()) s = ReadInteger(j, "epochs_total", 1000000, &epochs_total);
-  if (s.ok()) s = ReadInteger(j, "steps_total", kMaxCount, &e.steps_total);
-  if (s.ok()) s = ReadInteger(j, "samples", kMaxCount, &e.samples);
-  if (s.ok()) s = ReadNumber(j, "train_loss", -1e30, 1e30, &e.train_loss);
-  if (s.ok()) s = ReadNumber(j, "samples_per_s", 0, 1e12, &e.samples_per_s);
+  absl::Status s = ReadInteger(j, "step", kMaxCommandCount, &step);
+  if (s.ok()) s = ReadInteger(j, "epoch", kMaxCommandEpochs, &epoch);
+  if (s.ok()) s = ReadInteger(j, "epochs_total", kMaxCommandEpochs, &epochs_total);
+  if (s.ok()) s = ReadInteger(j, "steps_total", kMaxCommandCount, &e.steps_total);
+  if (s.ok()) s = ReadInteger(j, "samples", kMaxCommandCount, &e.samples);
+  if (s.ok()) s = ReadNumber(j, "train_loss", -kMaxCommandLoss, kMaxCommandLoss, &e.train_loss);
+  if (s.ok()) s = ReadNumber(j, "samples_per_s", 0, kMaxCommandSamplesPerS, &e.samples_per_s);
   if (s.ok()) s = ReadNumber(j, "test_accuracy", 0, 1, &e.test_accuracy);
-  if (s.ok()) s = ReadNumber(j, "test_loss", -1e30, 1e30, &e.test_loss);
+  if (s.ok()) s = ReadNumber(j, "test_loss", -kMaxCommandLoss, kMaxCommandLoss, &e.test_loss);
   if (!s.ok()) return s;
   e.step = *step;
   e.epoch = static_cast<int>(epoch.value_or(0));

@@ -14,6 +14,13 @@ namespace weft::train {
 
 // The longest line the metrics file may hold, in bytes; a longer one is skipped.
 inline constexpr size_t kMaxCommandEventBytes = 64 * 1024;
+// The bounds of a line's fields: a path's bytes, a count (step, steps_total, samples: integers a
+// double holds exactly), an epoch (epoch, epochs_total), a loss's magnitude, samples per second.
+inline constexpr size_t kMaxCommandPathBytes = 4096;
+inline constexpr int64_t kMaxCommandCount = int64_t{1} << 53;
+inline constexpr int64_t kMaxCommandEpochs = 1000000;
+inline constexpr double kMaxCommandLoss = 1e30;
+inline constexpr double kMaxCommandSamplesPerS = 1e12;
 
 struct CommandEvent {
   // kMetrics: {"step": 120, "epoch": 1, "train_loss": 0.41, "test_accuracy": 0.86, ...}

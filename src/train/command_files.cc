@@ -35,13 +35,20 @@ absl::StatusOr<int> OpenAnnounced(int work_fd, const std::string& rel, const cha
     return absl::InvalidArgumentError(
         absl::StrCat(what, " '", rel, "' cannot be read: ", std::strerror(errno)));
   }
+  if (absl::Status s = CheckAnnounced(fd, rel, what); !s.ok()) {
+    ::close(fd);
+    return s;
+  }
+  return fd;
+}
+
+absl::Status CheckAnnounced(int fd, const std::string& rel, const char* what) {
   struct stat st {};
   std::string problem;
   if (::fstat(fd, &st) != 0) problem = std::strerror(errno);
   if (problem.empty() && !S_ISREG(st.st_mode)) problem = "it is not a regular file";
   if (problem.empty() && st.st_nlink != 1) problem = "it has other hard links";
-  if (problem.empty()) return fd;
-  ::close(fd);
+  if (problem.empty()) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(what, " '", rel, "' cannot be read: ", problem));
 }
 

@@ -22,6 +22,10 @@ int OpenBeneath(int dir_fd, const std::string& rel, int flags, mode_t mode = 0);
 // own (a hard link may name a file from elsewhere).
 absl::StatusOr<int> OpenAnnounced(int work_fd, const std::string& rel, const char* what);
 
+// The checks OpenAnnounced makes of the open file `fd` (named `rel`): a regular file with no other
+// hard link. InvalidArgument saying why not; the descriptor stays open either way.
+absl::Status CheckAnnounced(int fd, const std::string& rel, const char* what);
+
 // Copies the regular file open at `in` to `dest` (via a temporary file, fsync'd, renamed, the
 // directory fsync'd), at most `max_bytes` bytes, owned by `owner` unless it is -1. Returns the
 // bytes copied. InvalidArgument for a file that is not regular or is too large; Internal for

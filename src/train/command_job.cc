@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <thread>
+#include <tuple>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -19,9 +20,11 @@
 #include "common/files.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
+#include "common/subprocess.h"
 #include "job/layout.h"
 #include "job/learner_contract.h"
 #include "nlohmann/json.hpp"
+#include "train/command_event_reader.h"
 #include "train/command_events.h"
 #include "train/command_files.h"
 #include "train/command_process.h"
@@ -32,10 +35,7 @@ namespace {
 constexpr int64_t kStopGraceMs = 8000;  // SIGTERM -> SIGKILL; under the executor's 10 s
 constexpr int kPollMs = 100;
 constexpr char kChannelDir[] = ".weft";
-constexpr char kProgramPath[] =
-    "/usr/local/bin:/usr/bin:/bin";  // the program's PATH  // in WORK_DIR: the metrics file and the
-                                     // resume copy
-constexpr int kEventsRefused = -2;   // the metrics file is not a regular file: never read
+constexpr char kProgramPath[] = "/usr/local/bin:/usr/bin:/bin";  // the program's PATH
 
 absl::Status Errno(const std::string& what) {
   return absl::InternalError(absl::StrCat(what, ": ", std::strerror(errno)));
@@ -46,8 +46,8 @@ class CommandJob {
   CommandJob(const LoopOptions& o, Reporter& r)
       : o_(o), l_(o.learner), spec_(o.spec), reporter_(r), sandbox_(true) {}
   ~CommandJob() {
+    reader_.reset();
     if (work_fd_ >= 0) ::close(work_fd_);
-    if (events_fd_ >= 0) ::close(events_fd_);
   }
 
   absl::StatusOr<LoopResult> Run();
@@ -67,10 +67,12 @@ class CommandJob {
   bool StopRequested() const {
     return (o_.stop_requested && o_.stop_requested->load()) || !reporter_.KeepRunning();
   }
+  absl::Status StartReader();
   void ReadEvents();
-  void OnEvent(const CommandEvent& e);
-  absl::Status OnCheckpoint(const CommandEvent& e);
-  absl::Status OnModel(const CommandEvent& e);
+  // `fd`: the announced checkpoint or model as the reader opened it, or -1; not closed here.
+  void OnEvent(const CommandEvent& e, int fd);
+  absl::Status OnCheckpoint(const CommandEvent& e, int fd);
+  absl::Status OnModel(const CommandEvent& e, int fd);
   absl::Status CommitModel(const std::string& kind, const std::string& model_path,
                            const CommandEvent& e, int64_t bytes);
   std::string CandidatePath() const {
@@ -99,10 +101,9 @@ class CommandJob {
   int work_fd_ = -1;
   std::string resume_path_;  // the copy of the checkpoint to resume from, in WORK_DIR
   std::string data_dir_;     // DATA_DIR as the program sees it
-  // The metrics file: opened once it exists, then read on from where the last read stopped.
-  int events_fd_ = -1;
-  std::string events_partial_;
-  int64_t event_lines_ = 0;
+  // The metrics file's reader, of the job's uid, and how it failed if it did.
+  std::unique_ptr<CommandEventReader> reader_;
+  absl::Status reader_status_;
   ProgressReport progress_;
   double best_ = 0;
   std::optional<double> complete_met_;
@@ -312,46 +313,41 @@ absl::StatusOr<pid_t> CommandJob::GangNetwork() {
   return absl::UnavailableError("rank 0's program did not start in time");
 }
 
+// weft-event-reader, beside this program: it opens and parses what the program writes, with the
+// job's rights (train/command_event_reader.h).
+absl::Status CommandJob::StartReader() {
+  char self[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) return Errno("readlink /proc/self/exe");
+  CommandEventReader::Options ro;
+  ro.reader_binary = absl::StrCat(
+      std::filesystem::path(std::string(self, static_cast<size_t>(n))).parent_path().string(),
+      "/weft-event-reader");
+  ro.work_fd = work_fd_;
+  ro.work_dir = l_.work_dir;
+  ro.metrics_rel = absl::StrCat(kChannelDir, "/metrics.jsonl");
+  std::tie(ro.uid, ro.gid) = User();
+  ASSIGN_OR_RETURN(reader_, CommandEventReader::Start(ro));
+  return absl::OkStatus();
+}
+
+// What the program appended to its metrics file since the last call. A reader that fails ends
+// the supervision (reader_status_).
 void CommandJob::ReadEvents() {
-  if (events_fd_ == kEventsRefused) return;
-  if (events_fd_ < 0) {
-    events_fd_ =
-        OpenBeneath(work_fd_, absl::StrCat(kChannelDir, "/metrics.jsonl"), O_RDONLY | O_NONBLOCK);
-    struct stat st {};
-    if (events_fd_ >= 0 && (::fstat(events_fd_, &st) != 0 || !S_ISREG(st.st_mode))) {
-      spdlog::warn("WEFT_METRICS_FILE is not a regular file; ignored");
-      ::close(events_fd_);
-      events_fd_ = kEventsRefused;
-    }
-    if (events_fd_ < 0) return;
+  if (!reader_ || !reader_status_.ok()) return;
+  absl::StatusOr<std::vector<ReadCommandEvent>> events = reader_->Read();
+  if (!events.ok()) {
+    reader_status_ = events.status();
+    spdlog::error("{}", reader_status_.message());
+    return;
   }
-  char buf[1 << 16];
-  for (;;) {
-    ssize_t n = ::read(events_fd_, buf, sizeof buf);
-    if (n <= 0) break;
-    events_partial_.append(buf, static_cast<size_t>(n));
-    size_t start = 0;
-    for (size_t nl; (nl = events_partial_.find('\n', start)) != std::string::npos; start = nl + 1) {
-      const absl::string_view line(events_partial_.data() + start, nl - start);
-      ++event_lines_;
-      if (line.empty()) continue;
-      absl::StatusOr<CommandEvent> e = ParseCommandEvent(line, l_.work_dir);
-      if (!e.ok()) {
-        spdlog::warn("WEFT_METRICS_FILE line {} skipped: {}", event_lines_, e.status().message());
-        continue;
-      }
-      OnEvent(*e);
-    }
-    events_partial_.erase(0, start);
-    if (events_partial_.size() > kMaxCommandEventBytes) {
-      spdlog::warn("WEFT_METRICS_FILE line {} skipped: longer than {} bytes", event_lines_ + 1,
-                   kMaxCommandEventBytes);
-      events_partial_.clear();  // the rest of that line then fails to parse: skipped too
-    }
+  for (const ReadCommandEvent& e : *events) {
+    OnEvent(e.event, e.fd);
+    if (e.fd >= 0) ::close(e.fd);
   }
 }
 
-void CommandJob::OnEvent(const CommandEvent& e) {
+void CommandJob::OnEvent(const CommandEvent& e, int fd) {
   progress_.step = e.step;
   progress_.epoch = e.epoch;
   if (e.epochs_total) progress_.epochs_total = *e.epochs_total;
@@ -364,8 +360,8 @@ void CommandJob::OnEvent(const CommandEvent& e) {
     }
   }
   absl::Status s;
-  if (e.kind == CommandEvent::Kind::kCheckpoint) s = OnCheckpoint(e);
-  if (e.kind == CommandEvent::Kind::kModel) s = OnModel(e);
+  if (e.kind == CommandEvent::Kind::kCheckpoint) s = OnCheckpoint(e, fd);
+  if (e.kind == CommandEvent::Kind::kModel) s = OnModel(e, fd);
   if (!s.ok()) spdlog::warn("{}", s.message());
   if (l_.rank != 0 || (!e.train_loss && !e.test_accuracy)) {
     reporter_.ReportProgress(progress_);
@@ -382,19 +378,21 @@ void CommandJob::OnEvent(const CommandEvent& e) {
   reporter_.Report(m, progress_);
 }
 
-absl::Status CommandJob::OnCheckpoint(const CommandEvent& e) {
+absl::Status CommandJob::OnCheckpoint(const CommandEvent& e, int in) {
   if (l_.rank != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "checkpoint '", e.path, "' ignored: rank 0 commits the job's checkpoints and models"));
   }
-  ASSIGN_OR_RETURN(const int in, OpenAnnounced(work_fd_, e.path, "checkpoint"));
+  if (in < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("checkpoint '", e.path, "' not committed: the job's uid cannot read it"));
+  }
   RETURN_IF_ERROR(MakeDirs(l_.checkpoint_dir));
   const std::string dest = CheckpointPath(l_.checkpoint_dir, e.step);
   const auto t0 = std::chrono::steady_clock::now();
   absl::StatusOr<int64_t> bytes = CopyDurably(in, dest, kMaxCommandFileBytes);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  ::close(in);
   if (!bytes.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("checkpoint '", e.path, "' not committed: it ", bytes.status().message()));
@@ -405,18 +403,20 @@ absl::Status CommandJob::OnCheckpoint(const CommandEvent& e) {
   return absl::OkStatus();
 }
 
-absl::Status CommandJob::OnModel(const CommandEvent& e) {
+absl::Status CommandJob::OnModel(const CommandEvent& e, int in) {
   if (l_.rank != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "model '", e.path, "' ignored: rank 0 commits the job's checkpoints and models"));
   }
-  ASSIGN_OR_RETURN(const int in, OpenAnnounced(work_fd_, e.path, "model"));
+  if (in < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model '", e.path, "' not kept: the job's uid cannot read it"));
+  }
   // The final model is the last one announced before the program exits 0: keep a copy now, as
   // the program may overwrite its file later.
   absl::Status s = MakeDirs(ModelDir(l_.result_dir, kFinalModel));
   absl::StatusOr<int64_t> bytes =
       s.ok() ? CopyDurably(in, CandidatePath(), kMaxCommandFileBytes) : s;
-  ::close(in);
   if (!bytes.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("model '", e.path, "' not kept: it ", bytes.status().message()));
@@ -466,12 +466,14 @@ std::optional<int> CommandJob::Supervise(CommandProcess& p) {
   for (;;) {
     ReadEvents();
     if (std::optional<int> status = p.Poll()) {
-      ReadEvents();  // what it wrote last
+      do {
+        ReadEvents();  // what it wrote last
+      } while (reader_status_.ok() && reader_->more());
       if (kill_at_ms != 0) return std::nullopt;
       return status;
     }
     const TimeMs now = SystemClock::Get().NowMs();
-    if (kill_at_ms == 0 && StopRequested()) {
+    if (kill_at_ms == 0 && (StopRequested() || !reader_status_.ok())) {
       spdlog::info("stopping the program (SIGTERM; SIGKILL in {} ms)", kStopGraceMs);
       p.Terminate();
       kill_at_ms = now + kStopGraceMs;
@@ -543,6 +545,7 @@ absl::StatusOr<LoopResult> CommandJob::Run() {
   RETURN_IF_ERROR(Unpack());
   ASSIGN_OR_RETURN(pid_t network, GangNetwork());
   if (StopRequested()) return LoopResult{false, true, "stopped on request", 0, 0, -1};
+  RETURN_IF_ERROR(StartReader());
   CommandProcessOptions po = ProcessOptions(spec_.command);
   po.join_network_of = network;
   std::unique_ptr<CommandProcess> program;
@@ -573,6 +576,7 @@ absl::StatusOr<LoopResult> CommandJob::Run() {
                                     absl::StrCat(program->program_pid())));
   }
   std::optional<int> status = Supervise(*program);
+  RETURN_IF_ERROR(reader_status_);  // the program was stopped: its output could not be read
   if (!status) return LoopResult{false, true, "stopped on request", best_, 0, -1};
   spdlog::info("the program {}", DescribeWaitStatus(*status));
   return Finish(*status);

@@ -1,8 +1,9 @@
 // A command job's learner (docs/manifest.md "Command jobs"): weft-learner as the supervisor of
 // the tenant's own program. It makes WORK_DIR afresh, unpacks the code archive there, starts the
-// program in the sandbox (train/command_process.h) with the torchrun and FfDL environment, reads
-// the JSON lines the program appends to $WEFT_METRICS_FILE (train/command_events.h) and turns
-// them into weft's own reports, checkpoints and models — copied by weft-learner to the paths
+// program in the sandbox (train/command_process.h) with the torchrun and FfDL environment, has
+// weft-event-reader read — as the job's uid, not root (train/command_event_reader.h) — the JSON
+// lines the program appends to $WEFT_METRICS_FILE (train/command_events.h), and turns them into
+// weft's own reports, checkpoints and models — copied by weft-learner to the paths
 // weftd derives, so nothing the program names is trusted — and stops the program on halt,
 // preemption or a lost gang (SIGTERM, then SIGKILL after a grace period).
 #pragma once

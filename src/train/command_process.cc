@@ -325,15 +325,4 @@ ContainerSpec ProgramContainerSpec(const LearnerLaunch& l, const CommandProcessO
   return s;
 }
 
-std::string DescribeWaitStatus(int status) {
-  if (WIFEXITED(status)) return absl::StrCat("exited with status ", WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) {
-    const int sig = WTERMSIG(status);
-    const char* abbrev = sigabbrev_np(sig);
-    return absl::StrCat("was killed by signal ", sig,
-                        abbrev ? absl::StrCat(" (SIG", abbrev, ")") : std::string());
-  }
-  return absl::StrCat("ended with wait status ", status);
-}
-
 }  // namespace weft::train

@@ -96,9 +96,6 @@ std::vector<std::string> BwrapArguments(const CommandProcessOptions& o, bool as_
 ContainerSpec ProgramContainerSpec(const LearnerLaunch& launch, const CommandProcessOptions& po,
                                    const std::string& image, const std::string& what);
 
-// "exited with status 3" / "killed by signal 9 (SIGKILL)" for a wait status.
-std::string DescribeWaitStatus(int status);
-
 // The uid and gid the program runs as: nobody's when this process is root, else its own.
 std::pair<uid_t, gid_t> CommandUser();
 
