@@ -2,8 +2,9 @@
 // a weftd executor beside the job's learners. It serves proto/ps.proto on --listen until rank 0
 // shuts it down (exit 0; asked to stop by SIGTERM, it serves on until then, so that rank 0 can
 // checkpoint from it, unless it holds nothing yet). The job and its credential come from
-// the learner environment (WEFT_JOB_ID, WEFT_JOB_CREDENTIAL), never from the command line, which
-// any user of the node can read.
+// the learner environment (WEFT_JOB_ID, WEFT_PS_CREDENTIAL: the attempt's parameter-server
+// credential, which the coordinator refuses), never from the command line, which any user of the
+// node can read.
 #include <atomic>
 #include <csignal>
 #include <cstdlib>
@@ -33,10 +34,10 @@ int main(int argc, char** argv) {
   app.add_option("--listen", listen, "host:port to serve on (port 0: any free port)")->required();
   CLI11_PARSE(app, argc, argv);
   const std::string job_id = Env(weft::learner_env::kJobId);
-  const std::string credential = Env(weft::learner_env::kCredential);
+  const std::string credential = Env(weft::learner_env::kPsCredential);
   if (job_id.empty() || credential.empty()) {
     spdlog::error("weft-ps: {} and {} must be set", weft::learner_env::kJobId,
-                  weft::learner_env::kCredential);
+                  weft::learner_env::kPsCredential);
     return weft::kLearnerExitUserError;
   }
   // Fault injection for tests: drop the acknowledgement of every n-th push (docs/design.md).

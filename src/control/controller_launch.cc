@@ -67,6 +67,9 @@ LearnerLaunch Controller::LaunchFor(const JobRecord& r, const JobSpec& spec, int
     l.cpuset = it->second;
   }
   for (const ServerSlot& server : r.servers) l.ps_servers.push_back(server.address);
+  if (!l.ps_servers.empty()) {
+    l.ps_credential = credentials_.For(r.id, r.attempt, CredentialRole::kParameterServer);
+  }
   if (spec.UsesParameterServer() && spec.training.ps.servers == 1 && l.rank == 0) {
     // Rank 0 hosts GaDei's server in shared memory and removes it when it ends well.
     l.leftover_shm = ps::SegmentNameForJob(r.id, static_cast<int>(r.attempt)).value_or("");
@@ -94,7 +97,8 @@ LearnerLaunch Controller::ServerLaunchFor(const JobRecord& r, const JobSpec& spe
   l.rank = static_cast<int>(r.learners.size()) + index;
   l.node = r.servers[index].node;
   l.ps_server = index;
-  l.threads = 1;  // the applier is one thread
+  l.credential.clear();  // a shard holds its own role's credential only
+  l.threads = 1;         // the applier is one thread
   l.cpuset.clear();
   if (auto it = options_.node_cpusets.find(l.node); it != options_.node_cpusets.end()) {
     l.cpuset = it->second;

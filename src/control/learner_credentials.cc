@@ -5,9 +5,11 @@
 
 namespace weft {
 
-std::string LearnerCredentials::For(const std::string& job_id, int64_t attempt) const {
+std::string LearnerCredentials::For(const std::string& job_id, int64_t attempt,
+                                    CredentialRole role) const {
   if (key_.empty()) return "";
-  return HmacSha256Hex(key_, absl::StrCat("weft-learner:", job_id, ":", attempt));
+  const char* name = role == CredentialRole::kLearner ? "weft-learner" : "weft-ps";
+  return HmacSha256Hex(key_, absl::StrCat(name, ":", job_id, ":", attempt));
 }
 
 bool LearnerCredentials::Check(const std::string& job_id, int64_t attempt,

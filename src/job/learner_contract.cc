@@ -13,6 +13,7 @@ std::vector<std::pair<std::string, std::string>> LearnerEnvironment(const Learne
   std::vector<std::pair<std::string, std::string>> env = {
       {e::kJobId, l.job_id},
       {e::kCredential, l.credential},
+      {e::kPsCredential, l.ps_credential},
       {e::kAttempt, absl::StrCat(l.attempt)},
       {e::kSpec, l.spec_path},
       {e::kCoordinator, l.coordinator_address},
@@ -104,7 +105,7 @@ const std::vector<std::string>& LearnerEnvironmentNames() {
       e::kMasterAddr, e::kMasterPort,     e::kThreads,    e::kModelDir,      e::kForbiddenToken,
       e::kDataFormat, e::kWorkDir,        e::kPrivateDir, e::kSandbox,       e::kCoordinatorCa,
       e::kGeneration, e::kGenerationRank, e::kPsServers,  e::kPsServer,      e::kLearnersAsOne,
-      e::kContainer};
+      e::kContainer,  e::kPsCredential};
   return names;
 }
 
@@ -190,6 +191,7 @@ absl::StatusOr<LearnerLaunch> LearnerLaunchFromEnvironment(
         absl::StrCat(e::kMasterPort, " must be set when ", e::kWorldSize, " > 1"));
   }
   l.credential = text(e::kCredential);
+  l.ps_credential = text(e::kPsCredential);
   l.coordinator_ca_path = text(e::kCoordinatorCa);
   l.node = text(e::kNode);
   l.data_dir = text(e::kDataDir);

@@ -19,6 +19,7 @@ namespace learner_env {
 inline constexpr char kJobId[] = "WEFT_JOB_ID";
 inline constexpr char kAttempt[] = "WEFT_ATTEMPT";
 inline constexpr char kCredential[] = "WEFT_JOB_CREDENTIAL";
+inline constexpr char kPsCredential[] = "WEFT_PS_CREDENTIAL";
 inline constexpr char kSpec[] = "WEFT_JOB_SPEC";
 inline constexpr char kCoordinator[] = "WEFT_COORDINATOR";
 // PEM certificates the learner verifies the coordinator by (weftd --tls-cert, or --tls-ca);
@@ -129,8 +130,11 @@ struct LearnerLaunch {
   // `ps_server` (weft-ps, listening on ps_servers[ps_server]); its rank is then world_size +
   // ps_server, its log ParameterServerLogPath().
   int ps_server = -1;
-  int threads = 1;          // intra-op threads (OMP_NUM_THREADS)
-  std::string credential;   // WEFT_JOB_CREDENTIAL: authenticates to the coordinator
+  int threads = 1;         // intra-op threads (OMP_NUM_THREADS)
+  std::string credential;  // WEFT_JOB_CREDENTIAL: authenticates to the coordinator
+  // WEFT_PS_CREDENTIAL: authenticates the job's learners to its weft-ps shards, and is all a
+  // shard holds (its `credential` is empty: it cannot act as a learner at the coordinator).
+  std::string ps_credential;
   std::vector<int> cpuset;  // CPUs to pin the learner to (its node's); not in the environment
   // resources.cpus: the CPU time its container may use, in CPUs (0: no limit); not in the
   // environment.

@@ -206,8 +206,8 @@ absl::StatusOr<std::unique_ptr<PsLink>> RemoteLink(const LearnerLaunch& learner,
   ASSIGN_OR_RETURN(
       std::unique_ptr<ps::RemotePsClient> client,
       ps::RemotePsClient::Connect(
-          learner.ps_servers, {learner.job_id, learner.attempt, learner.credential, learner.rank},
-          num_params));
+          learner.ps_servers,
+          {learner.job_id, learner.attempt, learner.ps_credential, learner.rank}, num_params));
   return std::unique_ptr<PsLink>(new Remote(std::move(client), num_params, timeout_ms));
 }
 

@@ -20,6 +20,40 @@ TEST(LearnerCredentialsTest, WithoutAKeyEveryCheckFails) {
   LearnerCredentials keyed("a-secret-key");
   EXPECT_TRUE(keyed.Check("job-a", 1, keyed.For("job-a", 1)));
   EXPECT_FALSE(keyed.Check("job-a", 2, keyed.For("job-a", 1)));
+  // The parameter servers' credential is another: the coordinator refuses it.
+  const std::string ps = keyed.For("job-a", 1, CredentialRole::kParameterServer);
+  EXPECT_EQ(ps.size(), 64u);
+  EXPECT_NE(ps, keyed.For("job-a", 1));
+  EXPECT_FALSE(keyed.Check("job-a", 1, ps));
+}
+
+TEST_F(ControllerTest, AShardOfAParameterServerHoldsItsRolesCredentialOnly) {
+  ControllerOptions o;
+  o.data_dir = dir_;
+  o.nodes = {scheduler::Node{"local", {4, 8192, 0}, {}}};
+  o.coordinator_address = "127.0.0.1:9";
+  o.learner_key = "a-secret-key";
+  controller_ = std::make_unique<Controller>(*store_, executor_, policy_, clock_, o);
+  const std::string id = Submit(
+      "name: sharded\nmodel: {architecture: mlp}\n"
+      "training: {epochs: 1, threads: 1, sync: ps, ps: {servers: 2}}\n"
+      "resources: {learners: 2, cpus: 1, memory_mb: 512}\n");
+  controller_->Tick();
+  int learners = 0, servers = 0;
+  const std::string ps = controller_->credentials().For(id, 1, CredentialRole::kParameterServer);
+  for (const LearnerLaunch& l : executor_.launches) {
+    ASSERT_EQ(l.job_id, id);
+    EXPECT_EQ(l.ps_credential, ps) << "rank " << l.rank;
+    if (l.ps_server >= 0) {
+      ++servers;
+      EXPECT_EQ(l.credential, "") << "a shard cannot act as a learner at the coordinator";
+    } else {
+      ++learners;
+      EXPECT_EQ(l.credential, controller_->credentials().For(id, 1));
+    }
+  }
+  EXPECT_EQ(learners, 2);
+  EXPECT_EQ(servers, 2);
 }
 
 TEST_F(ControllerTest, CoordinatorRefusesLearnersWithoutTheirJobsCredential) {
@@ -54,6 +88,11 @@ TEST_F(ControllerTest, CoordinatorRefusesLearnersWithoutTheirJobsCredential) {
   // Nor its own job's credential of another attempt.
   req.mutable_learner()->set_credential(controller_->credentials().For(
       executor_.launches[0].job_id, executor_.launches[0].attempt + 1));
+  EXPECT_EQ(service.Register(nullptr, &req, &resp).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  // Nor the attempt's credential for its parameter servers.
+  req.mutable_learner()->set_credential(
+      controller_->credentials().For(executor_.launches[0].job_id, executor_.launches[0].attempt,
+                                     CredentialRole::kParameterServer));
   EXPECT_EQ(service.Register(nullptr, &req, &resp).error_code(), grpc::StatusCode::UNAUTHENTICATED);
   req.mutable_learner()->set_credential(cred_a);
   EXPECT_TRUE(service.Register(nullptr, &req, &resp).ok());

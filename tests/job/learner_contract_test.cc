@@ -32,6 +32,7 @@ LearnerLaunch Gang() {
   l.rendezvous_port = 29400;
   l.threads = 2;
   l.credential = "cred";
+  l.ps_credential = "ps-cred";
   return l;
 }
 
@@ -90,6 +91,7 @@ TEST(LearnerContractTest, WhatTheExecutorWritesTheLearnerReadsBack) {
   EXPECT_EQ(got->rendezvous_port, sent.rendezvous_port);
   EXPECT_EQ(got->threads, sent.threads);
   EXPECT_EQ(got->credential, sent.credential);
+  EXPECT_EQ(got->ps_credential, sent.ps_credential);
 }
 
 TEST(LearnerContractTest, ALearnerJoiningARunningElasticJobKeepsItsIdAndGetsItsRankThere) {

@@ -36,7 +36,7 @@ class PsProcess {
       dup2(fds[1], 2);
       close(fds[0]);
       setenv("WEFT_JOB_ID", kJob, 1);
-      setenv("WEFT_JOB_CREDENTIAL", kCredential, 1);
+      setenv("WEFT_PS_CREDENTIAL", kCredential, 1);
       const std::string bin = std::string(WEFT_BIN_DIR) + "/weft-ps";
       const std::string listen = host + ":0";
       execl(bin.c_str(), bin.c_str(), "--listen", listen.c_str(), nullptr);
