@@ -40,24 +40,7 @@ constexpr int kEventsRefused = -2;                     // the metrics file is no
 // --- The reader: weft-event-reader, as the job's uid ---
 
 bool SendRecord(int socket, const Record& r, int fd) {
-  iovec iov{const_cast<Record*>(&r), sizeof r};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  if (fd >= 0) {
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof control;
-    cmsghdr* c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
-  }
-  for (;;) {
-    if (::sendmsg(socket, &msg, MSG_NOSIGNAL) == static_cast<ssize_t>(sizeof r)) return true;
-    if (errno != EINTR) return false;
-  }
+  return SendCommandEventMessage(socket, &r, sizeof r, fd);
 }
 
 Record Encode(const CommandEvent& e) {
@@ -273,6 +256,27 @@ void CloseAll(std::vector<ReadCommandEvent>& events) {
 }
 
 }  // namespace
+
+bool SendCommandEventMessage(int socket, const void* data, size_t bytes, int fd) {
+  iovec iov{const_cast<void*>(data), bytes};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  if (fd >= 0) {
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
+  }
+  for (;;) {
+    if (::sendmsg(socket, &msg, MSG_NOSIGNAL) == static_cast<ssize_t>(bytes)) return true;
+    if (errno != EINTR) return false;
+  }
+}
 
 int RunCommandEventReader(int socket, int work_fd, const std::string& work_dir,
                           const std::string& metrics_rel) {

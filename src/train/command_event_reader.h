@@ -43,6 +43,10 @@ struct CommandEventRecord {
   char path[kMaxCommandPathBytes] = {};
 };
 
+// Sends `bytes` of `data` as one message on the SOCK_SEQPACKET `socket`, with descriptor `fd`
+// (SCM_RIGHTS) unless it is -1. False (errno set) when it cannot; never raises SIGPIPE.
+bool SendCommandEventMessage(int socket, const void* data, size_t bytes, int fd);
+
 // What one read of the metrics file gave: an event, and for a checkpoint or a model the open
 // file (owned by the caller; -1 when the reader could not open it — it logged why).
 struct ReadCommandEvent {

@@ -63,6 +63,15 @@ class ControllerTest : public ::testing::Test {
     controller_ = std::make_unique<Controller>(*store_, executor_, policy ? *policy : policy_,
                                                clock_, o, env_);
   }
+  // A controller that issues learner credentials (under "a-secret-key"), on one node of `cpus`.
+  void MakeKeyedController(int cpus = 2, int64_t memory_mb = 4096) {
+    ControllerOptions o;
+    o.data_dir = dir_;
+    o.nodes = {scheduler::Node{"local", {static_cast<double>(cpus), memory_mb, 0}, {}}};
+    o.coordinator_address = "127.0.0.1:9";
+    o.learner_key = "a-secret-key";
+    controller_ = std::make_unique<Controller>(*store_, executor_, policy_, clock_, o);
+  }
   std::string Submit(const std::string& manifest = kManifest) {
     std::vector<FieldError> errors;
     auto job = controller_->Submit(manifest, "default", &errors);

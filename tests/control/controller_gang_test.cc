@@ -28,12 +28,7 @@ TEST(LearnerCredentialsTest, WithoutAKeyEveryCheckFails) {
 }
 
 TEST_F(ControllerTest, AShardOfAParameterServerHoldsItsRolesCredentialOnly) {
-  ControllerOptions o;
-  o.data_dir = dir_;
-  o.nodes = {scheduler::Node{"local", {4, 8192, 0}, {}}};
-  o.coordinator_address = "127.0.0.1:9";
-  o.learner_key = "a-secret-key";
-  controller_ = std::make_unique<Controller>(*store_, executor_, policy_, clock_, o);
+  MakeKeyedController(4, 8192);
   const std::string id = Submit(
       "name: sharded\nmodel: {architecture: mlp}\n"
       "training: {epochs: 1, threads: 1, sync: ps, ps: {servers: 2}}\n"
@@ -57,12 +52,7 @@ TEST_F(ControllerTest, AShardOfAParameterServerHoldsItsRolesCredentialOnly) {
 }
 
 TEST_F(ControllerTest, CoordinatorRefusesLearnersWithoutTheirJobsCredential) {
-  ControllerOptions o;
-  o.data_dir = dir_;
-  o.nodes = {scheduler::Node{"local", {2, 4096, 0}, {}}};
-  o.coordinator_address = "127.0.0.1:9";
-  o.learner_key = "a-secret-key";
-  controller_ = std::make_unique<Controller>(*store_, executor_, policy_, clock_, o);
+  MakeKeyedController();
   std::string a = Submit(), b = Submit();
   controller_->Tick();
   ASSERT_FALSE(executor_.launches.empty());
@@ -103,12 +93,7 @@ TEST_F(ControllerTest, CoordinatorRefusesLearnersWithoutTheirJobsCredential) {
 // loop): past its job's budget the points are dropped, evaluations last, while the report still
 // goes through as a heartbeat with the learner's progress.
 TEST_F(ControllerTest, AMetricFloodIsCutToTheJobsBudgetAndItsProgressStillCounts) {
-  ControllerOptions o;
-  o.data_dir = dir_;
-  o.nodes = {scheduler::Node{"local", {2, 4096, 0}, {}}};
-  o.coordinator_address = "127.0.0.1:9";
-  o.learner_key = "a-secret-key";
-  controller_ = std::make_unique<Controller>(*store_, executor_, policy_, clock_, o);
+  MakeKeyedController();
   const std::string id = Submit();
   controller_->Tick();
   ASSERT_EQ(executor_.launches.size(), 1u);

@@ -15,21 +15,7 @@ using weft::train::CommandEventRecord;
 namespace {
 
 void Send(const void* data, size_t bytes, int fd = -1) {
-  iovec iov{const_cast<void*>(data), bytes};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  if (fd >= 0) {
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof control;
-    cmsghdr* c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
-  }
-  ::sendmsg(3, &msg, MSG_NOSIGNAL);
+  weft::train::SendCommandEventMessage(3, data, bytes, fd);
 }
 
 }  // namespace
