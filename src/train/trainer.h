@@ -35,8 +35,13 @@ Evaluation Evaluate(const Model& model, const Dataset& test, DataParallel* dp = 
 // libtorch's message without its C++ backtrace.
 std::string TorchMessage(const std::exception& e);
 
-// The key prefix of an elastic job's generation's group in its rendezvous store.
-std::string GenerationPrefix(const std::string& job_id, int64_t attempt, int64_t generation);
+// Where a gang's keys lie in rank 0's rendezvous store, which takes any connection (c10d's
+// TCPStore has no authentication): "JOB/attempt-N/SECRET/", SECRET being 32 hex characters of
+// HMAC-SHA256(the attempt's credential, "gloo-rendezvous"), so that only the attempt's learners
+// can name a key there (the store cannot list its keys) — not a learner of another attempt or
+// job, nor anyone else who reaches the port. An elastic job's generation `generation` (> 0) has
+// "gen-G/" below that.
+std::string RendezvousPrefix(const LearnerLaunch& learner, int64_t generation = 0);
 
 // How long a learner waits in the store for a new generation's other members (milliseconds): the
 // running members join within a heartbeat and a step; past it, it asks weftd again.

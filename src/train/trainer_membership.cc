@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "common/files.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
 #include "train/trainer.h"
@@ -71,8 +72,11 @@ absl::Status Trainer::OpenAudit() {
   return absl::OkStatus();
 }
 
-std::string GenerationPrefix(const std::string& job_id, int64_t attempt, int64_t generation) {
-  return absl::StrCat(job_id, "/attempt-", attempt, "/gen-", generation, "/");
+std::string RendezvousPrefix(const LearnerLaunch& learner, int64_t generation) {
+  const std::string secret = HmacSha256Hex(learner.credential, "gloo-rendezvous").substr(0, 32);
+  std::string prefix = absl::StrCat(learner.job_id, "/attempt-", learner.attempt, "/", secret, "/");
+  if (generation > 0) absl::StrAppend(&prefix, "gen-", generation, "/");
+  return prefix;
 }
 
 absl::StatusOr<bool> Trainer::Regroup(const std::string& why) {
@@ -118,8 +122,7 @@ absl::StatusOr<bool> Trainer::Regroup(const std::string& why) {
 
 absl::Status Trainer::Rejoin(const Membership& m) {
   RETURN_IF_ERROR(dp_->Reform(m.rendezvous_host, m.rendezvous_port, m.rank, m.world_size,
-                              o_.rendezvous_timeout_ms,
-                              GenerationPrefix(o_.learner.job_id, o_.learner.attempt, m.generation),
+                              o_.rendezvous_timeout_ms, RendezvousPrefix(o_.learner, m.generation),
                               std::min(o_.rendezvous_timeout_ms, kReformWaitMs)));
   generation_ = m.generation;
   return TakeRank0State();

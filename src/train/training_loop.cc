@@ -143,8 +143,7 @@ absl::StatusOr<LoopResult> RunTraining(const LoopOptions& given, Reporter& repor
                        DataParallel::Connect(
                            l.rendezvous_host, l.rendezvous_port, joins ? l.generation_rank : l.rank,
                            l.world_size, options.rendezvous_timeout_ms,
-                           joins ? GenerationPrefix(l.job_id, l.attempt, l.generation)
-                                 : absl::StrCat(l.job_id, "/attempt-", l.attempt, "/"),
+                           RendezvousPrefix(l, joins ? l.generation : 0),
                            joins ? std::min(options.rendezvous_timeout_ms, kJoinWaitMs) : 0));
     }
     Trainer trainer(options, reporter, std::move(model), std::move(train), std::move(test),

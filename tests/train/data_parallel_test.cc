@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "train/trainer.h"
+
 namespace weft::train {
 namespace {
 
@@ -54,6 +56,28 @@ TEST(DataParallelTest, ALearnerOfAnotherAttemptAtTheSamePortDoesNotJoin) {
   absl::StatusOr<double> straggler = stale.get();
   EXPECT_TRUE(absl::IsUnavailable(current.status())) << current.status();
   EXPECT_TRUE(absl::IsUnavailable(straggler.status())) << straggler.status();
+}
+
+TEST(DataParallelTest, OnlyTheAttemptsLearnersCanNameTheirGroupsKeys) {
+  // c10d's TCPStore takes any connection: what keeps another job's learners, or anyone who
+  // reaches rank 0's port, out of the group is a prefix only the attempt's credential gives.
+  LearnerLaunch ours, outsider;
+  ours.job_id = outsider.job_id = "job-a";
+  ours.attempt = outsider.attempt = 3;
+  ours.credential = std::string(64, 'a');
+  outsider.credential = std::string(64, 'b');
+  const std::string prefix = RendezvousPrefix(ours);
+  EXPECT_EQ(prefix.rfind("job-a/attempt-3/", 0), 0u) << prefix;
+  EXPECT_EQ(prefix.size(), std::string("job-a/attempt-3/").size() + 33) << prefix;
+  EXPECT_EQ(prefix.find(ours.credential.substr(0, 8)), std::string::npos) << prefix;
+  EXPECT_NE(RendezvousPrefix(outsider), prefix);
+  EXPECT_EQ(RendezvousPrefix(ours, 4), prefix + "gen-4/");
+
+  const int port = FreePort();
+  auto intruder = std::async(std::launch::async, JoinAndSum, port, 1, RendezvousPrefix(outsider));
+  absl::StatusOr<double> member = JoinAndSum(port, 0, prefix);
+  EXPECT_TRUE(absl::IsUnavailable(member.status())) << member.status();
+  EXPECT_TRUE(absl::IsUnavailable(intruder.get().status()));
 }
 
 // The in-place membership change an elastic job needs: 3 ranks train; rank 0 leaves (its group
