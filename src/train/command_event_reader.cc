@@ -330,7 +330,7 @@ absl::StatusOr<std::unique_ptr<CommandEventReader>> CommandEventReader::Start(co
         ::dup2(w, kWorkFd) < 0 || ::dup3(x, kExeFd, O_CLOEXEC) < 0) {
       ::_exit(126);
     }
-    ::close_range(kExeFd + 1, ~0U, 0);
+    if (::close_range(kExeFd + 1, ~0U, 0) != 0) ::_exit(126);  // no descriptor of ours leaks
     if (root && (::setgroups(0, nullptr) != 0 || ::setresgid(o.gid, o.gid, o.gid) != 0 ||
                  ::setresuid(o.uid, o.uid, o.uid) != 0)) {
       ::_exit(126);

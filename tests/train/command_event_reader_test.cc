@@ -12,6 +12,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -105,6 +106,13 @@ TEST_F(CommandEventReaderTest, ReadsAsTheJobsUidAndHandsOverOnlyWhatThatUidCanOp
   EXPECT_EQ(Status(pid, "NoNewPrivs"), "1");
   EXPECT_EQ(Status(pid, "CapEff"), "0000000000000000");
   EXPECT_EQ(Status(pid, "CapPrm"), "0000000000000000");
+  // Nothing of weft-learner's is open in it: stdin (/dev/null), the log, its socket, WORK_DIR.
+  std::set<std::string> fds;
+  for (const auto& e :
+       std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd")) {
+    fds.insert(e.path().filename().string());
+  }
+  EXPECT_EQ(fds, (std::set<std::string>{"0", "1", "2", "3", "4"}));
 
   Write(".weft/metrics.jsonl",
         "{\"step\": 10, \"epoch\": 1, \"train_loss\": 0.5}\n"
