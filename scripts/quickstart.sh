@@ -9,8 +9,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
-# Only the four programs a job needs (the tests and benchmarks are scripts/test.sh's to build),
-# with the flags scripts/test.sh uses, so that it goes on from this build instead of starting over.
+# Only the programs a job needs (weft-learner brings weft-event-reader; the tests and benchmarks
+# are scripts/test.sh's to build), with the flags scripts/test.sh uses, so that it goes on from
+# this build instead of starting over.
 WEFT_CMAKE_ARGS="${WEFT_CMAKE_ARGS:-} -DWEFT_WERROR=ON" \
   ./scripts/build.sh weftd weft weft-learner weft-ps
 # weft's runtime image, which every learner's container runs on (about 3 minutes the first time).
