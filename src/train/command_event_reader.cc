@@ -39,6 +39,11 @@ constexpr int kEventsRefused = -2;                     // the metrics file is no
 
 // --- The reader: weft-event-reader, as the job's uid ---
 
+// "checkpoint" or "model": what an event that names a file announces.
+const char* AnnouncedName(const CommandEvent& e) {
+  return e.kind == CommandEvent::Kind::kModel ? "model" : "checkpoint";
+}
+
 bool SendRecord(int socket, const Record& r, int fd) {
   return SendCommandEventMessage(socket, &r, sizeof r, fd);
 }
@@ -142,8 +147,7 @@ bool SendEvent(int socket, int work_fd, const CommandEvent& e) {
   Record r = Encode(e);
   int fd = -1;
   if (e.kind != CommandEvent::Kind::kMetrics) {
-    const char* what = e.kind == CommandEvent::Kind::kModel ? "model" : "checkpoint";
-    absl::StatusOr<int> opened = OpenAnnounced(work_fd, e.path, what);
+    absl::StatusOr<int> opened = OpenAnnounced(work_fd, e.path, AnnouncedName(e));
     if (opened.ok()) {
       fd = *opened;
       r.present |= kFile;
@@ -421,8 +425,7 @@ absl::StatusOr<std::vector<ReadCommandEvent>> CommandEventReader::Read() {
       return Fail(problem);
     }
     if (fd >= 0) {
-      const char* what = e->kind == CommandEvent::Kind::kModel ? "model" : "checkpoint";
-      if (absl::Status s = CheckAnnounced(fd, e->path, what); !s.ok()) {
+      if (absl::Status s = CheckAnnounced(fd, e->path, AnnouncedName(*e)); !s.ok()) {
         spdlog::warn("{}", s.message());
         ::close(fd);
         fd = -1;

@@ -385,7 +385,8 @@ absl::Status CommandJob::OnCheckpoint(const CommandEvent& e, int in) {
   }
   if (in < 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat("checkpoint '", e.path, "' not committed: the job's uid cannot read it"));
+        absl::StrCat("checkpoint '", e.path,
+                     "' not committed: weft-event-reader could not open it (why is above)"));
   }
   RETURN_IF_ERROR(MakeDirs(l_.checkpoint_dir));
   const std::string dest = CheckpointPath(l_.checkpoint_dir, e.step);
@@ -409,8 +410,8 @@ absl::Status CommandJob::OnModel(const CommandEvent& e, int in) {
         "model '", e.path, "' ignored: rank 0 commits the job's checkpoints and models"));
   }
   if (in < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("model '", e.path, "' not kept: the job's uid cannot read it"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model '", e.path, "' not kept: weft-event-reader could not open it (why is above)"));
   }
   // The final model is the last one announced before the program exits 0: keep a copy now, as
   // the program may overwrite its file later.
