@@ -6,8 +6,23 @@
 #include "control/datasets.h"
 #include "control/images.h"
 #include "ps/segment.h"
+#include "ps/shard.h"
+#include "spdlog/spdlog.h"
 
 namespace weft {
+namespace {
+
+// The attempt's weft-ps TLS identity. Closed, not open, if it cannot be made: a certificate and
+// key that do not load fail the shards and their learners, and weftd says why.
+TlsIdentity ParameterServerTls(const LearnerCredentials& credentials, const JobRecord& r) {
+  absl::StatusOr<TlsIdentity> id = credentials.ParameterServerTls(r.id, r.attempt, ps::kPsTlsName);
+  if (id.ok()) return *std::move(id);
+  spdlog::error("job {} attempt {}: no TLS identity for its parameter servers: {}", r.id, r.attempt,
+                std::string(id.status().message()));
+  return {"(no identity)", "(no identity)"};
+}
+
+}  // namespace
 
 absl::StatusOr<DatasetRecord> Controller::DataSetLocked(const JobRecord& r, const JobSpec& spec) {
   if (!spec.data.artifact.empty()) {  // linked into the job at submission
@@ -69,6 +84,7 @@ LearnerLaunch Controller::LaunchFor(const JobRecord& r, const JobSpec& spec, int
   for (const ServerSlot& server : r.servers) l.ps_servers.push_back(server.address);
   if (!l.ps_servers.empty()) {
     l.ps_credential = credentials_.For(r.id, r.attempt, CredentialRole::kParameterServer);
+    if (options_.ps_tls) l.ps_tls_cert = ParameterServerTls(credentials_, r).cert_pem;
   }
   if (spec.UsesParameterServer() && spec.training.ps.servers == 1 && l.rank == 0) {
     // Rank 0 hosts GaDei's server in shared memory and removes it when it ends well.
@@ -98,7 +114,8 @@ LearnerLaunch Controller::ServerLaunchFor(const JobRecord& r, const JobSpec& spe
   l.node = r.servers[index].node;
   l.ps_server = index;
   l.credential.clear();  // a shard holds its own role's credential only
-  l.threads = 1;         // the applier is one thread
+  if (options_.ps_tls) l.ps_tls_key = ParameterServerTls(credentials_, r).key_pem;
+  l.threads = 1;  // the applier is one thread
   l.cpuset.clear();
   if (auto it = options_.node_cpusets.find(l.node); it != options_.node_cpusets.end()) {
     l.cpuset = it->second;

@@ -25,10 +25,12 @@ inline constexpr char kCheckpointSecondsMetric[] = "weft_checkpoint_write_durati
 inline constexpr char kRoundMetric[] = "weft_scheduling_round_duration_seconds";
 
 struct ControllerOptions {
-  std::string data_dir;                  // jobs live in <data_dir>/jobs/<id>/
-  std::vector<scheduler::Node> nodes;    // the cluster's inventory
-  std::string coordinator_address;       // host:port(s) learners report to, comma-separated
-  std::string coordinator_ca_path;       // PEM roots learners verify it by; empty: plain text
+  std::string data_dir;                // jobs live in <data_dir>/jobs/<id>/
+  std::vector<scheduler::Node> nodes;  // the cluster's inventory
+  std::string coordinator_address;     // host:port(s) learners report to, comma-separated
+  std::string coordinator_ca_path;     // PEM roots learners verify it by; empty: plain text
+  // weft-ps shards speak TLS with their attempt's identity (weftd has a certificate).
+  bool ps_tls = false;
   int64_t schedule_interval_ms = 200;    // scheduling round period
   int64_t heartbeat_interval_ms = 1000;  // what learners are told to use
   int64_t heartbeat_timeout_ms = 60000;  // a RUNNING learner silent this long is failed

@@ -13,6 +13,9 @@
 #include <cstdint>
 #include <string>
 
+#include "absl/status/statusor.h"
+#include "common/tls_identity.h"
+
 namespace weft {
 
 enum class CredentialRole { kLearner, kParameterServer };
@@ -30,6 +33,11 @@ class LearnerCredentials {
   // compared in constant time. False without a key: a weftd that lost its key refuses every
   // learner rather than accepting any.
   bool Check(const std::string& job_id, int64_t attempt, const std::string& credential) const;
+  // The TLS identity job `job_id`'s attempt `attempt` gives its weft-ps shards, for DNS name
+  // `name`: DeterministicTlsIdentity seeded with HMAC-SHA256 of "weft-ps-tls:<job>:<attempt>",
+  // so the same after a restart. FailedPrecondition without a key; the identity's errors.
+  absl::StatusOr<TlsIdentity> ParameterServerTls(const std::string& job_id, int64_t attempt,
+                                                 const std::string& name) const;
 
  private:
   const std::string key_;

@@ -201,6 +201,7 @@ weft::ControllerOptions ControllerOptionsFor(const Base& b, const std::string& l
   options.tenant_max_active_jobs = b.flags.tenant_max_active_jobs;
   options.heartbeat_timeout_ms = static_cast<int64_t>(b.flags.heartbeat_timeout_seconds * 1000);
   options.coordinator_ca_path = b.flags.tls_ca.empty() ? b.flags.tls_cert : b.flags.tls_ca;
+  options.ps_tls = !b.flags.tls_cert.empty();
   return options;
 }
 

@@ -14,6 +14,8 @@ std::vector<std::pair<std::string, std::string>> LearnerEnvironment(const Learne
       {e::kJobId, l.job_id},
       {e::kCredential, l.credential},
       {e::kPsCredential, l.ps_credential},
+      {e::kPsTlsCert, l.ps_tls_cert},
+      {e::kPsTlsKey, l.ps_tls_key},
       {e::kAttempt, absl::StrCat(l.attempt)},
       {e::kSpec, l.spec_path},
       {e::kCoordinator, l.coordinator_address},
@@ -105,7 +107,7 @@ const std::vector<std::string>& LearnerEnvironmentNames() {
       e::kMasterAddr, e::kMasterPort,     e::kThreads,    e::kModelDir,      e::kForbiddenToken,
       e::kDataFormat, e::kWorkDir,        e::kPrivateDir, e::kSandbox,       e::kCoordinatorCa,
       e::kGeneration, e::kGenerationRank, e::kPsServers,  e::kPsServer,      e::kLearnersAsOne,
-      e::kContainer,  e::kPsCredential};
+      e::kContainer,  e::kPsCredential,   e::kPsTlsCert,  e::kPsTlsKey};
   return names;
 }
 
@@ -127,6 +129,21 @@ absl::Status ParsePsServers(const std::string& text, std::vector<std::string>* o
     }
   }
   return absl::OkStatus();
+}
+
+// A scale-out parameter-server job's variables: its servers, their credential and TLS identity.
+absl::Status ReadParameterServerVariables(const std::function<std::string(const char*)>& text,
+                                          LearnerLaunch* l) {
+  namespace e = learner_env;
+  l->ps_credential = text(e::kPsCredential);
+  l->ps_tls_cert = text(e::kPsTlsCert);
+  l->ps_tls_key = text(e::kPsTlsKey);
+  constexpr size_t kMaxPemBytes = 16 << 10;
+  if (l->ps_tls_cert.size() > kMaxPemBytes || l->ps_tls_key.size() > kMaxPemBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(e::kPsTlsCert, " or ", e::kPsTlsKey,
+                                                   " is longer than ", kMaxPemBytes, " bytes"));
+  }
+  return ParsePsServers(text(e::kPsServers), &l->ps_servers);
 }
 
 }  // namespace
@@ -191,7 +208,6 @@ absl::StatusOr<LearnerLaunch> LearnerLaunchFromEnvironment(
         absl::StrCat(e::kMasterPort, " must be set when ", e::kWorldSize, " > 1"));
   }
   l.credential = text(e::kCredential);
-  l.ps_credential = text(e::kPsCredential);
   l.coordinator_ca_path = text(e::kCoordinatorCa);
   l.node = text(e::kNode);
   l.data_dir = text(e::kDataDir);
@@ -203,7 +219,7 @@ absl::StatusOr<LearnerLaunch> LearnerLaunchFromEnvironment(
   l.work_dir = text(e::kWorkDir);
   l.private_dir = text(e::kPrivateDir);
   l.sandbox_required = text(e::kSandbox) != "optional";
-  if (absl::Status s = ParsePsServers(text(e::kPsServers), &l.ps_servers); !s.ok()) return s;
+  if (absl::Status s = ReadParameterServerVariables(text, &l); !s.ok()) return s;
   if (const std::string c = text(e::kContainer); !c.empty()) {
     absl::StatusOr<ProgramContainer> pc = ProgramContainerFromJson(c);
     if (!pc.ok()) return pc.status();

@@ -20,6 +20,11 @@ inline constexpr char kJobId[] = "WEFT_JOB_ID";
 inline constexpr char kAttempt[] = "WEFT_ATTEMPT";
 inline constexpr char kCredential[] = "WEFT_JOB_CREDENTIAL";
 inline constexpr char kPsCredential[] = "WEFT_PS_CREDENTIAL";
+// A scale-out parameter-server job's shard certificate (PEM) when weftd has TLS: its learners
+// pin it and weft-ps presents it; kPsTlsKey, its private key, is given to weft-ps only. Unset:
+// the shards speak plain text.
+inline constexpr char kPsTlsCert[] = "WEFT_PS_TLS_CERT";
+inline constexpr char kPsTlsKey[] = "WEFT_PS_TLS_KEY";
 inline constexpr char kSpec[] = "WEFT_JOB_SPEC";
 inline constexpr char kCoordinator[] = "WEFT_COORDINATOR";
 // PEM certificates the learner verifies the coordinator by (weftd --tls-cert, or --tls-ca);
@@ -135,6 +140,9 @@ struct LearnerLaunch {
   // WEFT_PS_CREDENTIAL: authenticates the job's learners to its weft-ps shards, and is all a
   // shard holds (its `credential` is empty: it cannot act as a learner at the coordinator).
   std::string ps_credential;
+  // WEFT_PS_TLS_CERT, WEFT_PS_TLS_KEY: the attempt's shard TLS identity (common/tls_identity.h;
+  // LearnerCredentials::ParameterServerTls); the key for a shard only. Empty: plain text.
+  std::string ps_tls_cert, ps_tls_key;
   std::vector<int> cpuset;  // CPUs to pin the learner to (its node's); not in the environment
   // resources.cpus: the CPU time its container may use, in CPUs (0: no limit); not in the
   // environment.

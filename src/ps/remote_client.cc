@@ -75,7 +75,8 @@ std::vector<int64_t> ShardedState::ResumePositions() const {
 }
 
 absl::StatusOr<std::unique_ptr<RemotePsClient>> RemotePsClient::Connect(
-    const std::vector<std::string>& addresses, RemoteCaller caller, int64_t num_params) {
+    const std::vector<std::string>& addresses, RemoteCaller caller, int64_t num_params,
+    const std::string& server_cert_pem) {
   if (addresses.empty()) return absl::InvalidArgumentError("no parameter server addresses");
   if (static_cast<int64_t>(addresses.size()) > num_params) {
     return absl::InvalidArgumentError(absl::StrCat(addresses.size(), " servers for ", num_params,
@@ -84,10 +85,17 @@ absl::StatusOr<std::unique_ptr<RemotePsClient>> RemotePsClient::Connect(
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(kMaxPsMessageBytes);
   args.SetMaxSendMessageSize(kMaxPsMessageBytes);
+  std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
+  if (!server_cert_pem.empty()) {
+    grpc::SslCredentialsOptions tls;
+    tls.pem_root_certs = server_cert_pem;
+    credentials = grpc::SslCredentials(tls);
+    args.SetSslTargetNameOverride(kPsTlsName);
+  }
   std::vector<std::unique_ptr<v1::ParameterServer::Stub>> stubs;
   for (const std::string& address : addresses) {
-    stubs.push_back(v1::ParameterServer::NewStub(
-        grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args)));
+    stubs.push_back(
+        v1::ParameterServer::NewStub(grpc::CreateCustomChannel(address, credentials, args)));
   }
   return std::unique_ptr<RemotePsClient>(
       new RemotePsClient(std::move(stubs), std::move(caller), num_params));

@@ -40,10 +40,13 @@ struct ShardedState {
 
 class RemotePsClient {
  public:
-  // Channels to `addresses` (host:port, shard i at addresses[i]) for `num_params` parameters.
+  // Channels to `addresses` (host:port, shard i at addresses[i]) for `num_params` parameters;
+  // over TLS when `server_cert_pem` is given: the attempt's shard certificate, pinned as the only
+  // root and checked for kPsTlsName (a server without it fails every call, Unavailable).
   // InvalidArgument when there are no addresses, or more than parameters.
   static absl::StatusOr<std::unique_ptr<RemotePsClient>> Connect(
-      const std::vector<std::string>& addresses, RemoteCaller caller, int64_t num_params);
+      const std::vector<std::string>& addresses, RemoteCaller caller, int64_t num_params,
+      const std::string& server_cert_pem = "");
 
   // Rank 0: gives each server its range of `state` (config.num_params is the whole job's), and
   // waits up to `timeout_ms` (ms) for servers still starting. A server initialized already (a

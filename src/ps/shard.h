@@ -22,6 +22,10 @@
 
 namespace weft::ps {
 
+// The DNS name a job attempt's shard certificate is issued to (weftd), and the one its learners
+// check it against whatever address they dial (remote_client.h).
+inline constexpr char kPsTlsName[] = "weft-ps";
+
 // The key range of shard `index` of `shards` over `num_params` parameters: contiguous, in order,
 // sizes differing by at most one. Requires 1 <= shards <= num_params.
 struct KeyRange {

@@ -243,11 +243,11 @@ grpc::Status ShardService::Shutdown(grpc::ServerContext*, const v1::PsShutdownRe
   return grpc::Status::OK;
 }
 
-absl::Status ServeShard(const std::string& listen, const std::string& job_id,
-                        const std::string& credential, const std::atomic<bool>* stop,
-                        int64_t drop_ack_every) {
+absl::Status ServeShard(const ShardServerOptions& options, const std::atomic<bool>* stop) {
+  const std::string& job_id = options.job_id;
+  const int64_t drop_ack_every = options.drop_ack_every;
   std::atomic<bool> shutdown{false};
-  ShardService service(job_id, credential, [&shutdown] { shutdown = true; });
+  ShardService service(job_id, options.credential, [&shutdown] { shutdown = true; });
   std::atomic<int64_t> taken{0};
   if (drop_ack_every > 0) {
     spdlog::warn("fault injection: the acknowledgement of every {}th push is dropped",
@@ -257,15 +257,24 @@ absl::Status ServeShard(const std::string& listen, const std::string& job_id,
   }
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
+  std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
+  if (!options.tls.cert_pem.empty()) {
+    grpc::SslServerCredentialsOptions tls;
+    tls.pem_key_cert_pairs.push_back({options.tls.key_pem, options.tls.cert_pem});
+    credentials = grpc::SslServerCredentials(tls);
+  }
+  builder.AddListeningPort(options.listen, credentials, &port);
   builder.SetMaxReceiveMessageSize(kMaxPsMessageBytes);
   builder.SetMaxSendMessageSize(kMaxPsMessageBytes);
   builder.RegisterService(&service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {
-    return absl::UnavailableError(absl::StrCat("cannot listen on ", listen));
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on ", options.listen,
+                     options.tls.cert_pem.empty() ? "" : " (or the TLS identity does not load)"));
   }
-  spdlog::info("weft-ps for job {} listening on port {}", job_id, port);
+  spdlog::info("weft-ps for job {} listening on port {}{}", job_id, port,
+               options.tls.cert_pem.empty() ? "" : " over TLS");
   // Asked to stop (weftd preempts or halts the job, and stops the whole gang at once), a server
   // holding a shard serves on until rank 0, which checkpoints from it first, shuts it down; the
   // executor's kill after its grace bounds the wait. One not initialized has nothing to keep.

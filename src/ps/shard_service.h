@@ -12,6 +12,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "common/tls_identity.h"
 #include "proto/ps.grpc.pb.h"
 #include "ps/shard.h"
 
@@ -66,14 +67,22 @@ class ShardService final : public v1::ParameterServer::Service {
   int64_t begin_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
-// Runs a ShardService on `listen` (host:port) until rank 0's Shutdown, or until `stop` is set
-// (checked every 100 ms; nullptr: never) while no shard is initialized: a server holding one
-// waits for rank 0 to checkpoint from it and shut it down. With `drop_ack_every` = n > 0 (fault
-// injection for tests, weft-ps's WEFT_LEARNER_PS_DROP_ACKS), the acknowledgement of every n-th push
-// it takes is dropped after the push is applied. Logs the shard's account when it ends. Unavailable
-// when the address cannot be bound.
-absl::Status ServeShard(const std::string& listen, const std::string& job_id,
-                        const std::string& credential, const std::atomic<bool>* stop,
-                        int64_t drop_ack_every = 0);
+struct ShardServerOptions {
+  std::string listen;      // host:port; port 0 picks a free one
+  std::string job_id;      // the job it serves
+  std::string credential;  // the attempt's parameter-server credential learners present
+  // The attempt's TLS identity for kPsTlsName (common/tls_identity.h); cert_pem empty: plain
+  // text (weftd without a certificate).
+  TlsIdentity tls;
+  // n > 0: fault injection for tests (weft-ps's WEFT_LEARNER_PS_DROP_ACKS): the acknowledgement
+  // of every n-th push taken is dropped after the push is applied.
+  int64_t drop_ack_every = 0;
+};
+
+// Runs a ShardService on options.listen until rank 0's Shutdown, or until `stop` is set (checked
+// every 100 ms; nullptr: never) while no shard is initialized: a server holding one waits for
+// rank 0 to checkpoint from it and shut it down. Logs the shard's account when it ends.
+// Unavailable when the address cannot be bound or the TLS identity does not load.
+absl::Status ServeShard(const ShardServerOptions& options, const std::atomic<bool>* stop);
 
 }  // namespace weft::ps

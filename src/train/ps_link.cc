@@ -203,11 +203,11 @@ absl::StatusOr<std::unique_ptr<PsLink>> SharedMemoryLink(const LearnerLaunch& le
 
 absl::StatusOr<std::unique_ptr<PsLink>> RemoteLink(const LearnerLaunch& learner, int64_t num_params,
                                                    int64_t timeout_ms) {
-  ASSIGN_OR_RETURN(
-      std::unique_ptr<ps::RemotePsClient> client,
-      ps::RemotePsClient::Connect(
-          learner.ps_servers,
-          {learner.job_id, learner.attempt, learner.ps_credential, learner.rank}, num_params));
+  ASSIGN_OR_RETURN(std::unique_ptr<ps::RemotePsClient> client,
+                   ps::RemotePsClient::Connect(
+                       learner.ps_servers,
+                       {learner.job_id, learner.attempt, learner.ps_credential, learner.rank},
+                       num_params, learner.ps_tls_cert));
   return std::unique_ptr<PsLink>(new Remote(std::move(client), num_params, timeout_ms));
 }
 

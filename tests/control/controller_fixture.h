@@ -64,8 +64,9 @@ class ControllerTest : public ::testing::Test {
                                                clock_, o, env_);
   }
   // A controller that issues learner credentials (under "a-secret-key"), on one node of `cpus`.
-  void MakeKeyedController(int cpus = 2, int64_t memory_mb = 4096) {
+  void MakeKeyedController(int cpus = 2, int64_t memory_mb = 4096, bool ps_tls = false) {
     ControllerOptions o;
+    o.ps_tls = ps_tls;
     o.data_dir = dir_;
     o.nodes = {scheduler::Node{"local", {static_cast<double>(cpus), memory_mb, 0}, {}}};
     o.coordinator_address = "127.0.0.1:9";

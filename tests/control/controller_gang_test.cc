@@ -51,6 +51,44 @@ TEST_F(ControllerTest, AShardOfAParameterServerHoldsItsRolesCredentialOnly) {
   EXPECT_EQ(servers, 2);
 }
 
+// weftd with TLS: the attempt's shards get its TLS identity, its learners the certificate alone
+// (a learner cannot pose as a shard), and the identity is the attempt's: weftd derives the same
+// one again (after a restart), and another for another attempt or job.
+TEST_F(ControllerTest, WithTlsTheShardsHoldTheAttemptsKeyAndItsLearnersOnlyItsCertificate) {
+  MakeKeyedController(4, 8192, /*ps_tls=*/true);
+  const std::string id = Submit(
+      "name: sharded\nmodel: {architecture: mlp}\n"
+      "training: {epochs: 1, threads: 1, sync: ps, ps: {servers: 2}}\n"
+      "resources: {learners: 2, cpus: 1, memory_mb: 512}\n");
+  controller_->Tick();
+  auto tls = controller_->credentials().ParameterServerTls(id, 1, "weft-ps");
+  ASSERT_TRUE(tls.ok()) << tls.status();
+  ASSERT_EQ(executor_.launches.size(), 4u);
+  for (const LearnerLaunch& l : executor_.launches) {
+    EXPECT_EQ(l.ps_tls_cert, tls->cert_pem) << "rank " << l.rank;
+    EXPECT_EQ(l.ps_tls_key, l.ps_server >= 0 ? tls->key_pem : "") << "rank " << l.rank;
+  }
+  EXPECT_NE(controller_->credentials().ParameterServerTls(id, 2, "weft-ps")->cert_pem,
+            tls->cert_pem);
+  EXPECT_NE(controller_->credentials().ParameterServerTls(id + "x", 1, "weft-ps")->cert_pem,
+            tls->cert_pem);
+  EXPECT_FALSE(LearnerCredentials("").ParameterServerTls(id, 1, "weft-ps").ok());
+}
+
+TEST_F(ControllerTest, WithoutTlsTheShardsSpeakPlainText) {
+  MakeKeyedController(4, 8192);
+  Submit(
+      "name: sharded\nmodel: {architecture: mlp}\n"
+      "training: {epochs: 1, threads: 1, sync: ps, ps: {servers: 2}}\n"
+      "resources: {learners: 2, cpus: 1, memory_mb: 512}\n");
+  controller_->Tick();
+  ASSERT_EQ(executor_.launches.size(), 4u);
+  for (const LearnerLaunch& l : executor_.launches) {
+    EXPECT_EQ(l.ps_tls_cert, "");
+    EXPECT_EQ(l.ps_tls_key, "");
+  }
+}
+
 TEST_F(ControllerTest, CoordinatorRefusesLearnersWithoutTheirJobsCredential) {
   MakeKeyedController();
   std::string a = Submit(), b = Submit();

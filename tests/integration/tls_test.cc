@@ -1,7 +1,8 @@
 // weftd with a certificate: the REST API speaks HTTPS, the coordinator TLS, and a job trains
 // through both (its learner verifies the coordinator by the certificate weftd hands it). A
 // client that does not trust the certificate is refused and told what to do; plain HTTP gets
-// no answer; with TLS weftd may listen off loopback without --insecure.
+// no answer; with TLS weftd may listen off loopback without --insecure; a scale-out
+// parameter-server job's weft-ps shards speak TLS to its learners too.
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -77,6 +78,38 @@ TEST_F(TlsTest, ACertificateThatDoesNotLoadStopsWeftdWithTheReason) {
   weftd_->set_tls(tls_cert_, "");
   EXPECT_FALSE(weftd_->Start());
   EXPECT_THAT(weftd_->log(), HasSubstr("--tls-cert and --tls-key go together"));
+}
+
+// Two learners and two weft-ps shards on two logical nodes, weftd with a certificate: each shard
+// serves TLS with its attempt's identity, the learners pin it, and the job trains through them.
+class TlsParameterServerTest : public TlsTest {
+ protected:
+  testing::WeftdTestOptions Options() const override {
+    testing::WeftdTestOptions o = TlsTest::Options();
+    o.fashion_mnist = true;
+    o.start = true;
+    o.nodes =
+        "nodes:\n  - {name: node-a, cpus: 2, memory_mb: 8192}\n"
+        "  - {name: node-b, cpus: 2, memory_mb: 8192}\n";
+    return o;
+  }
+};
+
+TEST_F(TlsParameterServerTest, TheShardsSpeakTlsAndTheJobTrainsThroughThem) {
+  const std::string id = Submit(
+      "sharded",
+      "model: {architecture: mlp, hidden_units: [128]}\n"
+      "data: {dataset: fashion-mnist, train_samples: 12000, test_samples: 2000}\n"
+      "training: {epochs: 2, batch_size: 64, threads: 1, seed: 3, sync: ps, ps: {servers: 2}}\n"
+      "resources: {learners: 2, cpus: 1, placement: spread}\n");
+  json done = WaitFor(id, {"COMPLETED", "FAILED"}, 600);
+  ASSERT_EQ(done.value("state", ""), "COMPLETED") << done.dump(2) << weftd_->log();
+  EXPECT_GT(done["models"]["final"].value("test_accuracy", 0.0), 0.75);
+  for (const char* shard : {"0", "1"}) {
+    const std::string log = weftd_->Cli({"logs", id, "--server", shard}).output;
+    EXPECT_THAT(log, ::testing::ContainsRegex("listening on port [0-9]+ over TLS")) << log;
+    EXPECT_THAT(log, HasSubstr("gradients applied")) << log;
+  }
 }
 
 }  // namespace

@@ -33,6 +33,8 @@ LearnerLaunch Gang() {
   l.threads = 2;
   l.credential = "cred";
   l.ps_credential = "ps-cred";
+  l.ps_tls_cert = "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n";
+  l.ps_tls_key = "-----BEGIN PRIVATE KEY-----\nBBBB\n-----END PRIVATE KEY-----\n";
   return l;
 }
 
@@ -92,6 +94,8 @@ TEST(LearnerContractTest, WhatTheExecutorWritesTheLearnerReadsBack) {
   EXPECT_EQ(got->threads, sent.threads);
   EXPECT_EQ(got->credential, sent.credential);
   EXPECT_EQ(got->ps_credential, sent.ps_credential);
+  EXPECT_EQ(got->ps_tls_cert, sent.ps_tls_cert);  // newlines and all
+  EXPECT_EQ(got->ps_tls_key, sent.ps_tls_key);
 }
 
 TEST(LearnerContractTest, ALearnerJoiningARunningElasticJobKeepsItsIdAndGetsItsRankThere) {

@@ -1,7 +1,7 @@
 // The scale-out parameter server end to end at the process level (issue 15): two real weft-ps
 // processes on two logical nodes (127.0.0.1 and 127.0.0.2), reached over gRPC by learners on
 // threads; acknowledgements dropped on the way back make learners push again, and every push is
-// applied once.
+// applied once. With a TLS identity, a shard answers only learners that pin its certificate.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -15,6 +15,8 @@
 #include <thread>
 #include <vector>
 
+#include "common/tls_identity.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ps/remote_client.h"
 
@@ -24,10 +26,12 @@ namespace {
 constexpr char kJob[] = "job-remote-ps-test";
 constexpr char kCredential[] = "s3cret-credential-0123456789abcdef";
 
-// One weft-ps process on `host`, port chosen by the server and read from its log.
+// One weft-ps process on `host`, port chosen by the server and read from its log; over TLS with
+// `tls` when it holds a certificate.
 class PsProcess {
  public:
-  explicit PsProcess(const std::string& host) {
+  explicit PsProcess(const std::string& host, const TlsIdentity& tls = {},
+                     const std::string& credential = kCredential) {
     int fds[2];
     EXPECT_EQ(pipe(fds), 0);
     pid_ = fork();
@@ -36,7 +40,11 @@ class PsProcess {
       dup2(fds[1], 2);
       close(fds[0]);
       setenv("WEFT_JOB_ID", kJob, 1);
-      setenv("WEFT_PS_CREDENTIAL", kCredential, 1);
+      setenv("WEFT_PS_CREDENTIAL", credential.c_str(), 1);
+      if (!tls.cert_pem.empty()) {
+        setenv("WEFT_PS_TLS_CERT", tls.cert_pem.c_str(), 1);
+        setenv("WEFT_PS_TLS_KEY", tls.key_pem.c_str(), 1);
+      }
       const std::string bin = std::string(WEFT_BIN_DIR) + "/weft-ps";
       const std::string listen = host + ":0";
       execl(bin.c_str(), bin.c_str(), "--listen", listen.c_str(), nullptr);
@@ -50,6 +58,7 @@ class PsProcess {
       std::cmatch m;
       if (std::regex_search(line, m, port_re)) {
         address_ = host + ":" + m[1].str();
+        listening_ = line;
         break;
       }
     }
@@ -63,6 +72,7 @@ class PsProcess {
     if (out_ != nullptr) fclose(out_);
   }
   const std::string& address() const { return address_; }
+  const std::string& listening() const { return listening_; }  // the line that says where
   // The exit status after `timeout_s` seconds at most; -1 if it still runs.
   int WaitExit(int timeout_s) {
     for (int i = 0; i < timeout_s * 20; ++i) {
@@ -80,7 +90,7 @@ class PsProcess {
   pid_t pid_ = -1;
   bool reaped_ = false;
   FILE* out_ = nullptr;
-  std::string address_;
+  std::string address_, listening_;
 };
 
 ServerConfig Config(int learners, int64_t params, Consistency consistency) {
@@ -94,9 +104,10 @@ ServerConfig Config(int learners, int64_t params, Consistency consistency) {
 }
 
 std::unique_ptr<RemotePsClient> Client(const std::vector<std::string>& addresses, int learner,
-                                       int64_t params,
-                                       const std::string& credential = kCredential) {
-  auto client = RemotePsClient::Connect(addresses, {kJob, 1, credential, learner}, params);
+                                       int64_t params, const std::string& credential = kCredential,
+                                       const std::string& pinned_cert = "", int64_t attempt = 1) {
+  auto client =
+      RemotePsClient::Connect(addresses, {kJob, attempt, credential, learner}, params, pinned_cert);
   EXPECT_TRUE(client.ok()) << client.status();
   return std::move(*client);
 }
@@ -220,6 +231,63 @@ TEST(RemotePsAuthTest, AWrongCredentialIsRefusedAndOnlyRankZeroShutsTheServerDow
   EXPECT_EQ(Client(servers, 1, 2)->Shutdown().code(), absl::StatusCode::kPermissionDenied);
   ASSERT_TRUE(Client(servers, 1, 2)->Pull(out.data(), 1000).ok());
   ASSERT_TRUE(Client(servers, 0, 2)->Shutdown().ok());
+  EXPECT_EQ(a.WaitExit(10), 0);
+}
+
+// A shard of attempt 2 holds attempt 2's credential only (weftd derives one per attempt and
+// role, LearnerCredentialsTest): a learner of attempt 1 that lives on, or tenant code that kept
+// its credential, is refused, whichever attempt it says it is from.
+TEST(RemotePsAuthTest, APushWithAnEarlierAttemptsCredentialIsRefused) {
+  const std::string attempt1 = "attempt-1-credential-0123456789ab";
+  const std::string attempt2 = "attempt-2-credential-0123456789ab";
+  PsProcess a("127.0.0.1", {}, attempt2);
+  const std::vector<std::string> servers = {a.address()};
+  std::vector<float> fresh(2, 1.0f), out(2), grad(2, 1.0f);
+  auto rank0 = Client(servers, 0, 2, attempt2, "", 2);
+  ASSERT_TRUE(rank0->Init(Config(2, 2, Consistency::kAsp), {}, fresh, 10'000).ok());
+  for (int64_t claimed : {1, 2}) {
+    auto old = Client(servers, 1, 2, attempt1, "", claimed);
+    EXPECT_EQ(old->Pull(out.data(), 1000).status().code(), absl::StatusCode::kUnauthenticated);
+    EXPECT_EQ(old->Push(1, grad.data(), false, 1000).code(), absl::StatusCode::kUnauthenticated);
+  }
+  // Attempt 2's credential with attempt 1's number is refused too: the shard is attempt 2's.
+  auto mislabelled = Client(servers, 1, 2, attempt2, "", 1);
+  EXPECT_EQ(mislabelled->Push(1, grad.data(), false, 1000).code(),
+            absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(rank0->Pull(out.data(), 10'000).ok());
+  EXPECT_EQ(out, fresh) << "nothing of theirs was applied";
+  ASSERT_TRUE(rank0->Shutdown().ok());
+  EXPECT_EQ(a.WaitExit(10), 0);
+}
+
+// weftd with TLS gives each attempt's shards one identity (a seed of its own) and its learners
+// that certificate to pin. A learner pinning it trains through the shard; a plain-text client,
+// and one pinning another attempt's certificate, get no answer at all, not even a refusal.
+TEST(RemotePsTlsTest, AShardOverTlsAnswersOnlyLearnersPinningItsCertificate) {
+  auto mine = DeterministicTlsIdentity(std::string(32, '1'), kPsTlsName);
+  auto other_attempt = DeterministicTlsIdentity(std::string(32, '2'), kPsTlsName);
+  ASSERT_TRUE(mine.ok() && other_attempt.ok());
+  PsProcess a("127.0.0.1", *mine);
+  ASSERT_FALSE(a.address().empty());
+  EXPECT_THAT(a.listening(), ::testing::HasSubstr("over TLS"));
+  const std::vector<std::string> servers = {a.address()};
+  std::vector<float> fresh(2, 1.0f), out(2), grad(2, 1.0f);
+  const ServerConfig config = Config(1, 2, Consistency::kAsp);
+  absl::Status plain = Client(servers, 0, 2)->Init(config, {}, fresh, 1500);
+  EXPECT_FALSE(plain.ok());
+  EXPECT_NE(plain.code(), absl::StatusCode::kUnauthenticated) << "it reached the service";
+  absl::Status stranger =
+      Client(servers, 0, 2, kCredential, other_attempt->cert_pem)->Init(config, {}, fresh, 1500);
+  EXPECT_FALSE(stranger.ok());
+  EXPECT_NE(stranger.code(), absl::StatusCode::kUnauthenticated) << "it reached the service";
+
+  auto learner = Client(servers, 0, 2, kCredential, mine->cert_pem);
+  ASSERT_TRUE(learner->Init(config, {}, fresh, 10'000).ok());
+  ASSERT_TRUE(learner->Pull(out.data(), 10'000).ok());
+  ASSERT_TRUE(learner->Push(1, grad.data(), false, 10'000).ok());
+  ASSERT_TRUE(learner->Pull(out.data(), 10'000).ok());
+  EXPECT_NEAR(out[0], 0.99f, 1e-6);
+  ASSERT_TRUE(learner->Shutdown().ok());
   EXPECT_EQ(a.WaitExit(10), 0);
 }
 
