@@ -1,19 +1,16 @@
-// The controller's lifecycle core: submission, the user's actions (halt, resume, delete) and the
-// one way a state changes (TransitionLocked: stored first, then acted on). The control loop is in
-// controller_loop.cc.
+// The controller's lifecycle core: submission (checked and laid out by admission.h), the user's
+// actions (halt, resume, delete) and the one way a state changes (TransitionLocked: stored
+// first, then acted on). The control loop is in controller_loop.cc.
 #include "control/controller.h"
 
 #include <chrono>
-#include <filesystem>
 #include <set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/failpoint.h"
-#include "common/ids.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
-#include "control/images.h"
 
 namespace weft {
 
@@ -29,6 +26,7 @@ Controller::Controller(Store& store, Executor& executor, scheduler::Policy& poli
       credentials_(options_.learner_key),
       models_(store),
       view_(store, specs_, models_, options_.nodes),
+      admission_(store, executor, env, clock, options_, layout_),
       coordinator_address_(options_.coordinator_address) {
   MetricsRegistry& m = MetricsRegistry::Global();
   m.DeclareCounter(kTransitionsMetric, "job state transitions by tenant and the state entered");
@@ -99,136 +97,19 @@ int Controller::WorldSize(const JobRecord& record) {
   return spec.ok() ? (*spec)->resources.learners : 1;
 }
 
-absl::StatusOr<std::vector<Controller::JobInput>> Controller::InputsOfSpec(
-    const JobSpec& spec, const std::string& tenant, const std::string& id,
-    std::vector<FieldError>* errors) {
-  std::vector<JobInput> inputs;
-  const std::string model_dir = layout_.DefinitionDir(id);
-  if (spec.IsCommandJob()) inputs.push_back({"code", spec.code, "", CodeArchivePath(model_dir)});
-  if (spec.model.architecture == "torchscript") {
-    inputs.push_back({"model.torchscript", spec.model.torchscript, "", TorchScriptPath(model_dir)});
-  }
-  if (!spec.data.artifact.empty()) {
-    inputs.push_back(
-        {"data.artifact", spec.data.artifact, "", TensorFilePath(layout_.DataDir(id))});
-  }
-  for (JobInput& input : inputs) {
-    const std::string& name = input.artifact;
-    absl::StatusOr<ArtifactRecord> a = options_.artifacts == nullptr
-                                           ? absl::NotFoundError("this weftd keeps no artifacts")
-                                           : options_.artifacts->Get(tenant, name);
-    if (!a.ok()) {
-      if (!absl::IsNotFound(a.status())) return a.status();
-      const std::string problem = absl::StrCat("no artifact '", name, "' (upload it first: weft ",
-                                               "artifact upload FILE --name ", name, ")");
-      errors->push_back({input.field, problem});
-      return absl::InvalidArgumentError(absl::StrCat(input.field, ": ", problem));
-    }
-    input.from = options_.artifacts->PathOf(*a);
-  }
-  return inputs;
-}
-
-absl::Status Controller::CheckJobLimitsLocked(const std::string& tenant) {
-  ASSIGN_OR_RETURN(Store::JobCounts jobs, store_.CountJobs(tenant));
-  const int64_t max_total = options_.tenant_max_jobs, max_active = options_.tenant_max_active_jobs;
-  if (max_total > 0 && jobs.total >= max_total) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "tenant '", tenant, "' has ", jobs.total, " jobs, as many as weftd keeps for a ",
-        "tenant (--tenant-max-jobs); delete finished ones with weft delete JOB"));
-  }
-  if (max_active > 0 && jobs.active >= max_active) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "tenant '", tenant, "' has ", jobs.active, " jobs not yet settled, as many as weftd ",
-        "takes from a tenant (--tenant-max-active-jobs); submit more once some have ended"));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status Controller::CheckDataOfSpec(const JobSpec& spec, const std::string& tenant,
-                                         std::vector<FieldError>* errors) {
-  if (!spec.data.path.empty()) {
-    const std::string problem =
-        "is no longer accepted: name a data set the admin registered with data.dataset "
-        "(weft dataset list shows yours)";
-    errors->push_back({"data.path", problem});
-    return absl::InvalidArgumentError(absl::StrCat("data.path: ", problem));
-  }
-  if (!spec.image.empty()) {
-    absl::Status image = options_.images != nullptr && options_.images->enabled()
-                             ? options_.images->Resolve(tenant, spec.image).status()
-                             : absl::NotFoundError(kNoImageEngine);
-    if (!image.ok() && !absl::IsNotFound(image)) return image;
-    if (!image.ok()) {
-      errors->push_back({"image", std::string(image.message())});
-      return absl::InvalidArgumentError(absl::StrCat("image: ", image.message()));
-    }
-  }
-  if (spec.data.dataset.empty()) return absl::OkStatus();  // data.artifact, or none at all
-  absl::StatusOr<DatasetRecord> d = ResolveDataset(store_, spec.data.dataset, tenant);
-  if (d.ok() || !absl::IsNotFound(d.status())) return d.status();
-  errors->push_back({"data.dataset", std::string(d.status().message())});
-  return absl::InvalidArgumentError(absl::StrCat("data.dataset: ", d.status().message()));
-}
-
-absl::Status Controller::LinkInputs(const std::vector<JobInput>& inputs,
-                                    std::vector<FieldError>* errors) {
-  for (const JobInput& input : inputs) {
-    RETURN_IF_ERROR(env_.MakeDirs(std::filesystem::path(input.to).parent_path().string()));
-    absl::Status s = LinkOrCopyFile(env_, input.from, input.to);
-    if (absl::IsNotFound(s)) {  // deleted since it was looked up
-      errors->push_back({input.field, "the artifact was deleted meanwhile"});
-      return absl::InvalidArgumentError(
-          absl::StrCat(input.field, ": the artifact was deleted meanwhile"));
-    }
-    RETURN_IF_ERROR(s);
-  }
-  return absl::OkStatus();
-}
-
 absl::StatusOr<JobRecord> Controller::Submit(const std::string& manifest, const std::string& tenant,
                                              std::vector<FieldError>* errors) {
-  ASSIGN_OR_RETURN(JobSpec spec, ParseManifest(manifest, errors));
-  // A weftd whose container runtime cannot run learners says why rather than queue the job.
-  RETURN_IF_ERROR(executor_.Available());
-  RETURN_IF_ERROR(CheckResourceFit(spec, errors));
-  RETURN_IF_ERROR(CheckDataOfSpec(spec, tenant, errors));
-  if (options_.disk_quota != nullptr) RETURN_IF_ERROR(options_.disk_quota->CheckRoom(tenant, 0));
-  JobRecord r;
-  TimeMs now = clock_.NowMs();
-  r.id = NewJobId(now);
-  // The tenant's TorchScript model or code archive, and data set, linked into the job below.
-  ASSIGN_OR_RETURN(const std::vector<JobInput> inputs, InputsOfSpec(spec, tenant, r.id, errors));
-  scheduler::JobRequest request;
-  request.learners = spec.resources.min_learners;  // an elastic job runs once its minimum fits
-  request.per_learner = {spec.resources.cpus, spec.resources.memory_mb, spec.resources.gpus};
-  absl::Status fits = scheduler::CheckFeasible(request, options_.nodes);
-  if (!fits.ok()) {
-    errors->push_back({"resources", std::string(fits.message())});
-    return absl::InvalidArgumentError(absl::StrCat("resources: ", fits.message()));
-  }
-  r.tenant = tenant;
-  r.name = spec.name;
-  r.state = JobState::kQueued;
-  r.reason = "submitted";
-  r.manifest = manifest;
-  r.spec_json = SpecToJson(spec).dump(2);
-  r.created_ms = now;
-  r.updated_ms = now;
-  r.progress.epochs_total = spec.training.epochs;
-  // Files first: a job in the store always has its directory, spec and inputs. When any step
-  // fails, nothing of the job stays.
-  absl::Status s = env_.MakeDirs(layout_.LogDir(r.id));
-  if (s.ok()) s = WriteFileAtomic(env_, layout_.SpecPath(r.id), r.spec_json + "\n");
-  if (s.ok()) s = LinkInputs(inputs, errors);
-  if (s.ok()) {
-    specs_.Put(r.id, std::move(spec));
+  ASSIGN_OR_RETURN(Admission::Admitted a, admission_.Prepare(manifest, tenant, errors));
+  JobRecord& r = a.record;
+  specs_.Put(r.id, std::move(a.spec));
+  absl::Status s;
+  {
+    // Under mu_: concurrent submissions cannot pass a job limit together, and the loop sees
+    // the job's "submitted" event before any of its transitions.
     absl::MutexLock lock(&mu_);
-    s = CheckJobLimitsLocked(tenant);
+    s = admission_.CheckJobLimits(tenant);
     if (s.ok()) s = store_.CreateJob(r, "submitted");
-    if (!s.ok()) {
-      specs_.Erase(r.id);
-    } else {
+    if (s.ok()) {
       JobEvent e;
       e.type = JobEventType::kState;
       e.job = r.id;
@@ -240,7 +121,8 @@ absl::StatusOr<JobRecord> Controller::Submit(const std::string& manifest, const 
     }
   }
   if (!s.ok()) {
-    env_.RemoveAll(layout_.JobDir(r.id)).IgnoreError();
+    specs_.Erase(r.id);
+    admission_.Discard(r.id);
     return s;
   }
   spdlog::info("job {} ({}) submitted by tenant {}", r.id, r.name, tenant);

@@ -6,9 +6,10 @@
 //
 // Its parts have their own homes: the typed specs (spec_cache.h), the per-attempt state
 // (attempt_tracker.h), the cluster view with the queue, nodes and tenant shares
-// (cluster_view.h), the learners' credentials (learner_credentials.h) and the job's file layout
-// (job/layout.h). The controller's own files: controller.cc (submission, user actions, the
-// loop), controller_schedule.cc (rounds, starts, preemption), controller_launch.cc (what learners
+// (cluster_view.h), the learners' credentials (learner_credentials.h), what a submission must
+// pass and the files it starts with (admission.h) and the job's file layout (job/layout.h). The
+// controller's own files: controller.cc (submission, user actions, the loop),
+// controller_schedule.cc (rounds, starts, preemption), controller_launch.cc (what learners
 // start with), controller_exits.cc (exits, liveness, restarts), controller_recovery.cc (after a
 // weftd restart), controller_learners.cc (what learners report), controller_membership.cc
 // (elastic jobs' in-place membership changes).
@@ -29,6 +30,7 @@
 #include "common/clock.h"
 #include "common/env.h"
 #include "common/metrics.h"
+#include "control/admission.h"
 #include "control/artifacts.h"
 #include "control/attempt_tracker.h"
 #include "control/cluster_view.h"
@@ -145,31 +147,6 @@ class Controller : public LearnerEvents {
   bool NewcomersStarting(const std::string& id) override;
 
  private:
-  // One of a tenant's artifacts that a job keeps: linked at submission from `from` (the
-  // artifact store) to `to` (inside the job's directory), for the manifest's `field`.
-  struct JobInput {
-    std::string field;     // e.g. "data.artifact"
-    std::string artifact;  // its name, as the manifest gives it
-    std::string from;      // the artifact's content file (Artifacts::PathOf)
-    std::string to;
-  };
-  // The artifacts `spec` names for `tenant` (model.torchscript or a command job's code, and
-  // data.artifact), each with where job `id` keeps it. InvalidArgument with `errors` filled when
-  // the tenant has no such artifact; errors from the store.
-  absl::StatusOr<std::vector<JobInput>> InputsOfSpec(const JobSpec& spec, const std::string& tenant,
-                                                     const std::string& id,
-                                                     std::vector<FieldError>* errors);
-  // Refuses data.path, a data.dataset and an image that `tenant` may not use (InvalidArgument
-  // naming the field, with `errors` filled); errors from the store.
-  absl::Status CheckDataOfSpec(const JobSpec& spec, const std::string& tenant,
-                               std::vector<FieldError>* errors);
-  // FailedPrecondition with the reason when `tenant` is at one of its job limits; the store's
-  // errors. Under mu_, so concurrent submissions cannot pass a limit together.
-  absl::Status CheckJobLimitsLocked(const std::string& tenant) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Links each of `inputs` into its job (the job keeps the content it was submitted with,
-  // whatever becomes of the artifact's name). InvalidArgument naming the field when an artifact
-  // was deleted meanwhile; errors of the file system.
-  absl::Status LinkInputs(const std::vector<JobInput>& inputs, std::vector<FieldError>* errors);
   // --- controller.cc ---
   // Halt of job `id` with `reason` in its history.
   absl::Status HaltLocked(const std::string& id, const std::string& reason)
@@ -356,6 +333,7 @@ class Controller : public LearnerEvents {
   SpecCache specs_;
   JobModels models_;
   ClusterView view_;
+  Admission admission_;
 
   absl::Mutex mu_;
   AttemptTracker attempts_ ABSL_GUARDED_BY(mu_);
