@@ -92,6 +92,7 @@ absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
   const pid_t pid = ::fork();
   if (pid == 0) {
     ::setpgid(0, 0);
+    ::signal(SIGPIPE, SIG_DFL);  // weftd and weft-learner ignore it; the command must not
     if (umask >= 0) ::umask(static_cast<mode_t>(umask));
     ::dup2(in, STDIN_FILENO);
     ::dup2(out[1], STDOUT_FILENO);

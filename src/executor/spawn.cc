@@ -72,6 +72,13 @@ struct ChildPlan {
   sigset_t empty;
   sigemptyset(&empty);
   ::sigprocmask(SIG_SETMASK, &empty, nullptr);
+  // Default dispositions too: exec keeps what the caller ignores (weftd ignores SIGPIPE), and a
+  // learner, or a tenant's program, must not start out ignoring a signal.
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  for (int sig = 1; sig < NSIG; ++sig) {
+    if (sig != SIGKILL && sig != SIGSTOP) ::sigaction(sig, &dfl, nullptr);  // EINVAL: glibc's
+  }
   if (p.ignore_sigterm) {
     struct sigaction ign {};
     ign.sa_handler = SIG_IGN;

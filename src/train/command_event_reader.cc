@@ -335,6 +335,7 @@ absl::StatusOr<std::unique_ptr<CommandEventReader>> CommandEventReader::Start(co
       ::_exit(126);
     }
     if (::close_range(kExeFd + 1, ~0U, 0) != 0) ::_exit(126);  // no descriptor of ours leaks
+    ::signal(SIGPIPE, SIG_DFL);                                // weft-learner ignores it
     if (root && (::setgroups(0, nullptr) != 0 || ::setresgid(o.gid, o.gid, o.gid) != 0 ||
                  ::setresuid(o.uid, o.uid, o.uid) != 0)) {
       ::_exit(126);

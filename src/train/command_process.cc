@@ -61,6 +61,7 @@ std::string FindProgram(const std::string& name, const std::vector<std::string>&
   // weftd's umask (077) would make the directories bubblewrap creates for its mount points
   // closed to the program's user; WORK_DIR itself stays owner-only.
   ::umask(022);
+  ::signal(SIGPIPE, SIG_DFL);  // weft-learner ignores it; the tenant's program must not
   if (stdin_fd >= 0) ::dup2(stdin_fd, 0);
   if (info_fd >= 0) {
     if (info_fd != kInfoFd) ::dup2(info_fd, kInfoFd);

@@ -73,15 +73,24 @@ void TrainForTheGang(LoopOptions* options) {
       options->spec.training.batch_size, options->spec.EffectiveLearningRate());
 }
 
+// SIGTERM and SIGINT ask for a stop (g_stop). A write to a gang peer that is gone fails with
+// EPIPE, which the learner handles as the peer lost (it checkpoints and exits with the reason),
+// rather than killing it: SIGPIPE is ignored. What it starts gets the default back
+// (command_process.cc, command_event_reader.cc, common/subprocess.cc).
+void InstallSignalHandlers() {
+  struct sigaction sa {};
+  sa.sa_handler = OnSignal;
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+}
+
 }  // namespace
 
 int RunLearnerFromEnvironment() {
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ learner: %v");
   spdlog::flush_on(spdlog::level::info);
-  struct sigaction sa {};
-  sa.sa_handler = OnSignal;
-  sigaction(SIGTERM, &sa, nullptr);
-  sigaction(SIGINT, &sa, nullptr);
+  InstallSignalHandlers();
 
   absl::StatusOr<LearnerLaunch> launch =
       LearnerLaunchFromEnvironment([](const char* name) { return std::getenv(name); });
