@@ -1,7 +1,8 @@
 // Starting one learner process: fork + exec, with what must hold from its first instruction on
 // done in the child before exec — its memory cgroup (so the kernel counts it from the first
 // byte), its CPUs, a network namespace to join, a session of its own (no controlling terminal: a
-// learner cannot push keystrokes into the terminal weftd was started from) and its log.
+// learner cannot push keystrokes into the terminal weftd was started from), every signal at its
+// default and unblocked (except SIGTERM with ignore_sigterm), and its log.
 #pragma once
 
 #include <sys/types.h>
