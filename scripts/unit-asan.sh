@@ -15,7 +15,7 @@ BUILD_DIR="${WEFT_FUZZ_BUILD_DIR:-build-fuzz}"
 TESTS=(job_spec_test job_state_test learner_contract_test audit_test sqlite_store_test fifo_policy_test
        policies_test fair_share_policy_test decision_check_test controller_test
        controller_recovery_test controller_gang_test controller_elastic_test disk_quota_test
-       file_tree_test local_executor_test command_event_reader_test
+       file_tree_test local_executor_test command_event_reader_test spawn_test tls_identity_test
        memory_cgroups_test rate_limit_test http_test env_test metrics_test sse_test event_hub_test
        app_trace_test simulator_test shared_ps_test shared_ps_stress_test shard_test)
 
