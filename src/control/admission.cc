@@ -11,6 +11,16 @@
 #include "scheduler/policy.h"
 
 namespace weft {
+namespace {
+
+// A submission refused for `field`: the field error, and InvalidArgument "FIELD: PROBLEM".
+absl::Status Refuse(std::vector<FieldError>* errors, const std::string& field,
+                    const std::string& problem) {
+  errors->push_back({field, problem});
+  return absl::InvalidArgumentError(absl::StrCat(field, ": ", problem));
+}
+
+}  // namespace
 
 absl::StatusOr<Admission::Admitted> Admission::Prepare(const std::string& manifest,
                                                        const std::string& tenant,
@@ -48,8 +58,7 @@ absl::Status Admission::CheckFeasible(const JobSpec& spec, std::vector<FieldErro
   request.per_learner = {spec.resources.cpus, spec.resources.memory_mb, spec.resources.gpus};
   absl::Status fits = scheduler::CheckFeasible(request, options_.nodes);
   if (fits.ok()) return fits;
-  errors->push_back({"resources", std::string(fits.message())});
-  return absl::InvalidArgumentError(absl::StrCat("resources: ", fits.message()));
+  return Refuse(errors, "resources", std::string(fits.message()));
 }
 
 absl::Status Admission::LayOut(const JobRecord& r, const std::vector<JobInput>& inputs,
@@ -87,8 +96,7 @@ absl::StatusOr<std::vector<Admission::JobInput>> Admission::InputsOfSpec(
       if (!absl::IsNotFound(a.status())) return a.status();
       const std::string problem = absl::StrCat("no artifact '", name, "' (upload it first: weft ",
                                                "artifact upload FILE --name ", name, ")");
-      errors->push_back({input.field, problem});
-      return absl::InvalidArgumentError(absl::StrCat(input.field, ": ", problem));
+      return Refuse(errors, input.field, problem);
     }
     input.from = options_.artifacts->PathOf(*a);
   }
@@ -114,27 +122,21 @@ absl::Status Admission::CheckJobLimits(const std::string& tenant) {
 absl::Status Admission::CheckDataOfSpec(const JobSpec& spec, const std::string& tenant,
                                         std::vector<FieldError>* errors) {
   if (!spec.data.path.empty()) {
-    const std::string problem =
-        "is no longer accepted: name a data set the admin registered with data.dataset "
-        "(weft dataset list shows yours)";
-    errors->push_back({"data.path", problem});
-    return absl::InvalidArgumentError(absl::StrCat("data.path: ", problem));
+    return Refuse(errors, "data.path",
+                  "is no longer accepted: name a data set the admin registered with data.dataset "
+                  "(weft dataset list shows yours)");
   }
   if (!spec.image.empty()) {
     absl::Status image = options_.images != nullptr && options_.images->enabled()
                              ? options_.images->Resolve(tenant, spec.image).status()
                              : absl::NotFoundError(kNoImageEngine);
     if (!image.ok() && !absl::IsNotFound(image)) return image;
-    if (!image.ok()) {
-      errors->push_back({"image", std::string(image.message())});
-      return absl::InvalidArgumentError(absl::StrCat("image: ", image.message()));
-    }
+    if (!image.ok()) return Refuse(errors, "image", std::string(image.message()));
   }
   if (spec.data.dataset.empty()) return absl::OkStatus();  // data.artifact, or none at all
   absl::StatusOr<DatasetRecord> d = ResolveDataset(store_, spec.data.dataset, tenant);
   if (d.ok() || !absl::IsNotFound(d.status())) return d.status();
-  errors->push_back({"data.dataset", std::string(d.status().message())});
-  return absl::InvalidArgumentError(absl::StrCat("data.dataset: ", d.status().message()));
+  return Refuse(errors, "data.dataset", std::string(d.status().message()));
 }
 
 absl::Status Admission::LinkInputs(const std::vector<JobInput>& inputs,
@@ -143,9 +145,7 @@ absl::Status Admission::LinkInputs(const std::vector<JobInput>& inputs,
     RETURN_IF_ERROR(env_.MakeDirs(std::filesystem::path(input.to).parent_path().string()));
     absl::Status s = LinkOrCopyFile(env_, input.from, input.to);
     if (absl::IsNotFound(s)) {  // deleted since it was looked up
-      errors->push_back({input.field, "the artifact was deleted meanwhile"});
-      return absl::InvalidArgumentError(
-          absl::StrCat(input.field, ": the artifact was deleted meanwhile"));
+      return Refuse(errors, input.field, "the artifact was deleted meanwhile");
     }
     RETURN_IF_ERROR(s);
   }
