@@ -160,7 +160,9 @@ int64_t StoreCap(int64_t flag, const std::string& db_path, const std::string& da
 absl::StatusOr<std::unique_ptr<weft::Store>> OpenStore(const std::string& store_flag,
                                                        int64_t max_store_bytes,
                                                        const std::string& data_dir,
-                                                       std::string* description) {
+                                                       std::string* description,
+                                                       weft::Leadership** election) {
+  *election = nullptr;
   if (store_flag == "sqlite") {
     *description = data_dir + "/weft.db";
     const int64_t cap = StoreCap(max_store_bytes, *description, data_dir);
@@ -173,6 +175,7 @@ absl::StatusOr<std::unique_ptr<weft::Store>> OpenStore(const std::string& store_
   auto store = weft::PgStore::Open(store_flag);
   if (!store.ok()) return store.status();
   *description = absl::StrCat("postgresql ", (*store)->Describe());
+  *election = &(*store)->leadership();
   return std::unique_ptr<weft::Store>(std::move(*store));
 }
 

@@ -12,6 +12,7 @@
 #include "executor/executor.h"
 #include "executor/job_isolation.h"
 #include "scheduler/cluster.h"
+#include "store/leadership.h"
 #include "store/store.h"
 
 namespace weft::daemon {
@@ -33,11 +34,13 @@ int64_t StoreCap(int64_t flag, const std::string& db_path, const std::string& da
 
 // The store `store_flag` names: "sqlite" (DATA_DIR/weft.db, capped at `max_store_bytes` if > 0)
 // or a PostgreSQL connection URI (then no weft.db is created). `*description` says which, for
-// the log (never a password).
+// the log (never a password). `*election` is the leader election of a store weftds share (the
+// PostgreSQL store's, owned by the store), or nullptr.
 absl::StatusOr<std::unique_ptr<weft::Store>> OpenStore(const std::string& store_flag,
                                                        int64_t max_store_bytes,
                                                        const std::string& data_dir,
-                                                       std::string* description);
+                                                       std::string* description,
+                                                       weft::Leadership** election);
 
 struct ExecutorFlags {
   std::string executor;         // local | slurm

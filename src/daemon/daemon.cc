@@ -380,11 +380,12 @@ int Run(Flags flags) {
   auto data_dir = LockDataDir(env, flags.data_dir, flags.store == "sqlite");
   if (!data_dir.ok()) return Fail(data_dir.status());
   std::string store_description;
-  auto store = OpenStore(flags.store, flags.max_store_bytes, *data_dir, &store_description);
+  weft::Leadership* election = nullptr;
+  auto store =
+      OpenStore(flags.store, flags.max_store_bytes, *data_dir, &store_description, &election);
   if (!store.ok()) return Fail(store.status());
   HandleSignals();
   Base base{flags, env, *data_dir, **store, store_description, nodes, cpusets};
-  auto* election = dynamic_cast<weft::Leadership*>(store->get());
   return election != nullptr ? StandByThenLead(base, *election) : Lead(base, nullptr, "");
 }
 

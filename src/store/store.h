@@ -3,6 +3,11 @@
 // (job/job.h); every job state change is written here before anything acts on it, so a weftd
 // killed at any instant restarts into a consistent picture.
 //
+// Its responsibilities are five role interfaces — jobs, what belongs to a job, tenants and their
+// tokens, what tenants and the admin name (artifacts, data sets, images), and webhooks with
+// their outbox — that Store joins; one implementation (store/sql_store.h) serves them over
+// SQLite and PostgreSQL. Leader election is store/leadership.h.
+//
 // Thread-safety: implementations are safe to call from many threads; each call is atomic.
 #pragma once
 
@@ -24,9 +29,10 @@ struct JobPage {
   int64_t limit = 0;
 };
 
-class Store {
+// The jobs' records and their state machine.
+class JobStore {
  public:
-  virtual ~Store() = default;
+  virtual ~JobStore() = default;
 
   // Inserts a new job with its first history entry (-> record.state, `reason`).
   // AlreadyExists if the id is taken.
@@ -64,6 +70,12 @@ class Store {
 
   // Removes the job and everything that belongs to it. NotFound for an unknown job.
   virtual absl::Status DeleteJob(const std::string& id) = 0;
+};
+
+// What belongs to a job besides its record: state history, metric points, models, checkpoints.
+class JobRecordStore {
+ public:
+  virtual ~JobRecordStore() = default;
 
   // History in order (seq ascending). NotFound for an unknown job.
   virtual absl::StatusOr<std::vector<StateEvent>> History(const std::string& id) = 0;
@@ -106,6 +118,12 @@ class Store {
   virtual absl::StatusOr<std::vector<CheckpointRecord>> Checkpoints(const std::string& id) = 0;
   // Forgets the checkpoint at `step` (the caller deletes its file). OK if there is none.
   virtual absl::Status DeleteCheckpoint(const std::string& id, int64_t step) = 0;
+};
+
+// Tenants (quotas, weight) and their bearer tokens (SHA-256 digests only).
+class TenantStore {
+ public:
+  virtual ~TenantStore() = default;
 
   // Tenants. AlreadyExists / NotFound by name.
   virtual absl::Status CreateTenant(const TenantRecord& tenant) = 0;
@@ -116,6 +134,23 @@ class Store {
   // NotFound if unknown; FailedPrecondition while it still owns jobs (the caller deletes those
   // first).
   virtual absl::Status DeleteTenant(const std::string& name) = 0;
+
+  // Tokens. AlreadyExists if the id or digest is taken.
+  virtual absl::Status CreateToken(const TokenRecord& token) = 0;
+  // The token with this digest, revoked or not. NotFound if none.
+  virtual absl::StatusOr<TokenRecord> FindToken(const std::string& sha256) = 0;
+  // Tokens of `tenant` (empty: the admin's), oldest first.
+  virtual absl::StatusOr<std::vector<TokenRecord>> ListTokens(const std::string& tenant) = 0;
+  // Marks token `id` of `tenant` revoked at `when`. NotFound if that tenant has no such token.
+  virtual absl::Status RevokeToken(const std::string& tenant, const std::string& id,
+                                   TimeMs when) = 0;
+};
+
+// What tenants and the admin give names to: uploaded artifacts (the files live on disk under
+// their SHA-256, control/artifacts.h), registered data sets and container images.
+class ArtifactStore {
+ public:
+  virtual ~ArtifactStore() = default;
 
   // Tenants' uploaded artifacts. PutArtifact inserts `artifact.name` of `artifact.tenant` or
   // replaces what that name pointed at.
@@ -148,6 +183,12 @@ class Store {
   virtual absl::StatusOr<std::vector<ImageRecord>> ListImages() = 0;
   // NotFound if the owner has no image of that name.
   virtual absl::Status DeleteImage(const std::string& owner, const std::string& name) = 0;
+};
+
+// Tenants' webhooks and the outbox of deliveries owed to them.
+class WebhookStore {
+ public:
+  virtual ~WebhookStore() = default;
 
   // Webhooks. Every history entry a job gets (its submission, each transition) adds a delivery
   // to the outbox, in the same transaction, for each webhook of the job's tenant whose events
@@ -168,16 +209,14 @@ class Store {
   // deleted meanwhile).
   virtual absl::Status RecordDeliveryAttempt(int64_t id, TimeMs at_ms, const std::string& outcome,
                                              bool delivered, std::optional<TimeMs> retry_at_ms) = 0;
-
-  // Tokens. AlreadyExists if the id or digest is taken.
-  virtual absl::Status CreateToken(const TokenRecord& token) = 0;
-  // The token with this digest, revoked or not. NotFound if none.
-  virtual absl::StatusOr<TokenRecord> FindToken(const std::string& sha256) = 0;
-  // Tokens of `tenant` (empty: the admin's), oldest first.
-  virtual absl::StatusOr<std::vector<TokenRecord>> ListTokens(const std::string& tenant) = 0;
-  // Marks token `id` of `tenant` revoked at `when`. NotFound if that tenant has no such token.
-  virtual absl::Status RevokeToken(const std::string& tenant, const std::string& id,
-                                   TimeMs when) = 0;
 };
+
+// The whole store: every role. Virtual bases, so an implementation may serve each role with its
+// own class (store/sql_store.h).
+class Store : public virtual JobStore,
+              public virtual JobRecordStore,
+              public virtual TenantStore,
+              public virtual ArtifactStore,
+              public virtual WebhookStore {};
 
 }  // namespace weft
