@@ -102,7 +102,8 @@ ReportAnswer Controller::OnMetrics(const std::string& id, int rank, int64_t atte
     if (absl::IsUnavailable(s)) return ReportAnswer::kRetry;
     if (!s.ok()) spdlog::error("job {}: cannot store metrics: {}", id, s.message());
     for (const MetricRecord& m : points) {
-      if (m.test_accuracy && (!r.best_test_accuracy || *m.test_accuracy > *r.best_test_accuracy)) {
+      if (m.test_accuracy && std::isfinite(*m.test_accuracy) &&
+          (!r.best_test_accuracy || *m.test_accuracy > *r.best_test_accuracy)) {
         r.best_test_accuracy = m.test_accuracy;
       }
     }

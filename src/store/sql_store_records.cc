@@ -1,6 +1,7 @@
 // The store: what belongs to a job besides its record (state history, metric points, models,
 // checkpoints). Every call checks the job exists first (NotFound otherwise).
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
@@ -49,6 +50,13 @@ constexpr char kSelectCheckpoints[] =
     "SELECT step, epoch, path, bytes, created_ms FROM checkpoints WHERE job_id=$1 "
     "ORDER BY step DESC";
 
+// What a metric value is kept as: SQLite cannot hold a NaN (it binds one as NULL), so a NaN
+// loss or rate is kept as +infinity (JSON shows both as null) and a NaN test metric as none.
+double Kept(double v) { return std::isnan(v) ? std::numeric_limits<double>::infinity() : v; }
+std::optional<double> Kept(std::optional<double> v) {
+  return v && std::isnan(*v) ? std::nullopt : v;
+}
+
 // NotFound unless job `id` exists.
 absl::Status JobExists(sql::Tx& tx, const std::string& id) {
   ASSIGN_OR_RETURN(int64_t n, tx.Count("find job", "SELECT COUNT(*) FROM jobs WHERE id=$1", id));
@@ -91,8 +99,8 @@ absl::Status JobRecords::AppendMetrics(const std::string& id,
                                  "INSERT INTO metrics (job_id, step, epoch, wall_time_ms, "
                                  "train_loss, samples_per_s, test_accuracy, test_loss) "
                                  "VALUES ($1,$2,$3,$4,$5,$6,$7,$8)",
-                                 id, p.step, p.epoch, p.wall_time_ms, p.train_loss, p.samples_per_s,
-                                 p.test_accuracy, p.test_loss)
+                                 id, p.step, p.epoch, p.wall_time_ms, Kept(p.train_loss),
+                                 Kept(p.samples_per_s), Kept(p.test_accuracy), Kept(p.test_loss))
                           .status());
     }
     return absl::OkStatus();

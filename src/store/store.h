@@ -80,7 +80,9 @@ class JobRecordStore {
   // History in order (seq ascending). NotFound for an unknown job.
   virtual absl::StatusOr<std::vector<StateEvent>> History(const std::string& id) = 0;
 
-  // Appends metric points. NotFound for an unknown job.
+  // Appends metric points. A NaN train_loss or samples_per_s is kept as +infinity and a NaN
+  // test metric as none (SQLite cannot hold a NaN; JSON shows NaN and infinity alike, as null),
+  // so a diverged job's points are kept. NotFound for an unknown job.
   virtual absl::Status AppendMetrics(const std::string& id,
                                      const std::vector<MetricRecord>& points) = 0;
 

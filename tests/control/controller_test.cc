@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <limits>
 
 #include "control/controller_fixture.h"
 
@@ -76,6 +77,28 @@ TEST_F(ControllerTest, ARoundThatOverCommitsANodeIsRefusedOutLoud) {
   MakeController();
   controller_->Tick();
   EXPECT_EQ(State(a), JobState::kStarting);
+}
+
+// A learner whose training diverged reports NaN: its points are stored all the same, and a NaN
+// accuracy never becomes the job's best.
+TEST_F(ControllerTest, ADivergedLearnersNaNPointsAreStoredAndNeverTheBest) {
+  std::string id = Submit();
+  controller_->Tick();
+  ASSERT_TRUE(controller_->OnRegister(id, 0, 1, 4242, 0).accepted);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  MetricRecord diverged{10, 1, 1000, nan, 50, nan, nan};
+  EXPECT_EQ(controller_->OnMetrics(id, 0, 1, {diverged}, {1, 2, 10, 20, 640}),
+            ReportAnswer::kKeepRunning);
+  EXPECT_FALSE(store_->GetJob(id)->best_test_accuracy.has_value());
+  MetricRecord evaluated{20, 1, 2000, 0.3, 50, 0.5, 0.3};
+  EXPECT_EQ(controller_->OnMetrics(id, 0, 1, {evaluated}, {1, 2, 20, 20, 1280}),
+            ReportAnswer::kKeepRunning);
+  EXPECT_DOUBLE_EQ(*store_->GetJob(id)->best_test_accuracy, 0.5);
+  auto page = store_->MetricRange(id, 0, 10);
+  ASSERT_TRUE(page.ok()) << page.status();
+  ASSERT_EQ(page->points.size(), 2u);
+  EXPECT_EQ(page->points[0].step, 10);
+  EXPECT_FALSE(page->points[0].test_accuracy.has_value());
 }
 
 TEST_F(ControllerTest, HappyPathThroughDeliveredToCompleted) {

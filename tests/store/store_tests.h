@@ -1,6 +1,8 @@
 // The shared Store tests (see store_test_suite.h). Included by each implementation's test file.
 #pragma once
 
+#include <limits>
+
 #include "store/store_test_suite.h"
 
 namespace weft {
@@ -182,6 +184,31 @@ TEST_P(StoreTest, MetricsKeepOrderAndOptionalFields) {
   ASSERT_EQ(last2->size(), 2u);
   EXPECT_EQ((*last2)[0].step, 40);
   EXPECT_EQ((*last2)[1].step, 50);
+}
+
+// A diverged job reports a NaN loss: its points are kept (SQLite cannot hold a NaN, so both
+// stores keep a NaN loss or rate as +infinity, which JSON shows as null like a NaN, and a NaN
+// test metric as none).
+TEST_P(StoreTest, PointsWithANaNLossAreKept) {
+  ASSERT_TRUE(store_->CreateJob(NewJob("job-a"), "s").ok());
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<MetricRecord> pts(3);
+  pts[0] = {10, 1, 1000, 0.5, 100, 0.7, 0.4};
+  pts[1] = {20, 1, 2000, nan, nan, nan, nan};
+  pts[2] = {30, 1, 3000, -inf, inf, std::nullopt, inf};
+  ASSERT_TRUE(store_->AppendMetrics("job-a", pts).ok());
+  auto page = store_->MetricRange("job-a", 0, 10);
+  ASSERT_TRUE(page.ok()) << page.status();
+  ASSERT_EQ(page->points.size(), 3u);
+  EXPECT_DOUBLE_EQ(page->points[0].train_loss, 0.5);
+  EXPECT_EQ(page->points[1].train_loss, inf);
+  EXPECT_EQ(page->points[1].samples_per_s, inf);
+  EXPECT_FALSE(page->points[1].test_accuracy.has_value());
+  EXPECT_FALSE(page->points[1].test_loss.has_value());
+  EXPECT_EQ(page->points[2].train_loss, -inf);
+  EXPECT_EQ(page->points[2].samples_per_s, inf);
+  EXPECT_EQ(page->points[2].test_loss, inf);
 }
 
 TEST_P(StoreTest, MetricsArePagedByIndex) {
