@@ -27,7 +27,7 @@ Controller::Controller(Store& store, Executor& executor, scheduler::Policy& poli
       models_(store),
       view_(store, specs_, models_, options_.nodes),
       admission_(store, executor, env, clock, options_, layout_),
-      coordinator_address_(options_.coordinator_address) {
+      launches_(store, executor, credentials_, options_, layout_) {
   MetricsRegistry& m = MetricsRegistry::Global();
   m.DeclareCounter(kTransitionsMetric, "job state transitions by tenant and the state entered");
   m.DeclareCounter(kRestartsMetric, "job restarts after a learner failure, by tenant");
@@ -239,8 +239,7 @@ absl::StatusOr<std::pair<Store::JobSnapshot, int64_t>> Controller::SnapshotForEv
 }
 
 void Controller::SetCoordinatorAddress(const std::string& address) {
-  absl::MutexLock lock(&mu_);
-  coordinator_address_ = address;
+  launches_.SetCoordinatorAddress(address);
 }
 
 void Controller::EnforceDiskQuotas() {

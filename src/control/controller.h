@@ -7,10 +7,10 @@
 // Its parts have their own homes: the typed specs (spec_cache.h), the per-attempt state
 // (attempt_tracker.h), the cluster view with the queue, nodes and tenant shares
 // (cluster_view.h), the learners' credentials (learner_credentials.h), what a submission must
-// pass and the files it starts with (admission.h) and the job's file layout (job/layout.h). The
-// controller's own files: controller.cc (submission, user actions, the loop),
-// controller_schedule.cc (rounds, starts, preemption), controller_launch.cc (what learners
-// start with), controller_exits.cc (exits, liveness, restarts), controller_recovery.cc (after a
+// pass and the files it starts with (admission.h), what learners start with (launches.h) and
+// the job's file layout (job/layout.h). The controller's own files: controller.cc (submission,
+// user actions, the loop), controller_schedule.cc (rounds, starts, preemption),
+// controller_exits.cc (exits, liveness, restarts), controller_recovery.cc (after a
 // weftd restart), controller_learners.cc (what learners report), controller_membership.cc
 // (elastic jobs' in-place membership changes).
 //
@@ -38,6 +38,7 @@
 #include "control/datasets.h"
 #include "control/disk_quota.h"
 #include "control/event_hub.h"
+#include "control/launches.h"
 #include "control/learner_credentials.h"
 #include "control/learner_events.h"
 #include "control/spec_cache.h"
@@ -181,20 +182,6 @@ class Controller : public LearnerEvents {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void StartJobLocked(JobRecord record, const scheduler::Placement& placement)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // What the executor needs to run (or adopt) learner `rank` of the current attempt of `record`;
-  // `rendezvous` is where rank 0 serves the gang's store (unused for one learner); `data` what
-  // DataSetLocked resolved (empty when adopting a learner that runs already).
-  LearnerLaunch LaunchFor(const JobRecord& record, const JobSpec& spec, int rank,
-                          const std::pair<std::string, int>& rendezvous = {},
-                          const DatasetRecord& data = {}) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // How many of the current attempt's learners train as one (JobSpec::LearnersAsOne, when the
-  // executor can run that): the gang's size when it is all on one node, else 1.
-  int LearnersAsOne(const JobRecord& record, const JobSpec& spec) const;
-  // The launch of a scale-out parameter-server job's server `index` (weft-ps on
-  // record.servers[index], rank learners + index).
-  LearnerLaunch ServerLaunchFor(const JobRecord& record, const JobSpec& spec, int index,
-                                const DatasetRecord& data = {}) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Where the gang's rank 0 serves its rendezvous (a gang of more than one learner) and where each
   // parameter server listens (record.servers' addresses). Unavailable when a port cannot be had.
   absl::Status PickAddressesLocked(JobRecord& record, std::pair<std::string, int>* rendezvous)
@@ -202,16 +189,6 @@ class Controller : public LearnerEvents {
   // Starts record.servers (their addresses chosen already) before the learners, who are told
   // them. Returns why not; the caller stops the gang.
   absl::Status StartServersLocked(JobRecord& record, const JobSpec& spec, const DatasetRecord& data)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The data set the job's learners read: the one it names, if the tenant may still use it, its
-  // own (data.artifact: the job's DataDir, format tensors), or for a spec stored before data sets
-  // were registered its data.path (format idx). NotFound
-  // (starting "data.dataset: ") when the data set is gone or no longer granted.
-  absl::StatusOr<DatasetRecord> DataSetLocked(const JobRecord& record, const JobSpec& spec)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The engine's reference of the image a command job names ("" for weft's runtime image).
-  // NotFound (starting "image: ") when the image is gone or no longer granted.
-  absl::StatusOr<std::string> ImageLocked(const JobRecord& record, const JobSpec& spec)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Removes the files in the job's checkpoint directory that the store does not hold: what a
   // learner killed between writing a checkpoint and committing it left behind (a temporary file,
@@ -334,6 +311,7 @@ class Controller : public LearnerEvents {
   JobModels models_;
   ClusterView view_;
   Admission admission_;
+  Launches launches_;
 
   absl::Mutex mu_;
   AttemptTracker attempts_ ABSL_GUARDED_BY(mu_);
@@ -341,7 +319,6 @@ class Controller : public LearnerEvents {
   std::vector<LearnerExit> unsettled_exits_ ABSL_GUARDED_BY(mu_);
   // The last round could not list the active jobs (logged once per outage).
   bool store_unreachable_ ABSL_GUARDED_BY(mu_) = false;
-  std::string coordinator_address_ ABSL_GUARDED_BY(mu_);
   std::string last_refusal_ ABSL_GUARDED_BY(mu_);  // the policy's latest refused round
   EventHub events_;
   // The waiting reason last published per queued job, and when.

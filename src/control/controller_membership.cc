@@ -96,14 +96,15 @@ bool Controller::ReplaceLearnerLocked(JobRecord& r, int learner_id, const std::s
   if (slot == r.learners.end() || slot == r.learners.begin()) return false;
   AttemptTracker::Attempt& attempt = attempts_.Of(r.id);
   if (attempt.replacements >= (*spec)->max_restarts) return false;
-  absl::StatusOr<DatasetRecord> data = DataSetLocked(r, **spec);
+  absl::StatusOr<DatasetRecord> data = launches_.DataSet(r, **spec);
   if (!data.ok()) return false;
   // The learner environment names a rendezvous for every gang; a ps learner does not use it.
   absl::StatusOr<std::pair<std::string, int>> rendezvous =
       executor_.RendezvousAddress(r.learners[0].node);
   if (!rendezvous.ok()) return false;
   const int rank = static_cast<int>(slot - r.learners.begin());
-  absl::StatusOr<int64_t> pid = executor_.Start(LaunchFor(r, **spec, rank, *rendezvous, *data));
+  absl::StatusOr<int64_t> pid =
+      executor_.Start(launches_.Learner(r, **spec, rank, *rendezvous, *data));
   if (!pid.ok()) {
     spdlog::warn("job {}: cannot replace learner {}: {}", r.id, learner_id, pid.status().message());
     return false;
@@ -154,7 +155,7 @@ bool Controller::GrowInPlaceLocked(JobRecord r, const scheduler::Placement& p) {
   if (!InPlaceLocked(r) || r.learners.empty()) return false;
   if (SettlingLocked(r.id)) return true;  // a later round grows
   auto spec = specs_.Get(r);
-  absl::StatusOr<DatasetRecord> data = DataSetLocked(r, **spec);
+  absl::StatusOr<DatasetRecord> data = launches_.DataSet(r, **spec);
   if (!data.ok()) return false;  // the restart path reports it
   // The nodes the placement adds to the job's current ones.
   std::multiset<std::string> have;
@@ -193,7 +194,7 @@ bool Controller::GrowInPlaceLocked(JobRecord r, const scheduler::Placement& p) {
   attempt.generation = r.generation;
   attempt.joining.insert(joining.begin(), joining.end());
   for (size_t rank = r.learners.size() - joining.size(); rank < r.learners.size(); ++rank) {
-    LearnerLaunch launch = LaunchFor(r, **spec, static_cast<int>(rank), *rendezvous, *data);
+    LearnerLaunch launch = launches_.Learner(r, **spec, static_cast<int>(rank), *rendezvous, *data);
     launch.generation = r.generation;
     launch.generation_rank = static_cast<int>(rank);
     absl::StatusOr<int64_t> pid = executor_.Start(launch);

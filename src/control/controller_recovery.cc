@@ -32,8 +32,8 @@ bool Controller::AdoptGangLocked(JobRecord& r) {
     const bool learner = taken < r.learners.size();
     const int world = static_cast<int>(r.learners.size());
     absl::Status s =
-        learner ? executor_.Adopt(LaunchFor(r, **spec, i), r.learners[taken].pid)
-                : executor_.Adopt(ServerLaunchFor(r, **spec, i - world), r.servers[i - world].pid);
+        learner ? executor_.Adopt(launches_.Learner(r, **spec, i), r.learners[taken].pid)
+                : executor_.Adopt(launches_.Server(r, **spec, i - world), r.servers[i - world].pid);
     if (!s.ok()) break;
   }
   if (taken == gang) return true;
@@ -46,7 +46,7 @@ bool Controller::AdoptSurvivorsLocked(JobRecord& r, const JobSpec& spec) {
   std::vector<LearnerSlot> survivors;
   std::vector<int> lost;
   for (size_t i = 0; i < r.learners.size(); ++i) {
-    if (executor_.Adopt(LaunchFor(r, spec, static_cast<int>(i)), r.learners[i].pid).ok()) {
+    if (executor_.Adopt(launches_.Learner(r, spec, static_cast<int>(i)), r.learners[i].pid).ok()) {
       survivors.push_back(r.learners[i]);
     } else {
       lost.push_back(r.learners[i].id);

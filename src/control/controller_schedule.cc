@@ -154,7 +154,7 @@ absl::Status Controller::StartServersLocked(JobRecord& r, const JobSpec& spec,
                                             const DatasetRecord& data) {
   for (size_t i = 0; i < r.servers.size(); ++i) {
     absl::StatusOr<int64_t> pid =
-        executor_.Start(ServerLaunchFor(r, spec, static_cast<int>(i), data));
+        executor_.Start(launches_.Server(r, spec, static_cast<int>(i), data));
     if (!pid.ok()) {
       return absl::Status(pid.status().code(), absl::StrCat("cannot start parameter server ", i,
                                                             ": ", pid.status().message()));
@@ -239,8 +239,8 @@ void Controller::StartJobLocked(JobRecord r, const scheduler::Placement& p) {
   if (r.state != JobState::kQueued) return;
   auto spec = specs_.Get(r);
   if (!spec.ok()) return FailLocked(r, std::string(spec.status().message()));
-  absl::StatusOr<DatasetRecord> data = DataSetLocked(r, **spec);
-  absl::StatusOr<std::string> image = data.ok() ? ImageLocked(r, **spec) : data.status();
+  absl::StatusOr<DatasetRecord> data = launches_.DataSet(r, **spec);
+  absl::StatusOr<std::string> image = data.ok() ? launches_.Image(r, **spec) : data.status();
   if (!image.ok()) {
     if (!absl::IsNotFound(image.status())) {
       return spdlog::error("job {}: {}", r.id, image.status().message());  // next round
@@ -268,7 +268,7 @@ void Controller::StartJobLocked(JobRecord r, const scheduler::Placement& p) {
     r.ClearGang();
     return RestartOrFailLocked(r, std::string(s.message()));
   }
-  const int one = LearnersAsOne(r, **spec);
+  const int one = launches_.LearnersAsOne(r, **spec);
   std::string starting = StartingReason(r, one > 1 ? std::pair<std::string, int>() : rendezvous);
   if (one > 1) {
     const JobSpec as_one = (*spec)->AsOneLearner(one);
@@ -288,7 +288,7 @@ void Controller::StartJobLocked(JobRecord r, const scheduler::Placement& p) {
   attempt.generation = r.generation;
   absl::Status started = StartServersLocked(r, **spec, *data);
   for (int rank = 0; started.ok() && rank < world; ++rank) {
-    LearnerLaunch launch = LaunchFor(r, **spec, rank, rendezvous, *data);
+    LearnerLaunch launch = launches_.Learner(r, **spec, rank, rendezvous, *data);
     launch.image = *image;
     absl::StatusOr<int64_t> pid = executor_.Start(launch);
     if (!pid.ok()) {

@@ -1,8 +1,7 @@
-// What the controller starts a job's learners with: the launch each learner and parameter server
-// gets (job/learner_contract.h), and what its spec names that is resolved only at start — the data
-// set it reads and the image it runs on, each of which may have gone since its submission.
+// What a job's learners and parameter servers are started with (control/launches.h).
+#include "control/launches.h"
+
 #include "absl/strings/str_cat.h"
-#include "control/controller.h"
 #include "control/datasets.h"
 #include "control/images.h"
 #include "ps/segment.h"
@@ -24,7 +23,26 @@ TlsIdentity ParameterServerTls(const LearnerCredentials& credentials, const JobR
 
 }  // namespace
 
-absl::StatusOr<DatasetRecord> Controller::DataSetLocked(const JobRecord& r, const JobSpec& spec) {
+Launches::Launches(Store& store, const Executor& executor, const LearnerCredentials& credentials,
+                   const ControllerOptions& options, const JobLayout& layout)
+    : store_(store),
+      executor_(executor),
+      credentials_(credentials),
+      options_(options),
+      layout_(layout),
+      coordinator_address_(options.coordinator_address) {}
+
+void Launches::SetCoordinatorAddress(const std::string& address) {
+  absl::MutexLock lock(&address_mu_);
+  coordinator_address_ = address;
+}
+
+std::string Launches::CoordinatorAddress() const {
+  absl::MutexLock lock(&address_mu_);
+  return coordinator_address_;
+}
+
+absl::StatusOr<DatasetRecord> Launches::DataSet(const JobRecord& r, const JobSpec& spec) const {
   if (!spec.data.artifact.empty()) {  // linked into the job at submission
     return DatasetRecord{
         spec.data.artifact, layout_.DataDir(r.id), "tensors", false, {r.tenant}, 0};
@@ -43,9 +61,9 @@ absl::StatusOr<DatasetRecord> Controller::DataSetLocked(const JobRecord& r, cons
   return d;
 }
 
-LearnerLaunch Controller::LaunchFor(const JobRecord& r, const JobSpec& spec, int rank,
-                                    const std::pair<std::string, int>& rendezvous,
-                                    const DatasetRecord& data) const {
+LearnerLaunch Launches::Learner(const JobRecord& r, const JobSpec& spec, int rank,
+                                const std::pair<std::string, int>& rendezvous,
+                                const DatasetRecord& data) const {
   LearnerLaunch l;
   l.job_id = r.id;
   l.attempt = r.attempt;
@@ -72,7 +90,7 @@ LearnerLaunch Controller::LaunchFor(const JobRecord& r, const JobSpec& spec, int
     l.sandbox_required = !options_.allow_unsandboxed_commands;
   }
   l.log_dir = layout_.LogDir(r.id);
-  l.coordinator_address = coordinator_address_;
+  l.coordinator_address = CoordinatorAddress();
   l.coordinator_ca_path = options_.coordinator_ca_path;
   l.threads = spec.EffectiveThreads();
   l.memory_limit_mb = spec.resources.memory_mb;
@@ -100,16 +118,16 @@ LearnerLaunch Controller::LaunchFor(const JobRecord& r, const JobSpec& spec, int
   return l;
 }
 
-int Controller::LearnersAsOne(const JobRecord& r, const JobSpec& spec) const {
+int Launches::LearnersAsOne(const JobRecord& r, const JobSpec& spec) const {
   if (!executor_.TrainsGangsAsOneLearner()) return 1;
   std::vector<std::string> nodes;
   for (const LearnerSlot& l : r.learners) nodes.push_back(l.node);
   return spec.LearnersAsOne(nodes);
 }
 
-LearnerLaunch Controller::ServerLaunchFor(const JobRecord& r, const JobSpec& spec, int index,
-                                          const DatasetRecord& data) const {
-  LearnerLaunch l = LaunchFor(r, spec, 0, {}, data);
+LearnerLaunch Launches::Server(const JobRecord& r, const JobSpec& spec, int index,
+                               const DatasetRecord& data) const {
+  LearnerLaunch l = Learner(r, spec, 0, {}, data);
   l.rank = static_cast<int>(r.learners.size()) + index;
   l.node = r.servers[index].node;
   l.ps_server = index;
@@ -123,7 +141,7 @@ LearnerLaunch Controller::ServerLaunchFor(const JobRecord& r, const JobSpec& spe
   return l;
 }
 
-absl::StatusOr<std::string> Controller::ImageLocked(const JobRecord& r, const JobSpec& spec) {
+absl::StatusOr<std::string> Launches::Image(const JobRecord& r, const JobSpec& spec) const {
   if (spec.image.empty()) return std::string();  // weft's runtime image
   if (options_.images == nullptr || !options_.images->enabled()) {
     return absl::NotFoundError(absl::StrCat("image: ", kNoImageEngine));
