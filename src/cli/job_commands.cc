@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "cli/commands.h"
+#include "cli/overrides.h"
 #include "common/clock.h"
 #include "common/files.h"
 #include "common/text.h"
@@ -192,10 +193,15 @@ int Follow(const Client& api, const std::string& id) {
 }
 
 int Submit(const Client& api, const std::string& file, bool follow,
-           const std::vector<std::string>& uploads) {
-  auto text = ReadFile(file);
+           const std::vector<std::string>& uploads, const std::vector<std::string>& sets) {
+  auto read = ReadFile(file);
+  if (!read.ok()) {
+    std::cerr << "error: cannot read manifest " << file << ": " << read.status().message() << "\n";
+    return 2;
+  }
+  absl::StatusOr<std::string> text = ApplyOverrides(*read, sets);
   if (!text.ok()) {
-    std::cerr << "error: cannot read manifest " << file << ": " << text.status().message() << "\n";
+    std::cerr << "error: " << file << ": " << text.status().message() << "\n";
     return 2;
   }
   for (const std::string& u : uploads) {
@@ -451,7 +457,7 @@ int Audit(const Client& api, const std::string& id, bool as_json) {
 // The values the job subcommands parse into; they live as long as the app's callbacks.
 struct Args {
   std::string file, id, out;
-  std::vector<std::string> uploads;
+  std::vector<std::string> uploads, sets;
   bool follow = false, as_json = false, delivered = false, final_model = false, raw = false;
   int rank = 0;
   int server = -1;  // logs --server
@@ -476,8 +482,12 @@ void AddJobCommands(CLI::App& app, Context& ctx) {
                    "follow the job with a live progress line until it ends");
   submit->add_option("--upload", a->uploads,
                      "NAME=PATH: upload the file as artifact NAME first (repeat for several)");
-  run(submit,
-      [](const Client& c, const Args& x) { return Submit(c, x.file, x.follow, x.uploads); });
+  submit->add_option("--set", a->sets,
+                     "FIELD=VALUE: set a field of the manifest first, e.g. "
+                     "training.learning_rate=3e-4 (repeat for several; VALUE is YAML)");
+  run(submit, [](const Client& c, const Args& x) {
+    return Submit(c, x.file, x.follow, x.uploads, x.sets);
+  });
   run(app.add_subcommand("list", "list jobs"),
       [](const Client& c, const Args&) { return List(c); });
   auto* show = WithId(app, "show", "show a job: state, progress, targets, models, history", *a);

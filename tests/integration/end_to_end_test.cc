@@ -161,6 +161,32 @@ TEST_F(EndToEndTest, BadManifestIsRejectedWithTheFieldAndNothingIsStored) {
   EXPECT_TRUE(GetJson("/v1/jobs")["jobs"].empty());
 }
 
+// weft submit --set FIELD=VALUE changes the manifest before it is sent; weftd validates the
+// result like any manifest, naming the field.
+TEST_F(EndToEndTest, SubmitSetOverridesFieldsAndIsValidatedLikeTheManifest) {
+  auto r = weftd_->Cli({"submit", kSmoke, "--set", "training.batch_size=-3"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.output, HasSubstr("training.batch_size: must be a positive integer, got '-3'"));
+  r = weftd_->Cli({"submit", kSmoke, "--set", "name.first=x"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.output, HasSubstr("--set name.first=x: name is not a mapping"));
+  r = weftd_->Cli({"submit", kSmoke, "--set", "training..epochs=1"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.output, HasSubstr("a field name is empty"));
+  EXPECT_TRUE(GetJson("/v1/jobs")["jobs"].empty()) << "nothing refused was stored";
+
+  r = weftd_->Cli({"submit", kSmoke, "--set", "name=renamed-by-set", "--set",
+                   "training.learning_rate=3e-4", "--set", "model.hidden_units=[32, 16]"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string id = JobIdFrom(r.output);
+  json job = GetJson("/v1/jobs/" + id);
+  EXPECT_EQ(job["name"], "renamed-by-set");
+  EXPECT_DOUBLE_EQ(job["spec"]["training"]["learning_rate"].get<double>(), 3e-4);
+  EXPECT_EQ(job["spec"]["model"]["hidden_units"], json::array({32, 16}));
+  EXPECT_EQ(job["spec"]["data"]["train_samples"], 12000) << "what --set left alone stays";
+  EXPECT_EQ(weftd_->Cli({"delete", id}).exit_code, 0);
+}
+
 TEST_F(EndToEndTest, ErrorsAreJsonWithTheRightStatus) {
   json missing = GetJson("/v1/jobs/job-nope", 404);
   EXPECT_THAT(missing["error"]["message"].get<std::string>(), HasSubstr("job-nope"));
