@@ -20,6 +20,9 @@ PACKAGES=(
   # torchscript_test: PyTorch loads a model weft delivers (torch.jit.load) and runs it;
   # command jobs: the example program trains with it
   python3-torch
+  # the Python client (sdk/python): its tests (python_client_test) run Debian's pytest against
+  # a real weftd; PyYAML applies overrides to YAML manifests; pip installs it offline
+  python3-pytest python3-yaml python3-pip
   # every learner runs in a container (src/executor/container_runtime.h): podman with runc (crun
   # refuses these hosts' hybrid cgroups) and catatonit as each container's init; mmdebstrap
   # builds weft's runtime image (scripts/build-runtime-image.sh); netavark is podman's network
