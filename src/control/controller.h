@@ -219,11 +219,6 @@ class Controller : public LearnerEvents {
   // Learners of `r` told to leave by a shrink more than a heartbeat timeout ago (ms) no longer
   // hold their nodes: a learner that hangs instead of leaving does not keep them forever.
   void ReleaseLeaversLocked(const JobRecord& r, TimeMs now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  std::string LastLogLine(const std::string& log_path) const;
-  // "learner", "learner rank 2" or "parameter server 1" for the process of `rank` (an executor
-  // handle's), and its log.
-  static std::string MemberName(const JobRecord& r, int rank);
-  std::string LogPathOf(const JobRecord& r, int rank) const;
 
   // A member of a running elastic job (`r`, learner `id`) silent past the heartbeat timeout
   // is killed, so that its loss is a new generation rather than a restart of the gang; true

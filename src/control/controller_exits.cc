@@ -17,6 +17,50 @@
 #include "control/controller.h"
 
 namespace weft {
+namespace {
+
+// "learner", "learner rank 2" or "parameter server 1" for the process of `rank` (an executor
+// handle's). A scale-out parameter-server job's servers have the ranks after its learners': one
+// exits 0 when rank 0 shuts it down, and any other end loses the range it held (the job restarts
+// from its latest checkpoint).
+std::string MemberName(const JobRecord& r, int rank) {
+  const int server = rank - static_cast<int>(r.learners.size());
+  if (!r.servers.empty() && server >= 0) return absl::StrCat("parameter server ", server);
+  return rank > 0 ? absl::StrCat("learner rank ", rank) : "learner";
+}
+
+// The log of the process of `rank`.
+std::string LogPathOf(const JobLayout& layout, const JobRecord& r, int rank) {
+  const int server = rank - static_cast<int>(r.learners.size());
+  if (!r.servers.empty() && server >= 0) {
+    return ParameterServerLogPath(layout.LogDir(r.id), server);
+  }
+  return layout.LogPath(r.id, rank);
+}
+
+// The last line of the log at `path`, printable and at most 500 bytes ("" if none).
+std::string LastLogLine(const std::string& path) {
+  // Only the log's tail is read (a learner's log can be large), and what it says is the tenant's
+  // text: escaped before it becomes a reason.
+  constexpr off_t kTail = 4096;
+  const int fd = OpenNoSymlinks(path, O_RDONLY | O_NONBLOCK);
+  if (fd < 0) return "";
+  struct stat st {};
+  std::string tail(kTail, '\0');
+  ssize_t n = 0;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    n = ::pread(fd, tail.data(), tail.size(), std::max<off_t>(0, st.st_size - kTail));
+  }
+  ::close(fd);
+  tail.resize(n > 0 ? static_cast<size_t>(n) : 0);
+  std::string last;
+  for (absl::string_view line : absl::StrSplit(tail, '\n')) {
+    if (!line.empty()) last = std::string(line);
+  }
+  return Printable(last, 500);
+}
+
+}  // namespace
 
 void Controller::HandleExitLocked(const LearnerExit& e) {
   auto rec = store_.GetJob(e.job_id);
@@ -58,7 +102,7 @@ void Controller::HandleExitLocked(const LearnerExit& e) {
   // The learner's own reason, else (for an exit, not a kill) its last log line.
   std::string why = !finish.reason.empty() ? finish.reason
                     : e.signal != 0        ? std::string()
-                                           : LastLogLine(LogPathOf(r, e.rank));
+                                           : LastLogLine(LogPathOf(layout_, r, e.rank));
   if (auto s = attempt.silenced.find(e.rank); s != attempt.silenced.end()) why = s->second.first;
   std::string reason =
       absl::StrCat(MemberName(r, e.rank), " ", e.Describe(), why.empty() ? "" : ": ", why);
@@ -268,44 +312,6 @@ void Controller::ReleaseLeaversLocked(const JobRecord& r, TimeMs now) {
         r.id, it->first, now - it->second.second, it->second.first);
     it = leaving.erase(it);
   }
-}
-
-// A scale-out parameter-server job's servers have the ranks after its learners': one exits 0 when
-// rank 0 shuts it down, and any other end loses the range it held (the job restarts from its
-// latest checkpoint).
-std::string Controller::MemberName(const JobRecord& r, int rank) {
-  const int server = rank - static_cast<int>(r.learners.size());
-  if (!r.servers.empty() && server >= 0) return absl::StrCat("parameter server ", server);
-  return rank > 0 ? absl::StrCat("learner rank ", rank) : "learner";
-}
-
-std::string Controller::LogPathOf(const JobRecord& r, int rank) const {
-  const int server = rank - static_cast<int>(r.learners.size());
-  if (!r.servers.empty() && server >= 0) {
-    return ParameterServerLogPath(layout_.LogDir(r.id), server);
-  }
-  return layout_.LogPath(r.id, rank);
-}
-
-std::string Controller::LastLogLine(const std::string& path) const {
-  // Only the log's tail is read (a learner's log can be large), and what it says is the tenant's
-  // text: escaped before it becomes a reason.
-  constexpr off_t kTail = 4096;
-  const int fd = OpenNoSymlinks(path, O_RDONLY | O_NONBLOCK);
-  if (fd < 0) return "";
-  struct stat st {};
-  std::string tail(kTail, '\0');
-  ssize_t n = 0;
-  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-    n = ::pread(fd, tail.data(), tail.size(), std::max<off_t>(0, st.st_size - kTail));
-  }
-  ::close(fd);
-  tail.resize(n > 0 ? static_cast<size_t>(n) : 0);
-  std::string last;
-  for (absl::string_view line : absl::StrSplit(tail, '\n')) {
-    if (!line.empty()) last = std::string(line);
-  }
-  return Printable(last, 500);
 }
 
 }  // namespace weft
