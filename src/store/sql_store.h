@@ -64,9 +64,10 @@ class JobRecords : public virtual JobRecordStore {
 class Tenants : public virtual TenantStore {
  public:
   // With `cache_tokens`, FindToken keeps what it read (for a database no other process writes:
-  // SQLite, whose data directory weftd locks); every write to the tokens table empties the
-  // cache in the same critical section. Without, it asks the database every time (another weftd
-  // on the same database may revoke a token).
+  // SQLite, whose data directory weftd locks), filling it inside the read's transaction;
+  // RevokeToken and DeleteTenant empty it after their write commits and before they return, so
+  // no lookup that starts after they return sees a stale entry. Without, it asks the database
+  // every time (another weftd on the same database may revoke a token).
   Tenants(std::shared_ptr<sql::Database> db, bool cache_tokens)
       : db_(std::move(db)), cache_tokens_(cache_tokens) {}
   absl::Status CreateTenant(const TenantRecord& tenant) override;
