@@ -79,10 +79,12 @@ def resume_path():
 
 
 def rank():
+    """This learner's rank in the job, 0 … world_size() - 1 ($RANK; 0 outside weft)."""
     return int(os.environ.get("RANK", "0"))
 
 
 def world_size():
+    """How many learners the job runs now ($WORLD_SIZE; 1 outside weft)."""
     return int(os.environ.get("WORLD_SIZE", "1"))
 
 
@@ -113,6 +115,7 @@ def catch_stop():
 
 
 def stop_requested():
+    """Whether SIGTERM has come since catch_stop(): checkpoint, then exit."""
     return _stop
 
 

@@ -381,6 +381,7 @@ class Client:
         return self._http.json("GET", "/v1/artifacts")
 
     def delete_artifact(self, name: str) -> None:
+        """Deletes artifact `name`. NotFound if the tenant has none by that name."""
         self._http.json("DELETE", "/v1/artifacts/" + name)
 
     def datasets(self) -> List[Dict[str, Any]]:
@@ -388,6 +389,7 @@ class Client:
         return self._http.json("GET", "/v1/datasets").get("datasets", [])
 
     def webhooks(self) -> List[Dict[str, Any]]:
+        """The tenant's webhooks: id, url, events, created, last_status, pending (no secrets)."""
         return self._http.json("GET", "/v1/webhooks").get("webhooks", [])
 
     def create_webhook(self, url: str, events: Sequence[str]) -> Dict[str, Any]:
@@ -396,6 +398,8 @@ class Client:
         return self._http.json("POST", "/v1/webhooks", body={"url": url, "events": list(events)})
 
     def delete_webhook(self, webhook_id: str) -> None:
+        """Deletes the webhook and its deliveries not yet made. NotFound if it is not the
+        tenant's."""
         self._http.json("DELETE", "/v1/webhooks/" + webhook_id)
 
     # --- tenants and tokens (the admin's) ---
@@ -415,9 +419,12 @@ class Client:
         return self._http.json("POST", "/v1/tenants", body=body)
 
     def tenants(self) -> List[Dict[str, Any]]:
+        """Every tenant: name, created, quota, weight, disk_quota_mb, disk (bytes used and the
+        quota) and usage (running and queued jobs, resources used, dominant and fair share)."""
         return self._http.json("GET", "/v1/tenants").get("tenants", [])
 
     def tenant(self, name: str) -> Dict[str, Any]:
+        """Tenant `name` as tenants() lists it. NotFound if there is none."""
         return self._http.json("GET", "/v1/tenants/" + name)
 
     def update_tenant(self, name: str, **changes: Any) -> Dict[str, Any]:
@@ -425,7 +432,7 @@ class Client:
         return self._http.json("PATCH", "/v1/tenants/" + name, body=changes)
 
     def delete_tenant(self, name: str) -> None:
-        """Conflict while it owns jobs."""
+        """Deletes tenant `name` with its tokens and artifacts. Conflict while it owns jobs."""
         self._http.json("DELETE", "/v1/tenants/" + name)
 
     def create_token(self, tenant: str) -> str:
@@ -433,8 +440,10 @@ class Client:
         return str(self._http.json("POST", "/v1/tenants/%s/tokens" % tenant)["token"])
 
     def tokens(self, tenant: str) -> List[Dict[str, Any]]:
+        """The tenant's tokens: id, created and revoked (a time or None); never a token itself."""
         return self._http.json("GET", "/v1/tenants/%s/tokens" % tenant).get("tokens", [])
 
     def revoke_token(self, tenant: str, token_id: str) -> None:
+        """Revokes the token: weftd refuses it from the next request on."""
         self._http.json("DELETE", "/v1/tenants/%s/tokens/%s" % (tenant, token_id))
 

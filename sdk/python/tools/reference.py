@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""Writes docs/python.md, the reference of weft's Python client, from the docstrings of the
+modules' public names (`__all__`): the package `weft` (Client, Job, Event, the errors) and
+`weft_job` (what a command job's program calls).
+
+    python3 sdk/python/tools/reference.py            # rewrites docs/python.md
+    python3 sdk/python/tools/reference.py --check    # exit 1 if docs/python.md is stale
+
+Standard library only (inspect). Every public class, method, property and function must have a
+docstring: the generator refuses to write a reference with a hole in it (exit 1, naming it).
+Docstrings are written in the Google style the client uses: an "Args:", "Attributes:",
+"Raises:" or "Returns:" section becomes a list; an indented block after a blank line is code.
+"""
+import argparse
+import inspect
+import os
+import re
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SDK = os.path.dirname(HERE)
+OUTPUT = os.path.join(SDK, "..", "..", "docs", "python.md")
+SECTIONS = ("Args:", "Attributes:", "Raises:", "Returns:")
+
+
+def markdown(doc):
+    """A Google-style docstring as Markdown."""
+    out, code, section = [], False, False
+    doc = re.sub(r":\w+:`([^`]*)`", r"`\1`", doc).replace("``", "`")  # reST roles and literals
+    lines = inspect.cleandoc(doc).splitlines()
+    for i, line in enumerate(lines):
+        stripped = line.strip()
+        indented = line.startswith("    ")
+        if code and (indented or not stripped):
+            out.append(line[4:])
+            continue
+        if code:
+            while out and not out[-1]:
+                out.pop()
+            out += ["```", ""]
+            code = False
+        if stripped in SECTIONS:
+            out += ["", "**%s**" % stripped[:-1], ""]
+            section = True
+            continue
+        if section and indented:
+            item = re.match(r"    (\w+): (.*)", line)
+            if item and not line.startswith("     "):
+                out.append("- `%s`: %s" % item.groups())
+            else:
+                out[-1] += " " + stripped
+            continue
+        if section and stripped:
+            out.append("")  # the list ends here
+        section = False
+        if indented and i > 0 and not lines[i - 1].strip():
+            out += ["```python", line[4:]]
+            code = True
+            continue
+        out.append(stripped)
+    if code:
+        while out and not out[-1]:
+            out.pop()
+        out.append("```")
+    return "\n".join(out).strip() + "\n"
+
+
+def signature(name, obj):
+    try:
+        text = str(inspect.signature(obj))
+    except (TypeError, ValueError):
+        text = "(...)"
+    text = text.replace("(self, ", "(").replace("(self)", "()")
+    text = re.sub(r"ForwardRef\('([^']*)'\)", r"\1", text).replace("weft.client.", "")
+    return "%s%s" % (name, text)
+
+
+class Reference:
+    def __init__(self):
+        self.parts, self.holes = [], []
+
+    def doc(self, where, obj):
+        doc = inspect.getdoc(obj) if not isinstance(obj, property) else obj.__doc__
+        if not doc:
+            self.holes.append(where)
+            return ""
+        return markdown(doc)
+
+    def function(self, qualified, name, obj, level="###"):
+        self.parts += ["%s `%s`" % (level, signature(name, obj)), "", self.doc(qualified, obj)]
+
+    def cls(self, module, name, obj):
+        bases = [b.__name__ for b in obj.__bases__ if b is not object]
+        heading = "### class `%s`" % name + (" (%s)" % ", ".join(bases) if bases else "")
+        init = obj.__dict__.get("__init__")
+        self.parts += [heading, "", self.doc("%s.%s" % (module, name), obj)]
+        if init is not None and not inspect.isclass(init):
+            self.parts += ["```python", signature(name, init), "```", ""]
+        for member, value in obj.__dict__.items():
+            if member.startswith("_"):
+                continue
+            qualified = "%s.%s.%s" % (module, name, member)
+            if isinstance(value, property):
+                self.parts += ["#### `%s.%s` (property)" % (name, member), "",
+                               self.doc(qualified, value)]
+            elif inspect.isfunction(value):
+                self.function(qualified, "%s.%s" % (name, member), value, "####")
+
+    def module(self, module, title):
+        self.parts += ["## %s" % title, "", self.doc(module.__name__, module)]
+        for name in module.__all__:
+            obj = getattr(module, name)
+            qualified = "%s.%s" % (module.__name__, name)
+            if inspect.isclass(obj):
+                self.cls(module.__name__, name, obj)
+            elif inspect.isfunction(obj):
+                self.function(qualified, name, obj)
+            else:
+                self.parts += ["### `%s = %r`" % (name, obj), ""]
+
+
+def generate():
+    sys.path.insert(0, SDK)
+    import weft
+    import weft.client
+    import weft.errors
+    import weft_job
+    ref = Reference()
+    ref.parts += [
+        "# weft's Python client: reference", "",
+        "<!-- Generated by sdk/python/tools/reference.py from the docstrings; do not edit. "
+        "python_client_test fails when it is stale. -->", "",
+        "How to install it and a first example: README.md, \"From Python\"; a worked notebook: "
+        "examples/notebooks/fashion-mnist.ipynb. The REST API underneath: docs/openapi.yaml.", ""]
+    ref.parts += ["## `weft`", "", ref.doc("weft", weft)]
+    ref.module(weft.client, "`weft.client`: Client, Job, Event")
+    ref.module(weft.errors, "`weft.errors`: what a call raises")
+    ref.module(weft_job, "`weft_job`: inside a command job")
+    text = "\n".join(ref.parts)
+    text = re.sub(r"\n{3,}", "\n\n", text).rstrip() + "\n"
+    return text, ref.holes
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 if docs/python.md is stale")
+    args = parser.parse_args()
+    text, holes = generate()
+    if holes:
+        print("no docstring: " + ", ".join(holes), file=sys.stderr)
+        return 1
+    path = os.path.normpath(OUTPUT)
+    if args.check:
+        with open(path, encoding="utf-8") as f:
+            if f.read() != text:
+                print("%s is stale: run python3 sdk/python/tools/reference.py" % path,
+                      file=sys.stderr)
+                return 1
+        return 0
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+    print("wrote", path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
