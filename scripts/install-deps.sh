@@ -23,6 +23,8 @@ PACKAGES=(
   # the Python client (sdk/python): its tests (python_client_test) run Debian's pytest against
   # a real weftd; PyYAML applies overrides to YAML manifests; pip installs it offline
   python3-pytest python3-yaml python3-pip
+  # examples/notebooks/fashion-mnist.ipynb: python_notebook_test executes it headless
+  jupyter-nbconvert python3-ipykernel python3-matplotlib
   # every learner runs in a container (src/executor/container_runtime.h): podman with runc (crun
   # refuses these hosts' hybrid cgroups) and catatonit as each container's init; mmdebstrap
   # builds weft's runtime image (scripts/build-runtime-image.sh); netavark is podman's network

@@ -19,6 +19,6 @@ cmake --build "$BUILD_DIR" -j"${WEFT_JOBS:-2}" --target "${TESTS[@]}" >"$BUILD_D
 
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/sanitizers/tsan.supp"
 # Only the binaries built above run: the tree's other tests are listed as *_NOT_BUILT (and
-# pg_store_test and python_client_test, plain add_tests, have no such stand-in).
+# pg_store_test and the python_ tests, plain add_tests, have no such stand-in).
 (cd "$BUILD_DIR" && ctest -j2 --output-on-failure --timeout 900 \
-  -E '_NOT_BUILT$|^pg_store_test$|^python_client_test$' "$@")
+  -E '_NOT_BUILT$|^pg_store_test$|^python_(client|notebook)_test$' "$@")
