@@ -1,6 +1,6 @@
-// The controller's lifecycle core: submission (checked and laid out by admission.h), the user's
-// actions (halt, resume, delete) and the one way a state changes (TransitionLocked: stored
-// first, then acted on). The control loop is in controller_loop.cc.
+// The controller's lifecycle core: submission (checked and laid out by admission.h) and the
+// user's actions (halt, resume, delete). A state changes only through JobRecorder::Transition
+// (job_recorder.h: stored first, then acted on). The control loop is in controller_loop.cc.
 #include "control/controller.h"
 
 #include <chrono>
@@ -25,9 +25,12 @@ Controller::Controller(Store& store, Executor& executor, scheduler::Policy& poli
       layout_(options_.data_dir),
       credentials_(options_.learner_key),
       models_(store),
+      recorder_(store, clock, events_, models_),
       view_(store, specs_, models_, options_.nodes),
       admission_(store, executor, env, clock, options_, layout_),
-      launches_(store, executor, credentials_, options_, layout_) {
+      launches_(store, executor, credentials_, options_, layout_),
+      membership_(store, executor, specs_, recorder_, launches_, clock,
+                  options_.heartbeat_timeout_ms) {
   MetricsRegistry& m = MetricsRegistry::Global();
   m.DeclareCounter(kTransitionsMetric, "job state transitions by tenant and the state entered");
   m.DeclareCounter(kRestartsMetric, "job restarts after a learner failure, by tenant");
@@ -44,51 +47,6 @@ Controller::Controller(Store& store, Executor& executor, scheduler::Policy& poli
 }
 
 Controller::~Controller() { StopLoop(); }
-
-absl::Status Controller::TransitionLocked(JobRecord& record, JobState to,
-                                          const std::string& reason) {
-  JobState from = record.state;
-  JobRecord next = record;
-  next.state = to;
-  next.reason = reason;
-  next.updated_ms = clock_.NowMs();
-  RETURN_IF_ERROR(store_.TransitionJob(next, from));
-  Failpoint("after-transition");
-  spdlog::info("job {}: {} -> {} ({})", record.id, JobStateName(from), JobStateName(to), reason);
-  MetricsRegistry::Global().Add(kTransitionsMetric,
-                                {{"tenant", record.tenant}, {"state", JobStateName(to)}});
-  JobEvent e;
-  e.type = JobEventType::kState;
-  e.job = record.id;
-  e.tenant = record.tenant;
-  e.time_ms = next.updated_ms;
-  e.from = from;
-  e.to = to;
-  e.reason = reason;
-  events_.Publish(std::move(e));
-  if (IsTerminal(to)) models_.Forget(record.id);
-  record = std::move(next);
-  return absl::OkStatus();
-}
-
-void Controller::FailLocked(JobRecord& record, const std::string& reason) {
-  absl::Status s = TransitionLocked(record, JobState::kFailed, reason);
-  if (!s.ok()) spdlog::error("job {}: cannot record failure: {}", record.id, s.message());
-}
-
-absl::StatusOr<JobRecord> Controller::AttemptLocked(const std::string& id, int64_t attempt,
-                                                    bool (*accepts)(JobState)) {
-  ASSIGN_OR_RETURN(JobRecord r, store_.GetJob(id));
-  if (r.attempt != attempt) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("attempt ", attempt, " is stale; the job is at attempt ", r.attempt));
-  }
-  if (!accepts(r.state)) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("job is ", JobStateName(r.state), ", not running"));
-  }
-  return r;
-}
 
 int Controller::WorldSize(const JobRecord& record) {
   // The current attempt's gang; an elastic job's may be any size in its range.
@@ -109,16 +67,7 @@ absl::StatusOr<JobRecord> Controller::Submit(const std::string& manifest, const 
     absl::MutexLock lock(&mu_);
     s = admission_.CheckJobLimits(tenant);
     if (s.ok()) s = store_.CreateJob(r, "submitted");
-    if (s.ok()) {
-      JobEvent e;
-      e.type = JobEventType::kState;
-      e.job = r.id;
-      e.tenant = r.tenant;
-      e.time_ms = r.created_ms;
-      e.to = r.state;
-      e.reason = "submitted";
-      events_.Publish(std::move(e));
-    }
+    if (s.ok()) recorder_.Submitted(r);
   }
   if (!s.ok()) {
     specs_.Erase(r.id);
@@ -146,7 +95,7 @@ absl::Status Controller::HaltLocked(const std::string& id, const std::string& re
   }
   bool had_learners = HoldsResources(r.state);
   r.ClearGang();
-  RETURN_IF_ERROR(TransitionLocked(r, JobState::kHalted, reason));
+  RETURN_IF_ERROR(recorder_.Transition(r, JobState::kHalted, reason));
   view_.Forget(id);
   if (had_learners) RETURN_IF_ERROR(executor_.Stop(id, options_.stop_grace_ms));
   return absl::OkStatus();
@@ -168,8 +117,8 @@ absl::Status Controller::Resume(const std::string& id) {
     return absl::FailedPreconditionError(
         absl::StrCat("job ", id, " is ", JobStateName(r.state), "; only HALTED jobs resume"));
   }
-  RETURN_IF_ERROR(TransitionLocked(r, JobState::kResuming, "resume requested by user"));
-  return TransitionLocked(r, JobState::kQueued, "resumed: back in the queue");
+  RETURN_IF_ERROR(recorder_.Transition(r, JobState::kResuming, "resume requested by user"));
+  return recorder_.Transition(r, JobState::kQueued, "resumed: back in the queue");
 }
 
 absl::Status Controller::Delete(const std::string& id) {
@@ -198,14 +147,7 @@ absl::Status Controller::Delete(const std::string& id) {
       return s;
     }
     attempts_.Erase(id);
-    published_waiting_.erase(id);
-    JobEvent e;
-    e.type = JobEventType::kDeleted;
-    e.job = id;
-    e.tenant = tenant;
-    e.to = last_state;
-    e.time_ms = clock_.NowMs();
-    events_.Publish(std::move(e));
+    recorder_.Deleted(id, tenant, last_state);
   }
   specs_.Erase(id);
   view_.Forget(id);

@@ -7,12 +7,13 @@
 // Its parts have their own homes: the typed specs (spec_cache.h), the per-attempt state
 // (attempt_tracker.h), the cluster view with the queue, nodes and tenant shares
 // (cluster_view.h), the learners' credentials (learner_credentials.h), what a submission must
-// pass and the files it starts with (admission.h), what learners start with (launches.h) and
-// the job's file layout (job/layout.h). The controller's own files: controller.cc (submission,
+// pass and the files it starts with (admission.h), what learners start with (launches.h), how a
+// transition and each event are stored and told (job_recorder.h) and the job's file layout
+// (job/layout.h). The controller's own files: controller.cc (submission,
 // user actions, the loop), controller_schedule.cc (rounds, starts, preemption),
 // controller_exits.cc (exits, liveness, restarts), controller_recovery.cc (after a
-// weftd restart), controller_learners.cc (what learners report), controller_membership.cc
-// (elastic jobs' in-place membership changes).
+// weftd restart), controller_learners.cc (what learners report). Elastic jobs' in-place
+// membership changes are ElasticMembership's (elastic_membership.h).
 //
 // Thread-safety: all public methods may be called from any thread (REST handlers, gRPC handlers,
 // the scheduling loop); one mutex serialises the read-modify-write of job records. Nothing
@@ -37,7 +38,9 @@
 #include "control/controller_options.h"
 #include "control/datasets.h"
 #include "control/disk_quota.h"
+#include "control/elastic_membership.h"
 #include "control/event_hub.h"
+#include "control/job_recorder.h"
 #include "control/launches.h"
 #include "control/learner_credentials.h"
 #include "control/learner_events.h"
@@ -152,28 +155,15 @@ class Controller : public LearnerEvents {
   // Halt of job `id` with `reason` in its history.
   absl::Status HaltLocked(const std::string& id, const std::string& reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status TransitionLocked(JobRecord& record, JobState to, const std::string& reason)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void FailLocked(JobRecord& record, const std::string& reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Publishes why each queued job waits (a kWaiting event when a job's reason changed, at most
-  // one a second per job) and hands `waiting` to the view; `jobs` names their tenants.
-  void SetWaitingLocked(std::map<std::string, scheduler::Waiting> waiting,
-                        const std::vector<JobRecord>& jobs) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The job, if `attempt` is its current attempt and its state passes `accepts`.
-  // FailedPrecondition otherwise; NotFound for an unknown job.
-  absl::StatusOr<JobRecord> AttemptLocked(const std::string& id, int64_t attempt,
-                                          bool (*accepts)(JobState))
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The job's world size: its spec's resources.learners (1 if the spec cannot be read).
   int WorldSize(const JobRecord& record);
 
   // --- controller_schedule.cc ---
   // One scheduling round over `jobs` (the store's jobs as of this round).
   void ScheduleLocked(const std::vector<JobRecord>& jobs) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // RUNNING -> PREEMPTED and SIGTERM to its learners, which checkpoint and exit; the last exit
-  // moves the job back to QUEUED (controller_exits.cc). It keeps its nodes until then.
-  // Moves a running job to PREEMPTED and has its learners checkpoint and exit; `reason` goes to
-  // its history.
+  // RUNNING -> PREEMPTED (`reason` in its history) and SIGTERM to its learners, which checkpoint
+  // and exit; the last exit moves the job back to QUEUED (controller_exits.cc). It keeps its
+  // nodes until then.
   void PreemptLocked(JobRecord r, const std::string& reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Applies a resize of a running job as a restart from the checkpoint its learners write when
   // stopped (it comes back with what fits then): a shrink at once, a grow once the job is
@@ -216,81 +206,19 @@ class Controller : public LearnerEvents {
   // Stops the learners of jobs that have been silent too long and restarts those jobs; marks
   // them in `jobs` too.
   void CheckLivenessLocked(std::vector<JobRecord>& jobs) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Learners of `r` told to leave by a shrink more than a heartbeat timeout ago (ms) no longer
-  // hold their nodes: a learner that hangs instead of leaving does not keep them forever.
-  void ReleaseLeaversLocked(const JobRecord& r, TimeMs now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-
-  // A member of a running elastic job (`r`, learner `id`) silent past the heartbeat timeout
-  // is killed, so that its loss is a new generation rather than a restart of the gang; true
-  // while that is under way (the kill is asked, its exit awaited for a heartbeat timeout),
-  // false when the gang has to stop (not such a job, below its minimum without it, or no exit
-  // came).
-  bool KillSilentMemberLocked(const JobRecord& r, int id, const std::string& silence)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-
-  // --- controller_membership.cc ---
-  // Learner `learner_id` of `r` is lost (`reason`). For a running elastic job with at least its
-  // minimum left, moves it to a new generation without that learner (stored with a history
-  // entry; survivors learn it through OnRegroup) and returns true; a learner no longer a member
-  // is settled (true). False when the job must stop its gang instead (not elastic, not running,
-  // below its minimum, no rendezvous, the store refused).
-  bool RegroupLocked(JobRecord& r, int learner_id, const std::string& reason)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Learner `learner_id` of `r`, a running parameter-server job, is lost (`reason`) and is not
-  // rank 0 (whose process holds the server): starts a new learner in its place, on its node, in
-  // the same attempt (recorded in the history); it takes the slot over and goes on from the
-  // slot's position, and the other learners never stop. True when started; false when the job
-  // must stop its gang instead (not ps, rank 0, not running, max_restarts replacements already
-  // in this attempt, the executor or the store refused).
-  bool ReplaceLearnerLocked(JobRecord& r, int learner_id, const std::string& reason)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Stores `r` as a new generation whose members are `members` (rank order), with a history
-  // entry "generation G: <what>; N learners go on without a restart (rank 0 is learner X,
-  // rendezvous at H:P)", and points the attempt at it (its rendezvous, members to tell). False,
-  // `r` unchanged, when there is no rendezvous or the store refused.
-  bool NextGenerationLocked(JobRecord& r, std::vector<LearnerSlot> members, const std::string& what)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // A grow of a running elastic job (`p`: its current nodes and the ones it grows into): starts
-  // the new learners as members of a new generation (recorded in the history) and leaves the
-  // running ones to join it at their next step. True also when it waits (survivors of a loss not
-  // all told their generation yet, a newcomer not ready yet: a later round grows), or when the
-  // store refused the change. False when it cannot be done in place (a command job, not running,
-  // not a pure grow, no rendezvous): the caller restarts the job instead.
-  bool GrowInPlaceLocked(JobRecord r, const scheduler::Placement& p)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // A shrink of a running elastic job (`p`: the nodes it keeps, a prefix of its learners'): moves
-  // it to a new generation without the learners on the other nodes (recorded in the history);
-  // they learn it at their next heartbeat, leave with the rest at the same step boundary, and
-  // hold their nodes until they exit. True also when it waits (a membership change still
-  // settling); false when it cannot be done in place (a command job, not running, not a pure
-  // shrink, no rendezvous, the store refused): the caller restarts the job instead.
-  bool ShrinkInPlaceLocked(JobRecord r, const scheduler::Placement& p)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Whether job `id`'s last membership change is still settling: members not yet told their
-  // generation (after a loss or a shrink) or newcomers not yet ready. Survivors re-form and a
-  // newcomer joins before the next change starts.
-  bool SettlingLocked(const std::string& id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Whether `r`'s membership can change without a restart: a running elastic job of the built-in
-  // learner.
-  bool InPlaceLocked(const JobRecord& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // OnRegroup's answer: kWait while the gang is stopping, or while no generation after
-  // `generation` is decided (then *undecided is set).
-  absl::StatusOr<RegroupDecision> RegroupAnswer(const std::string& id, int learner_id,
-                                                int64_t attempt, int64_t generation,
-                                                bool* undecided) ABSL_LOCKS_EXCLUDED(mu_);
 
   // --- controller_recovery.cc ---
   // Adopts the whole gang of `r` or none; true if adopted. An elastic job that can change in
-  // place (InPlaceLocked) is adopted without the learners that died while no weftd watched, as a
-  // new generation of the survivors, if at least its minimum survive.
+  // place (ElasticMembership::InPlace) is adopted without the learners that died while no weftd
+  // watched, as a new generation of the survivors, if at least its minimum survive.
   bool AdoptGangLocked(JobRecord& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool AdoptSurvivorsLocked(JobRecord& r, const JobSpec& spec) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // For a RUNNING or DELIVERED job whose learners are gone: true, with the completion's reason in
-  // *reason, when its final model is committed, i.e. training had ended and only the previous
-  // weftd's reaping of the exits (which held rank 0's ReportFinished in memory) was lost.
   // Removes what deletes could not of the files of jobs the store no longer has
   // (JobLayout::DeletedDir), at start.
   void RemoveDeletedJobsFilesLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // For a RUNNING or DELIVERED job whose learners are gone: true, with the completion's reason in
+  // *reason, when its final model is committed, i.e. training had ended and only the previous
+  // weftd's reaping of the exits (which held rank 0's ReportFinished in memory) was lost.
   bool FinishedUnseenLocked(const JobRecord& r, std::string* reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
@@ -304,9 +232,12 @@ class Controller : public LearnerEvents {
   const LearnerCredentials credentials_;
   SpecCache specs_;
   JobModels models_;
+  EventHub events_;
+  JobRecorder recorder_;
   ClusterView view_;
   Admission admission_;
   Launches launches_;
+  ElasticMembership membership_;
 
   absl::Mutex mu_;
   AttemptTracker attempts_ ABSL_GUARDED_BY(mu_);
@@ -315,9 +246,6 @@ class Controller : public LearnerEvents {
   // The last round could not list the active jobs (logged once per outage).
   bool store_unreachable_ ABSL_GUARDED_BY(mu_) = false;
   std::string last_refusal_ ABSL_GUARDED_BY(mu_);  // the policy's latest refused round
-  EventHub events_;
-  // The waiting reason last published per queued job, and when.
-  std::map<std::string, std::pair<std::string, TimeMs>> published_waiting_ ABSL_GUARDED_BY(mu_);
 
   absl::Mutex loop_mu_;
   bool loop_stop_ ABSL_GUARDED_BY(loop_mu_) = false;

@@ -114,15 +114,15 @@ void Controller::HandleExitLocked(const LearnerExit& e) {
   const bool clean_exit = !e.status_unknown && e.signal == 0 && e.exit_code == 0;
   // A parameter-server job's learner other than rank 0 is replaced alone.
   if (!user_error && !clean_exit && e.rank != leader &&
-      ReplaceLearnerLocked(
-          r, e.rank,
+      membership_.ReplaceLearner(
+          attempts_, r, e.rank,
           absl::StrCat("learner ", e.rank, " ", e.Describe(), why.empty() ? "" : ": ", why))) {
     return;
   }
   // An elastic job goes on without the learner if enough are left: a new generation.
   if (!user_error && !clean_exit &&
-      RegroupLocked(
-          r, e.rank,
+      membership_.Regroup(
+          attempts_, r, e.rank,
           absl::StrCat("learner ", e.rank, " ", e.Describe(), why.empty() ? "" : ": ", why))) {
     return;
   }
@@ -152,9 +152,9 @@ void Controller::HandlePreemptedExitLocked(JobRecord& r, const LearnerExit& e) {
   attempts_.EndAttempt(e.job_id);
   r.ClearGang();
   absl::Status s =
-      TransitionLocked(r, JobState::kQueued,
-                       absl::StrCat("requeued after preemption (learner rank ", e.rank, " ",
-                                    e.Describe(), "); it resumes from its latest checkpoint"));
+      recorder_.Transition(r, JobState::kQueued,
+                           absl::StrCat("requeued after preemption (learner rank ", e.rank, " ",
+                                        e.Describe(), "); it resumes from its latest checkpoint"));
   if (!s.ok()) spdlog::error("job {}: {}", r.id, s.message());
 }
 
@@ -195,15 +195,15 @@ void Controller::CompleteLocked(JobRecord& r, const std::string& reason) {
   if (models.ok()) {
     for (const auto& a : *models) has_final = has_final || a.kind == kFinalModel;
   }
-  if (!has_final) return FailLocked(r, "learner exited without committing a final model");
-  absl::Status s = TransitionLocked(r, JobState::kCompleted, reason);
+  if (!has_final) return recorder_.Fail(r, "learner exited without committing a final model");
+  absl::Status s = recorder_.Transition(r, JobState::kCompleted, reason);
   if (!s.ok()) spdlog::error("job {}: {}", r.id, s.message());
 }
 
 void Controller::EndAttemptLocked(JobRecord& r, const std::string& reason, bool fail_job) {
   attempts_.EndAttempt(r.id);
   r.ClearGang();
-  if (fail_job) return FailLocked(r, reason);
+  if (fail_job) return recorder_.Fail(r, reason);
   RestartOrFailLocked(r, reason);
 }
 
@@ -211,8 +211,8 @@ void Controller::RestartOrFailLocked(JobRecord& r, const std::string& reason) {
   auto spec = specs_.Get(r);
   const int max_restarts = spec.ok() ? (*spec)->max_restarts : 0;
   if (r.restarts >= max_restarts) {
-    return FailLocked(r, max_restarts == 0
-                             ? reason
+    return recorder_.Fail(
+        r, max_restarts == 0 ? reason
                              : absl::StrCat(reason, " (gave up after ", r.restarts, " restarts)"));
   }
   r.restarts += 1;
@@ -224,9 +224,9 @@ void Controller::RestartOrFailLocked(JobRecord& r, const std::string& reason) {
                          ? absl::StrCat("from the checkpoint at step ", checkpoints->front().step)
                          : std::string("from the beginning (no checkpoint yet)");
   absl::Status s =
-      TransitionLocked(r, JobState::kQueued,
-                       absl::StrFormat("%s; restart %d of %d %s in %.1f s", reason, r.restarts,
-                                       max_restarts, from, backoff / 1000.0));
+      recorder_.Transition(r, JobState::kQueued,
+                           absl::StrFormat("%s; restart %d of %d %s in %.1f s", reason, r.restarts,
+                                           max_restarts, from, backoff / 1000.0));
   if (!s.ok()) return spdlog::error("job {}: cannot requeue: {}", r.id, s.message());
   attempts_.SetNotBefore(r.id, clock_.NowMs() + backoff);
 }
@@ -235,7 +235,7 @@ void Controller::CheckLivenessLocked(std::vector<JobRecord>& jobs) {
   const TimeMs now = clock_.NowMs();
   for (JobRecord& r : jobs) {
     if (!RunsLearners(r.state)) continue;
-    ReleaseLeaversLocked(r, now);
+    membership_.ReleaseLeavers(attempts_, r, now);
     const AttemptTracker::Attempt* attempt = attempts_.Find(r.id);
     if (attempt && attempt->failure) continue;  // already stopping
     const int64_t limit =
@@ -266,7 +266,7 @@ void Controller::CheckLivenessLocked(std::vector<JobRecord>& jobs) {
     if (silent_rank < 0 || now - oldest <= limit) continue;
     const std::string silence = absl::StrFormat("stopped heartbeating (silent %.0f s)",
                                                 static_cast<double>(now - oldest) / 1000.0);
-    if (KillSilentMemberLocked(r, silent_rank, silence)) continue;
+    if (membership_.KillSilentMember(attempts_, r, silent_rank, silence)) continue;
     spdlog::warn("job {}: learner rank {} silent for {} ms, stopping the job's learners", r.id,
                  silent_rank, now - oldest);
     executor_.Stop(r.id, 0).IgnoreError();
@@ -275,42 +275,6 @@ void Controller::CheckLivenessLocked(std::vector<JobRecord>& jobs) {
         absl::StrCat("learner", world > 1 ? absl::StrCat(" rank ", silent_rank) : std::string(),
                      " ", silence),
         /*fail_job=*/false);
-  }
-}
-
-bool Controller::KillSilentMemberLocked(const JobRecord& r, int id, const std::string& silence) {
-  // Only where its loss is a new generation: a running elastic job keeping its minimum.
-  auto spec = specs_.Get(r);
-  if (!InPlaceLocked(r) || !spec.ok() || r.learners.size() < 2 ||
-      static_cast<int>(r.learners.size()) - 1 < std::max(1, (*spec)->resources.min_learners)) {
-    return false;
-  }
-  AttemptTracker::Attempt& a = attempts_.Of(r.id);
-  const TimeMs now = clock_.NowMs();
-  if (auto it = a.silenced.find(id); it != a.silenced.end()) {
-    // Killed already: its exit is awaited, for a heartbeat timeout at most.
-    return now - it->second.second <= options_.heartbeat_timeout_ms;
-  }
-  if (!executor_.Kill(r.id, id).ok()) return false;
-  spdlog::warn("job {}: learner {} {}; killed, so that the others go on without it", r.id, id,
-               silence);
-  a.silenced[id] = {absl::StrCat(silence, ", so weftd killed it"), now};
-  return true;
-}
-
-void Controller::ReleaseLeaversLocked(const JobRecord& r, TimeMs now) {
-  if (attempts_.Find(r.id) == nullptr) return;
-  auto& leaving = attempts_.Of(r.id).leaving;
-  for (auto it = leaving.begin(); it != leaving.end();) {
-    if (now - it->second.second <= options_.heartbeat_timeout_ms) {
-      ++it;
-      continue;
-    }
-    spdlog::warn(
-        "job {}: learner {} told to leave {} ms ago has not exited; its node {} counts as "
-        "free again",
-        r.id, it->first, now - it->second.second, it->second.first);
-    it = leaving.erase(it);
   }
 }
 

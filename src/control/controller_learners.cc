@@ -38,7 +38,7 @@ absl::Status CheckCommittedFile(Env& env, const char* what, const std::string& r
 RegisterDecision Controller::OnRegister(const std::string& id, int rank, int64_t attempt,
                                         int64_t pid, int world_size) {
   absl::MutexLock lock(&mu_);
-  auto rec = AttemptLocked(id, attempt, RunsLearners);
+  auto rec = recorder_.CurrentAttempt(id, attempt, RunsLearners);
   if (absl::IsUnavailable(rec.status())) {
     return {false, std::string(rec.status().message()), {}, /*retry=*/true};
   }
@@ -69,7 +69,7 @@ RegisterDecision Controller::OnRegister(const std::string& id, int rank, int64_t
   if (r.state == JobState::kStarting && static_cast<int>(a.registered.size()) == world) {
     std::vector<int64_t> pids;
     for (const LearnerSlot& l : r.learners) pids.push_back(l.pid);
-    absl::Status s = TransitionLocked(
+    absl::Status s = recorder_.Transition(
         r, JobState::kRunning,
         world == 1 ? absl::StrCat("learner rank ", rank, " registered (pid ", pid, ")")
                    : absl::StrCat("all ", world, " learners registered (pids ",
@@ -88,7 +88,7 @@ ReportAnswer Controller::OnMetrics(const std::string& id, int rank, int64_t atte
                                    const std::vector<MetricRecord>& points,
                                    const JobProgress& progress) {
   absl::MutexLock lock(&mu_);
-  auto rec = AttemptLocked(id, attempt, RunsLearners);
+  auto rec = recorder_.CurrentAttempt(id, attempt, RunsLearners);
   if (absl::IsUnavailable(rec.status())) return ReportAnswer::kRetry;
   if (!rec.ok()) return ReportAnswer::kStop;
   JobRecord r = *rec;
@@ -115,23 +115,14 @@ ReportAnswer Controller::OnMetrics(const std::string& id, int rank, int64_t atte
     spdlog::error("job {}: cannot store progress: {}", id, s.message());
     return ReportAnswer::kKeepRunning;  // the next report carries it again
   }
-  JobEvent e;
-  e.type = JobEventType::kProgress;
-  e.job = id;
-  e.tenant = r.tenant;
-  e.time_ms = clock_.NowMs();
-  e.to = r.state;
-  e.progress = r.progress;
-  e.points = points;
-  e.best_test_accuracy = r.best_test_accuracy;
-  events_.Publish(std::move(e));
+  recorder_.Progressed(r, points);
   return ReportAnswer::kKeepRunning;
 }
 
 absl::Status Controller::OnCommitModel(const std::string& id, int64_t attempt,
                                        const ModelRecord& model) {
   absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(JobRecord r, AttemptLocked(id, attempt, RunsLearners));
+  ASSIGN_OR_RETURN(JobRecord r, recorder_.CurrentAttempt(id, attempt, RunsLearners));
   if (!IsModelKind(model.kind)) {
     return absl::InvalidArgumentError(absl::StrCat("unknown model kind '", model.kind, "'"));
   }
@@ -145,22 +136,14 @@ absl::Status Controller::OnCommitModel(const std::string& id, int64_t attempt,
   ModelRecord a = model;
   a.created_ms = clock_.NowMs();
   RETURN_IF_ERROR(store_.PutModel(id, a));
-  MetricsRegistry::Global().Add(kModelsMetric, {{"tenant", r.tenant}, {"kind", model.kind}});
-  JobEvent e;
-  e.type = JobEventType::kModel;
-  e.job = id;
-  e.tenant = r.tenant;
-  e.time_ms = a.created_ms;
-  e.to = r.state;
-  e.model = a;
-  events_.Publish(std::move(e));
+  recorder_.ModelCommitted(r, a);
   ASSIGN_OR_RETURN(SpecCache::SpecPtr spec, specs_.Get(r));
   if (model.kind == kDeliveredModel) models_.MarkDelivered(id);
   if (model.kind == kDeliveredModel && !r.deliver_met_ms) {
     r.deliver_met_ms = a.created_ms;
     RETURN_IF_ERROR(store_.UpdateJob(r));
     if (r.state == JobState::kRunning) {
-      RETURN_IF_ERROR(TransitionLocked(
+      RETURN_IF_ERROR(recorder_.Transition(
           r, JobState::kDelivered,
           absl::StrFormat("deliver target met: test_accuracy %.4f >= %g; model delivered",
                           model.test_accuracy, spec->targets.deliver.value_or(0))));
@@ -177,7 +160,7 @@ absl::Status Controller::OnCommitModel(const std::string& id, int64_t attempt,
 absl::Status Controller::OnCommitCheckpoint(const std::string& id, int64_t attempt,
                                             const CheckpointRecord& checkpoint) {
   absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(JobRecord r, AttemptLocked(id, attempt, AcceptsCheckpoints));
+  ASSIGN_OR_RETURN(JobRecord r, recorder_.CurrentAttempt(id, attempt, AcceptsCheckpoints));
   RETURN_IF_ERROR(CheckCommittedFile(env_, "checkpoint", checkpoint.path,
                                      CheckpointPath(layout_.CheckpointDir(id), checkpoint.step),
                                      checkpoint.bytes));
@@ -231,10 +214,42 @@ void Controller::RemoveUncommittedCheckpointsLocked(const std::string& id) {
 absl::Status Controller::OnFinished(const std::string& id, int rank, int64_t attempt,
                                     bool succeeded, const std::string& reason) {
   absl::MutexLock lock(&mu_);
-  absl::Status current = AttemptLocked(id, attempt, RunsLearners).status();
+  absl::Status current = recorder_.CurrentAttempt(id, attempt, RunsLearners).status();
   if (absl::IsUnavailable(current)) return current;
   if (current.ok()) attempts_.Of(id).finished[rank] = {succeeded, reason};
   return absl::OkStatus();
+}
+
+absl::StatusOr<RegroupDecision> Controller::OnRegroup(const std::string& id, int learner_id,
+                                                      int64_t attempt, int64_t generation) {
+  bool undecided = false;
+  absl::StatusOr<RegroupDecision> d;
+  {
+    absl::MutexLock lock(&mu_);
+    absl::StatusOr<JobRecord> r = recorder_.CurrentAttempt(id, attempt, RunsLearners);
+    if (absl::IsUnavailable(r.status())) return r.status();
+    if (!r.ok()) {
+      RegroupDecision stop;
+      stop.kind = RegroupDecision::Kind::kStop;
+      stop.reason = std::string(r.status().message());
+      return stop;
+    }
+    d = membership_.Answer(attempts_, *r, learner_id, generation, &undecided);
+  }
+  // Not decided yet: the loss this learner saw is most likely an exit weftd has not reaped;
+  // a round now reaps it rather than up to schedule_interval_ms later.
+  if (undecided) WakeLoop();
+  return d;
+}
+
+int64_t Controller::Generation(const std::string& id) {
+  absl::MutexLock lock(&mu_);
+  return ElasticMembership::Announced(attempts_, id);
+}
+
+bool Controller::NewcomersStarting(const std::string& id) {
+  absl::MutexLock lock(&mu_);
+  return ElasticMembership::NewcomersStarting(attempts_, id);
 }
 
 }  // namespace weft

@@ -23,7 +23,7 @@ bool Controller::AdoptGangLocked(JobRecord& r) {
   for (const ServerSlot& l : r.servers) {
     if (l.pid <= 0) return false;
   }
-  if (r.servers.empty() && InPlaceLocked(r)) return AdoptSurvivorsLocked(r, **spec);
+  if (r.servers.empty() && membership_.InPlace(r)) return AdoptSurvivorsLocked(r, **spec);
   // The learners, then a scale-out parameter-server job's servers.
   const size_t gang = r.learners.size() + r.servers.size();
   size_t taken = 0;
@@ -62,7 +62,7 @@ bool Controller::AdoptSurvivorsLocked(JobRecord& r, const JobSpec& spec) {
   const int min = std::max(1, spec.resources.min_learners);
   const bool any = !survivors.empty();
   if (static_cast<int>(survivors.size()) >= min &&
-      NextGenerationLocked(r, std::move(survivors), reason)) {
+      membership_.NextGeneration(attempts_, r, std::move(survivors), reason)) {
     spdlog::info("job {}: {}; the others go on in generation {}", r.id, reason, r.generation);
     return true;
   }
@@ -128,7 +128,7 @@ absl::Status Controller::Recover() {
     // Otherwise (or never started): requeue. A straggler of this attempt is fenced off by the
     // attempt number and stops at its next heartbeat.
     r.ClearGang();
-    RETURN_IF_ERROR(TransitionLocked(
+    RETURN_IF_ERROR(recorder_.Transition(
         r, JobState::kQueued,
         absl::StrCat("requeued: the learners of attempt ", r.attempt,
                      " are gone after a weftd restart; it resumes from its latest checkpoint")));
@@ -137,7 +137,7 @@ absl::Status Controller::Recover() {
   // A job halted mid-resume is put back in the queue.
   for (JobRecord& r : jobs) {
     if (r.state == JobState::kResuming) {
-      RETURN_IF_ERROR(TransitionLocked(r, JobState::kQueued, "resumed"));
+      RETURN_IF_ERROR(recorder_.Transition(r, JobState::kQueued, "resumed"));
     }
   }
   spdlog::info(

@@ -11,32 +11,6 @@
 
 namespace weft {
 
-void Controller::SetWaitingLocked(std::map<std::string, scheduler::Waiting> waiting,
-                                  const std::vector<JobRecord>& jobs) {
-  const TimeMs now = clock_.NowMs();
-  for (auto it = published_waiting_.begin(); it != published_waiting_.end();) {
-    it = waiting.count(it->first) > 0 ? std::next(it) : published_waiting_.erase(it);
-  }
-  for (const JobRecord& r : jobs) {
-    auto w = waiting.find(r.id);
-    if (w == waiting.end()) continue;
-    auto [known, fresh] = published_waiting_.try_emplace(r.id);
-    auto& [reason, at] = known->second;
-    if (!fresh && (reason == w->second.reason || now - at < 1000)) continue;
-    reason = w->second.reason;
-    at = now;
-    JobEvent e;
-    e.type = JobEventType::kWaiting;
-    e.job = r.id;
-    e.tenant = r.tenant;
-    e.time_ms = now;
-    e.to = r.state;
-    e.reason = w->second.reason;
-    events_.Publish(std::move(e));
-  }
-  view_.SetWaiting(std::move(waiting));
-}
-
 void Controller::ScheduleLocked(const std::vector<JobRecord>& jobs) {
   std::map<std::string, int> stopping;
   for (const JobRecord& r : jobs) {
@@ -52,7 +26,8 @@ void Controller::ScheduleLocked(const std::vector<JobRecord>& jobs) {
     return j.Waiting() || static_cast<int>(j.allocation.size()) < j.max_learners;
   };
   if (std::none_of(queued.begin(), queued.end(), due)) {
-    SetWaitingLocked(std::move(waiting), jobs);
+    recorder_.Waiting(waiting, jobs);
+    view_.SetWaiting(std::move(waiting));
     return;
   }
   const auto t0 = std::chrono::steady_clock::now();
@@ -78,12 +53,14 @@ void Controller::ScheduleLocked(const std::vector<JobRecord>& jobs) {
             absl::StrCat("waiting: weftd refused the scheduler's decision (", refusal, ")")};
       }
     }
-    SetWaitingLocked(std::move(waiting), jobs);
+    recorder_.Waiting(waiting, jobs);
+    view_.SetWaiting(std::move(waiting));
     return;
   }
   last_refusal_.clear();
   for (const scheduler::Waiting& w : d.waiting) waiting[w.job_id] = w;
-  SetWaitingLocked(std::move(waiting), jobs);
+  recorder_.Waiting(waiting, jobs);
+  view_.SetWaiting(std::move(waiting));
   for (const std::string& id : d.preempted) {
     auto why = d.preempt_reasons.find(id);
     PreemptLocked(
@@ -111,15 +88,15 @@ void Controller::ResizeLocked(const JobRecord& r, const scheduler::Placement& p)
   // A gang still starting cannot checkpoint yet: its grow waits for a round after it runs.
   if (grow && r.state != JobState::kRunning) return;
   // An elastic job's learners let newcomers join, and let learners leave, in place.
-  if (grow && GrowInPlaceLocked(r, p)) return;
-  if (!grow && ShrinkInPlaceLocked(r, p)) return;
+  if (grow && membership_.Grow(attempts_, r, p)) return;
+  if (!grow && membership_.Shrink(attempts_, r, p)) return;
   PreemptLocked(r, absl::StrCat(p.reason.empty() ? (grow ? "grow" : "shrink") : p.reason,
                                 "; checkpointing, then it restarts with the learners that fit"));
 }
 
 void Controller::PreemptLocked(JobRecord r, const std::string& reason) {
   if (!RunsLearners(r.state)) return;  // PLACED: its learners are being started this round
-  absl::Status s = TransitionLocked(r, JobState::kPreempted, reason);
+  absl::Status s = recorder_.Transition(r, JobState::kPreempted, reason);
   if (!s.ok()) {
     spdlog::error("job {}: {}", r.id, s.message());
     return;
@@ -238,14 +215,14 @@ std::string StartingReason(const JobRecord& r, const std::pair<std::string, int>
 void Controller::StartJobLocked(JobRecord r, const scheduler::Placement& p) {
   if (r.state != JobState::kQueued) return;
   auto spec = specs_.Get(r);
-  if (!spec.ok()) return FailLocked(r, std::string(spec.status().message()));
+  if (!spec.ok()) return recorder_.Fail(r, std::string(spec.status().message()));
   absl::StatusOr<DatasetRecord> data = launches_.DataSet(r, **spec);
   absl::StatusOr<std::string> image = data.ok() ? launches_.Image(r, **spec) : data.status();
   if (!image.ok()) {
     if (!absl::IsNotFound(image.status())) {
       return spdlog::error("job {}: {}", r.id, image.status().message());  // next round
     }
-    return FailLocked(r, std::string(image.status().message()));
+    return recorder_.Fail(r, std::string(image.status().message()));
   }
   // Elastic: anywhere in its range. A scale-out parameter-server job's servers come last.
   const int servers = (*spec)->ParameterServers();
@@ -260,7 +237,7 @@ void Controller::StartJobLocked(JobRecord r, const scheduler::Placement& p) {
   for (int i = 0; i < world; ++i) r.learners.push_back({members[i], 0, i});
   for (int i = 0; i < servers; ++i) r.servers.push_back({members[world + i], 0, i, ""});
   r.next_learner_id = static_cast<int>(r.learners.size());
-  if (absl::Status s = TransitionLocked(r, JobState::kPlaced, PlacedReason(r)); !s.ok()) {
+  if (absl::Status s = recorder_.Transition(r, JobState::kPlaced, PlacedReason(r)); !s.ok()) {
     return spdlog::error("job {}: {}", r.id, s.message());
   }
   std::pair<std::string, int> rendezvous;
@@ -278,7 +255,7 @@ void Controller::StartJobLocked(JobRecord r, const scheduler::Placement& p) {
                     ": on one host as fast as a gang or faster) and the others stand by "
                     "(resources.gang_on_one_host: learners keeps a gang)");
   }
-  if (absl::Status s = TransitionLocked(r, JobState::kStarting, starting); !s.ok()) {
+  if (absl::Status s = recorder_.Transition(r, JobState::kStarting, starting); !s.ok()) {
     return spdlog::error("job {}: {}", r.id, s.message());
   }
   attempts_.EndAttempt(r.id);
@@ -304,7 +281,7 @@ void Controller::StartJobLocked(JobRecord r, const scheduler::Placement& p) {
     executor_.Stop(r.id, 0).IgnoreError();
     r.ClearGang();
     attempts_.EndAttempt(r.id);
-    return FailLocked(r, std::string(started.message()));
+    return recorder_.Fail(r, std::string(started.message()));
   }
   absl::Status s = store_.UpdateJob(r);
   if (!s.ok()) spdlog::error("job {}: cannot record learner pids: {}", r.id, s.message());

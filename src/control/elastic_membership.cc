@@ -1,34 +1,31 @@
-// In-place membership changes of elastic jobs (issue 14): when a learner of a running elastic
-// job is lost and at least its minimum remain, the survivors are not stopped: weftd moves the
-// job to a new generation without that learner (ranks renumbered in order, ids kept), records
-// it in the history, and answers the survivors' Regroup calls with their new rank, the world
-// size and where the new generation's group meets (served by its rank 0). A grow starts
-// newcomers that join a new generation; a shrink makes one without the last ranks, who are told
-// to stop when they ask.
+// ElasticMembership: in-place membership changes of elastic jobs and the replacement of a
+// parameter-server job's lost learner (control/elastic_membership.h).
+#include "control/elastic_membership.h"
+
 #include <algorithm>
 #include <set>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/logging.h"
-#include "control/controller.h"
 
 namespace weft {
 
-bool Controller::InPlaceLocked(const JobRecord& r) {
+bool ElasticMembership::InPlace(const JobRecord& r) {
   if (r.state != JobState::kRunning && r.state != JobState::kDelivered) return false;
   auto spec = specs_.Get(r);
   // A command job's program does not speak the regroup protocol: its changes are restarts.
   return spec.ok() && (*spec)->resources.elastic && !(*spec)->IsCommandJob();
 }
 
-bool Controller::SettlingLocked(const std::string& id) const {
-  const AttemptTracker::Attempt* a = attempts_.Find(id);
+bool ElasticMembership::Settling(const AttemptTracker& attempts, const std::string& id) {
+  const AttemptTracker::Attempt* a = attempts.Find(id);
   return a != nullptr && (!a->untold.empty() || !a->joining.empty());
 }
 
-bool Controller::NextGenerationLocked(JobRecord& r, std::vector<LearnerSlot> members,
-                                      const std::string& what) {
+bool ElasticMembership::NextGeneration(AttemptTracker& attempts, JobRecord& r,
+                                       std::vector<LearnerSlot> members, const std::string& what) {
   std::pair<std::string, int> rendezvous;
   if (members.size() > 1) {
     absl::StatusOr<std::pair<std::string, int>> address =
@@ -50,13 +47,13 @@ bool Controller::NextGenerationLocked(JobRecord& r, std::vector<LearnerSlot> mem
       n > 1 ? absl::StrCat(", rendezvous at ", rendezvous.first, ":", rendezvous.second)
             : std::string(),
       ")");
-  if (absl::Status s = TransitionLocked(r, r.state, why); !s.ok()) {
+  if (absl::Status s = recorder_.Transition(r, r.state, why); !s.ok()) {
     spdlog::error("job {}: cannot record generation {}: {}", r.id, r.generation, s.message());
     r.learners = before;
     r.generation -= 1;
     return false;
   }
-  AttemptTracker::Attempt& attempt = attempts_.Of(r.id);
+  AttemptTracker::Attempt& attempt = attempts.Of(r.id);
   attempt.rendezvous[r.generation] = rendezvous;
   attempt.generation = r.generation;
   attempt.untold.clear();
@@ -66,8 +63,9 @@ bool Controller::NextGenerationLocked(JobRecord& r, std::vector<LearnerSlot> mem
   return true;
 }
 
-bool Controller::RegroupLocked(JobRecord& r, int learner_id, const std::string& reason) {
-  if (!InPlaceLocked(r)) return false;
+bool ElasticMembership::Regroup(AttemptTracker& attempts, JobRecord& r, int learner_id,
+                                const std::string& reason) {
+  if (!InPlace(r)) return false;
   auto spec = specs_.Get(r);
   std::vector<LearnerSlot> survivors;
   for (const LearnerSlot& l : r.learners) {
@@ -76,8 +74,8 @@ bool Controller::RegroupLocked(JobRecord& r, int learner_id, const std::string& 
   if (survivors.size() == r.learners.size()) return true;  // not a member any more: settled
   const int min = std::max(1, (*spec)->resources.min_learners);
   if (static_cast<int>(survivors.size()) < min) return false;
-  if (!NextGenerationLocked(r, std::move(survivors), reason)) return false;
-  AttemptTracker::Attempt& attempt = attempts_.Of(r.id);
+  if (!NextGeneration(attempts, r, std::move(survivors), reason)) return false;
+  AttemptTracker::Attempt& attempt = attempts.Of(r.id);
   attempt.last_seen_ms.erase(learner_id);
   attempt.registered.erase(learner_id);
   attempt.finished.erase(learner_id);
@@ -87,14 +85,15 @@ bool Controller::RegroupLocked(JobRecord& r, int learner_id, const std::string& 
   return true;
 }
 
-bool Controller::ReplaceLearnerLocked(JobRecord& r, int learner_id, const std::string& reason) {
+bool ElasticMembership::ReplaceLearner(AttemptTracker& attempts, JobRecord& r, int learner_id,
+                                       const std::string& reason) {
   if (r.state != JobState::kRunning && r.state != JobState::kDelivered) return false;
   auto spec = specs_.Get(r);
   if (!spec.ok() || !(*spec)->UsesParameterServer()) return false;
   auto slot = std::find_if(r.learners.begin(), r.learners.end(),
                            [learner_id](const LearnerSlot& l) { return l.id == learner_id; });
   if (slot == r.learners.end() || slot == r.learners.begin()) return false;
-  AttemptTracker::Attempt& attempt = attempts_.Of(r.id);
+  AttemptTracker::Attempt& attempt = attempts.Of(r.id);
   if (attempt.replacements >= (*spec)->max_restarts) return false;
   absl::StatusOr<DatasetRecord> data = launches_.DataSet(r, **spec);
   if (!data.ok()) return false;
@@ -119,15 +118,16 @@ bool Controller::ReplaceLearnerLocked(JobRecord& r, int learner_id, const std::s
       absl::StrCat(reason, "; learner ", learner_id, " replaced (pid ", old_pid, " -> ", *pid,
                    ", replacement ", attempt.replacements, " of ", (*spec)->max_restarts,
                    "): it takes its parameter-server slot over, the others go on");
-  if (absl::Status s = TransitionLocked(r, r.state, why); !s.ok()) {
+  if (absl::Status s = recorder_.Transition(r, r.state, why); !s.ok()) {
     spdlog::error("job {}: cannot record the replacement: {}", r.id, s.message());
   }
   return true;
 }
 
-bool Controller::ShrinkInPlaceLocked(JobRecord r, const scheduler::Placement& p) {
-  if (!InPlaceLocked(r) || p.learner_nodes.empty()) return false;
-  if (SettlingLocked(r.id)) return true;  // a later round shrinks
+bool ElasticMembership::Shrink(AttemptTracker& attempts, JobRecord r,
+                               const scheduler::Placement& p) {
+  if (!InPlace(r) || p.learner_nodes.empty()) return false;
+  if (Settling(attempts, r.id)) return true;  // a later round shrinks
   // The placement keeps a prefix of the learners (the last ranks leave): rank 0 stays.
   if (p.learner_nodes.size() >= r.learners.size()) return false;
   for (size_t i = 0; i < p.learner_nodes.size(); ++i) {
@@ -141,8 +141,8 @@ bool Controller::ShrinkInPlaceLocked(JobRecord r, const scheduler::Placement& p)
       absl::StrCat(p.reason.empty() ? absl::StrCat("shrink to ", kept.size()) : p.reason,
                    "; learner", ids.size() == 1 ? " " : "s ", absl::StrJoin(ids, ", "), " leave",
                    ids.size() == 1 ? "s" : "", " at the next step boundary");
-  if (!NextGenerationLocked(r, std::move(kept), what)) return false;
-  AttemptTracker::Attempt& attempt = attempts_.Of(r.id);
+  if (!NextGeneration(attempts, r, std::move(kept), what)) return false;
+  AttemptTracker::Attempt& attempt = attempts.Of(r.id);
   for (const LearnerSlot& l : leaving) {
     attempt.leaving[l.id] = {l.node, clock_.NowMs()};
     attempt.registered.erase(l.id);
@@ -151,9 +151,9 @@ bool Controller::ShrinkInPlaceLocked(JobRecord r, const scheduler::Placement& p)
   return true;
 }
 
-bool Controller::GrowInPlaceLocked(JobRecord r, const scheduler::Placement& p) {
-  if (!InPlaceLocked(r) || r.learners.empty()) return false;
-  if (SettlingLocked(r.id)) return true;  // a later round grows
+bool ElasticMembership::Grow(AttemptTracker& attempts, JobRecord r, const scheduler::Placement& p) {
+  if (!InPlace(r) || r.learners.empty()) return false;
+  if (Settling(attempts, r.id)) return true;  // a later round grows
   auto spec = specs_.Get(r);
   absl::StatusOr<DatasetRecord> data = launches_.DataSet(r, **spec);
   if (!data.ok()) return false;  // the restart path reports it
@@ -185,11 +185,11 @@ bool Controller::GrowInPlaceLocked(JobRecord r, const scheduler::Placement& p) {
       joining.size() == 1 ? " " : "s ", absl::StrJoin(joining, ", "), " join",
       joining.size() == 1 ? "s" : "", " without a restart (", r.learners.size(),
       " learners, rendezvous at ", rendezvous->first, ":", rendezvous->second, ")");
-  if (absl::Status s = TransitionLocked(r, r.state, why); !s.ok()) {
+  if (absl::Status s = recorder_.Transition(r, r.state, why); !s.ok()) {
     spdlog::error("job {}: cannot record generation {}: {}", r.id, r.generation, s.message());
     return true;  // nothing changed; a later round tries again
   }
-  AttemptTracker::Attempt& attempt = attempts_.Of(r.id);
+  AttemptTracker::Attempt& attempt = attempts.Of(r.id);
   attempt.rendezvous[r.generation] = *rendezvous;
   attempt.generation = r.generation;
   attempt.joining.insert(joining.begin(), joining.end());
@@ -201,7 +201,8 @@ bool Controller::GrowInPlaceLocked(JobRecord r, const scheduler::Placement& p) {
     if (!pid.ok()) {
       // The others would wait for it in vain: a generation without it.
       const int id = r.learners[rank].id;
-      RegroupLocked(r, id, absl::StrCat("cannot start learner ", id, ": ", pid.status().message()));
+      Regroup(attempts, r, id,
+              absl::StrCat("cannot start learner ", id, ": ", pid.status().message()));
       return true;
     }
     r.learners[rank].pid = *pid;
@@ -213,31 +214,48 @@ bool Controller::GrowInPlaceLocked(JobRecord r, const scheduler::Placement& p) {
   return true;
 }
 
-absl::StatusOr<RegroupDecision> Controller::OnRegroup(const std::string& id, int learner_id,
-                                                      int64_t attempt, int64_t generation) {
-  bool undecided = false;
-  absl::StatusOr<RegroupDecision> d =
-      RegroupAnswer(id, learner_id, attempt, generation, &undecided);
-  // Not decided yet: the loss this learner saw is most likely an exit weftd has not reaped;
-  // a round now reaps it rather than up to schedule_interval_ms later.
-  if (undecided) WakeLoop();
-  return d;
+bool ElasticMembership::KillSilentMember(AttemptTracker& attempts, const JobRecord& r, int id,
+                                         const std::string& silence) {
+  // Only where its loss is a new generation: a running elastic job keeping its minimum.
+  auto spec = specs_.Get(r);
+  if (!InPlace(r) || !spec.ok() || r.learners.size() < 2 ||
+      static_cast<int>(r.learners.size()) - 1 < std::max(1, (*spec)->resources.min_learners)) {
+    return false;
+  }
+  AttemptTracker::Attempt& a = attempts.Of(r.id);
+  const TimeMs now = clock_.NowMs();
+  if (auto it = a.silenced.find(id); it != a.silenced.end()) {
+    // Killed already: its exit is awaited, for a heartbeat timeout at most.
+    return now - it->second.second <= heartbeat_timeout_ms_;
+  }
+  if (!executor_.Kill(r.id, id).ok()) return false;
+  spdlog::warn("job {}: learner {} {}; killed, so that the others go on without it", r.id, id,
+               silence);
+  a.silenced[id] = {absl::StrCat(silence, ", so weftd killed it"), now};
+  return true;
 }
 
-absl::StatusOr<RegroupDecision> Controller::RegroupAnswer(const std::string& id, int learner_id,
-                                                          int64_t attempt, int64_t generation,
-                                                          bool* undecided) {
-  absl::MutexLock lock(&mu_);
-  absl::StatusOr<JobRecord> rec = AttemptLocked(id, attempt, RunsLearners);
-  if (absl::IsUnavailable(rec.status())) return rec.status();
-  RegroupDecision d;
-  if (!rec.ok()) {
-    d.kind = RegroupDecision::Kind::kStop;
-    d.reason = std::string(rec.status().message());
-    return d;
+void ElasticMembership::ReleaseLeavers(AttemptTracker& attempts, const JobRecord& r, TimeMs now) {
+  if (attempts.Find(r.id) == nullptr) return;
+  auto& leaving = attempts.Of(r.id).leaving;
+  for (auto it = leaving.begin(); it != leaving.end();) {
+    if (now - it->second.second <= heartbeat_timeout_ms_) {
+      ++it;
+      continue;
+    }
+    spdlog::warn(
+        "job {}: learner {} told to leave {} ms ago has not exited; its node {} counts as "
+        "free again",
+        r.id, it->first, now - it->second.second, it->second.first);
+    it = leaving.erase(it);
   }
-  const JobRecord& r = *rec;
-  AttemptTracker::Attempt& a = attempts_.Of(id);
+}
+
+absl::StatusOr<RegroupDecision> ElasticMembership::Answer(AttemptTracker& attempts,
+                                                          const JobRecord& r, int learner_id,
+                                                          int64_t generation, bool* undecided) {
+  RegroupDecision d;
+  AttemptTracker::Attempt& a = attempts.Of(r.id);
   if (a.failure) return d;  // kWait: the gang is stopping
   if (r.generation <= generation) {
     *undecided = true;  // kWait: no new generation yet
@@ -273,17 +291,15 @@ absl::StatusOr<RegroupDecision> Controller::RegroupAnswer(const std::string& id,
   return d;
 }
 
-int64_t Controller::Generation(const std::string& id) {
-  absl::MutexLock lock(&mu_);
-  const AttemptTracker::Attempt* a = attempts_.Find(id);
+int64_t ElasticMembership::Announced(const AttemptTracker& attempts, const std::string& id) {
+  const AttemptTracker::Attempt* a = attempts.Find(id);
   if (a == nullptr) return 0;
   // A generation whose newcomers are still starting is announced once they are ready.
   return a->joining.empty() ? a->generation : a->generation - 1;
 }
 
-bool Controller::NewcomersStarting(const std::string& id) {
-  absl::MutexLock lock(&mu_);
-  const AttemptTracker::Attempt* a = attempts_.Find(id);
+bool ElasticMembership::NewcomersStarting(const AttemptTracker& attempts, const std::string& id) {
+  const AttemptTracker::Attempt* a = attempts.Find(id);
   return a != nullptr && !a->joining.empty();
 }
 
