@@ -83,8 +83,8 @@ void InstallApi(httplib::Server& server, const Services& services, RateLimiter* 
   AddUiRoutes(router);
 }
 
-RestServer::RestServer(Store& store, Controller& controller, Artifacts* artifacts,
-                       const Clock& clock, RestOptions options)
+RestServer::RestServer(Store& store, Controller& controller, RestParts parts, const Clock& clock,
+                       RestOptions options)
     : jobs_(store),
       tenancy_(store, clock),
       datasets_(store, clock),
@@ -99,8 +99,9 @@ RestServer::RestServer(Store& store, Controller& controller, Artifacts* artifact
                   : std::make_unique<httplib::SSLServer>(options.tls_cert_path.c_str(),
                                                          options.tls_key_path.c_str())) {
   services_ = std::make_unique<Services>(
-      Services{controller, jobs_, tenancy_, datasets_, clock, options.admin_token_path,
-               streams_.get(), artifacts, &webhooks_, uploads_.get(), options.upload_timeout_s});
+      Services{controller, jobs_, tenancy_, datasets_, *parts.executor, clock,
+               options.admin_token_path, streams_.get(), parts.artifacts, &webhooks_,
+               uploads_.get(), options.upload_timeout_s, parts.disk_quota, parts.images});
   InstallApi(*server_, *services_, limiter_.get(), options);
 }
 

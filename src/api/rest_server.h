@@ -14,9 +14,12 @@
 #include "control/artifacts.h"
 #include "control/controller.h"
 #include "control/datasets.h"
+#include "control/disk_quota.h"
+#include "control/images.h"
 #include "control/job_queries.h"
 #include "control/tenancy.h"
 #include "control/webhooks.h"
+#include "executor/executor.h"
 #include "store/store.h"
 
 namespace httplib {
@@ -54,10 +57,19 @@ struct RestOptions {
   WebhookOptions webhooks;
 };
 
+// What the routes use beside the controller and the services RestServer makes over the store,
+// from weftd's wiring; all borrowed, and they must outlive the server.
+struct RestParts {
+  Artifacts* artifacts = nullptr;      // tenants' uploads; null: no /v1/artifacts routes
+  DiskQuota* disk_quota = nullptr;     // tenants' disk use and quotas; null: none
+  Images* images = nullptr;            // the container images jobs name; null: none
+  const Executor* executor = nullptr;  // where learners run (GET /v1/nodes' runtime); required
+};
+
 class RestServer {
  public:
-  // `artifacts` (borrowed; null: no /v1/artifacts routes) holds tenants' uploads.
-  RestServer(Store& store, Controller& controller, Artifacts* artifacts,
+  // `parts.executor` is required.
+  RestServer(Store& store, Controller& controller, RestParts parts,
              const Clock& clock = SystemClock::Get(), RestOptions options = {});
   ~RestServer();
   RestServer(const RestServer&) = delete;

@@ -25,6 +25,7 @@ struct Services {
   JobQueries& jobs;        // reads of jobs, each as its caller may see it
   Tenancy& tenancy;        // tenants and tokens
   Datasets& datasets;
+  const Executor& executor;          // where learners run: its runtime and whether it can
   const Clock& clock;                // the time a scrape reports
   std::string admin_token_path;      // RestOptions::admin_token_path
   StreamLimiter* streams = nullptr;  // follow streams' places; null: unlimited
@@ -32,6 +33,8 @@ struct Services {
   Webhooks* webhooks = nullptr;      // tenants' webhooks; null: no /v1/webhooks
   StreamLimiter* uploads = nullptr;  // uploads' places (each holds a thread); null: unlimited
   int upload_timeout_s = 300;        // an upload's whole body, seconds; past it 408
+  DiskQuota* disk_quota = nullptr;   // tenants' disk use against their quotas; null: none
+  Images* images = nullptr;          // container images jobs name; null: no /v1/images routes
 };
 
 // A route's handler over the services; Bind makes it a Handler. `services` must outlive it.

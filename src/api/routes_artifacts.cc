@@ -94,7 +94,7 @@ void Upload(const Services& s, const Request& req, Response& res, const Caller& 
   // The tenant's disk quota (jobs' files and artifacts together) before its own artifact limit,
   // and as the body streams: a chunked body declares no length.
   int64_t room = std::numeric_limits<int64_t>::max();
-  if (DiskQuota* disk = s.controller.disk_quota(); disk != nullptr) {
+  if (DiskQuota* disk = s.disk_quota; disk != nullptr) {
     absl::Status st = disk->CheckRoom(caller.tenant, std::max<int64_t>(declared, 0));
     absl::StatusOr<int64_t> left = st.ok() ? disk->RoomBytes(caller.tenant) : st;
     if (!left.ok()) {
@@ -184,7 +184,7 @@ void Delete(const Services& s, const Request& req, Response& res, const Caller& 
   if (absl::Status st = s.artifacts->Delete(caller.tenant, *name); !st.ok()) {
     return SendStatus(res, st);
   }
-  if (DiskQuota* disk = s.controller.disk_quota(); disk != nullptr) disk->Forget(caller.tenant);
+  if (s.disk_quota != nullptr) s.disk_quota->Forget(caller.tenant);
   SendJson(res, 200, {{"name", *name}, {"deleted", true}});
 }
 

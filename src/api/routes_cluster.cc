@@ -69,7 +69,7 @@ void Nodes(const Services& s, const Request&, Response& res, const Caller& calle
                     {"other_tenants_jobs", others}});
   }
   // What every learner runs in, and whether it can (weftd --runtime).
-  const Executor& executor = s.controller.executor();
+  const Executor& executor = s.executor;
   const absl::Status available = executor.Available();
   nlohmann::json runtime = {{"name", executor.Runtime()},
                             {"description", executor.RuntimeDescription()},

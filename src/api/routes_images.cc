@@ -30,7 +30,7 @@ nlohmann::json ImageJson(const ImageRecord& i, bool admin) {
 
 // The images of this weftd, or 409 when it runs learners without podman.
 Images* ImagesOr409(const Services& s, Response& res) {
-  Images* images = s.controller.images();
+  Images* images = s.images;
   if (images == nullptr || !images->enabled()) {
     SendError(res, 409, kNoImageEngine);
     return nullptr;

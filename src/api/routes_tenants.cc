@@ -29,7 +29,7 @@ nlohmann::json TenantJson(const TenantRecord& t) {
 // cannot be measured, which puts it over its quota (control/disk_quota.h); null when weftd
 // enforces no disk quotas.
 nlohmann::json DiskJson(const Services& s, const TenantRecord& t) {
-  DiskQuota* disk = s.controller.disk_quota();
+  DiskQuota* disk = s.disk_quota;
   if (disk == nullptr) return nullptr;
   auto used = disk->Usage(t.name, /*max_age_ms=*/2000);
   const int64_t quota = disk->QuotaBytes(t);

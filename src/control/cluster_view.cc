@@ -28,7 +28,7 @@ scheduler::JobRequest ClusterView::Request(const JobRecord& r, const JobSpec& sp
   req.tenant = r.tenant;
   req.submitted_ms = r.created_ms;
   // A scale-out parameter-server job's weft-ps servers are members of its gang, each holding a
-  // learner's resources, placed after its learners (Controller::StartJobLocked splits them).
+  // learner's resources, placed after its learners (AttemptStarter::Start splits them).
   const int servers = spec.ParameterServers();
   req.learners = req.max_learners = spec.resources.learners + servers;
   req.min_learners = spec.resources.min_learners + servers;

@@ -11,6 +11,7 @@
 #include "common/failpoint.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
+#include "control/recovery.h"
 
 namespace weft {
 
@@ -30,7 +31,12 @@ Controller::Controller(Store& store, Executor& executor, scheduler::Policy& poli
       admission_(store, executor, env, clock, options_, layout_),
       launches_(store, executor, credentials_, options_, layout_),
       membership_(store, executor, specs_, recorder_, launches_, clock,
-                  options_.heartbeat_timeout_ms) {
+                  options_.heartbeat_timeout_ms),
+      exits_(store, executor, specs_, recorder_, membership_, clock, options_, layout_),
+      starter_({store, executor, specs_, recorder_, exits_, launches_, clock, layout_, env_}),
+      round_({executor, policy, recorder_, view_, membership_, starter_, clock,
+              options_.stop_grace_ms}),
+      loop_([this] { LoopRound(); }, options_.schedule_interval_ms) {
   MetricsRegistry& m = MetricsRegistry::Global();
   m.DeclareCounter(kTransitionsMetric, "job state transitions by tenant and the state entered");
   m.DeclareCounter(kRestartsMetric, "job restarts after a learner failure, by tenant");
@@ -48,11 +54,11 @@ Controller::Controller(Store& store, Executor& executor, scheduler::Policy& poli
 
 Controller::~Controller() { StopLoop(); }
 
-int Controller::WorldSize(const JobRecord& record) {
-  // The current attempt's gang; an elastic job's may be any size in its range.
-  if (!record.learners.empty()) return static_cast<int>(record.learners.size());
-  auto spec = specs_.Get(record);
-  return spec.ok() ? (*spec)->resources.learners : 1;
+absl::Status Controller::Recover() {
+  absl::MutexLock lock(&mu_);
+  Recovery recovery({store_, executor_, specs_, recorder_, membership_, exits_, launches_, clock_,
+                     options_, layout_, env_});
+  return recovery.Recover(attempts_);
 }
 
 absl::StatusOr<JobRecord> Controller::Submit(const std::string& manifest, const std::string& tenant,

@@ -4,20 +4,21 @@
 // learners report and how they exit into state transitions. Every transition is written to the
 // store before it is acted on.
 //
-// Its parts have their own homes: the typed specs (spec_cache.h), the per-attempt state
-// (attempt_tracker.h), the cluster view with the queue, nodes and tenant shares
-// (cluster_view.h), the learners' credentials (learner_credentials.h), what a submission must
-// pass and the files it starts with (admission.h), what learners start with (launches.h), how a
-// transition and each event are stored and told (job_recorder.h) and the job's file layout
-// (job/layout.h). The controller's own files: controller.cc (submission,
-// user actions, the loop), controller_schedule.cc (rounds, starts, preemption),
-// controller_exits.cc (exits, liveness, restarts), controller_recovery.cc (after a
-// weftd restart), controller_learners.cc (what learners report). Elastic jobs' in-place
-// membership changes are ElasticMembership's (elastic_membership.h).
+// It composes parts, each with one job: the typed specs (spec_cache.h); the per-attempt state
+// (attempt_tracker.h); the cluster view with the queue, nodes and tenant shares
+// (cluster_view.h); the learners' credentials (learner_credentials.h); what a submission must
+// pass and the files it starts with (admission.h); what learners start with (launches.h); how a
+// transition and each event are stored and told (job_recorder.h); a round's decisions applied
+// (scheduling_round.h) and an attempt started (attempt_starter.h); elastic jobs' in-place
+// membership changes (elastic_membership.h); how exits and silences end an attempt
+// (learner_exits.h); and, after a weftd restart, recovery (recovery.h). Its own files:
+// controller.cc (submission and the user's actions), controller_loop.cc (the loop) and
+// controller_learners.cc (what learners report, the LearnerEvents the coordinator calls).
 //
 // Thread-safety: all public methods may be called from any thread (REST handlers, gRPC handlers,
-// the scheduling loop); one mutex serialises the read-modify-write of job records. Nothing
-// sleeps while holding it.
+// the scheduling loop); one mutex serialises the read-modify-write of job records and guards
+// the attempts, which the parts that need them get as arguments under it. Nothing sleeps while
+// holding it.
 #pragma once
 
 #include <map>
@@ -33,8 +34,10 @@
 #include "common/metrics.h"
 #include "control/admission.h"
 #include "control/artifacts.h"
+#include "control/attempt_starter.h"
 #include "control/attempt_tracker.h"
 #include "control/cluster_view.h"
+#include "control/control_loop.h"
 #include "control/controller_options.h"
 #include "control/datasets.h"
 #include "control/disk_quota.h"
@@ -44,6 +47,8 @@
 #include "control/launches.h"
 #include "control/learner_credentials.h"
 #include "control/learner_events.h"
+#include "control/learner_exits.h"
+#include "control/scheduling_round.h"
 #include "control/spec_cache.h"
 #include "executor/executor.h"
 #include "job/job_spec.h"
@@ -106,7 +111,6 @@ class Controller : public LearnerEvents {
   // over their quota, each with a reason naming the usage and the quota (control/disk_quota.h).
   // The loop runs it every disk_check_interval_ms, outside the round; nothing without a quota.
   void EnforceDiskQuotas();
-  DiskQuota* disk_quota() const { return options_.disk_quota; }
 
   // One control round: reap learner exits, time out silent learners, schedule, start learners.
   void Tick();
@@ -126,10 +130,6 @@ class Controller : public LearnerEvents {
                                                                            int64_t metrics_limit);
   // The credentials learners present to the coordination service.
   const LearnerCredentials& credentials() const { return credentials_; }
-  // The container images command jobs name (null: none).
-  Images* images() const { return options_.images; }
-  // Where learners run (its runtime: Executor::Runtime, Available).
-  const Executor& executor() const { return executor_; }
 
   // --- LearnerEvents (control/learner_events.h), called by the coordination service ---
   RegisterDecision OnRegister(const std::string& id, int rank, int64_t attempt, int64_t pid,
@@ -151,75 +151,10 @@ class Controller : public LearnerEvents {
   bool NewcomersStarting(const std::string& id) override;
 
  private:
-  // --- controller.cc ---
+  // One round of the loop: Tick, and EnforceDiskQuotas every disk_check_interval_ms.
+  void LoopRound();
   // Halt of job `id` with `reason` in its history.
   absl::Status HaltLocked(const std::string& id, const std::string& reason)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The job's world size: its spec's resources.learners (1 if the spec cannot be read).
-  int WorldSize(const JobRecord& record);
-
-  // --- controller_schedule.cc ---
-  // One scheduling round over `jobs` (the store's jobs as of this round).
-  void ScheduleLocked(const std::vector<JobRecord>& jobs) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // RUNNING -> PREEMPTED (`reason` in its history) and SIGTERM to its learners, which checkpoint
-  // and exit; the last exit moves the job back to QUEUED (controller_exits.cc). It keeps its
-  // nodes until then.
-  void PreemptLocked(JobRecord r, const std::string& reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Applies a resize of a running job as a restart from the checkpoint its learners write when
-  // stopped (it comes back with what fits then): a shrink at once, a grow once the job is
-  // RUNNING (a starting gang cannot checkpoint yet).
-  void ResizeLocked(const JobRecord& r, const scheduler::Placement& p)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void StartJobLocked(JobRecord record, const scheduler::Placement& placement)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Where the gang's rank 0 serves its rendezvous (a gang of more than one learner) and where each
-  // parameter server listens (record.servers' addresses). Unavailable when a port cannot be had.
-  absl::Status PickAddressesLocked(JobRecord& record, std::pair<std::string, int>* rendezvous)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Starts record.servers (their addresses chosen already) before the learners, who are told
-  // them. Returns why not; the caller stops the gang.
-  absl::Status StartServersLocked(JobRecord& record, const JobSpec& spec, const DatasetRecord& data)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Removes the files in the job's checkpoint directory that the store does not hold: what a
-  // learner killed between writing a checkpoint and committing it left behind (a temporary file,
-  // or a whole checkpoint never registered). Called only while none of the job's learners runs.
-  void RemoveUncommittedCheckpointsLocked(const std::string& id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-
-  // --- controller_exits.cc ---
-  // One learner ended. Rank 0's clean exit after a success completes the job; another rank's
-  // clean exit waits for rank 0; any failure stops the rest of the gang and restarts the job.
-  // A preempted job goes back to the queue once its last learner is gone.
-  void HandleExitLocked(const LearnerExit& exit) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void HandlePreemptedExitLocked(JobRecord& r, const LearnerExit& e)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void HandleFailingGangExitLocked(JobRecord& r, const LearnerExit& e)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void CompleteLocked(JobRecord& r, const std::string& reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The learners of the current attempt are all gone: forget the attempt, then fail the job
-  // (`fail_job`) or restart it.
-  void EndAttemptLocked(JobRecord& r, const std::string& reason, bool fail_job)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // After a retryable failure: requeues the job (resuming from its latest checkpoint) with
-  // exponential backoff while restarts < max_restarts, otherwise fails it with `reason`.
-  void RestartOrFailLocked(JobRecord& record, const std::string& reason)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Stops the learners of jobs that have been silent too long and restarts those jobs; marks
-  // them in `jobs` too.
-  void CheckLivenessLocked(std::vector<JobRecord>& jobs) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-
-  // --- controller_recovery.cc ---
-  // Adopts the whole gang of `r` or none; true if adopted. An elastic job that can change in
-  // place (ElasticMembership::InPlace) is adopted without the learners that died while no weftd
-  // watched, as a new generation of the survivors, if at least its minimum survive.
-  bool AdoptGangLocked(JobRecord& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  bool AdoptSurvivorsLocked(JobRecord& r, const JobSpec& spec) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Removes what deletes could not of the files of jobs the store no longer has
-  // (JobLayout::DeletedDir), at start.
-  void RemoveDeletedJobsFilesLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // For a RUNNING or DELIVERED job whose learners are gone: true, with the completion's reason in
-  // *reason, when its final model is committed, i.e. training had ended and only the previous
-  // weftd's reaping of the exits (which held rank 0's ReportFinished in memory) was lost.
-  bool FinishedUnseenLocked(const JobRecord& r, std::string* reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   Store& store_;
@@ -238,6 +173,9 @@ class Controller : public LearnerEvents {
   Admission admission_;
   Launches launches_;
   ElasticMembership membership_;
+  LearnerExits exits_;
+  AttemptStarter starter_;
+  SchedulingRound round_;
 
   absl::Mutex mu_;
   AttemptTracker attempts_ ABSL_GUARDED_BY(mu_);
@@ -245,17 +183,11 @@ class Controller : public LearnerEvents {
   std::vector<LearnerExit> unsettled_exits_ ABSL_GUARDED_BY(mu_);
   // The last round could not list the active jobs (logged once per outage).
   bool store_unreachable_ ABSL_GUARDED_BY(mu_) = false;
-  std::string last_refusal_ ABSL_GUARDED_BY(mu_);  // the policy's latest refused round
 
-  absl::Mutex loop_mu_;
-  bool loop_stop_ ABSL_GUARDED_BY(loop_mu_) = false;
-  bool loop_wake_ ABSL_GUARDED_BY(loop_mu_) = false;  // a round is wanted before the period ends
-  bool LoopWokenLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_mu_) {
-    return loop_stop_ || loop_wake_;
-  }
-  // Asks the loop for a round now rather than at the end of its period (a learner waits on it).
-  void WakeLoop() ABSL_LOCKS_EXCLUDED(loop_mu_, mu_);
-  std::thread loop_;
+  // The loop's own: when it last checked the disk quotas (unix ms; 0 before its first round).
+  TimeMs disk_checked_ms_ = 0;
+  // Last: stopped (its thread joined) before any part its rounds use is destroyed.
+  ControlLoop loop_;
 };
 
 }  // namespace weft

@@ -44,7 +44,7 @@ RegisterDecision Controller::OnRegister(const std::string& id, int rank, int64_t
   }
   if (!rec.ok()) return {false, std::string(rec.status().message()), {}};
   JobRecord r = *rec;
-  const int world = WorldSize(r);
+  const int world = specs_.WorldSize(r);
   if (world_size != 0 && world_size != world) {
     return {false,
             absl::StrCat("this learner was started for a gang of ", world_size, "; the job has ",
@@ -189,28 +189,6 @@ absl::Status Controller::OnCommitCheckpoint(const std::string& id, int64_t attem
   return absl::OkStatus();
 }
 
-void Controller::RemoveUncommittedCheckpointsLocked(const std::string& id) {
-  const std::string dir = layout_.CheckpointDir(id);
-  absl::StatusOr<std::vector<std::string>> names = env_.ListFiles(dir);
-  absl::StatusOr<std::vector<CheckpointRecord>> committed = store_.Checkpoints(id);
-  if (!names.ok() || !committed.ok()) {
-    // Harmless to skip: a new attempt resumes only from committed checkpoints.
-    const absl::Status& s = names.ok() ? committed.status() : names.status();
-    return spdlog::warn("job {}: cannot look for uncommitted checkpoints: {}", id, s.message());
-  }
-  absl::flat_hash_set<std::string> keep;
-  for (const CheckpointRecord& c : *committed) keep.insert(c.path);
-  for (const std::string& name : *names) {
-    const std::string path = absl::StrCat(dir, "/", name);
-    if (keep.contains(path)) continue;
-    if (absl::Status s = env_.RemoveFile(path); !s.ok()) {
-      spdlog::warn("job {}: {}", id, s.message());
-    } else {
-      spdlog::info("job {}: removed {}, never committed", id, path);
-    }
-  }
-}
-
 absl::Status Controller::OnFinished(const std::string& id, int rank, int64_t attempt,
                                     bool succeeded, const std::string& reason) {
   absl::MutexLock lock(&mu_);
@@ -238,7 +216,7 @@ absl::StatusOr<RegroupDecision> Controller::OnRegroup(const std::string& id, int
   }
   // Not decided yet: the loss this learner saw is most likely an exit weftd has not reaped;
   // a round now reaps it rather than up to schedule_interval_ms later.
-  if (undecided) WakeLoop();
+  if (undecided) loop_.Wake();
   return d;
 }
 

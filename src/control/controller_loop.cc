@@ -1,48 +1,29 @@
-// The control loop: one round (Tick) every schedule_interval_ms, or sooner when woken — reap the
-// executor's exits and settle them, check liveness, schedule.
+// The control loop's round (Tick): reap the executor's exits and settle them, check liveness,
+// schedule; and, every disk_check_interval_ms, the disk quotas. ControlLoop runs it every
+// schedule_interval_ms, or sooner when woken.
 #include <signal.h>
 
 #include <algorithm>
 #include <chrono>
-#include <thread>
 #include <utility>
 
-#include "absl/time/time.h"
 #include "common/logging.h"
 #include "control/controller.h"
 
 namespace weft {
 
-void Controller::StartLoop() {
-  loop_ = std::thread([this] {
-    absl::MutexLock lock(&loop_mu_);
-    TimeMs disk_checked_ms = clock_.NowMs();
-    while (!loop_stop_) {
-      loop_mu_.Unlock();
-      Tick();
-      if (clock_.NowMs() - disk_checked_ms >= options_.disk_check_interval_ms) {
-        EnforceDiskQuotas();
-        disk_checked_ms = clock_.NowMs();
-      }
-      loop_mu_.Lock();
-      loop_mu_.AwaitWithTimeout(absl::Condition(this, &Controller::LoopWokenLocked),
-                                absl::Milliseconds(options_.schedule_interval_ms));
-      loop_wake_ = false;
-    }
-  });
-}
+void Controller::StartLoop() { loop_.Start(); }
 
-void Controller::StopLoop() {
-  {
-    absl::MutexLock lock(&loop_mu_);
-    loop_stop_ = true;
+void Controller::StopLoop() { loop_.Stop(); }
+
+void Controller::LoopRound() {
+  Tick();
+  const TimeMs now = clock_.NowMs();
+  if (disk_checked_ms_ == 0) disk_checked_ms_ = now;
+  if (now - disk_checked_ms_ >= options_.disk_check_interval_ms) {
+    EnforceDiskQuotas();
+    disk_checked_ms_ = clock_.NowMs();
   }
-  if (loop_.joinable()) loop_.join();
-}
-
-void Controller::WakeLoop() {
-  absl::MutexLock lock(&loop_mu_);
-  loop_wake_ = true;
 }
 
 void Controller::Tick() {
@@ -62,7 +43,9 @@ void Controller::Tick() {
   std::stable_sort(exits.begin(), exits.end(), [&](const LearnerExit& a, const LearnerExit& b) {
     return severity(a) < severity(b);
   });
-  for (const LearnerExit& e : exits) HandleExitLocked(e);
+  for (const LearnerExit& e : exits) {
+    if (!exits_.Settle(attempts_, e)) unsettled_exits_.push_back(e);  // settled in a later round
+  }
   auto jobs = store_.ListActiveJobs();
   if (!jobs.ok()) {
     if (!std::exchange(store_unreachable_, true)) {
@@ -76,8 +59,8 @@ void Controller::Tick() {
     attempts_.HeardFromAllAt(clock_.NowMs());
     store_unreachable_ = false;
   }
-  CheckLivenessLocked(*jobs);
-  ScheduleLocked(*jobs);
+  exits_.CheckLiveness(attempts_, *jobs);
+  round_.Run(attempts_, *jobs);
   view_.RecordRound(
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count(),
       static_cast<int64_t>(jobs->size()));

@@ -146,7 +146,8 @@ bool ElasticMembership::Shrink(AttemptTracker& attempts, JobRecord r,
   for (const LearnerSlot& l : leaving) {
     attempt.leaving[l.id] = {l.node, clock_.NowMs()};
     attempt.registered.erase(l.id);
-    attempt.last_seen_ms.erase(l.id);  // not watched as a member; CheckLivenessLocked bounds it
+    attempt.last_seen_ms.erase(
+        l.id);  // not watched as a member; LearnerExits::CheckLiveness bounds it
   }
   return true;
 }

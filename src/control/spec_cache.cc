@@ -30,4 +30,10 @@ void SpecCache::Erase(const std::string& id) {
   specs_.erase(id);
 }
 
+int SpecCache::WorldSize(const JobRecord& job) {
+  if (!job.learners.empty()) return static_cast<int>(job.learners.size());
+  absl::StatusOr<SpecPtr> spec = Get(job);
+  return spec.ok() ? (*spec)->resources.learners : 1;
+}
+
 }  // namespace weft

@@ -26,6 +26,10 @@ class SpecCache {
   // stored spec does not parse (weftd wrote it, so that is a bug or a damaged store).
   absl::StatusOr<SpecPtr> Get(const JobRecord& job);
   void Erase(const std::string& id);
+  // The world size of `job`'s current attempt: its gang's learners once placed (an elastic
+  // job's may be any size in its range), else its spec's resources.learners (1 if the spec
+  // cannot be read).
+  int WorldSize(const JobRecord& job);
 
  private:
   absl::Mutex mu_;

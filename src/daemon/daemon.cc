@@ -278,7 +278,9 @@ int Lead(Base& b, std::unique_ptr<LeaseKeeper> keeper, const std::string& previo
     return Fail(absl::InternalError(absl::StrCat("recovery failed: ", s.message())));
   }
   flags.rest.admin_token_path = b.data_dir + "/admin.token";
-  weft::api::RestServer rest(b.store, controller, &artifacts, weft::SystemClock::Get(), flags.rest);
+  weft::api::RestServer rest(b.store, controller,
+                             {&artifacts, &disk_quota, &images, executor->get()},
+                             weft::SystemClock::Get(), flags.rest);
   if (auto s = rest.Start(flags.host, flags.port); !s.ok()) return Fail(s);
   controller.StartLoop();
   // Deliveries the outbox holds from before a restart go out now.

@@ -1,4 +1,4 @@
-// The controller after a weftd restart (control/controller_recovery.cc), driven step by step
+// The controller after a weftd restart (control/recovery.cc), driven step by step
 // (controller_fixture.h): jobs that held resources are requeued, a live learner of the current
 // attempt is adopted, and a job whose learner finished unseen is completed — on its own
 // attempt's final model only.

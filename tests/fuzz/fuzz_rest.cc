@@ -69,6 +69,7 @@ class MemoryServer : public httplib::Server {
                   jobs_,
                   tenancy_,
                   datasets_,
+                  World::Get().executor,
                   SystemClock::Get(),
                   World::Get().dir + "/admin.token",
                   nullptr,

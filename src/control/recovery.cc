@@ -1,7 +1,7 @@
-// After a weftd restart: the store is the truth, and learners may have outlived the previous
-// weftd. Gangs are adopted whole or not at all — but an elastic job goes on in place without
-// learners that died meanwhile, if enough survive; jobs whose learners are gone are requeued,
-// unless their final model is committed (training had ended), which completes them.
+// Recovery: every active job brought in line with what still runs after a weftd restart
+// (control/recovery.h).
+#include "control/recovery.h"
+
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
@@ -9,13 +9,12 @@
 #include "absl/strings/str_join.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
-#include "control/controller.h"
 #include "job/layout.h"
 
 namespace weft {
 
-bool Controller::AdoptGangLocked(JobRecord& r) {
-  auto spec = specs_.Get(r);
+bool Recovery::AdoptGang(AttemptTracker& attempts, JobRecord& r) {
+  auto spec = p_.specs.Get(r);
   if (!spec.ok() || r.learners.empty()) return false;
   for (const LearnerSlot& l : r.learners) {
     if (l.pid <= 0) return false;  // never started
@@ -23,7 +22,7 @@ bool Controller::AdoptGangLocked(JobRecord& r) {
   for (const ServerSlot& l : r.servers) {
     if (l.pid <= 0) return false;
   }
-  if (r.servers.empty() && membership_.InPlace(r)) return AdoptSurvivorsLocked(r, **spec);
+  if (r.servers.empty() && p_.membership.InPlace(r)) return AdoptSurvivors(attempts, r, **spec);
   // The learners, then a scale-out parameter-server job's servers.
   const size_t gang = r.learners.size() + r.servers.size();
   size_t taken = 0;
@@ -32,21 +31,23 @@ bool Controller::AdoptGangLocked(JobRecord& r) {
     const bool learner = taken < r.learners.size();
     const int world = static_cast<int>(r.learners.size());
     absl::Status s =
-        learner ? executor_.Adopt(launches_.Learner(r, **spec, i), r.learners[taken].pid)
-                : executor_.Adopt(launches_.Server(r, **spec, i - world), r.servers[i - world].pid);
+        learner
+            ? p_.executor.Adopt(p_.launches.Learner(r, **spec, i), r.learners[taken].pid)
+            : p_.executor.Adopt(p_.launches.Server(r, **spec, i - world), r.servers[i - world].pid);
     if (!s.ok()) break;
   }
   if (taken == gang) return true;
   // Part of the gang is gone: the rest cannot train alone.
-  if (taken > 0) executor_.Stop(r.id, 0).IgnoreError();
+  if (taken > 0) p_.executor.Stop(r.id, 0).IgnoreError();
   return false;
 }
 
-bool Controller::AdoptSurvivorsLocked(JobRecord& r, const JobSpec& spec) {
+bool Recovery::AdoptSurvivors(AttemptTracker& attempts, JobRecord& r, const JobSpec& spec) {
   std::vector<LearnerSlot> survivors;
   std::vector<int> lost;
   for (size_t i = 0; i < r.learners.size(); ++i) {
-    if (executor_.Adopt(launches_.Learner(r, spec, static_cast<int>(i)), r.learners[i].pid).ok()) {
+    if (p_.executor.Adopt(p_.launches.Learner(r, spec, static_cast<int>(i)), r.learners[i].pid)
+            .ok()) {
       survivors.push_back(r.learners[i]);
     } else {
       lost.push_back(r.learners[i].id);
@@ -62,18 +63,18 @@ bool Controller::AdoptSurvivorsLocked(JobRecord& r, const JobSpec& spec) {
   const int min = std::max(1, spec.resources.min_learners);
   const bool any = !survivors.empty();
   if (static_cast<int>(survivors.size()) >= min &&
-      membership_.NextGeneration(attempts_, r, std::move(survivors), reason)) {
+      p_.membership.NextGeneration(attempts, r, std::move(survivors), reason)) {
     spdlog::info("job {}: {}; the others go on in generation {}", r.id, reason, r.generation);
     return true;
   }
-  if (any) executor_.Stop(r.id, 0).IgnoreError();
+  if (any) p_.executor.Stop(r.id, 0).IgnoreError();
   return false;
 }
 
-bool Controller::FinishedUnseenLocked(const JobRecord& r, std::string* reason) {
+bool Recovery::FinishedUnseen(const JobRecord& r, std::string* reason) {
   if (r.state != JobState::kRunning && r.state != JobState::kDelivered) return false;
-  auto models = store_.Models(r.id);
-  auto history = store_.History(r.id);
+  auto models = p_.store.Models(r.id);
+  auto history = p_.store.History(r.id);
   if (!models.ok() || !history.ok()) return false;
   // Only a final model of the current attempt says its training ended: one an earlier attempt
   // committed before it failed does not.
@@ -92,25 +93,24 @@ bool Controller::FinishedUnseenLocked(const JobRecord& r, std::string* reason) {
   return false;
 }
 
-absl::Status Controller::Recover() {
-  absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(std::vector<JobRecord> jobs, store_.ListActiveJobs());
+absl::Status Recovery::Recover(AttemptTracker& attempts) {
+  ASSIGN_OR_RETURN(std::vector<JobRecord> jobs, p_.store.ListActiveJobs());
   int requeued = 0, adopted = 0, completed = 0;
   for (JobRecord& r : jobs) {
-    if (auto spec = specs_.Get(r); !spec.ok()) spdlog::error("{}", spec.status().message());
+    if (auto spec = p_.specs.Get(r); !spec.ok()) spdlog::error("{}", spec.status().message());
     const bool preempted = r.state == JobState::kPreempted;
     if (!HoldsResources(r.state) && !preempted) continue;
     // Learners of the current attempt that outlived the previous weftd keep training (or, if
     // their job was being preempted, are told again to checkpoint and stop).
-    if (AdoptGangLocked(r)) {
+    if (AdoptGang(attempts, r)) {
       if (preempted) {
-        executor_.Stop(r.id, options_.stop_grace_ms).IgnoreError();
+        p_.executor.Stop(r.id, p_.options.stop_grace_ms).IgnoreError();
         continue;
       }
-      AttemptTracker::Attempt& attempt = attempts_.Of(r.id);
+      AttemptTracker::Attempt& attempt = attempts.Of(r.id);
       attempt.generation = r.generation;
       for (const LearnerSlot& l : r.learners) {
-        attempt.last_seen_ms[l.id] = clock_.NowMs();
+        attempt.last_seen_ms[l.id] = p_.clock.NowMs();
         attempt.registered.insert(l.id);
       }
       spdlog::info("job {}: adopted learner pid {} of attempt {} ({} learner(s) in all)", r.id,
@@ -120,15 +120,15 @@ absl::Status Controller::Recover() {
     }
     // Its learners are gone. Those that finished training committed the final model first; the
     // previous weftd may have died between their ReportFinished (held in memory) and their exits.
-    if (std::string reason; FinishedUnseenLocked(r, &reason)) {
-      CompleteLocked(r, reason);
+    if (std::string reason; FinishedUnseen(r, &reason)) {
+      p_.exits.Complete(attempts, r, reason);
       ++completed;
       continue;
     }
     // Otherwise (or never started): requeue. A straggler of this attempt is fenced off by the
     // attempt number and stops at its next heartbeat.
     r.ClearGang();
-    RETURN_IF_ERROR(recorder_.Transition(
+    RETURN_IF_ERROR(p_.recorder.Transition(
         r, JobState::kQueued,
         absl::StrCat("requeued: the learners of attempt ", r.attempt,
                      " are gone after a weftd restart; it resumes from its latest checkpoint")));
@@ -137,18 +137,18 @@ absl::Status Controller::Recover() {
   // A job halted mid-resume is put back in the queue.
   for (JobRecord& r : jobs) {
     if (r.state == JobState::kResuming) {
-      RETURN_IF_ERROR(recorder_.Transition(r, JobState::kQueued, "resumed"));
+      RETURN_IF_ERROR(p_.recorder.Transition(r, JobState::kQueued, "resumed"));
     }
   }
   spdlog::info(
       "recovered {} active jobs from the store ({} learners adopted, {} jobs completed, {} jobs "
       "requeued)",
       jobs.size(), adopted, completed, requeued);
-  RemoveDeletedJobsFilesLocked();
+  RemoveDeletedJobsFiles();
   return absl::OkStatus();
 }
 
-void Controller::RemoveDeletedJobsFilesLocked() {
+void Recovery::RemoveDeletedJobsFiles() {
   namespace fs = std::filesystem;
   // Subdirectories, by name: tenants', then their jobs'.
   auto subdirectories = [](const std::string& dir) {
@@ -160,11 +160,11 @@ void Controller::RemoveDeletedJobsFilesLocked() {
     return names;
   };
   int removed = 0, left = 0;
-  for (const std::string& tenant : subdirectories(layout_.DeletedDir(""))) {
-    for (const std::string& id : subdirectories(layout_.DeletedDir(tenant))) {
+  for (const std::string& tenant : subdirectories(p_.layout.DeletedDir(""))) {
+    for (const std::string& id : subdirectories(p_.layout.DeletedDir(tenant))) {
       // A delete cut short before the store forgot the job: the job is still there to delete.
-      if (!absl::IsNotFound(store_.GetJob(id).status())) continue;
-      absl::Status s = env_.RemoveAll(absl::StrCat(layout_.DeletedDir(tenant), "/", id));
+      if (!absl::IsNotFound(p_.store.GetJob(id).status())) continue;
+      absl::Status s = p_.env.RemoveAll(absl::StrCat(p_.layout.DeletedDir(tenant), "/", id));
       if (s.ok()) {
         ++removed;
       } else {

@@ -1,6 +1,7 @@
-// How the controller turns learner exits and silences into outcomes: completion, a restart
-// from the latest checkpoint (with backoff, up to max_restarts), or failure; and, for gangs,
-// stopping the survivors of a lost learner so rank 0 can checkpoint the last complete step.
+// LearnerExits: learner exits and silences become the outcome of an attempt
+// (control/learner_exits.h).
+#include "control/learner_exits.h"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -13,8 +14,8 @@
 #include "absl/strings/str_split.h"
 #include "common/files.h"
 #include "common/logging.h"
+#include "common/metrics.h"
 #include "common/text.h"
-#include "control/controller.h"
 
 namespace weft {
 namespace {
@@ -62,30 +63,31 @@ std::string LastLogLine(const std::string& path) {
 
 }  // namespace
 
-void Controller::HandleExitLocked(const LearnerExit& e) {
+bool LearnerExits::Settle(AttemptTracker& attempts, const LearnerExit& e) {
   auto rec = store_.GetJob(e.job_id);
-  if (absl::IsNotFound(rec.status())) return;  // deleted
-  if (!rec.ok()) {
-    unsettled_exits_.push_back(e);  // the store cannot be read: settled in a later round
-    return;
-  }
+  if (absl::IsNotFound(rec.status())) return true;  // deleted
+  if (!rec.ok()) return false;                      // the store cannot be read
   JobRecord r = *rec;
   if (e.attempt == r.attempt && r.state == JobState::kPreempted) {
-    return HandlePreemptedExitLocked(r, e);
+    SettlePreempted(attempts, r, e);
+    return true;
   }
   if (e.attempt != r.attempt || (!RunsLearners(r.state) && r.state != JobState::kPlaced)) {
     spdlog::info("job {}: learner of attempt {} ended ({}) after the job moved on", e.job_id,
                  e.attempt, e.Describe());
-    return;
+    return true;
   }
-  AttemptTracker::Attempt& attempt = attempts_.Of(e.job_id);
-  if (attempt.failure) return HandleFailingGangExitLocked(r, e);
+  AttemptTracker::Attempt& attempt = attempts.Of(e.job_id);
+  if (attempt.failure) {
+    SettleFailingGang(attempts, r, e);
+    return true;
+  }
   if (attempt.leaving.erase(e.rank) > 0) {
     // A learner a shrink told to leave: not a member any more, whatever its exit says; its node
     // is free from the next round on.
     attempt.finished.erase(e.rank);
     spdlog::info("job {}: learner {} left after the shrink ({})", e.job_id, e.rank, e.Describe());
-    return;
+    return true;
   }
   AttemptTracker::Finish finish;
   if (auto f = attempt.finished.find(e.rank); f != attempt.finished.end()) finish = f->second;
@@ -96,13 +98,23 @@ void Controller::HandleExitLocked(const LearnerExit& e) {
     // A rank that finished its part; rank 0 exports the model and decides how the job ends.
     attempt.last_seen_ms.erase(e.rank);
     spdlog::info("job {}: {} {}", e.job_id, MemberName(r, e.rank), e.Describe());
-    return;
+    return true;
   }
-  if (exited_ok && finish.succeeded) return CompleteLocked(r, finish.reason);
+  if (exited_ok && finish.succeeded) {
+    Complete(attempts, r, finish.reason);
+    return true;
+  }
+  SettleLoss(attempts, r, e, finish.reason);
+  return true;
+}
+
+void LearnerExits::SettleLoss(AttemptTracker& attempts, JobRecord& r, const LearnerExit& e,
+                              const std::string& finished_reason) {
+  AttemptTracker::Attempt& attempt = attempts.Of(e.job_id);
   // The learner's own reason, else (for an exit, not a kill) its last log line.
-  std::string why = !finish.reason.empty() ? finish.reason
-                    : e.signal != 0        ? std::string()
-                                           : LastLogLine(LogPathOf(layout_, r, e.rank));
+  std::string why = !finished_reason.empty() ? finished_reason
+                    : e.signal != 0          ? std::string()
+                                             : LastLogLine(LogPathOf(layout_, r, e.rank));
   if (auto s = attempt.silenced.find(e.rank); s != attempt.silenced.end()) why = s->second.first;
   std::string reason =
       absl::StrCat(MemberName(r, e.rank), " ", e.Describe(), why.empty() ? "" : ": ", why);
@@ -113,16 +125,17 @@ void Controller::HandleExitLocked(const LearnerExit& e) {
                                                     e.exit_code == kLearnerExitUserError);
   const bool clean_exit = !e.status_unknown && e.signal == 0 && e.exit_code == 0;
   // A parameter-server job's learner other than rank 0 is replaced alone.
+  const int leader = r.learners.empty() ? 0 : r.learners[0].id;
   if (!user_error && !clean_exit && e.rank != leader &&
       membership_.ReplaceLearner(
-          attempts_, r, e.rank,
+          attempts, r, e.rank,
           absl::StrCat("learner ", e.rank, " ", e.Describe(), why.empty() ? "" : ": ", why))) {
     return;
   }
   // An elastic job goes on without the learner if enough are left: a new generation.
   if (!user_error && !clean_exit &&
       membership_.Regroup(
-          attempts_, r, e.rank,
+          attempts, r, e.rank,
           absl::StrCat("learner ", e.rank, " ", e.Describe(), why.empty() ? "" : ": ", why))) {
     return;
   }
@@ -140,16 +153,16 @@ void Controller::HandleExitLocked(const LearnerExit& e) {
     executor_.Stop(e.job_id, options_.stop_grace_ms).IgnoreError();
     return;
   }
-  EndAttemptLocked(r, reason, user_error || clean_exit);
+  EndAttempt(attempts, r, reason, user_error || clean_exit);
 }
 
-void Controller::HandlePreemptedExitLocked(JobRecord& r, const LearnerExit& e) {
+void LearnerExits::SettlePreempted(AttemptTracker& attempts, JobRecord& r, const LearnerExit& e) {
   if (int left = executor_.Unreaped(e.job_id); left > 0) {
     spdlog::info("job {}: preempted learner rank {} {}; waiting for {} more", e.job_id, e.rank,
                  e.Describe(), left);
     return;
   }
-  attempts_.EndAttempt(e.job_id);
+  attempts.EndAttempt(e.job_id);
   r.ClearGang();
   absl::Status s =
       recorder_.Transition(r, JobState::kQueued,
@@ -158,14 +171,14 @@ void Controller::HandlePreemptedExitLocked(JobRecord& r, const LearnerExit& e) {
   if (!s.ok()) spdlog::error("job {}: {}", r.id, s.message());
 }
 
-void Controller::HandleFailingGangExitLocked(JobRecord& r, const LearnerExit& e) {
+void LearnerExits::SettleFailingGang(AttemptTracker& attempts, JobRecord& r, const LearnerExit& e) {
   // A gang whose learner failed: the survivors are checkpointing and stopping. The first exit may
   // be a peer's that stopped with the gang; one whose executor knows an outside cause (e.g. an
   // scancel) is why, and becomes the reason; so does, over a learner's own exit (or its death by
   // SIGPIPE, writing to the lost peer), one killed from outside (a signal other than the
   // executor's SIGTERM, before its SIGKILL is due) or for going over its limits (which fails the
   // job, as it would have first).
-  AttemptTracker::Failure& recorded = *attempts_.Of(e.job_id).failure;
+  AttemptTracker::Failure& recorded = *attempts.Of(e.job_id).failure;
   const bool killed_from_outside =
       !e.killed_for.empty() || (e.signal != 0 && e.signal != SIGTERM && e.signal != SIGPIPE &&
                                 clock_.NowMs() < recorded.kill_at_ms);
@@ -182,11 +195,11 @@ void Controller::HandleFailingGangExitLocked(JobRecord& r, const LearnerExit& e)
     return;
   }
   const AttemptTracker::Failure failure = recorded;
-  EndAttemptLocked(r, failure.reason, failure.fail_job);
+  EndAttempt(attempts, r, failure.reason, failure.fail_job);
 }
 
-void Controller::CompleteLocked(JobRecord& r, const std::string& reason) {
-  attempts_.EndAttempt(r.id);
+void LearnerExits::Complete(AttemptTracker& attempts, JobRecord& r, const std::string& reason) {
+  attempts.EndAttempt(r.id);
   r.ClearGang();
   // The other ranks are done training too; make sure none lingers.
   executor_.Stop(r.id, options_.stop_grace_ms).IgnoreError();
@@ -200,14 +213,16 @@ void Controller::CompleteLocked(JobRecord& r, const std::string& reason) {
   if (!s.ok()) spdlog::error("job {}: {}", r.id, s.message());
 }
 
-void Controller::EndAttemptLocked(JobRecord& r, const std::string& reason, bool fail_job) {
-  attempts_.EndAttempt(r.id);
+void LearnerExits::EndAttempt(AttemptTracker& attempts, JobRecord& r, const std::string& reason,
+                              bool fail_job) {
+  attempts.EndAttempt(r.id);
   r.ClearGang();
   if (fail_job) return recorder_.Fail(r, reason);
-  RestartOrFailLocked(r, reason);
+  RestartOrFail(attempts, r, reason);
 }
 
-void Controller::RestartOrFailLocked(JobRecord& r, const std::string& reason) {
+void LearnerExits::RestartOrFail(AttemptTracker& attempts, JobRecord& r,
+                                 const std::string& reason) {
   auto spec = specs_.Get(r);
   const int max_restarts = spec.ok() ? (*spec)->max_restarts : 0;
   if (r.restarts >= max_restarts) {
@@ -228,21 +243,21 @@ void Controller::RestartOrFailLocked(JobRecord& r, const std::string& reason) {
                            absl::StrFormat("%s; restart %d of %d %s in %.1f s", reason, r.restarts,
                                            max_restarts, from, backoff / 1000.0));
   if (!s.ok()) return spdlog::error("job {}: cannot requeue: {}", r.id, s.message());
-  attempts_.SetNotBefore(r.id, clock_.NowMs() + backoff);
+  attempts.SetNotBefore(r.id, clock_.NowMs() + backoff);
 }
 
-void Controller::CheckLivenessLocked(std::vector<JobRecord>& jobs) {
+void LearnerExits::CheckLiveness(AttemptTracker& attempts, std::vector<JobRecord>& jobs) {
   const TimeMs now = clock_.NowMs();
   for (JobRecord& r : jobs) {
     if (!RunsLearners(r.state)) continue;
-    membership_.ReleaseLeavers(attempts_, r, now);
-    const AttemptTracker::Attempt* attempt = attempts_.Find(r.id);
+    membership_.ReleaseLeavers(attempts, r, now);
+    const AttemptTracker::Attempt* attempt = attempts.Find(r.id);
     if (attempt && attempt->failure) continue;  // already stopping
     const int64_t limit =
         r.state == JobState::kStarting ? options_.start_timeout_ms : options_.heartbeat_timeout_ms;
     // The longest-silent learner of the gang (by id); one that has exited cleanly is no longer
     // watched.
-    const int world = WorldSize(r);
+    const int world = specs_.WorldSize(r);
     std::vector<int> ids;
     for (const LearnerSlot& l : r.learners) ids.push_back(l.id);
     if (ids.empty()) {
@@ -266,12 +281,12 @@ void Controller::CheckLivenessLocked(std::vector<JobRecord>& jobs) {
     if (silent_rank < 0 || now - oldest <= limit) continue;
     const std::string silence = absl::StrFormat("stopped heartbeating (silent %.0f s)",
                                                 static_cast<double>(now - oldest) / 1000.0);
-    if (membership_.KillSilentMember(attempts_, r, silent_rank, silence)) continue;
+    if (membership_.KillSilentMember(attempts, r, silent_rank, silence)) continue;
     spdlog::warn("job {}: learner rank {} silent for {} ms, stopping the job's learners", r.id,
                  silent_rank, now - oldest);
     executor_.Stop(r.id, 0).IgnoreError();
-    EndAttemptLocked(
-        r,
+    EndAttempt(
+        attempts, r,
         absl::StrCat("learner", world > 1 ? absl::StrCat(" rank ", silent_rank) : std::string(),
                      " ", silence),
         /*fail_job=*/false);
