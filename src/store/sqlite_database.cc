@@ -6,8 +6,11 @@
 
 #include <algorithm>
 #include <chrono>
-#include <map>
+#include <unordered_map>
+#include <utility>
+#include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "store/commit_metric.h"
@@ -29,6 +32,13 @@ absl::Status Error(sqlite3* db, const std::string& what) {
 
 }  // namespace
 
+// A prepared statement and where each of its parameters binds: at[N - 1] is the index of "$N"
+// in the statement (0 when the statement does not use it), found once when it is prepared.
+struct Prepared {
+  sqlite3_stmt* stmt = nullptr;
+  std::vector<int> at;
+};
+
 // A connection's prepared statements, kept for its life and keyed by their SQL: a store runs
 // the same few dozen statements over and over, and compiling one costs more than running it
 // (SQLite's parser was a third of a status read's time). Used under the connection's lock, and
@@ -42,26 +52,34 @@ class StatementCache {
 
   // The statement for `sql`, prepared on first use; nullptr if it does not compile (the error
   // is the connection's).
-  sqlite3_stmt* Get(const std::string& sql) {
+  const Prepared* Get(const std::string& sql) {
     auto it = stmts_.find(sql);
-    if (it != stmts_.end()) return it->second;
-    sqlite3_stmt* stmt = nullptr;
-    if (sqlite3_prepare_v3(db_, sql.c_str(), -1, SQLITE_PREPARE_PERSISTENT, &stmt, nullptr) !=
+    if (it != stmts_.end()) return &it->second;
+    Prepared p;
+    if (sqlite3_prepare_v3(db_, sql.c_str(), -1, SQLITE_PREPARE_PERSISTENT, &p.stmt, nullptr) !=
         SQLITE_OK) {
-      sqlite3_finalize(stmt);
+      sqlite3_finalize(p.stmt);
       return nullptr;
     }
-    return stmts_.emplace(sql, stmt).first->second;
+    for (int i = 1; i <= sqlite3_bind_parameter_count(p.stmt); ++i) {
+      const char* name = sqlite3_bind_parameter_name(p.stmt, i);
+      int n = 0;  // "$N" names parameter N; the store writes no other kind
+      if (name != nullptr && name[0] == '$' && absl::SimpleAtoi(name + 1, &n) && n > 0) {
+        if (p.at.size() < static_cast<size_t>(n)) p.at.resize(n, 0);
+        p.at[n - 1] = i;
+      }
+    }
+    return &stmts_.emplace(sql, std::move(p)).first->second;
   }
   void Clear() {
-    for (auto& [sql, stmt] : stmts_) sqlite3_finalize(stmt);
+    for (auto& [sql, p] : stmts_) sqlite3_finalize(p.stmt);
     stmts_.clear();
   }
   sqlite3* db() const { return db_; }
 
  private:
   sqlite3* const db_;
-  std::map<std::string, sqlite3_stmt*> stmts_;
+  std::unordered_map<std::string, Prepared> stmts_;
 };
 
 namespace {
@@ -127,14 +145,12 @@ class StatementTx final : public sql::Tx {
                               const std::vector<sql::Value>& params,
                               absl::FunctionRef<void(const sql::Row&)> row) override {
     sqlite3* db = stmts_.db();
-    sqlite3_stmt* stmt = stmts_.Get(sql);
-    if (stmt == nullptr) return Error(db, absl::StrCat(what, ": prepare"));
+    const Prepared* prepared = stmts_.Get(sql);
+    if (prepared == nullptr) return Error(db, absl::StrCat(what, ": prepare"));
+    sqlite3_stmt* stmt = prepared->stmt;
     InUse in_use(stmt);
-    for (size_t i = 0; i < params.size(); ++i) {
-      const std::string name = absl::StrCat("$", i + 1);
-      if (const int index = sqlite3_bind_parameter_index(stmt, name.c_str()); index > 0) {
-        Bind(stmt, index, params[i]);
-      }
+    for (size_t i = 0; i < params.size() && i < prepared->at.size(); ++i) {
+      if (prepared->at[i] > 0) Bind(stmt, prepared->at[i], params[i]);
     }
     const StmtRow current(stmt);
     int rc;
