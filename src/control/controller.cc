@@ -8,7 +8,6 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "common/failpoint.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
 #include "control/recovery.h"
