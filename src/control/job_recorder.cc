@@ -9,6 +9,20 @@
 #include "control/controller_options.h"
 
 namespace weft {
+namespace {
+
+// An event of `type` about `job`, at `time_ms` (unix ms), with the job's state now.
+JobEvent EventOf(JobEventType type, const JobRecord& job, TimeMs time_ms) {
+  JobEvent e;
+  e.type = type;
+  e.job = job.id;
+  e.tenant = job.tenant;
+  e.time_ms = time_ms;
+  e.to = job.state;
+  return e;
+}
+
+}  // namespace
 
 absl::Status JobRecorder::Transition(JobRecord& record, JobState to, const std::string& reason) {
   const JobState from = record.state;
@@ -21,13 +35,8 @@ absl::Status JobRecorder::Transition(JobRecord& record, JobState to, const std::
   spdlog::info("job {}: {} -> {} ({})", record.id, JobStateName(from), JobStateName(to), reason);
   MetricsRegistry::Global().Add(kTransitionsMetric,
                                 {{"tenant", record.tenant}, {"state", JobStateName(to)}});
-  JobEvent e;
-  e.type = JobEventType::kState;
-  e.job = record.id;
-  e.tenant = record.tenant;
-  e.time_ms = next.updated_ms;
+  JobEvent e = EventOf(JobEventType::kState, next, next.updated_ms);
   e.from = from;
-  e.to = to;
   e.reason = reason;
   events_.Publish(std::move(e));
   if (IsTerminal(to)) models_.Forget(record.id);
@@ -55,23 +64,13 @@ absl::StatusOr<JobRecord> JobRecorder::CurrentAttempt(const std::string& id, int
 }
 
 void JobRecorder::Submitted(const JobRecord& record) {
-  JobEvent e;
-  e.type = JobEventType::kState;
-  e.job = record.id;
-  e.tenant = record.tenant;
-  e.time_ms = record.created_ms;
-  e.to = record.state;
+  JobEvent e = EventOf(JobEventType::kState, record, record.created_ms);
   e.reason = "submitted";
   events_.Publish(std::move(e));
 }
 
 void JobRecorder::Progressed(const JobRecord& record, const std::vector<MetricRecord>& points) {
-  JobEvent e;
-  e.type = JobEventType::kProgress;
-  e.job = record.id;
-  e.tenant = record.tenant;
-  e.time_ms = clock_.NowMs();
-  e.to = record.state;
+  JobEvent e = EventOf(JobEventType::kProgress, record, clock_.NowMs());
   e.progress = record.progress;
   e.points = points;
   e.best_test_accuracy = record.best_test_accuracy;
@@ -80,12 +79,7 @@ void JobRecorder::Progressed(const JobRecord& record, const std::vector<MetricRe
 
 void JobRecorder::ModelCommitted(const JobRecord& record, const ModelRecord& model) {
   MetricsRegistry::Global().Add(kModelsMetric, {{"tenant", record.tenant}, {"kind", model.kind}});
-  JobEvent e;
-  e.type = JobEventType::kModel;
-  e.job = record.id;
-  e.tenant = record.tenant;
-  e.time_ms = model.created_ms;
-  e.to = record.state;
+  JobEvent e = EventOf(JobEventType::kModel, record, model.created_ms);
   e.model = model;
   events_.Publish(std::move(e));
 }
@@ -119,12 +113,7 @@ void JobRecorder::Waiting(const std::map<std::string, scheduler::Waiting>& waiti
     if (!fresh && (reason == w->second.reason || now - at < 1000)) continue;
     reason = w->second.reason;
     at = now;
-    JobEvent e;
-    e.type = JobEventType::kWaiting;
-    e.job = r.id;
-    e.tenant = r.tenant;
-    e.time_ms = now;
-    e.to = r.state;
+    JobEvent e = EventOf(JobEventType::kWaiting, r, now);
     e.reason = w->second.reason;
     events_.Publish(std::move(e));
   }
