@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -10,7 +11,10 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
+#include <map>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -24,6 +28,8 @@ namespace weft {
 namespace {
 
 constexpr char kEngineProfile[] = "/usr/share/containers/seccomp.json";
+// What podman's --init runs as a container's pid 1 (catatonit, as podman binds it in).
+constexpr char kInitProgram[] = "/run/podman-init";
 constexpr char kEnginePath[] = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 // Linux's clone flag for a new user namespace, and the ioctls that reach a terminal's input
 // queue (TIOCSTI) or the console (TIOCLINUX).
@@ -155,6 +161,7 @@ absl::StatusOr<std::unique_ptr<PodmanRuntime>> PodmanRuntime::Create(Options opt
   RETURN_IF_ERROR(MakeDirs(options.config_dir));
   RETURN_IF_ERROR(WriteFileAtomic(options.config_dir + "/containers.conf", ContainersConf()));
   RETURN_IF_ERROR(WriteFileAtomic(options.config_dir + "/seccomp.json", profile));
+  RETURN_IF_ERROR(MakeDirs(options.config_dir + "/pids"));
   auto runtime = std::unique_ptr<PodmanRuntime>(new PodmanRuntime(std::move(options), ""));
   absl::StatusOr<CommandResult> version =
       RunCommand({runtime->options_.podman, "--version"}, runtime->EngineEnvironment(), 30000);
@@ -178,6 +185,65 @@ absl::StatusOr<std::unique_ptr<PodmanRuntime>> PodmanRuntime::Open(Options optio
   }
   return std::unique_ptr<PodmanRuntime>(new PodmanRuntime(std::move(options), ""));
 }
+
+std::string PodmanRuntime::InitPidFile(const std::string& name) const {
+  return absl::StrCat(options_.config_dir, "/pids/", name);
+}
+
+namespace {
+
+// The fields of /proc/<pid>/status, name -> value; empty when the process is gone.
+std::map<std::string, std::string, std::less<>> ProcStatus(pid_t pid) {
+  std::map<std::string, std::string, std::less<>> fields;
+  absl::StatusOr<std::string> text = ReadFile(absl::StrCat("/proc/", pid, "/status"));
+  if (!text.ok()) return fields;
+  for (absl::string_view line : absl::StrSplit(*text, '\n')) {
+    const size_t colon = line.find(':');
+    if (colon == absl::string_view::npos) continue;
+    fields.emplace(line.substr(0, colon), absl::StripAsciiWhitespace(line.substr(colon + 1)));
+  }
+  return fields;
+}
+
+// Whether a signal mask of /proc/<pid>/status (hexadecimal) has `signal`.
+bool HasSignal(const std::string& mask, int signal) {
+  uint64_t bits = 0;
+  return absl::SimpleHexAtoi(mask, &bits) && ((bits >> (signal - 1)) & 1) != 0;
+}
+
+}  // namespace
+
+ContainerRuntime::Signalled PodmanRuntime::SignalInit(const std::string& name, int signal) const {
+  absl::StatusOr<std::string> text = ReadFile(InitPidFile(name));
+  if (!text.ok()) return Signalled::kNotStarted;  // podman writes it once the container runs
+  pid_t pid = 0;
+  if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(*text), &pid) || pid <= 1) {
+    return Signalled::kNotStarted;
+  }
+  // Still that container's init, not a process that got its pid since: pid 1 of a namespace of
+  // its own (and not a zombie), running podman's init.
+  const auto status = ProcStatus(pid);
+  const auto field = [&](absl::string_view key) {
+    auto it = status.find(key);
+    return it == status.end() ? std::string() : it->second;
+  };
+  const std::vector<absl::string_view> nspid =
+      absl::StrSplit(field("NSpid"), absl::ByAnyChar(" \t"), absl::SkipEmpty());
+  if (nspid.size() < 2 || nspid.back() != "1" || absl::StartsWith(field("State"), "Z")) {
+    return Signalled::kEnded;
+  }
+  // Before podman's init runs, runc's own process holds the pid, setting the container up; and
+  // the kernel drops a signal to a namespace's init that neither blocks nor handles it (the
+  // first instants of catatonit).
+  absl::StatusOr<std::string> cmdline = ReadFile(absl::StrCat("/proc/", pid, "/cmdline"));
+  if (!cmdline.ok() || absl::string_view(*cmdline).substr(0, cmdline->find('\0')) != kInitProgram ||
+      (signal != 0 && !HasSignal(field("SigBlk"), signal) && !HasSignal(field("SigCgt"), signal))) {
+    return Signalled::kNotStarted;
+  }
+  return ::kill(pid, signal) == 0 ? Signalled::kInit : Signalled::kEnded;
+}
+
+void PodmanRuntime::Forget(const std::string& name) const { ::unlink(InitPidFile(name).c_str()); }
 
 RuntimeCommand PodmanRuntime::KillCommand(const std::string& name) const {
   return {{options_.podman, "kill", "--signal", "KILL", name}, EngineEnvironment(), ""};
@@ -237,6 +303,23 @@ std::vector<std::string> PodmanRuntime::EngineEnvironment() const {
           "LANG=C.UTF-8"};
 }
 
+namespace {
+
+// podman's flags for the cgroups, limits and devices of `s`.
+void AppendLimits(const ContainerSpec& s, std::vector<std::string>& a) {
+  if (!s.cgroup_parent.empty()) a.push_back(absl::StrCat("--cgroup-parent=", s.cgroup_parent));
+  if (s.memory_bytes > 0) {
+    a.push_back(absl::StrCat("--memory=", s.memory_bytes));
+    a.push_back(absl::StrCat("--memory-swap=", s.memory_bytes));
+  }
+  if (s.cpus > 0) a.push_back(absl::StrCat("--cpus=", s.cpus));
+  if (!s.cpuset.empty()) a.push_back(absl::StrCat("--cpuset-cpus=", absl::StrJoin(s.cpuset, ",")));
+  if (s.pids_limit > 0) a.push_back(absl::StrCat("--pids-limit=", s.pids_limit));
+  for (const std::string& d : s.devices) a.push_back(absl::StrCat("--device=", d));
+}
+
+}  // namespace
+
 absl::StatusOr<RuntimeCommand> PodmanRuntime::Command(const ContainerSpec& s) const {
   if (!SafeName(s.name)) {
     return absl::InvalidArgumentError(absl::StrCat("container name '", s.name, "' is not safe"));
@@ -253,7 +336,7 @@ absl::StatusOr<RuntimeCommand> PodmanRuntime::Command(const ContainerSpec& s) co
        "--name",
        s.name,
        "--pull=never",
-       "--init",
+       "--init",  // kInitProgram
        "--log-driver=passthrough",
        "--cap-drop=ALL",
        "--security-opt=no-new-privileges",
@@ -271,16 +354,12 @@ absl::StatusOr<RuntimeCommand> PodmanRuntime::Command(const ContainerSpec& s) co
   } else {
     a.push_back("--network=none");
   }
-  if (s.stdin_input) a.push_back("--interactive");
-  if (!s.cgroup_parent.empty()) a.push_back(absl::StrCat("--cgroup-parent=", s.cgroup_parent));
-  if (s.memory_bytes > 0) {
-    a.push_back(absl::StrCat("--memory=", s.memory_bytes));
-    a.push_back(absl::StrCat("--memory-swap=", s.memory_bytes));
+  if (s.record_init_pid) {
+    ::unlink(InitPidFile(s.name).c_str());  // one an earlier weftd left under this name
+    a.push_back(absl::StrCat("--pidfile=", InitPidFile(s.name)));
   }
-  if (s.cpus > 0) a.push_back(absl::StrCat("--cpus=", s.cpus));
-  if (!s.cpuset.empty()) a.push_back(absl::StrCat("--cpuset-cpus=", absl::StrJoin(s.cpuset, ",")));
-  if (s.pids_limit > 0) a.push_back(absl::StrCat("--pids-limit=", s.pids_limit));
-  for (const std::string& d : s.devices) a.push_back(absl::StrCat("--device=", d));
+  if (s.stdin_input) a.push_back("--interactive");
+  AppendLimits(s, a);
   for (const auto& [k, v] : s.labels) {
     if (!SafeName(k) || !SafeName(v)) {
       return absl::InvalidArgumentError(absl::StrCat("label ", k, "=", v, " is not safe"));

@@ -65,6 +65,9 @@ struct ContainerSpec {
   std::vector<std::string> hidden;
   // Labels the engine keeps with the container (weft.job, weft.attempt, weft.rank).
   std::vector<std::pair<std::string, std::string>> labels;
+  // Whether the engine records the host pid of the container's init once it runs, so that
+  // ContainerRuntime::SignalInit can reach it (the caller then calls Forget when it is done).
+  bool record_init_pid = false;
 };
 
 // What to run: execve(argv[0], argv, env). `join_network_namespace`: the caller must setns()
@@ -101,6 +104,24 @@ class ContainerRuntime {
   // Whether the runtime's process passes SIGTERM on to the program (podman's sig-proxy). If not
   // (bubblewrap), it must ignore SIGTERM itself, and the program, in its process group, gets it.
   virtual bool ForwardsSigterm() const { return true; }
+
+  // What SignalInit did.
+  enum class Signalled {
+    kInit,        // the container's init has it (and passes it on to the program)
+    kEnded,       // the container ran and has ended: nothing was signalled
+    kNotStarted,  // not running yet, or the runtime cannot tell: signal the runtime's process
+  };
+  // Sends `signal` to the init of container `name` (started with record_init_pid), not to the
+  // runtime's process. That process then exits with the program's own status even when the
+  // program died first: podman's client, signalled after its container ended, reports the
+  // signal it got (143) instead of the container's status (137 for a SIGKILL).
+  virtual Signalled SignalInit(const std::string& name, int signal) const {
+    (void)name;
+    (void)signal;
+    return Signalled::kNotStarted;
+  }
+  // Drops what the runtime kept for SignalInit about container `name`, whose process has exited.
+  virtual void Forget(const std::string& name) const { (void)name; }
 };
 
 // Podman (with runc: crun refuses the hybrid cgroup layout of these hosts) as root. Every
@@ -134,6 +155,10 @@ class PodmanRuntime : public ContainerRuntime {
   bool ContainerDiesWithProcess() const override { return false; }
   bool PlacesCgroups() const override { return true; }
   std::string EngineCgroup() const override { return "conmon"; }
+  // Through the pid podman wrote with --pidfile (under config_dir/pids), once that pid is still a
+  // container's init (its own pid namespace's pid 1, /run/podman-init).
+  Signalled SignalInit(const std::string& name, int signal) const override;
+  void Forget(const std::string& name) const override;
 
   // The environment of every podman process weft runs (PATH, CONTAINERS_CONF).
   std::vector<std::string> EngineEnvironment() const;
@@ -151,6 +176,8 @@ class PodmanRuntime : public ContainerRuntime {
  private:
   PodmanRuntime(Options options, std::string version)
       : options_(std::move(options)), version_(std::move(version)) {}
+  // Where podman writes container `name`'s init pid (record_init_pid).
+  std::string InitPidFile(const std::string& name) const;
   Options options_;
   std::string version_;
 };

@@ -256,6 +256,24 @@ void LocalExecutor::KillLocked(const Child& c) {
   }
 }
 
+void LocalExecutor::TerminateLocked(const Child& c) {
+  // A running container's init gets it and passes it on to the learner. Its engine process is
+  // left alone: signalled after its container ended (the learner killed, say, just before), it
+  // would report that signal instead of how the learner ended.
+  if (c.contained && !c.adopted && !c.container.empty()) {
+    switch (containers_->runtime().SignalInit(c.container, SIGTERM)) {
+      case ContainerRuntime::Signalled::kInit:
+      case ContainerRuntime::Signalled::kEnded:
+        return;
+      case ContainerRuntime::Signalled::kNotStarted:
+        break;
+    }
+  }
+  // The engine passes it on to the container (podman's sig-proxy), or the learner's process
+  // group has it (a learner outside a container, bubblewrap's).
+  ::kill(-c.pid, SIGTERM);
+}
+
 absl::Status LocalExecutor::Stop(const std::string& job_id, int64_t grace_ms) {
   absl::MutexLock lock(&mu_);
   for (Child& c : children_) {
@@ -263,8 +281,7 @@ absl::Status LocalExecutor::Stop(const std::string& job_id, int64_t grace_ms) {
     if (grace_ms <= 0) {
       KillLocked(c);
     } else {
-      // podman passes it on to the container's init, which passes it on to the learner.
-      ::kill(-c.pid, SIGTERM);
+      TerminateLocked(c);
     }
     TimeMs deadline = clock_.NowMs() + grace_ms;
     if (c.kill_at_ms == 0 || deadline < c.kill_at_ms) c.kill_at_ms = deadline;
@@ -456,7 +473,10 @@ std::vector<LearnerExit> LocalExecutor::Reap() {
         exited_cgroups_.push_back(it->cgroup);
       }
       if (it->oom_watch >= 0) ::close(it->oom_watch);
-      if (it->contained) containers_->Release(it->launch);
+      if (it->contained) {
+        if (!it->adopted && !it->container.empty()) containers_->runtime().Forget(it->container);
+        containers_->Release(it->launch);
+      }
       if (!it->contained) RemoveLeftoverShm(it->launch);
       exits.push_back(e);
       it = children_.erase(it);

@@ -106,6 +106,9 @@ class LocalExecutor : public Executor {
                                     Child* child);
   // SIGKILL to `c`'s process group and its container's processes.
   void KillLocked(const Child& c) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // SIGTERM to `c`'s learner: through its container's init once that runs, else to its process
+  // group.
+  void TerminateLocked(const Child& c) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Kills `c`'s process tree (found through `children`, ChildrenByParent) once its resident
   // anonymous memory together is over the learner's limit.
   static void EnforceMemoryLimit(Child& c, const std::multimap<pid_t, pid_t>& children);

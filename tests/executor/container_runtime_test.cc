@@ -20,8 +20,10 @@
 #include <filesystem>
 #include <map>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/files.h"
+#include "common/subprocess.h"
 #include "executor/job_isolation.h"
 #include "executor/learner_container.h"
 #include "executor/network_namespaces.h"
@@ -281,6 +283,22 @@ TEST(LearnerContainerTest, LocalThroughItsSocketSlurmThroughTheHostsNetwork) {
   EXPECT_EQ(s.memory_bytes, int64_t{512} << 20);
 }
 
+// `c` started in the background as weftd would (umask 077); its pid.
+pid_t Start(RuntimeCommand c) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    umask(077);
+    std::vector<char*> argv, env;
+    for (auto& a : c.argv) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    for (auto& e : c.env) env.push_back(e.data());
+    env.push_back(nullptr);
+    execve(argv[0], argv.data(), env.data());
+    _exit(126);
+  }
+  return pid;
+}
+
 // Under bubblewrap the learner runs the host's own binary, which may lie in a directory the
 // sandbox covers with an empty tmpfs (a build under /tmp, CI's clone): it is bound at its own path,
 // through directories the job's uid may search, and runs as that uid.
@@ -313,17 +331,7 @@ TEST(BwrapCommandTest, AProgramUnderACoveredDirectoryIsBoundAndRunsAsTheJobsUid)
   run.mounts = {{program, program, true}};
   auto c = (*bwrap)->Command(run);
   ASSERT_TRUE(c.ok()) << c.status();
-  const pid_t pid = fork();
-  if (pid == 0) {
-    umask(077);  // weftd's
-    std::vector<char*> argv, env;
-    for (auto& a : c->argv) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    for (auto& e : c->env) env.push_back(e.data());
-    env.push_back(nullptr);
-    execve(argv[0], argv.data(), env.data());
-    _exit(126);
-  }
+  const pid_t pid = Start(*c);
   int status = 0;
   ASSERT_EQ(waitpid(pid, &status, 0), pid);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
@@ -349,6 +357,69 @@ TEST(LearnerContainerTest, TheEnginesExitCodeReadsAsTheLearnersExit) {
   EXPECT_THAT(read(127).cause, HasSubstr("image cannot run the learner"));
   EXPECT_EQ(read(125).exit_code, 125) << "worth a restart";
   EXPECT_THAT(read(125).cause, HasSubstr("could not start it"));
+}
+
+// The podman command of `spec` started in the background; its pid.
+pid_t StartContainer(const PodmanRuntime& podman, const ContainerSpec& spec) {
+  auto c = podman.Command(spec);
+  return c.ok() ? Start(*c) : -1;
+}
+
+// SignalInit with `signal` until it answers other than `while_answer` (at most 60 s).
+ContainerRuntime::Signalled SignalUntil(const PodmanRuntime& podman, const std::string& name,
+                                        int signal, ContainerRuntime::Signalled while_answer) {
+  ContainerRuntime::Signalled answer = while_answer;
+  for (int i = 0; i < 6000 && answer == while_answer; ++i) {
+    answer = podman.SignalInit(name, signal);
+    if (answer == while_answer) usleep(10000);
+  }
+  return answer;
+}
+
+// A learner's container is stopped through its init, never through podman's client: a running
+// one gets the signal, and one whose learner died first ends with the learner's own status (a
+// client signalled after its container ended would exit 143, hiding the SIGKILL).
+TEST(PodmanSignalTest, TheInitGetsTheSignalAndAnEndedContainerKeepsItsOwnStatus) {
+  if (geteuid() != 0) GTEST_SKIP() << "rootful podman needs root";
+  char tmpl[] = "/tmp/weft-podman-signal-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  auto podman = PodmanRuntime::Create({"/usr/bin/podman", dir});
+  if (!podman.ok()) GTEST_SKIP() << podman.status();
+  auto exists = RunCommand({"/usr/bin/podman", "image", "exists", "localhost/weft/runtime:latest"},
+                           (*podman)->EngineEnvironment(), 60000);
+  if (!exists.ok() || exists->exit_code != 0) GTEST_SKIP() << "no weft/runtime image";
+  using Signalled = ContainerRuntime::Signalled;
+  ContainerSpec spec;
+  spec.image = "localhost/weft/runtime:latest";
+  spec.record_init_pid = true;
+  auto status_of = [](pid_t pid) {
+    int status = 0;
+    return waitpid(pid, &status, 0) == pid && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  };
+
+  spec.name = absl::StrCat("weft-signal-test-", getpid(), "-running");
+  spec.argv = {"sleep", "60"};
+  EXPECT_EQ((*podman)->SignalInit(spec.name, SIGTERM), Signalled::kNotStarted);
+  pid_t pid = StartContainer(**podman, spec);
+  ASSERT_GT(pid, 0);
+  EXPECT_EQ(SignalUntil(**podman, spec.name, SIGTERM, Signalled::kNotStarted), Signalled::kInit);
+  EXPECT_EQ(status_of(pid), 128 + SIGTERM) << "sleep ended by the SIGTERM its init passed on";
+  EXPECT_EQ((*podman)->SignalInit(spec.name, SIGTERM), Signalled::kEnded);
+  (*podman)->Forget(spec.name);
+  EXPECT_EQ((*podman)->SignalInit(spec.name, SIGTERM), Signalled::kNotStarted);
+
+  spec.name = absl::StrCat("weft-signal-test-", getpid(), "-killed");
+  spec.argv = {"sh", "-c", "sleep 1; kill -KILL $$"};
+  pid = StartContainer(**podman, spec);
+  ASSERT_GT(pid, 0);
+  ASSERT_EQ(SignalUntil(**podman, spec.name, 0, Signalled::kNotStarted), Signalled::kInit);
+  // The moment its learner is gone, before podman's client has cleaned up and exited.
+  ASSERT_EQ(SignalUntil(**podman, spec.name, 0, Signalled::kInit), Signalled::kEnded);
+  EXPECT_EQ((*podman)->SignalInit(spec.name, SIGTERM), Signalled::kEnded);
+  EXPECT_EQ(status_of(pid), 128 + SIGKILL);
+  (*podman)->Forget(spec.name);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(NetworkNamespacesTest, PinnedWithLoopbackUpAndUnpinned) {
