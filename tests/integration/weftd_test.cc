@@ -163,6 +163,19 @@ std::string WeftdTest::Log(const std::string& id, int rank) const {
   return weftd_->LearnerLog(id, rank);
 }
 
+namespace {
+
+// The last `lines` lines of `text`.
+std::string Tail(const std::string& text, int lines) {
+  size_t at = text.size();
+  for (int n = 0; n <= lines && at != std::string::npos && at > 0; ++n) {
+    at = text.rfind('\n', at - 1);
+  }
+  return at == std::string::npos ? text : text.substr(at + 1);
+}
+
+}  // namespace
+
 void WeftdTest::WaitForLog(const std::string& id, int rank, const std::string& text,
                            int timeout_s) const {
   std::string log;
@@ -173,7 +186,17 @@ void WeftdTest::WaitForLog(const std::string& id, int rank, const std::string& t
     if (std::chrono::steady_clock::now() > deadline) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
-  ADD_FAILURE() << "learner " << rank << " never logged '" << text << "':\n" << log;
+  // What every learner and weftd said last: why it did not happen is usually in another's log.
+  std::string others;
+  for (int other = 0; other < 16; ++other) {
+    if (other == rank) continue;
+    const std::string l = Log(id, other);
+    if (!l.empty())
+      others += "\n--- learner " + std::to_string(other) + " (tail) ---\n" + Tail(l, 12);
+  }
+  ADD_FAILURE() << "learner " << rank << " never logged '" << text << "':\n"
+                << log << others << "\n--- weftd (tail) ---\n"
+                << Tail(weftd_->log(), 40);
 }
 
 }  // namespace weft::testing
