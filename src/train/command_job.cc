@@ -28,6 +28,7 @@
 #include "train/command_events.h"
 #include "train/command_files.h"
 #include "train/command_process.h"
+#include "train/target_tracker.h"
 
 namespace weft::train {
 namespace {
@@ -44,7 +45,12 @@ absl::Status Errno(const std::string& what) {
 class CommandJob {
  public:
   CommandJob(const LoopOptions& o, Reporter& r)
-      : o_(o), l_(o.learner), spec_(o.spec), reporter_(r), sandbox_(true) {}
+      : o_(o),
+        l_(o.learner),
+        spec_(o.spec),
+        reporter_(r),
+        sandbox_(true),
+        targets_(spec_.targets) {}
   ~CommandJob() {
     reader_.reset();
     if (work_fd_ >= 0) ::close(work_fd_);
@@ -105,9 +111,8 @@ class CommandJob {
   std::unique_ptr<CommandEventReader> reader_;
   absl::Status reader_status_;
   ProgressReport progress_;
-  double best_ = 0;
-  std::optional<double> complete_met_;
-  bool delivered_ = false;
+  // The program's evaluations; a model it announces is the delivered one when it meets `deliver`.
+  TargetTracker targets_;
   std::optional<CommandEvent> candidate_;  // the last model announced: the final one on success
 };
 
@@ -353,12 +358,7 @@ void CommandJob::OnEvent(const CommandEvent& e, int fd) {
   if (e.epochs_total) progress_.epochs_total = *e.epochs_total;
   if (e.steps_total) progress_.steps_total = *e.steps_total;
   if (e.samples) progress_.samples = *e.samples;
-  if (e.test_accuracy) {
-    best_ = std::max(best_, *e.test_accuracy);
-    if (spec_.targets.complete && *e.test_accuracy >= *spec_.targets.complete && !complete_met_) {
-      complete_met_ = *e.test_accuracy;
-    }
-  }
+  if (e.test_accuracy) targets_.Observe(*e.test_accuracy);
   absl::Status s;
   if (e.kind == CommandEvent::Kind::kCheckpoint) s = OnCheckpoint(e, fd);
   if (e.kind == CommandEvent::Kind::kModel) s = OnModel(e, fd);
@@ -423,9 +423,9 @@ absl::Status CommandJob::OnModel(const CommandEvent& e, int in) {
         absl::StrCat("model '", e.path, "' not kept: it ", bytes.status().message()));
   }
   candidate_ = e;
-  const std::optional<double>& deliver = spec_.targets.deliver;
-  if (!deliver || delivered_ || *e.test_accuracy < *deliver) return absl::OkStatus();
-  spdlog::info("deliver target met: test_accuracy {:.4f} >= {}", *e.test_accuracy, *deliver);
+  if (!targets_.WouldDeliver(*e.test_accuracy)) return absl::OkStatus();
+  spdlog::info("deliver target met: test_accuracy {:.4f} >= {}", *e.test_accuracy,
+               *spec_.targets.deliver);
   RETURN_IF_ERROR(MakeDirs(ModelDir(l_.result_dir, kDeliveredModel)));
   const std::string dest = ModelPath(l_.result_dir, kDeliveredModel);
   int candidate = ::open(CandidatePath().c_str(), O_RDONLY | O_CLOEXEC);
@@ -434,7 +434,7 @@ absl::Status CommandJob::OnModel(const CommandEvent& e, int in) {
   ::close(candidate);
   if (!bytes.ok()) return bytes.status();
   RETURN_IF_ERROR(CommitModel(kDeliveredModel, dest, e, *bytes));
-  delivered_ = true;
+  targets_.MarkDelivered();
   return absl::OkStatus();
 }
 
@@ -449,7 +449,7 @@ absl::Status CommandJob::CommitModel(const std::string& kind, const std::string&
       {"format", "the file the job's program saved (TorchScript when it used torch.jit.save)"},
       {"epoch", e.epoch},
       {"step", e.step},
-      {"metrics", {{"test_accuracy", *e.test_accuracy}, {"best_test_accuracy", best_}}},
+      {"metrics", {{"test_accuracy", *e.test_accuracy}, {"best_test_accuracy", targets_.best()}}},
       {"manifest_digest", SpecDigest(spec_)},
       {"spec", SpecToJson(spec_)},
       {"created_at", FormatTimeMs(SystemClock::Get().NowMs())},
@@ -504,7 +504,7 @@ absl::StatusOr<LoopResult> CommandJob::Finish(int status) {
   }
   LoopResult result;
   result.succeeded = true;
-  result.best_test_accuracy = best_;
+  result.best_test_accuracy = targets_.best();
   if (l_.rank != 0) {
     result.reason = absl::StrFormat("rank %d of %d: the command exited 0", l_.rank, l_.world_size);
     return result;
@@ -520,12 +520,8 @@ absl::StatusOr<LoopResult> CommandJob::Finish(int status) {
   if (!bytes.ok()) return bytes.status();
   RETURN_IF_ERROR(CommitModel(kFinalModel, dest, *candidate_, *bytes));
   result.final_test_accuracy = *candidate_->test_accuracy;
-  if (complete_met_) {
-    result.reason = absl::StrFormat("target met: test_accuracy %.4f >= %g", *complete_met_,
-                                    *spec_.targets.complete);
-  } else {
-    result.reason = absl::StrFormat("the command exited 0; best test_accuracy %.4f", best_);
-  }
+  result.reason = targets_.FinishReason(
+      absl::StrFormat("the command exited 0; best test_accuracy %.4f", targets_.best()));
   return result;
 }
 
@@ -578,7 +574,7 @@ absl::StatusOr<LoopResult> CommandJob::Run() {
   }
   std::optional<int> status = Supervise(*program);
   RETURN_IF_ERROR(reader_status_);  // the program was stopped: its output could not be read
-  if (!status) return LoopResult{false, true, "stopped on request", best_, 0, -1};
+  if (!status) return LoopResult{false, true, "stopped on request", targets_.best(), 0, -1};
   spdlog::info("the program {}", DescribeWaitStatus(*status));
   return Finish(*status);
 }

@@ -92,9 +92,8 @@ ps::ShardedState PsTrainer::ResumeState(int64_t* step) {
       state = std::move(*shards_read);
       evaluated_epochs_ = static_cast<int>(read("evaluated_epochs").item<int64_t>());
       evaluated_step_ = read("evaluated_step").item<int64_t>();
-      delivered_ = read("delivered").item<int64_t>() != 0;
-      best_ = read("best").item<double>();
-      last_accuracy_ = read("last_accuracy").item<double>();
+      targets_.Restore(read("best").item<double>(), read("last_accuracy").item<double>(),
+                       read("delivered").item<int64_t>() != 0);
       *step = read("step").item<int64_t>();
     } catch (const std::exception& e) {
       spdlog::warn("skipping checkpoint {}: it does not load: {}", path, TorchMessage(e));
@@ -145,9 +144,9 @@ absl::Status PsTrainer::Checkpoint() {
     ar.write("step", Int64(step));
     ar.write("evaluated_epochs", Int64(evaluated_epochs_));
     ar.write("evaluated_step", Int64(evaluated_step_));
-    ar.write("delivered", Int64(delivered_ ? 1 : 0));
-    ar.write("best", torch::tensor(best_, torch::kFloat64));
-    ar.write("last_accuracy", torch::tensor(last_accuracy_, torch::kFloat64));
+    ar.write("delivered", Int64(targets_.delivered() ? 1 : 0));
+    ar.write("best", torch::tensor(targets_.best(), torch::kFloat64));
+    ar.write("last_accuracy", torch::tensor(targets_.last(), torch::kFloat64));
     ar.save_to(bytes);
   } catch (const std::exception& e) {
     return absl::InternalError(absl::StrCat("cannot serialise a checkpoint: ", TorchMessage(e)));

@@ -68,7 +68,8 @@ PsTrainer::PsTrainer(const LoopOptions& o, Reporter& r, Model model, Dataset tra
       classes_(NumClasses(train_, test_)),
       order_(train_.size(), o.learner.world_size, o.learner.rank, spec_.training.batch_size,
              spec_.training.seed),
-      timeout_ms_(o.rendezvous_timeout_ms) {}
+      timeout_ms_(o.rendezvous_timeout_ms),
+      targets_(spec_.targets) {}
 
 PsTrainer::~PsTrainer() = default;
 
@@ -241,8 +242,7 @@ absl::Status PsTrainer::EvaluateNow(bool* complete) {
   Evaluation ev = Evaluate(model_, test_);
   evaluated_epochs_ = progress_.epoch;
   evaluated_step_ = progress_.step;
-  last_accuracy_ = ev.accuracy;
-  best_ = std::max(best_, ev.accuracy);
+  const TargetTracker::Decision decision = targets_.Observe(ev.accuracy);
   const ps::ApplierStats& stats = *progress_.parameter_server;
   spdlog::info(
       "evaluation: epoch {} step {} version {} test_accuracy {:.4f} test_loss {:.4f}; server: {} "
@@ -257,18 +257,15 @@ absl::Status PsTrainer::EvaluateNow(bool* complete) {
   m.test_accuracy = ev.accuracy;
   m.test_loss = ev.loss;
   reporter_.Report(m, progress_);
-  const TargetSpec& t = spec_.targets;
-  if (t.deliver && !delivered_ && ev.accuracy >= *t.deliver) {
-    spdlog::info("deliver target met: test_accuracy {:.4f} >= {}", ev.accuracy, *t.deliver);
+  if (decision.deliver) {
+    spdlog::info("deliver target met: test_accuracy {:.4f} >= {}", ev.accuracy,
+                 *spec_.targets.deliver);
     RETURN_IF_ERROR(
         ExportModel({o_, env_, reporter_, *model_, train_.SampleShape(), classes_, kDeliveredModel,
-                     ev.accuracy, best_, progress_.epoch, progress_.step}));
-    delivered_ = true;
+                     ev.accuracy, targets_.best(), progress_.epoch, progress_.step}));
+    targets_.MarkDelivered();
   }
-  if (t.complete && ev.accuracy >= *t.complete) {
-    complete_met_ = ev.accuracy;
-    *complete = true;
-  }
+  if (decision.complete) *complete = true;
   return absl::OkStatus();
 }
 
@@ -285,9 +282,9 @@ absl::StatusOr<PsTrainer::End> PsTrainer::AwaitOthers(bool* complete) {
   }
 }
 
-absl::StatusOr<LoopResult> PsTrainer::FinishLeader(End end, bool complete) {
+absl::StatusOr<LoopResult> PsTrainer::FinishLeader(End end) {
   LoopResult result;
-  result.best_test_accuracy = best_;
+  result.best_test_accuracy = targets_.best();
   if (absl::Status s = UpdateProgress(); !s.ok()) spdlog::warn("{}", s.message());
   const ps::ApplierStats stats = progress_.parameter_server.value_or(ps::ApplierStats{});
   spdlog::info(
@@ -307,12 +304,12 @@ absl::StatusOr<LoopResult> PsTrainer::FinishLeader(End end, bool complete) {
   }
   // The final model is the server's parameters as they are now.
   RETURN_IF_ERROR(link_->Pull(params_.data_ptr<float>()).status());
-  result.reason = FinishReason(spec_, complete, complete_met_, best_, last_accuracy_);
+  result.reason = targets_.BudgetReason(spec_.training.epochs);
   RETURN_IF_ERROR(
       ExportModel({o_, env_, reporter_, *model_, train_.SampleShape(), classes_, kFinalModel,
-                   last_accuracy_, best_, progress_.epoch, progress_.step}));
+                   targets_.last(), targets_.best(), progress_.epoch, progress_.step}));
   result.succeeded = true;
-  result.final_test_accuracy = last_accuracy_;
+  result.final_test_accuracy = targets_.last();
   return result;
 }
 
@@ -351,7 +348,7 @@ absl::StatusOr<LoopResult> PsTrainer::Run() {
     complete = complete || end == End::kComplete;
   }
   if (leader_) {
-    absl::StatusOr<LoopResult> result = FinishLeader(end, complete);
+    absl::StatusOr<LoopResult> result = FinishLeader(end);
     link_->Close();  // the others' next call says so, and they exit
     if (result.ok()) result->resumed_from_step = resumed_from;
     return result;

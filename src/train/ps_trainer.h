@@ -71,7 +71,7 @@ class PsTrainer {
   absl::Status Checkpoint();
   // Rank 0 at the end: waits until every learner's share is applied (or a stop).
   absl::StatusOr<End> AwaitOthers(bool* complete);
-  absl::StatusOr<LoopResult> FinishLeader(End end, bool complete);
+  absl::StatusOr<LoopResult> FinishLeader(End end);
   // Progress of the whole job from the server's slot positions.
   absl::Status UpdateProgress();
   // Per slot: the batches of its share of the whole budget (epochs × its batches per epoch).
@@ -99,8 +99,7 @@ class PsTrainer {
   ProgressReport progress_;
   int evaluated_epochs_ = 0;
   int64_t evaluated_step_ = 0;
-  double best_ = 0, last_accuracy_ = 0, complete_met_ = 0;
-  bool delivered_ = false;
+  TargetTracker targets_;
   double loss_sum_ = 0;
   int64_t loss_steps_ = 0;
   double last_report_s_ = 0, last_checkpoint_s_ = 0;

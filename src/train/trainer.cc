@@ -33,23 +33,11 @@ Trainer::Trainer(const LoopOptions& o, Reporter& r, Model model, Dataset train, 
       train_(std::move(train)),
       test_(std::move(test)),
       classes_(NumClasses(train_, test_)),
-      dp_(std::move(dp)) {}
+      dp_(std::move(dp)),
+      targets_(spec_.targets) {}
 
 bool StopRequested(const LoopOptions& o, const Reporter& reporter) {
   return (o.stop_requested && o.stop_requested->load()) || !reporter.KeepRunning();
-}
-
-std::string FinishReason(const JobSpec& spec, bool complete, double complete_met, double best,
-                         double last) {
-  if (complete) {
-    return absl::StrFormat("target met: test_accuracy %.4f >= %g", complete_met,
-                           *spec.targets.complete);
-  }
-  if (spec.targets.complete) {
-    return absl::StrFormat("budget exhausted, best %.4f (target %g)", best, *spec.targets.complete);
-  }
-  return absl::StrFormat("budget exhausted: %d epochs, test_accuracy %.4f", spec.training.epochs,
-                         last);
 }
 
 bool Trainer::StopRequested() const { return train::StopRequested(o_, reporter_); }
@@ -126,8 +114,7 @@ void Trainer::ReportTraining(bool force) {
 absl::Status Trainer::EvaluateAndCheckTargets(bool* complete) {
   ReportTraining(/*force=*/true);
   Evaluation ev = Evaluate(model_, test_, dp_.get());
-  last_accuracy_ = ev.accuracy;
-  best_ = std::max(best_, ev.accuracy);
+  const TargetTracker::Decision decision = targets_.Observe(ev.accuracy);
   spdlog::info("evaluation: epoch {} step {} test_accuracy {:.4f} test_loss {:.4f}",
                epoch_in_progress_, progress_.step, ev.accuracy, ev.loss);
   if (rank() == 0) {
@@ -141,16 +128,13 @@ absl::Status Trainer::EvaluateAndCheckTargets(bool* complete) {
   }
   // Every rank evaluated the same figures (Evaluate sums over ranks), so all take the same
   // decisions here; only rank 0 writes the model.
-  const TargetSpec& t = spec_.targets;
-  if (t.deliver && !delivered_ && ev.accuracy >= *t.deliver) {
-    spdlog::info("deliver target met: test_accuracy {:.4f} >= {}", ev.accuracy, *t.deliver);
+  if (decision.deliver) {
+    spdlog::info("deliver target met: test_accuracy {:.4f} >= {}", ev.accuracy,
+                 *spec_.targets.deliver);
     if (rank() == 0) RETURN_IF_ERROR(Export(kDeliveredModel, ev.accuracy));
-    delivered_ = true;
+    targets_.MarkDelivered();
   }
-  if (t.complete && ev.accuracy >= *t.complete) {
-    complete_met_ = ev.accuracy;
-    *complete = true;
-  }
+  if (decision.complete) *complete = true;
   return absl::OkStatus();
 }
 
@@ -278,7 +262,7 @@ absl::Status Trainer::OnPeerLost(const PeerLostError& e) {
       absl::StrCat("a peer learner of the gang is gone (", e.what(), ")"));
 }
 
-absl::StatusOr<LoopResult> Trainer::Finish(bool complete) {
+absl::StatusOr<LoopResult> Trainer::Finish() {
   {
     // Replicas must agree bit for bit; the sum of all parameters shows it in each rank's log.
     torch::NoGradGuard no_grad;
@@ -293,12 +277,12 @@ absl::StatusOr<LoopResult> Trainer::Finish(bool complete) {
     result.reason = absl::StrFormat("rank %d of %d done at step %d; rank 0 writes the final model",
                                     rank(), world(), progress_.step);
   } else {
-    result.reason = FinishReason(spec_, complete, complete_met_, best_, last_accuracy_);
+    result.reason = targets_.BudgetReason(spec_.training.epochs);
   }
-  if (rank() == 0) RETURN_IF_ERROR(Export(kFinalModel, last_accuracy_));
+  if (rank() == 0) RETURN_IF_ERROR(Export(kFinalModel, targets_.last()));
   result.succeeded = true;
-  result.best_test_accuracy = best_;
-  result.final_test_accuracy = last_accuracy_;
+  result.best_test_accuracy = targets_.best();
+  result.final_test_accuracy = targets_.last();
   return result;
 }
 
@@ -316,7 +300,7 @@ absl::StatusOr<std::optional<LoopResult>> Trainer::TrainToEnd(bool* complete) {
       LoopResult result;
       result.stopped = true;
       result.reason = "stopped on request";
-      result.best_test_accuracy = best_;
+      result.best_test_accuracy = targets_.best();
       return result;
     }
     *complete = end == EpochEnd::kComplete;
@@ -371,12 +355,12 @@ absl::StatusOr<LoopResult> Trainer::Run() {
       LoopResult result;
       result.stopped = true;
       result.reason = "left the job's group at weftd's request";
-      result.best_test_accuracy = best_;
+      result.best_test_accuracy = targets_.best();
       result.resumed_from_step = resumed_from;
       return result;
     }
   }
-  ASSIGN_OR_RETURN(LoopResult result, Finish(complete));
+  ASSIGN_OR_RETURN(LoopResult result, Finish());
   result.resumed_from_step = resumed_from;
   return result;
 }

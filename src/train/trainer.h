@@ -16,6 +16,7 @@
 #include "train/data_parallel.h"
 #include "train/dataset.h"
 #include "train/models.h"
+#include "train/target_tracker.h"
 #include "train/training_loop.h"
 
 namespace weft::train {
@@ -60,12 +61,6 @@ absl::StatusOr<Membership> AwaitJoin(Reporter& reporter, const LearnerLaunch& la
 
 // Whether the learner was asked to stop: by a signal (o.stop_requested) or by weftd.
 bool StopRequested(const LoopOptions& o, const Reporter& reporter);
-
-// How a training run that was not stopped ended, for the job's history: "target met:
-// test_accuracy 0.9012 >= 0.9" (`complete`, at accuracy `complete_met`), else "budget exhausted,
-// best 0.8800 (target 0.9)" or "budget exhausted: 10 epochs, test_accuracy 0.8700" (`last`).
-std::string FinishReason(const JobSpec& spec, bool complete, double complete_met, double best,
-                         double last);
 
 // A model to write and commit: `kind` (kDeliveredModel, kFinalModel) of the job `options` runs.
 struct ModelExport {
@@ -120,7 +115,7 @@ class Trainer {
   absl::Status EvaluateAndCheckTargets(bool* complete);
   void ReportTraining(bool force);
   // Rank 0 writes the final model; every rank says how it finished.
-  absl::StatusOr<LoopResult> Finish(bool complete);
+  absl::StatusOr<LoopResult> Finish();
   bool StopRequested() const;
   // Another learner of the gang is gone mid-collective. This rank's state is that of the last
   // step every rank completed (a failed step is not applied), so rank 0 checkpoints it before
@@ -189,10 +184,7 @@ class Trainer {
   int64_t samples_since_report_ = 0;
   double train_seconds_since_report_ = 0;
   double last_report_s_ = 0;
-  double best_ = 0;
-  double last_accuracy_ = 0;
-  bool delivered_ = false;
-  double complete_met_ = 0;
+  TargetTracker targets_;
   // Samples of the epoch in progress trained so far, over all ranks: the length of the prefix of
   // the epoch's permutation that applied steps consumed. Independent of the world size.
   int64_t epoch_offset_ = 0;

@@ -44,8 +44,7 @@ absl::StatusOr<int64_t> Trainer::ResumeFromCheckpoints() {
     optimizer_ = MakeOptimizer();
     progress_ = {};
     epoch_offset_ = 0;
-    best_ = last_accuracy_ = 0;
-    delivered_ = false;
+    targets_.Reset();
     eval_pending_ = false;
   }
   return -1;
@@ -66,10 +65,10 @@ absl::StatusOr<std::string> Trainer::SerializeState() {
     ar.write("step", i64(progress_.step));
     ar.write("samples", i64(progress_.samples));
     ar.write("epoch_offset", i64(epoch_offset_));
-    ar.write("delivered", i64(delivered_ ? 1 : 0));
+    ar.write("delivered", i64(targets_.delivered() ? 1 : 0));
     ar.write("eval_pending", i64(eval_pending_ ? 1 : 0));
-    ar.write("best", torch::tensor(best_, torch::kFloat64));
-    ar.write("last_accuracy", torch::tensor(last_accuracy_, torch::kFloat64));
+    ar.write("best", torch::tensor(targets_.best(), torch::kFloat64));
+    ar.write("last_accuracy", torch::tensor(targets_.last(), torch::kFloat64));
     ar.write("rng", at::detail::getDefaultCPUGenerator().get_state());
     ar.save_to(bytes);
   } catch (const std::exception& e) {
@@ -175,9 +174,7 @@ absl::Status Trainer::LoadState(torch::serialize::InputArchive& ar, const std::s
       return absl::DataLossError(absl::StrCat("checkpoint ", path, " is ", epoch_offset_,
                                               " samples into an epoch of ", train_.size()));
     }
-    delivered_ = i64("delivered") != 0;
-    best_ = f64("best");
-    last_accuracy_ = f64("last_accuracy");
+    targets_.Restore(f64("best"), f64("last_accuracy"), i64("delivered") != 0);
     torch::Tensor pending;  // absent from checkpoints written before it existed
     eval_pending_ = ar.try_read("eval_pending", pending) && pending.item<int64_t>() != 0;
     torch::Tensor rng;
@@ -247,7 +244,7 @@ absl::Status ExportModel(const ModelExport& e) {
 
 absl::Status Trainer::Export(const std::string& kind, double accuracy) {
   return ExportModel({o_, env_, reporter_, *model_, train_.SampleShape(), classes_, kind, accuracy,
-                      best_, progress_.epoch, progress_.step});
+                      targets_.best(), progress_.epoch, progress_.step});
 }
 
 }  // namespace weft::train
