@@ -14,7 +14,7 @@ namespace weft {
 
 absl::Status AttemptStarter::PickAddresses(JobRecord& r, std::pair<std::string, int>* rendezvous) {
   if (r.learners.size() > 1) {
-    auto address = p_.executor.RendezvousAddress(r.learners[0].node);
+    auto address = c_.executor.RendezvousAddress(r.learners[0].node);
     if (!address.ok()) {
       return absl::UnavailableError(
           absl::StrCat("cannot start the gang: ", address.status().message()));
@@ -22,7 +22,7 @@ absl::Status AttemptStarter::PickAddresses(JobRecord& r, std::pair<std::string, 
     *rendezvous = *address;
   }
   for (ServerSlot& server : r.servers) {
-    auto address = p_.executor.RendezvousAddress(server.node);
+    auto address = c_.executor.RendezvousAddress(server.node);
     if (!address.ok()) {
       return absl::UnavailableError(
           absl::StrCat("cannot place a parameter server: ", address.status().message()));
@@ -36,7 +36,7 @@ absl::Status AttemptStarter::StartServers(JobRecord& r, const JobSpec& spec,
                                           const DatasetRecord& data) {
   for (size_t i = 0; i < r.servers.size(); ++i) {
     absl::StatusOr<int64_t> pid =
-        p_.executor.Start(p_.launches.Server(r, spec, static_cast<int>(i), data));
+        c_.executor.Start(c_.launches.Server(r, spec, static_cast<int>(i), data));
     if (!pid.ok()) {
       return absl::Status(pid.status().code(), absl::StrCat("cannot start parameter server ", i,
                                                             ": ", pid.status().message()));
@@ -119,15 +119,15 @@ std::string StartingReason(const JobRecord& r, const std::pair<std::string, int>
 
 void AttemptStarter::Start(AttemptTracker& attempts, JobRecord r, const scheduler::Placement& p) {
   if (r.state != JobState::kQueued) return;
-  auto spec = p_.specs.Get(r);
-  if (!spec.ok()) return p_.recorder.Fail(r, std::string(spec.status().message()));
-  absl::StatusOr<DatasetRecord> data = p_.launches.DataSet(r, **spec);
-  absl::StatusOr<std::string> image = data.ok() ? p_.launches.Image(r, **spec) : data.status();
+  auto spec = c_.specs.Get(r);
+  if (!spec.ok()) return c_.recorder.Fail(r, std::string(spec.status().message()));
+  absl::StatusOr<DatasetRecord> data = c_.launches.DataSet(r, **spec);
+  absl::StatusOr<std::string> image = data.ok() ? c_.launches.Image(r, **spec) : data.status();
   if (!image.ok()) {
     if (!absl::IsNotFound(image.status())) {
       return spdlog::error("job {}: {}", r.id, image.status().message());  // next round
     }
-    return p_.recorder.Fail(r, std::string(image.status().message()));
+    return c_.recorder.Fail(r, std::string(image.status().message()));
   }
   // Elastic: anywhere in its range. A scale-out parameter-server job's servers come last.
   const int servers = (*spec)->ParameterServers();
@@ -142,15 +142,15 @@ void AttemptStarter::Start(AttemptTracker& attempts, JobRecord r, const schedule
   for (int i = 0; i < world; ++i) r.learners.push_back({members[i], 0, i});
   for (int i = 0; i < servers; ++i) r.servers.push_back({members[world + i], 0, i, ""});
   r.next_learner_id = static_cast<int>(r.learners.size());
-  if (absl::Status s = p_.recorder.Transition(r, JobState::kPlaced, PlacedReason(r)); !s.ok()) {
+  if (absl::Status s = c_.recorder.Transition(r, JobState::kPlaced, PlacedReason(r)); !s.ok()) {
     return spdlog::error("job {}: {}", r.id, s.message());
   }
   std::pair<std::string, int> rendezvous;
   if (absl::Status s = PickAddresses(r, &rendezvous); !s.ok()) {
     r.ClearGang();
-    return p_.exits.RestartOrFail(attempts, r, std::string(s.message()));
+    return exits_.RestartOrFail(attempts, r, std::string(s.message()));
   }
-  const int one = p_.launches.LearnersAsOne(r, **spec);
+  const int one = c_.launches.LearnersAsOne(r, **spec);
   std::string starting = StartingReason(r, one > 1 ? std::pair<std::string, int>() : rendezvous);
   if (one > 1) {
     const JobSpec as_one = (*spec)->AsOneLearner(one);
@@ -160,7 +160,7 @@ void AttemptStarter::Start(AttemptTracker& attempts, JobRecord r, const schedule
                     ": on one host as fast as a gang or faster) and the others stand by "
                     "(resources.gang_on_one_host: learners keeps a gang)");
   }
-  if (absl::Status s = p_.recorder.Transition(r, JobState::kStarting, starting); !s.ok()) {
+  if (absl::Status s = c_.recorder.Transition(r, JobState::kStarting, starting); !s.ok()) {
     return spdlog::error("job {}: {}", r.id, s.message());
   }
   attempts.EndAttempt(r.id);
@@ -170,32 +170,32 @@ void AttemptStarter::Start(AttemptTracker& attempts, JobRecord r, const schedule
   attempt.generation = r.generation;
   absl::Status started = StartServers(r, **spec, *data);
   for (int rank = 0; started.ok() && rank < world; ++rank) {
-    LearnerLaunch launch = p_.launches.Learner(r, **spec, rank, rendezvous, *data);
+    LearnerLaunch launch = c_.launches.Learner(r, **spec, rank, rendezvous, *data);
     launch.image = *image;
-    absl::StatusOr<int64_t> pid = p_.executor.Start(launch);
+    absl::StatusOr<int64_t> pid = c_.executor.Start(launch);
     if (!pid.ok()) {
       started = absl::Status(pid.status().code(), absl::StrCat("cannot start learner rank ", rank,
                                                                ": ", pid.status().message()));
       break;
     }
     r.learners[rank].pid = *pid;
-    attempt.last_seen_ms[rank] = p_.clock.NowMs();
+    attempt.last_seen_ms[rank] = c_.clock.NowMs();
   }
   if (!started.ok()) {
     // All or nothing: a gang missing a learner or a server cannot train.
-    p_.executor.Stop(r.id, 0).IgnoreError();
+    c_.executor.Stop(r.id, 0).IgnoreError();
     r.ClearGang();
     attempts.EndAttempt(r.id);
-    return p_.recorder.Fail(r, std::string(started.message()));
+    return c_.recorder.Fail(r, std::string(started.message()));
   }
-  absl::Status s = p_.store.UpdateJob(r);
+  absl::Status s = c_.store.UpdateJob(r);
   if (!s.ok()) spdlog::error("job {}: cannot record learner pids: {}", r.id, s.message());
 }
 
 void AttemptStarter::RemoveUncommittedCheckpoints(const std::string& id) {
-  const std::string dir = p_.layout.CheckpointDir(id);
-  absl::StatusOr<std::vector<std::string>> names = p_.env.ListFiles(dir);
-  absl::StatusOr<std::vector<CheckpointRecord>> committed = p_.store.Checkpoints(id);
+  const std::string dir = c_.layout.CheckpointDir(id);
+  absl::StatusOr<std::vector<std::string>> names = c_.env.ListFiles(dir);
+  absl::StatusOr<std::vector<CheckpointRecord>> committed = c_.store.Checkpoints(id);
   if (!names.ok() || !committed.ok()) {
     // Harmless to skip: a new attempt resumes only from committed checkpoints.
     const absl::Status& s = names.ok() ? committed.status() : names.status();
@@ -206,7 +206,7 @@ void AttemptStarter::RemoveUncommittedCheckpoints(const std::string& id) {
   for (const std::string& name : *names) {
     const std::string path = absl::StrCat(dir, "/", name);
     if (keep.contains(path)) continue;
-    if (absl::Status s = p_.env.RemoveFile(path); !s.ok()) {
+    if (absl::Status s = c_.env.RemoveFile(path); !s.ok()) {
       spdlog::warn("job {}: {}", id, s.message());
     } else {
       spdlog::info("job {}: removed {}, never committed", id, path);

@@ -14,35 +14,17 @@
 #include <utility>
 
 #include "absl/status/status.h"
-#include "common/clock.h"
-#include "common/env.h"
 #include "control/attempt_tracker.h"
-#include "control/job_recorder.h"
-#include "control/launches.h"
+#include "control/control_context.h"
 #include "control/learner_exits.h"
-#include "control/spec_cache.h"
-#include "executor/executor.h"
-#include "job/layout.h"
 #include "scheduler/policy.h"
-#include "store/store.h"
 
 namespace weft {
 
 class AttemptStarter {
  public:
-  // The parts it drives: all borrowed, and they must outlive it.
-  struct Parts {
-    Store& store;
-    Executor& executor;
-    SpecCache& specs;
-    JobRecorder& recorder;
-    LearnerExits& exits;
-    Launches& launches;
-    const Clock& clock;
-    const JobLayout& layout;
-    Env& env;
-  };
-  explicit AttemptStarter(Parts parts) : p_(parts) {}
+  // Both are borrowed and must outlive it.
+  AttemptStarter(const ControlContext& c, LearnerExits& exits) : c_(c), exits_(exits) {}
   AttemptStarter(const AttemptStarter&) = delete;
   AttemptStarter& operator=(const AttemptStarter&) = delete;
 
@@ -63,7 +45,8 @@ class AttemptStarter {
   // runs.
   void RemoveUncommittedCheckpoints(const std::string& id);
 
-  Parts p_;
+  const ControlContext& c_;
+  LearnerExits& exits_;
 };
 
 }  // namespace weft

@@ -29,10 +29,10 @@ Controller::Controller(Store& store, Executor& executor, scheduler::Policy& poli
       view_(store, specs_, models_, options_.nodes),
       admission_(store, executor, env, clock, options_, layout_),
       launches_(store, executor, credentials_, options_, layout_),
-      membership_(store, executor, specs_, recorder_, launches_, clock,
-                  options_.heartbeat_timeout_ms),
-      exits_(store, executor, specs_, recorder_, membership_, clock, options_, layout_),
-      starter_({store, executor, specs_, recorder_, exits_, launches_, clock, layout_, env_}),
+      context_{store, executor, specs_, recorder_, launches_, clock, options_, layout_, env_},
+      membership_(context_),
+      exits_(context_, membership_),
+      starter_(context_, exits_),
       round_({executor, policy, recorder_, view_, membership_, starter_, clock,
               options_.stop_grace_ms}),
       loop_([this] { LoopRound(); }, options_.schedule_interval_ms) {
@@ -55,8 +55,7 @@ Controller::~Controller() { StopLoop(); }
 
 absl::Status Controller::Recover() {
   absl::MutexLock lock(&mu_);
-  Recovery recovery({store_, executor_, specs_, recorder_, membership_, exits_, launches_, clock_,
-                     options_, layout_, env_});
+  Recovery recovery(context_, membership_, exits_);
   return recovery.Recover(attempts_);
 }
 

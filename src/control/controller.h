@@ -172,6 +172,7 @@ class Controller : public LearnerEvents {
   ClusterView view_;
   Admission admission_;
   Launches launches_;
+  const ControlContext context_;  // what the parts below share
   ElasticMembership membership_;
   LearnerExits exits_;
   AttemptStarter starter_;

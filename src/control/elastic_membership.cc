@@ -14,7 +14,7 @@ namespace weft {
 
 bool ElasticMembership::InPlace(const JobRecord& r) {
   if (r.state != JobState::kRunning && r.state != JobState::kDelivered) return false;
-  auto spec = specs_.Get(r);
+  auto spec = c_.specs.Get(r);
   // A command job's program does not speak the regroup protocol: its changes are restarts.
   return spec.ok() && (*spec)->resources.elastic && !(*spec)->IsCommandJob();
 }
@@ -29,7 +29,7 @@ bool ElasticMembership::NextGeneration(AttemptTracker& attempts, JobRecord& r,
   std::pair<std::string, int> rendezvous;
   if (members.size() > 1) {
     absl::StatusOr<std::pair<std::string, int>> address =
-        executor_.RendezvousAddress(members[0].node);
+        c_.executor.RendezvousAddress(members[0].node);
     if (!address.ok()) {
       spdlog::warn("job {}: no rendezvous for a new generation ({}); restarting the gang", r.id,
                    address.status().message());
@@ -47,7 +47,7 @@ bool ElasticMembership::NextGeneration(AttemptTracker& attempts, JobRecord& r,
       n > 1 ? absl::StrCat(", rendezvous at ", rendezvous.first, ":", rendezvous.second)
             : std::string(),
       ")");
-  if (absl::Status s = recorder_.Transition(r, r.state, why); !s.ok()) {
+  if (absl::Status s = c_.recorder.Transition(r, r.state, why); !s.ok()) {
     spdlog::error("job {}: cannot record generation {}: {}", r.id, r.generation, s.message());
     r.learners = before;
     r.generation -= 1;
@@ -66,7 +66,7 @@ bool ElasticMembership::NextGeneration(AttemptTracker& attempts, JobRecord& r,
 bool ElasticMembership::Regroup(AttemptTracker& attempts, JobRecord& r, int learner_id,
                                 const std::string& reason) {
   if (!InPlace(r)) return false;
-  auto spec = specs_.Get(r);
+  auto spec = c_.specs.Get(r);
   std::vector<LearnerSlot> survivors;
   for (const LearnerSlot& l : r.learners) {
     if (l.id != learner_id) survivors.push_back(l);
@@ -88,22 +88,22 @@ bool ElasticMembership::Regroup(AttemptTracker& attempts, JobRecord& r, int lear
 bool ElasticMembership::ReplaceLearner(AttemptTracker& attempts, JobRecord& r, int learner_id,
                                        const std::string& reason) {
   if (r.state != JobState::kRunning && r.state != JobState::kDelivered) return false;
-  auto spec = specs_.Get(r);
+  auto spec = c_.specs.Get(r);
   if (!spec.ok() || !(*spec)->UsesParameterServer()) return false;
   auto slot = std::find_if(r.learners.begin(), r.learners.end(),
                            [learner_id](const LearnerSlot& l) { return l.id == learner_id; });
   if (slot == r.learners.end() || slot == r.learners.begin()) return false;
   AttemptTracker::Attempt& attempt = attempts.Of(r.id);
   if (attempt.replacements >= (*spec)->max_restarts) return false;
-  absl::StatusOr<DatasetRecord> data = launches_.DataSet(r, **spec);
+  absl::StatusOr<DatasetRecord> data = c_.launches.DataSet(r, **spec);
   if (!data.ok()) return false;
   // The learner environment names a rendezvous for every gang; a ps learner does not use it.
   absl::StatusOr<std::pair<std::string, int>> rendezvous =
-      executor_.RendezvousAddress(r.learners[0].node);
+      c_.executor.RendezvousAddress(r.learners[0].node);
   if (!rendezvous.ok()) return false;
   const int rank = static_cast<int>(slot - r.learners.begin());
   absl::StatusOr<int64_t> pid =
-      executor_.Start(launches_.Learner(r, **spec, rank, *rendezvous, *data));
+      c_.executor.Start(c_.launches.Learner(r, **spec, rank, *rendezvous, *data));
   if (!pid.ok()) {
     spdlog::warn("job {}: cannot replace learner {}: {}", r.id, learner_id, pid.status().message());
     return false;
@@ -111,14 +111,14 @@ bool ElasticMembership::ReplaceLearner(AttemptTracker& attempts, JobRecord& r, i
   const int64_t old_pid = slot->pid;
   slot->pid = *pid;
   attempt.replacements += 1;
-  attempt.last_seen_ms[learner_id] = clock_.NowMs();
+  attempt.last_seen_ms[learner_id] = c_.clock.NowMs();
   attempt.registered.erase(learner_id);
   attempt.finished.erase(learner_id);
   const std::string why =
       absl::StrCat(reason, "; learner ", learner_id, " replaced (pid ", old_pid, " -> ", *pid,
                    ", replacement ", attempt.replacements, " of ", (*spec)->max_restarts,
                    "): it takes its parameter-server slot over, the others go on");
-  if (absl::Status s = recorder_.Transition(r, r.state, why); !s.ok()) {
+  if (absl::Status s = c_.recorder.Transition(r, r.state, why); !s.ok()) {
     spdlog::error("job {}: cannot record the replacement: {}", r.id, s.message());
   }
   return true;
@@ -144,7 +144,7 @@ bool ElasticMembership::Shrink(AttemptTracker& attempts, JobRecord r,
   if (!NextGeneration(attempts, r, std::move(kept), what)) return false;
   AttemptTracker::Attempt& attempt = attempts.Of(r.id);
   for (const LearnerSlot& l : leaving) {
-    attempt.leaving[l.id] = {l.node, clock_.NowMs()};
+    attempt.leaving[l.id] = {l.node, c_.clock.NowMs()};
     attempt.registered.erase(l.id);
     attempt.last_seen_ms.erase(
         l.id);  // not watched as a member; LearnerExits::CheckLiveness bounds it
@@ -155,8 +155,8 @@ bool ElasticMembership::Shrink(AttemptTracker& attempts, JobRecord r,
 bool ElasticMembership::Grow(AttemptTracker& attempts, JobRecord r, const scheduler::Placement& p) {
   if (!InPlace(r) || r.learners.empty()) return false;
   if (Settling(attempts, r.id)) return true;  // a later round grows
-  auto spec = specs_.Get(r);
-  absl::StatusOr<DatasetRecord> data = launches_.DataSet(r, **spec);
+  auto spec = c_.specs.Get(r);
+  absl::StatusOr<DatasetRecord> data = c_.launches.DataSet(r, **spec);
   if (!data.ok()) return false;  // the restart path reports it
   // The nodes the placement adds to the job's current ones.
   std::multiset<std::string> have;
@@ -171,7 +171,7 @@ bool ElasticMembership::Grow(AttemptTracker& attempts, JobRecord r, const schedu
   }
   if (added.empty() || !have.empty()) return false;  // not a pure grow
   absl::StatusOr<std::pair<std::string, int>> rendezvous =
-      executor_.RendezvousAddress(r.learners[0].node);
+      c_.executor.RendezvousAddress(r.learners[0].node);
   if (!rendezvous.ok()) return false;
   // Never a lost learner's id (next_learner_id is 0 in a record older than ids).
   for (const LearnerSlot& l : r.learners) r.next_learner_id = std::max(r.next_learner_id, l.id + 1);
@@ -186,7 +186,7 @@ bool ElasticMembership::Grow(AttemptTracker& attempts, JobRecord r, const schedu
       joining.size() == 1 ? " " : "s ", absl::StrJoin(joining, ", "), " join",
       joining.size() == 1 ? "s" : "", " without a restart (", r.learners.size(),
       " learners, rendezvous at ", rendezvous->first, ":", rendezvous->second, ")");
-  if (absl::Status s = recorder_.Transition(r, r.state, why); !s.ok()) {
+  if (absl::Status s = c_.recorder.Transition(r, r.state, why); !s.ok()) {
     spdlog::error("job {}: cannot record generation {}: {}", r.id, r.generation, s.message());
     return true;  // nothing changed; a later round tries again
   }
@@ -195,10 +195,11 @@ bool ElasticMembership::Grow(AttemptTracker& attempts, JobRecord r, const schedu
   attempt.generation = r.generation;
   attempt.joining.insert(joining.begin(), joining.end());
   for (size_t rank = r.learners.size() - joining.size(); rank < r.learners.size(); ++rank) {
-    LearnerLaunch launch = launches_.Learner(r, **spec, static_cast<int>(rank), *rendezvous, *data);
+    LearnerLaunch launch =
+        c_.launches.Learner(r, **spec, static_cast<int>(rank), *rendezvous, *data);
     launch.generation = r.generation;
     launch.generation_rank = static_cast<int>(rank);
-    absl::StatusOr<int64_t> pid = executor_.Start(launch);
+    absl::StatusOr<int64_t> pid = c_.executor.Start(launch);
     if (!pid.ok()) {
       // The others would wait for it in vain: a generation without it.
       const int id = r.learners[rank].id;
@@ -207,9 +208,9 @@ bool ElasticMembership::Grow(AttemptTracker& attempts, JobRecord r, const schedu
       return true;
     }
     r.learners[rank].pid = *pid;
-    attempt.last_seen_ms[r.learners[rank].id] = clock_.NowMs();
+    attempt.last_seen_ms[r.learners[rank].id] = c_.clock.NowMs();
   }
-  if (absl::Status s = store_.UpdateJob(r); !s.ok()) {
+  if (absl::Status s = c_.store.UpdateJob(r); !s.ok()) {
     spdlog::error("job {}: cannot record learner pids: {}", r.id, s.message());
   }
   return true;
@@ -218,18 +219,18 @@ bool ElasticMembership::Grow(AttemptTracker& attempts, JobRecord r, const schedu
 bool ElasticMembership::KillSilentMember(AttemptTracker& attempts, const JobRecord& r, int id,
                                          const std::string& silence) {
   // Only where its loss is a new generation: a running elastic job keeping its minimum.
-  auto spec = specs_.Get(r);
+  auto spec = c_.specs.Get(r);
   if (!InPlace(r) || !spec.ok() || r.learners.size() < 2 ||
       static_cast<int>(r.learners.size()) - 1 < std::max(1, (*spec)->resources.min_learners)) {
     return false;
   }
   AttemptTracker::Attempt& a = attempts.Of(r.id);
-  const TimeMs now = clock_.NowMs();
+  const TimeMs now = c_.clock.NowMs();
   if (auto it = a.silenced.find(id); it != a.silenced.end()) {
     // Killed already: its exit is awaited, for a heartbeat timeout at most.
-    return now - it->second.second <= heartbeat_timeout_ms_;
+    return now - it->second.second <= c_.options.heartbeat_timeout_ms;
   }
-  if (!executor_.Kill(r.id, id).ok()) return false;
+  if (!c_.executor.Kill(r.id, id).ok()) return false;
   spdlog::warn("job {}: learner {} {}; killed, so that the others go on without it", r.id, id,
                silence);
   a.silenced[id] = {absl::StrCat(silence, ", so weftd killed it"), now};
@@ -240,7 +241,7 @@ void ElasticMembership::ReleaseLeavers(AttemptTracker& attempts, const JobRecord
   if (attempts.Find(r.id) == nullptr) return;
   auto& leaving = attempts.Of(r.id).leaving;
   for (auto it = leaving.begin(); it != leaving.end();) {
-    if (now - it->second.second <= heartbeat_timeout_ms_) {
+    if (now - it->second.second <= c_.options.heartbeat_timeout_ms) {
       ++it;
       continue;
     }
@@ -271,7 +272,7 @@ absl::StatusOr<RegroupDecision> ElasticMembership::Answer(AttemptTracker& attemp
         absl::StrCat("learner ", learner_id, " is not a member of generation ", r.generation);
     return d;
   }
-  a.last_seen_ms[learner_id] = clock_.NowMs();
+  a.last_seen_ms[learner_id] = c_.clock.NowMs();
   a.untold.erase(learner_id);
   a.joining.erase(learner_id);  // a newcomer asks once it is ready to join
   d.kind = RegroupDecision::Kind::kReform;
@@ -282,7 +283,7 @@ absl::StatusOr<RegroupDecision> ElasticMembership::Answer(AttemptTracker& attemp
     if (it == a.rendezvous.end()) {
       // Chosen before a weftd restart and lost with it: choose again, once for everyone.
       absl::StatusOr<std::pair<std::string, int>> address =
-          executor_.RendezvousAddress(r.learners[0].node);
+          c_.executor.RendezvousAddress(r.learners[0].node);
       if (!address.ok()) return absl::UnavailableError(address.status().message());
       it = a.rendezvous.emplace(r.generation, *address).first;
     }

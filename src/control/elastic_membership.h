@@ -19,29 +19,17 @@
 #include "absl/status/statusor.h"
 #include "common/clock.h"
 #include "control/attempt_tracker.h"
-#include "control/job_recorder.h"
-#include "control/launches.h"
+#include "control/control_context.h"
 #include "control/learner_events.h"
-#include "control/spec_cache.h"
-#include "executor/executor.h"
 #include "scheduler/policy.h"
-#include "store/store.h"
 
 namespace weft {
 
 class ElasticMembership {
  public:
-  // All are borrowed and must outlive it. `heartbeat_timeout_ms`: how long a learner killed for
-  // its silence, or told to leave by a shrink, may take to exit (ms).
-  ElasticMembership(Store& store, Executor& executor, SpecCache& specs, JobRecorder& recorder,
-                    Launches& launches, const Clock& clock, int64_t heartbeat_timeout_ms)
-      : store_(store),
-        executor_(executor),
-        specs_(specs),
-        recorder_(recorder),
-        launches_(launches),
-        clock_(clock),
-        heartbeat_timeout_ms_(heartbeat_timeout_ms) {}
+  // `c` is borrowed and must outlive it. From c.options: heartbeat_timeout_ms, how long a learner
+  // killed for its silence, or told to leave by a shrink, may take to exit (ms).
+  explicit ElasticMembership(const ControlContext& c) : c_(c) {}
   ElasticMembership(const ElasticMembership&) = delete;
   ElasticMembership& operator=(const ElasticMembership&) = delete;
 
@@ -116,13 +104,7 @@ class ElasticMembership {
   // newcomer joins before the next change starts.
   static bool Settling(const AttemptTracker& attempts, const std::string& id);
 
-  Store& store_;
-  Executor& executor_;
-  SpecCache& specs_;
-  JobRecorder& recorder_;
-  Launches& launches_;
-  const Clock& clock_;
-  const int64_t heartbeat_timeout_ms_;
+  const ControlContext& c_;
 };
 
 }  // namespace weft

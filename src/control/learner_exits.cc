@@ -64,7 +64,7 @@ std::string LastLogLine(const std::string& path) {
 }  // namespace
 
 bool LearnerExits::Settle(AttemptTracker& attempts, const LearnerExit& e) {
-  auto rec = store_.GetJob(e.job_id);
+  auto rec = c_.store.GetJob(e.job_id);
   if (absl::IsNotFound(rec.status())) return true;  // deleted
   if (!rec.ok()) return false;                      // the store cannot be read
   JobRecord r = *rec;
@@ -114,7 +114,7 @@ void LearnerExits::SettleLoss(AttemptTracker& attempts, JobRecord& r, const Lear
   // The learner's own reason, else (for an exit, not a kill) its last log line.
   std::string why = !finished_reason.empty() ? finished_reason
                     : e.signal != 0          ? std::string()
-                                             : LastLogLine(LogPathOf(layout_, r, e.rank));
+                                             : LastLogLine(LogPathOf(c_.layout, r, e.rank));
   if (auto s = attempt.silenced.find(e.rank); s != attempt.silenced.end()) why = s->second.first;
   std::string reason =
       absl::StrCat(MemberName(r, e.rank), " ", e.Describe(), why.empty() ? "" : ": ", why);
@@ -139,35 +139,35 @@ void LearnerExits::SettleLoss(AttemptTracker& attempts, JobRecord& r, const Lear
           absl::StrCat("learner ", e.rank, " ", e.Describe(), why.empty() ? "" : ": ", why))) {
     return;
   }
-  if (executor_.Unreaped(e.job_id) > 0) {
+  if (c_.executor.Unreaped(e.job_id) > 0) {
     // The rest of the gang cannot go on without this learner: their next allreduce fails. Rank 0,
     // if it survives, checkpoints the last step all ranks completed before it exits (its replica
     // is the gang's state), so the restart loses (almost) nothing. SIGKILL after the grace.
     spdlog::warn("job {}: {}; stopping the rest of the gang ({} ms to checkpoint)", e.job_id,
-                 reason, options_.stop_grace_ms);
+                 reason, c_.options.stop_grace_ms);
     attempt.failure = AttemptTracker::Failure{reason, user_error || clean_exit, !e.cause.empty(),
                                               /*from_exit=*/!e.status_unknown &&
                                                   (e.signal == 0 || e.signal == SIGPIPE) &&
                                                   e.killed_for.empty() && e.cause.empty(),
-                                              clock_.NowMs() + options_.stop_grace_ms};
-    executor_.Stop(e.job_id, options_.stop_grace_ms).IgnoreError();
+                                              c_.clock.NowMs() + c_.options.stop_grace_ms};
+    c_.executor.Stop(e.job_id, c_.options.stop_grace_ms).IgnoreError();
     return;
   }
   EndAttempt(attempts, r, reason, user_error || clean_exit);
 }
 
 void LearnerExits::SettlePreempted(AttemptTracker& attempts, JobRecord& r, const LearnerExit& e) {
-  if (int left = executor_.Unreaped(e.job_id); left > 0) {
+  if (int left = c_.executor.Unreaped(e.job_id); left > 0) {
     spdlog::info("job {}: preempted learner rank {} {}; waiting for {} more", e.job_id, e.rank,
                  e.Describe(), left);
     return;
   }
   attempts.EndAttempt(e.job_id);
   r.ClearGang();
-  absl::Status s =
-      recorder_.Transition(r, JobState::kQueued,
-                           absl::StrCat("requeued after preemption (learner rank ", e.rank, " ",
-                                        e.Describe(), "); it resumes from its latest checkpoint"));
+  absl::Status s = c_.recorder.Transition(
+      r, JobState::kQueued,
+      absl::StrCat("requeued after preemption (learner rank ", e.rank, " ", e.Describe(),
+                   "); it resumes from its latest checkpoint"));
   if (!s.ok()) spdlog::error("job {}: {}", r.id, s.message());
 }
 
@@ -181,7 +181,7 @@ void LearnerExits::SettleFailingGang(AttemptTracker& attempts, JobRecord& r, con
   AttemptTracker::Failure& recorded = *attempts.Of(e.job_id).failure;
   const bool killed_from_outside =
       !e.killed_for.empty() || (e.signal != 0 && e.signal != SIGTERM && e.signal != SIGPIPE &&
-                                clock_.NowMs() < recorded.kill_at_ms);
+                                c_.clock.NowMs() < recorded.kill_at_ms);
   if ((!e.cause.empty() && !recorded.from_cause) ||
       (recorded.from_exit && e.cause.empty() && killed_from_outside)) {
     recorded.reason = absl::StrCat(MemberName(r, e.rank), " ", e.Describe());
@@ -189,7 +189,7 @@ void LearnerExits::SettleFailingGang(AttemptTracker& attempts, JobRecord& r, con
     recorded.from_exit = false;
     recorded.fail_job = recorded.fail_job || !e.killed_for.empty();
   }
-  if (int left = executor_.Unreaped(e.job_id); left > 0) {
+  if (int left = c_.executor.Unreaped(e.job_id); left > 0) {
     spdlog::info("job {}: learner rank {} {}; waiting for {} more of the failed gang", e.job_id,
                  e.rank, e.Describe(), left);
     return;
@@ -202,14 +202,14 @@ void LearnerExits::Complete(AttemptTracker& attempts, JobRecord& r, const std::s
   attempts.EndAttempt(r.id);
   r.ClearGang();
   // The other ranks are done training too; make sure none lingers.
-  executor_.Stop(r.id, options_.stop_grace_ms).IgnoreError();
-  auto models = store_.Models(r.id);
+  c_.executor.Stop(r.id, c_.options.stop_grace_ms).IgnoreError();
+  auto models = c_.store.Models(r.id);
   bool has_final = false;
   if (models.ok()) {
     for (const auto& a : *models) has_final = has_final || a.kind == kFinalModel;
   }
-  if (!has_final) return recorder_.Fail(r, "learner exited without committing a final model");
-  absl::Status s = recorder_.Transition(r, JobState::kCompleted, reason);
+  if (!has_final) return c_.recorder.Fail(r, "learner exited without committing a final model");
+  absl::Status s = c_.recorder.Transition(r, JobState::kCompleted, reason);
   if (!s.ok()) spdlog::error("job {}: {}", r.id, s.message());
 }
 
@@ -217,47 +217,47 @@ void LearnerExits::EndAttempt(AttemptTracker& attempts, JobRecord& r, const std:
                               bool fail_job) {
   attempts.EndAttempt(r.id);
   r.ClearGang();
-  if (fail_job) return recorder_.Fail(r, reason);
+  if (fail_job) return c_.recorder.Fail(r, reason);
   RestartOrFail(attempts, r, reason);
 }
 
 void LearnerExits::RestartOrFail(AttemptTracker& attempts, JobRecord& r,
                                  const std::string& reason) {
-  auto spec = specs_.Get(r);
+  auto spec = c_.specs.Get(r);
   const int max_restarts = spec.ok() ? (*spec)->max_restarts : 0;
   if (r.restarts >= max_restarts) {
-    return recorder_.Fail(
+    return c_.recorder.Fail(
         r, max_restarts == 0 ? reason
                              : absl::StrCat(reason, " (gave up after ", r.restarts, " restarts)"));
   }
   r.restarts += 1;
   MetricsRegistry::Global().Add(kRestartsMetric, {{"tenant", r.tenant}});
-  int64_t backoff = options_.restart_backoff_ms << std::min(r.restarts - 1, 16);
-  backoff = std::min(backoff, options_.restart_backoff_max_ms);
-  auto checkpoints = store_.Checkpoints(r.id);
+  int64_t backoff = c_.options.restart_backoff_ms << std::min(r.restarts - 1, 16);
+  backoff = std::min(backoff, c_.options.restart_backoff_max_ms);
+  auto checkpoints = c_.store.Checkpoints(r.id);
   std::string from = checkpoints.ok() && !checkpoints->empty()
                          ? absl::StrCat("from the checkpoint at step ", checkpoints->front().step)
                          : std::string("from the beginning (no checkpoint yet)");
   absl::Status s =
-      recorder_.Transition(r, JobState::kQueued,
-                           absl::StrFormat("%s; restart %d of %d %s in %.1f s", reason, r.restarts,
-                                           max_restarts, from, backoff / 1000.0));
+      c_.recorder.Transition(r, JobState::kQueued,
+                             absl::StrFormat("%s; restart %d of %d %s in %.1f s", reason,
+                                             r.restarts, max_restarts, from, backoff / 1000.0));
   if (!s.ok()) return spdlog::error("job {}: cannot requeue: {}", r.id, s.message());
-  attempts.SetNotBefore(r.id, clock_.NowMs() + backoff);
+  attempts.SetNotBefore(r.id, c_.clock.NowMs() + backoff);
 }
 
 void LearnerExits::CheckLiveness(AttemptTracker& attempts, std::vector<JobRecord>& jobs) {
-  const TimeMs now = clock_.NowMs();
+  const TimeMs now = c_.clock.NowMs();
   for (JobRecord& r : jobs) {
     if (!RunsLearners(r.state)) continue;
     membership_.ReleaseLeavers(attempts, r, now);
     const AttemptTracker::Attempt* attempt = attempts.Find(r.id);
     if (attempt && attempt->failure) continue;  // already stopping
-    const int64_t limit =
-        r.state == JobState::kStarting ? options_.start_timeout_ms : options_.heartbeat_timeout_ms;
+    const int64_t limit = r.state == JobState::kStarting ? c_.options.start_timeout_ms
+                                                         : c_.options.heartbeat_timeout_ms;
     // The longest-silent learner of the gang (by id); one that has exited cleanly is no longer
     // watched.
-    const int world = specs_.WorldSize(r);
+    const int world = c_.specs.WorldSize(r);
     std::vector<int> ids;
     for (const LearnerSlot& l : r.learners) ids.push_back(l.id);
     if (ids.empty()) {
@@ -284,7 +284,7 @@ void LearnerExits::CheckLiveness(AttemptTracker& attempts, std::vector<JobRecord
     if (membership_.KillSilentMember(attempts, r, silent_rank, silence)) continue;
     spdlog::warn("job {}: learner rank {} silent for {} ms, stopping the job's learners", r.id,
                  silent_rank, now - oldest);
-    executor_.Stop(r.id, 0).IgnoreError();
+    c_.executor.Stop(r.id, 0).IgnoreError();
     EndAttempt(
         attempts, r,
         absl::StrCat("learner", world > 1 ? absl::StrCat(" rank ", silent_rank) : std::string(),

@@ -16,31 +16,17 @@
 
 #include "common/clock.h"
 #include "control/attempt_tracker.h"
-#include "control/controller_options.h"
+#include "control/control_context.h"
 #include "control/elastic_membership.h"
-#include "control/job_recorder.h"
-#include "control/spec_cache.h"
-#include "executor/executor.h"
-#include "job/layout.h"
-#include "store/store.h"
 
 namespace weft {
 
 class LearnerExits {
  public:
-  // All are borrowed and must outlive it. From `options`: stop_grace_ms, the restart backoff,
+  // Both are borrowed and must outlive it. From c.options: stop_grace_ms, the restart backoff,
   // start_timeout_ms and heartbeat_timeout_ms.
-  LearnerExits(Store& store, Executor& executor, SpecCache& specs, JobRecorder& recorder,
-               ElasticMembership& membership, const Clock& clock, const ControllerOptions& options,
-               const JobLayout& layout)
-      : store_(store),
-        executor_(executor),
-        specs_(specs),
-        recorder_(recorder),
-        membership_(membership),
-        clock_(clock),
-        options_(options),
-        layout_(layout) {}
+  LearnerExits(const ControlContext& c, ElasticMembership& membership)
+      : c_(c), membership_(membership) {}
   LearnerExits(const LearnerExits&) = delete;
   LearnerExits& operator=(const LearnerExits&) = delete;
 
@@ -71,14 +57,8 @@ class LearnerExits {
   // (`fail_job`) or restart it.
   void EndAttempt(AttemptTracker& attempts, JobRecord& r, const std::string& reason, bool fail_job);
 
-  Store& store_;
-  Executor& executor_;
-  SpecCache& specs_;
-  JobRecorder& recorder_;
+  const ControlContext& c_;
   ElasticMembership& membership_;
-  const Clock& clock_;
-  const ControllerOptions& options_;
-  const JobLayout& layout_;
 };
 
 }  // namespace weft

@@ -14,7 +14,7 @@
 namespace weft {
 
 bool Recovery::AdoptGang(AttemptTracker& attempts, JobRecord& r) {
-  auto spec = p_.specs.Get(r);
+  auto spec = c_.specs.Get(r);
   if (!spec.ok() || r.learners.empty()) return false;
   for (const LearnerSlot& l : r.learners) {
     if (l.pid <= 0) return false;  // never started
@@ -22,7 +22,7 @@ bool Recovery::AdoptGang(AttemptTracker& attempts, JobRecord& r) {
   for (const ServerSlot& l : r.servers) {
     if (l.pid <= 0) return false;
   }
-  if (r.servers.empty() && p_.membership.InPlace(r)) return AdoptSurvivors(attempts, r, **spec);
+  if (r.servers.empty() && membership_.InPlace(r)) return AdoptSurvivors(attempts, r, **spec);
   // The learners, then a scale-out parameter-server job's servers.
   const size_t gang = r.learners.size() + r.servers.size();
   size_t taken = 0;
@@ -32,13 +32,13 @@ bool Recovery::AdoptGang(AttemptTracker& attempts, JobRecord& r) {
     const int world = static_cast<int>(r.learners.size());
     absl::Status s =
         learner
-            ? p_.executor.Adopt(p_.launches.Learner(r, **spec, i), r.learners[taken].pid)
-            : p_.executor.Adopt(p_.launches.Server(r, **spec, i - world), r.servers[i - world].pid);
+            ? c_.executor.Adopt(c_.launches.Learner(r, **spec, i), r.learners[taken].pid)
+            : c_.executor.Adopt(c_.launches.Server(r, **spec, i - world), r.servers[i - world].pid);
     if (!s.ok()) break;
   }
   if (taken == gang) return true;
   // Part of the gang is gone: the rest cannot train alone.
-  if (taken > 0) p_.executor.Stop(r.id, 0).IgnoreError();
+  if (taken > 0) c_.executor.Stop(r.id, 0).IgnoreError();
   return false;
 }
 
@@ -46,7 +46,7 @@ bool Recovery::AdoptSurvivors(AttemptTracker& attempts, JobRecord& r, const JobS
   std::vector<LearnerSlot> survivors;
   std::vector<int> lost;
   for (size_t i = 0; i < r.learners.size(); ++i) {
-    if (p_.executor.Adopt(p_.launches.Learner(r, spec, static_cast<int>(i)), r.learners[i].pid)
+    if (c_.executor.Adopt(c_.launches.Learner(r, spec, static_cast<int>(i)), r.learners[i].pid)
             .ok()) {
       survivors.push_back(r.learners[i]);
     } else {
@@ -63,18 +63,18 @@ bool Recovery::AdoptSurvivors(AttemptTracker& attempts, JobRecord& r, const JobS
   const int min = std::max(1, spec.resources.min_learners);
   const bool any = !survivors.empty();
   if (static_cast<int>(survivors.size()) >= min &&
-      p_.membership.NextGeneration(attempts, r, std::move(survivors), reason)) {
+      membership_.NextGeneration(attempts, r, std::move(survivors), reason)) {
     spdlog::info("job {}: {}; the others go on in generation {}", r.id, reason, r.generation);
     return true;
   }
-  if (any) p_.executor.Stop(r.id, 0).IgnoreError();
+  if (any) c_.executor.Stop(r.id, 0).IgnoreError();
   return false;
 }
 
 bool Recovery::FinishedUnseen(const JobRecord& r, std::string* reason) {
   if (r.state != JobState::kRunning && r.state != JobState::kDelivered) return false;
-  auto models = p_.store.Models(r.id);
-  auto history = p_.store.History(r.id);
+  auto models = c_.store.Models(r.id);
+  auto history = c_.store.History(r.id);
   if (!models.ok() || !history.ok()) return false;
   // Only a final model of the current attempt says its training ended: one an earlier attempt
   // committed before it failed does not.
@@ -94,23 +94,23 @@ bool Recovery::FinishedUnseen(const JobRecord& r, std::string* reason) {
 }
 
 absl::Status Recovery::Recover(AttemptTracker& attempts) {
-  ASSIGN_OR_RETURN(std::vector<JobRecord> jobs, p_.store.ListActiveJobs());
+  ASSIGN_OR_RETURN(std::vector<JobRecord> jobs, c_.store.ListActiveJobs());
   int requeued = 0, adopted = 0, completed = 0;
   for (JobRecord& r : jobs) {
-    if (auto spec = p_.specs.Get(r); !spec.ok()) spdlog::error("{}", spec.status().message());
+    if (auto spec = c_.specs.Get(r); !spec.ok()) spdlog::error("{}", spec.status().message());
     const bool preempted = r.state == JobState::kPreempted;
     if (!HoldsResources(r.state) && !preempted) continue;
     // Learners of the current attempt that outlived the previous weftd keep training (or, if
     // their job was being preempted, are told again to checkpoint and stop).
     if (AdoptGang(attempts, r)) {
       if (preempted) {
-        p_.executor.Stop(r.id, p_.options.stop_grace_ms).IgnoreError();
+        c_.executor.Stop(r.id, c_.options.stop_grace_ms).IgnoreError();
         continue;
       }
       AttemptTracker::Attempt& attempt = attempts.Of(r.id);
       attempt.generation = r.generation;
       for (const LearnerSlot& l : r.learners) {
-        attempt.last_seen_ms[l.id] = p_.clock.NowMs();
+        attempt.last_seen_ms[l.id] = c_.clock.NowMs();
         attempt.registered.insert(l.id);
       }
       spdlog::info("job {}: adopted learner pid {} of attempt {} ({} learner(s) in all)", r.id,
@@ -121,14 +121,14 @@ absl::Status Recovery::Recover(AttemptTracker& attempts) {
     // Its learners are gone. Those that finished training committed the final model first; the
     // previous weftd may have died between their ReportFinished (held in memory) and their exits.
     if (std::string reason; FinishedUnseen(r, &reason)) {
-      p_.exits.Complete(attempts, r, reason);
+      exits_.Complete(attempts, r, reason);
       ++completed;
       continue;
     }
     // Otherwise (or never started): requeue. A straggler of this attempt is fenced off by the
     // attempt number and stops at its next heartbeat.
     r.ClearGang();
-    RETURN_IF_ERROR(p_.recorder.Transition(
+    RETURN_IF_ERROR(c_.recorder.Transition(
         r, JobState::kQueued,
         absl::StrCat("requeued: the learners of attempt ", r.attempt,
                      " are gone after a weftd restart; it resumes from its latest checkpoint")));
@@ -137,7 +137,7 @@ absl::Status Recovery::Recover(AttemptTracker& attempts) {
   // A job halted mid-resume is put back in the queue.
   for (JobRecord& r : jobs) {
     if (r.state == JobState::kResuming) {
-      RETURN_IF_ERROR(p_.recorder.Transition(r, JobState::kQueued, "resumed"));
+      RETURN_IF_ERROR(c_.recorder.Transition(r, JobState::kQueued, "resumed"));
     }
   }
   spdlog::info(
@@ -160,11 +160,11 @@ void Recovery::RemoveDeletedJobsFiles() {
     return names;
   };
   int removed = 0, left = 0;
-  for (const std::string& tenant : subdirectories(p_.layout.DeletedDir(""))) {
-    for (const std::string& id : subdirectories(p_.layout.DeletedDir(tenant))) {
+  for (const std::string& tenant : subdirectories(c_.layout.DeletedDir(""))) {
+    for (const std::string& id : subdirectories(c_.layout.DeletedDir(tenant))) {
       // A delete cut short before the store forgot the job: the job is still there to delete.
-      if (!absl::IsNotFound(p_.store.GetJob(id).status())) continue;
-      absl::Status s = p_.env.RemoveAll(absl::StrCat(p_.layout.DeletedDir(tenant), "/", id));
+      if (!absl::IsNotFound(c_.store.GetJob(id).status())) continue;
+      absl::Status s = c_.env.RemoveAll(absl::StrCat(c_.layout.DeletedDir(tenant), "/", id));
       if (s.ok()) {
         ++removed;
       } else {

@@ -14,38 +14,18 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "common/clock.h"
-#include "common/env.h"
 #include "control/attempt_tracker.h"
-#include "control/controller_options.h"
+#include "control/control_context.h"
 #include "control/elastic_membership.h"
-#include "control/job_recorder.h"
-#include "control/launches.h"
 #include "control/learner_exits.h"
-#include "control/spec_cache.h"
-#include "executor/executor.h"
-#include "job/layout.h"
-#include "store/store.h"
 
 namespace weft {
 
 class Recovery {
  public:
-  // The parts it drives: all borrowed, and they must outlive it.
-  struct Parts {
-    Store& store;
-    Executor& executor;
-    SpecCache& specs;
-    JobRecorder& recorder;
-    ElasticMembership& membership;
-    LearnerExits& exits;
-    Launches& launches;
-    const Clock& clock;
-    const ControllerOptions& options;
-    const JobLayout& layout;
-    Env& env;
-  };
-  explicit Recovery(Parts parts) : p_(parts) {}
+  // All are borrowed and must outlive it.
+  Recovery(const ControlContext& c, ElasticMembership& membership, LearnerExits& exits)
+      : c_(c), membership_(membership), exits_(exits) {}
   Recovery(const Recovery&) = delete;
   Recovery& operator=(const Recovery&) = delete;
 
@@ -68,7 +48,9 @@ class Recovery {
   // (JobLayout::DeletedDir).
   void RemoveDeletedJobsFiles();
 
-  Parts p_;
+  const ControlContext& c_;
+  ElasticMembership& membership_;
+  LearnerExits& exits_;
 };
 
 }  // namespace weft
