@@ -62,8 +62,12 @@ absl::StatusOr<ContainerLauncher::Launch> ContainerLauncher::Prepare(
   s = PrepareJobFiles(launch, setup.uid);
   if (s.ok()) {
     out.container = LearnerContainerName(launch, serial_.fetch_add(1) + 1);
-    absl::StatusOr<RuntimeCommand> cmd = runtime_->Command(
-        LearnerContainer(launch, options_.learner, setup, cgroup_path, out.container));
+    ContainerSpec spec =
+        LearnerContainer(launch, options_.learner, setup, cgroup_path, out.container);
+    // LocalExecutor::Stop signals the container's init, not the engine's process. (Slurm's
+    // launch script has podman stop it, on the node.)
+    spec.record_init_pid = true;
+    absl::StatusOr<RuntimeCommand> cmd = runtime_->Command(spec);
     if (cmd.ok()) {
       out.command = *std::move(cmd);
     } else {

@@ -169,7 +169,6 @@ ContainerSpec LearnerContainer(const LearnerLaunch& launch, const LearnerContain
   s.labels = {{"weft.job", launch.job_id},
               {"weft.attempt", absl::StrCat(launch.attempt)},
               {"weft.rank", absl::StrCat(launch.rank)}};
-  s.record_init_pid = true;  // LocalExecutor::Stop signals the container, not podman's client
   return s;
 }
 
