@@ -354,7 +354,9 @@ absl::StatusOr<RuntimeCommand> PodmanRuntime::Command(const ContainerSpec& s) co
   } else {
     a.push_back("--network=none");
   }
-  if (s.record_init_pid) {
+  // (Where weftd did not make the directory, on a node its launch script reached, not at all:
+  // SignalInit then leaves the signal to the engine's process.)
+  if (s.record_init_pid && ::access(InitPidFile("").c_str(), W_OK) == 0) {
     ::unlink(InitPidFile(s.name).c_str());  // one an earlier weftd left under this name
     a.push_back(absl::StrCat("--pidfile=", InitPidFile(s.name)));
   }

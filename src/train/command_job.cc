@@ -527,9 +527,11 @@ absl::StatusOr<LoopResult> CommandJob::Finish(int status) {
 
 absl::StatusOr<std::unique_ptr<CommandProcess>> CommandJob::StartInContainer(
     const CommandProcessOptions& po, const std::string& image, const std::string& what) {
-  const ContainerSpec spec = ProgramContainerSpec(l_, po, image, what);
+  ContainerSpec spec = ProgramContainerSpec(l_, po, image, what);
+  spec.record_init_pid = true;  // Terminate() signals the container's init
   ASSIGN_OR_RETURN(RuntimeCommand run, container_->Command(spec));
-  return CommandProcess::StartInContainer(run, container_->KillCommand(spec.name), po.stdin_fd);
+  return CommandProcess::StartInContainer(run, container_->KillCommand(spec.name), *container_,
+                                          spec.name, po.stdin_fd);
 }
 
 absl::StatusOr<LoopResult> CommandJob::Run() {

@@ -220,7 +220,8 @@ absl::StatusOr<std::unique_ptr<CommandProcess>> CommandProcess::Start(
 }
 
 absl::StatusOr<std::unique_ptr<CommandProcess>> CommandProcess::StartInContainer(
-    const RuntimeCommand& run, RuntimeCommand kill, int stdin_fd) {
+    const RuntimeCommand& run, RuntimeCommand kill, const ContainerRuntime& runtime,
+    std::string name, int stdin_fd) {
   const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   CStrings cargv(run.argv), cenv(run.env);
   const pid_t parent = ::getpid();
@@ -235,13 +236,17 @@ absl::StatusOr<std::unique_ptr<CommandProcess>> CommandProcess::StartInContainer
   auto p = std::unique_ptr<CommandProcess>(new CommandProcess(child, child));
   p->in_container_ = true;
   p->kill_ = std::move(kill);
+  p->runtime_ = &runtime;
+  p->container_ = std::move(name);
   return p;
 }
 
 CommandProcess::~CommandProcess() {
-  if (status_) return;
-  Kill();
-  Wait();
+  if (!status_) {
+    Kill();
+    Wait();
+  }
+  if (runtime_ != nullptr) runtime_->Forget(container_);
 }
 
 // bubblewrap and podman exit with their program's status, and 128 + N when a signal N killed
@@ -276,6 +281,13 @@ int CommandProcess::Wait() {
 
 void CommandProcess::Terminate() {
   if (status_) return;
+  // A running container's init gets it (and passes it on); the engine's process is left alone,
+  // which, signalled just after its program died, would report the signal instead of how the
+  // program ended.
+  if (runtime_ != nullptr &&
+      runtime_->SignalInit(container_, SIGTERM) != ContainerRuntime::Signalled::kNotStarted) {
+    return;
+  }
   // Unsandboxed the program leads its own process group, and in a container the engine does
   // (it passes SIGTERM on to the container's init); in bubblewrap's sandbox the program is the
   // PID namespace's init (bwrap --as-pid-1), and its children end with it.

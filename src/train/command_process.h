@@ -50,13 +50,15 @@ class CommandProcess {
   // no user namespaces, a network namespace that cannot be joined); Internal when fork fails.
   static absl::StatusOr<std::unique_ptr<CommandProcess>> Start(const CommandProcessOptions& o);
   // Starts a container's engine in the foreground (`run`, ContainerRuntime::Command): the
-  // program runs in the container it makes, and ends with it. Terminate() asks the engine, which
-  // passes SIGTERM on; Kill() runs `kill` (the engine's kill of the container). The wait status
-  // is the program's: the engine's 128 + N reads as signal N. `stdin_fd`: the engine's standard
-  // input (-1: /dev/null). Internal when fork fails.
-  static absl::StatusOr<std::unique_ptr<CommandProcess>> StartInContainer(const RuntimeCommand& run,
-                                                                          RuntimeCommand kill,
-                                                                          int stdin_fd = -1);
+  // program runs in the container it makes, and ends with it. Terminate() signals the container's
+  // init through `runtime` (container `name`, started with record_init_pid), or asks the engine
+  // while it does not run yet, which passes SIGTERM on; Kill() runs `kill` (the engine's kill of
+  // the container). The wait status is the program's: the engine's 128 + N reads as signal N.
+  // `stdin_fd`: the engine's standard input (-1: /dev/null). `runtime` is borrowed and must
+  // outlive the process. Internal when fork fails.
+  static absl::StatusOr<std::unique_ptr<CommandProcess>> StartInContainer(
+      const RuntimeCommand& run, RuntimeCommand kill, const ContainerRuntime& runtime,
+      std::string name, int stdin_fd = -1);
   // Kills whatever is left of the program (SIGKILL) and reaps it.
   ~CommandProcess();
   CommandProcess(const CommandProcess&) = delete;
@@ -81,7 +83,9 @@ class CommandProcess {
   pid_t child_;        // what this process forked: bwrap, podman, or the program itself
   pid_t program_pid_;  // the program (bwrap's sandbox), or child_
   bool in_container_ = false;
-  RuntimeCommand kill_;  // in a container: what kills it
+  RuntimeCommand kill_;                        // in a container: what kills it
+  const ContainerRuntime* runtime_ = nullptr;  // in a container: its runtime, and its name
+  std::string container_;
   std::optional<int> status_;
 };
 
