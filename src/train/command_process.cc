@@ -234,7 +234,6 @@ absl::StatusOr<std::unique_ptr<CommandProcess>> CommandProcess::StartInContainer
   if (null_fd >= 0) ::close(null_fd);
   if (child < 0) return absl::InternalError(absl::StrCat("fork: ", std::strerror(fork_errno)));
   auto p = std::unique_ptr<CommandProcess>(new CommandProcess(child, child));
-  p->in_container_ = true;
   p->kill_ = std::move(kill);
   p->runtime_ = &runtime;
   p->container_ = std::move(name);
@@ -252,7 +251,7 @@ CommandProcess::~CommandProcess() {
 // bubblewrap and podman exit with their program's status, and 128 + N when a signal N killed
 // it: that comes back as the wait status of a death by signal N.
 int CommandProcess::ProgramStatus(int status) const {
-  const bool wrapped = program_pid_ != child_ || in_container_;
+  const bool wrapped = program_pid_ != child_ || runtime_ != nullptr;
   if (wrapped && WIFEXITED(status) && WEXITSTATUS(status) > 128 &&
       WEXITSTATUS(status) < 128 + NSIG) {
     return WEXITSTATUS(status) - 128;  // the wait status of a death by that signal
@@ -300,7 +299,7 @@ void CommandProcess::Terminate() {
 
 void CommandProcess::Kill() {
   if (status_) return;
-  if (in_container_ && !kill_.argv.empty()) {
+  if (runtime_ != nullptr && !kill_.argv.empty()) {
     absl::StatusOr<CommandResult> killed = RunCommand(kill_.argv, kill_.env, 30000);
     if (!killed.ok())
       spdlog::warn("cannot kill the program's container: {}", killed.status().message());

@@ -80,11 +80,10 @@ class CommandProcess {
   CommandProcess(pid_t child, pid_t program) : child_(child), program_pid_(program) {}
   // The wait status of the program, from the one of the process this process forked.
   int ProgramStatus(int status) const;
-  pid_t child_;        // what this process forked: bwrap, podman, or the program itself
-  pid_t program_pid_;  // the program (bwrap's sandbox), or child_
-  bool in_container_ = false;
-  RuntimeCommand kill_;                        // in a container: what kills it
-  const ContainerRuntime* runtime_ = nullptr;  // in a container: its runtime, and its name
+  pid_t child_;          // what this process forked: bwrap, podman, or the program itself
+  pid_t program_pid_;    // the program (bwrap's sandbox), or child_
+  RuntimeCommand kill_;  // in a container: what kills it
+  const ContainerRuntime* runtime_ = nullptr;  // set in a container: its runtime, and its name
   std::string container_;
   std::optional<int> status_;
 };
