@@ -9,10 +9,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/clock.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
-#include "job/layout.h"
 #include "train/ps_trainer.h"
 
 namespace weft::train {
@@ -68,8 +66,8 @@ absl::StatusOr<ps::ShardedState> ReadShards(torch::serialize::InputArchive& ar, 
 }  // namespace
 
 ps::ShardedState PsTrainer::ResumeState(int64_t* step) {
-  const int shards = std::max(1, spec_.ParameterServers());
-  for (const std::string& path : reporter_.ResumeFrom()) {
+  const int shards = std::max(1, run_.spec().ParameterServers());
+  for (const std::string& path : run_.reporter().ResumeFrom()) {
     ps::ShardedState state;
     try {
       torch::serialize::InputArchive ar;
@@ -92,14 +90,12 @@ ps::ShardedState PsTrainer::ResumeState(int64_t* step) {
       state = std::move(*shards_read);
       evaluated_epochs_ = static_cast<int>(read("evaluated_epochs").item<int64_t>());
       evaluated_step_ = read("evaluated_step").item<int64_t>();
-      targets_.Restore(read("best").item<double>(), read("last_accuracy").item<double>(),
-                       read("delivered").item<int64_t>() != 0);
-      *step = read("step").item<int64_t>();
+      *step = run_.ReadCommonKeys(ar);
     } catch (const std::exception& e) {
       spdlog::warn("skipping checkpoint {}: it does not load: {}", path, TorchMessage(e));
       continue;
     }
-    last_checkpoint_step_ = *step;
+    run_.set_last_checkpoint_step(*step);
     std::string versions, positions;
     for (const ps::ServerState& shard : state.shards) {
       absl::StrAppend(&versions, versions.empty() ? "" : ", ", shard.version);
@@ -114,15 +110,15 @@ ps::ShardedState PsTrainer::ResumeState(int64_t* step) {
 }
 
 absl::Status PsTrainer::Checkpoint() {
-  last_checkpoint_s_ = SystemClock::Get().NowMs() / 1000.0;
-  if (o_.learner.checkpoint_dir.empty()) return absl::OkStatus();
+  run_.RestartCheckpointClock();
+  if (run_.options().learner.checkpoint_dir.empty()) return absl::OkStatus();
   const auto t0 = std::chrono::steady_clock::now();
   ASSIGN_OR_RETURN(const ps::ShardedState state, link_->Snapshot());
   // A learner's data position is the smallest of its shards': a push that reached some shards
   // only is replayed from there, and the shards that have it take it as a duplicate.
   int64_t step = 0;
   for (int64_t p : state.ResumePositions()) step += p;
-  if (step == last_checkpoint_step_) return absl::OkStatus();  // on disk already
+  if (step == run_.last_checkpoint_step()) return absl::OkStatus();  // on disk already
   std::ostringstream bytes;
   try {
     torch::serialize::OutputArchive ar;
@@ -141,33 +137,17 @@ absl::Status PsTrainer::Checkpoint() {
       ar.write("ps_positions" + suffix,
                torch::tensor(at::ArrayRef<int64_t>(s.positions), torch::kInt64));
     }
-    ar.write("step", Int64(step));
+    run_.WriteCommonKeys(ar, step);
     ar.write("evaluated_epochs", Int64(evaluated_epochs_));
     ar.write("evaluated_step", Int64(evaluated_step_));
-    ar.write("delivered", Int64(targets_.delivered() ? 1 : 0));
-    ar.write("best", torch::tensor(targets_.best(), torch::kFloat64));
-    ar.write("last_accuracy", torch::tensor(targets_.last(), torch::kFloat64));
     ar.save_to(bytes);
   } catch (const std::exception& e) {
     return absl::InternalError(absl::StrCat("cannot serialise a checkpoint: ", TorchMessage(e)));
   }
-  const std::string path = CheckpointPath(o_.learner.checkpoint_dir, step);
-  absl::Status written = env_.MakeDirs(o_.learner.checkpoint_dir);
-  if (written.ok()) written = WriteFileAtomic(env_, path, bytes.str());
-  if (!written.ok()) {
-    // The latest committed checkpoint stands; the next one is tried when due.
-    spdlog::warn("checkpoint at step {} not written ({}); training goes on", step,
-                 written.message());
-    return absl::OkStatus();
-  }
-  const double ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  spdlog::info("checkpoint written: {} (step {}, version {}, {} bytes, {:.0f} ms)", path, step,
-               state.shards[0].version, bytes.str().size(), ms);
-  RETURN_IF_ERROR(reporter_.CommitCheckpoint(path, progress_.epoch, step,
-                                             static_cast<int64_t>(bytes.str().size()), ms / 1000));
-  last_checkpoint_step_ = step;
-  return absl::OkStatus();
+  return run_
+      .CommitCheckpoint(bytes.str(), step, t0, /*tolerate_disk_errors=*/true,
+                        absl::StrCat(", version ", state.shards[0].version))
+      .status();
 }
 
 }  // namespace weft::train

@@ -19,7 +19,6 @@
 namespace weft::train {
 namespace {
 
-constexpr double kReportIntervalS = 1.0;
 constexpr int64_t kAwaitPollMs = 20;
 
 double NowS() { return SystemClock::Get().NowMs() / 1000.0; }
@@ -58,26 +57,16 @@ int64_t PsDataOrder::SamplesBefore(int64_t position) const {
 }
 
 PsTrainer::PsTrainer(const LoopOptions& o, Reporter& r, Model model, Dataset train, Dataset test)
-    : o_(o),
-      spec_(o.spec),
-      env_(o.env ? *o.env : Env::Default()),
-      reporter_(r),
-      model_(std::move(model)),
-      train_(std::move(train)),
-      test_(std::move(test)),
-      classes_(NumClasses(train_, test_)),
-      order_(train_.size(), o.learner.world_size, o.learner.rank, spec_.training.batch_size,
-             spec_.training.seed),
-      timeout_ms_(o.rendezvous_timeout_ms),
-      targets_(spec_.targets) {}
+    : run_(o, r, std::move(model), std::move(train), std::move(test)),
+      order_(run_.train().size(), o.learner.world_size, o.learner.rank, o.spec.training.batch_size,
+             o.spec.training.seed),
+      timeout_ms_(o.rendezvous_timeout_ms) {}
 
 PsTrainer::~PsTrainer() = default;
 
-bool PsTrainer::StopRequested() const { return train::StopRequested(o_, reporter_); }
-
 absl::Status PsTrainer::Flatten() {
   torch::NoGradGuard no_grad;
-  std::vector<torch::Tensor> parameters = model_->parameters();
+  std::vector<torch::Tensor> parameters = run_.model()->parameters();
   int64_t n = 0;
   for (const torch::Tensor& p : parameters) {
     if (p.scalar_type() != torch::kFloat32) {
@@ -109,13 +98,15 @@ absl::StatusOr<int64_t> PsTrainer::StartServer() {
   ps::ServerConfig config;
   config.num_slots = world();
   config.num_params = params_.numel();
-  config.consistency = ConsistencyOf(spec_.training.ps.consistency);
-  config.staleness = config.consistency == ps::Consistency::kSsp ? spec_.training.ps.staleness : 0;
+  config.consistency = ConsistencyOf(run_.spec().training.ps.consistency);
+  config.staleness =
+      config.consistency == ps::Consistency::kSsp ? run_.spec().training.ps.staleness : 0;
   config.optimizer.kind =
-      spec_.training.optimizer == "sgd" ? ps::OptimizerKind::kSgd : ps::OptimizerKind::kAdam;
-  config.optimizer.learning_rate = spec_.ScaledLearningRate(world());
-  config.optimizer.momentum = spec_.training.optimizer == "sgd" ? spec_.training.momentum : 0;
-  config.optimizer.weight_decay = spec_.training.weight_decay;
+      run_.spec().training.optimizer == "sgd" ? ps::OptimizerKind::kSgd : ps::OptimizerKind::kAdam;
+  config.optimizer.learning_rate = run_.spec().ScaledLearningRate(world());
+  config.optimizer.momentum =
+      run_.spec().training.optimizer == "sgd" ? run_.spec().training.momentum : 0;
+  config.optimizer.weight_decay = run_.spec().training.weight_decay;
   std::vector<float> fresh;
   if (state.shards.empty()) {  // the model as built from the seed
     fresh.assign(params_.data_ptr<float>(), params_.data_ptr<float>() + params_.numel());
@@ -124,41 +115,41 @@ absl::StatusOr<int64_t> PsTrainer::StartServer() {
   spdlog::info(
       "parameter server: {} parameters ({} bytes), {} slots, {} (staleness {}), {} learning rate "
       "{:g}, {}",
-      config.num_params, config.num_params * 4, config.num_slots, spec_.training.ps.consistency,
-      config.staleness, spec_.training.optimizer, config.optimizer.learning_rate,
+      config.num_params, config.num_params * 4, config.num_slots,
+      run_.spec().training.ps.consistency, config.staleness, run_.spec().training.optimizer,
+      config.optimizer.learning_rate,
       state.shards.empty() ? "fresh" : absl::StrCat("resumed at step ", step));
   return step;
 }
 
 absl::StatusOr<PsTrainer::End> PsTrainer::TrainShare(int64_t position) {
-  const int64_t total = spec_.training.epochs * order_.BatchesPerEpoch();
+  const int64_t total = run_.spec().training.epochs * order_.BatchesPerEpoch();
   spdlog::info(
       "training positions {} to {} of this learner's share ({} samples, {} batches per "
       "epoch)",
       position, total, order_.SamplesInShare(), order_.BatchesPerEpoch());
   bool complete = false;
   while (position < total) {
-    if (StopRequested()) return End::kStopped;
+    if (run_.StopRequested()) return End::kStopped;
     absl::StatusOr<uint64_t> version = link_->Pull(params_.data_ptr<float>());
     if (absl::IsUnavailable(version.status())) return End::kClosed;
-    if (!version.ok() && StopRequested()) return End::kStopped;
+    if (!version.ok() && run_.StopRequested()) return End::kStopped;
     RETURN_IF_ERROR(version.status());
     torch::Tensor idx = order_.Batch(position);
-    torch::Tensor x = train_.Batch(idx);
-    torch::Tensor y = train_.labels.index_select(0, idx);
+    torch::Tensor x = run_.train().Batch(idx);
+    torch::Tensor y = run_.train().labels.index_select(0, idx);
     grads_.zero_();
-    torch::Tensor loss = torch::nll_loss(model_->forward(x), y);
+    torch::Tensor loss = torch::nll_loss(run_.model()->forward(x), y);
     loss.backward();
     // Returns once applied: the next gradient is computed on parameters that hold this one.
     absl::Status pushed = link_->Push(position, grads_.data_ptr<float>(), *version);
     if (absl::IsUnavailable(pushed)) return End::kClosed;
-    if (!pushed.ok() && StopRequested()) return End::kStopped;
+    if (!pushed.ok() && run_.StopRequested()) return End::kStopped;
     RETURN_IF_ERROR(pushed);
     ++published_here_;
     ++position;
     if (leader_) {
-      loss_sum_ += loss.item<double>();
-      ++loss_steps_;
+      run_.AddLoss(loss.item<double>());
       RETURN_IF_ERROR(LeadJob(&complete));
       if (complete) return End::kComplete;
     }
@@ -172,7 +163,7 @@ absl::StatusOr<PsTrainer::End> PsTrainer::TrainShare(int64_t position) {
 std::vector<int64_t> PsTrainer::Totals() const {
   std::vector<int64_t> totals;
   for (const PsDataOrder& share : shares_) {
-    totals.push_back(spec_.training.epochs * share.BatchesPerEpoch());
+    totals.push_back(run_.spec().training.epochs * share.BatchesPerEpoch());
   }
   return totals;
 }
@@ -186,51 +177,45 @@ absl::Status PsTrainer::UpdateProgress() {
   }
   const std::vector<int64_t>& positions = positions_;
   int64_t step = 0, samples = 0, total = 0;
-  int64_t epochs_done = spec_.training.epochs;
+  int64_t epochs_done = run_.spec().training.epochs;
   for (int r = 0; r < world(); ++r) {
     step += positions[r];
     samples += shares_[r].SamplesBefore(positions[r]);
     const int64_t per_epoch = shares_[r].BatchesPerEpoch();
-    total += spec_.training.epochs * per_epoch;
+    total += run_.spec().training.epochs * per_epoch;
     if (per_epoch > 0) epochs_done = std::min(epochs_done, positions[r] / per_epoch);
   }
-  progress_.step = step;
-  progress_.samples = samples;
-  progress_.steps_total = total;
+  run_.progress().step = step;
+  run_.progress().samples = samples;
+  run_.progress().steps_total = total;
   // Every report carries the counters, whichever sends the progress.
-  progress_.parameter_server = stats;
-  progress_.epochs_total = spec_.training.epochs;
-  progress_.epoch = static_cast<int>(epochs_done);
+  run_.progress().parameter_server = stats;
+  run_.progress().epochs_total = run_.spec().training.epochs;
+  run_.progress().epoch = static_cast<int>(epochs_done);
   return absl::OkStatus();
 }
 
 absl::Status PsTrainer::LeadJob(bool* complete) {
   RETURN_IF_ERROR(UpdateProgress());
   const double now = NowS();
-  if (now - last_report_s_ >= kReportIntervalS && loss_steps_ > 0) {
-    MetricSample m;
-    m.step = progress_.step;
-    m.epoch = std::min(progress_.epoch + 1, spec_.training.epochs);
-    m.wall_time_ms = SystemClock::Get().NowMs();
-    m.train_loss = loss_sum_ / loss_steps_;
-    m.samples_per_s = (progress_.samples - last_report_samples_) / (now - last_report_s_);
-    reporter_.Report(m, progress_);
-    loss_sum_ = 0;
-    loss_steps_ = 0;
-    last_report_samples_ = progress_.samples;
-    last_report_s_ = now;
+  if (run_.ReportDue(now)) {
+    const double samples_per_s =
+        (run_.progress().samples - last_report_samples_) / (now - run_.last_report_s());
+    run_.ReportLoss(std::min(run_.progress().epoch + 1, run_.spec().training.epochs), samples_per_s,
+                    now);
+    last_report_samples_ = run_.progress().samples;
   }
-  const int64_t every = spec_.training.eval_every_steps;
-  if (progress_.epoch > evaluated_epochs_ ||
-      (every > 0 && progress_.step >= evaluated_step_ + every)) {
+  const int64_t every = run_.spec().training.eval_every_steps;
+  if (run_.progress().epoch > evaluated_epochs_ ||
+      (every > 0 && run_.progress().step >= evaluated_step_ + every)) {
     RETURN_IF_ERROR(EvaluateNow(complete));
     if (*complete) return absl::OkStatus();
   }
-  const CheckpointSpec& c = spec_.checkpoint;
-  // Every every_steps steps from the start (last_checkpoint_step_ is -1 before the first).
-  const int64_t last = std::max<int64_t>(last_checkpoint_step_, 0);
-  if ((c.every_steps > 0 && progress_.step >= last + c.every_steps) ||
-      (c.every_seconds > 0 && now - last_checkpoint_s_ >= c.every_seconds)) {
+  const CheckpointSpec& c = run_.spec().checkpoint;
+  // Every every_steps steps from the start (the last checkpoint's step is -1 before the first).
+  const int64_t last = std::max<int64_t>(run_.last_checkpoint_step(), 0);
+  if ((c.every_steps > 0 && run_.progress().step >= last + c.every_steps) ||
+      (c.every_seconds > 0 && now - run_.last_checkpoint_s() >= c.every_seconds)) {
     RETURN_IF_ERROR(Checkpoint());
   }
   return absl::OkStatus();
@@ -239,33 +224,19 @@ absl::Status PsTrainer::LeadJob(bool* complete) {
 absl::Status PsTrainer::EvaluateNow(bool* complete) {
   // The parameters as the server holds them now (every epoch counted done is applied).
   ASSIGN_OR_RETURN(uint64_t version, link_->Pull(params_.data_ptr<float>()));
-  Evaluation ev = Evaluate(model_, test_);
-  evaluated_epochs_ = progress_.epoch;
-  evaluated_step_ = progress_.step;
-  const TargetTracker::Decision decision = targets_.Observe(ev.accuracy);
-  const ps::ApplierStats& stats = *progress_.parameter_server;
+  Evaluation ev = Evaluate(run_.model(), run_.test());
+  evaluated_epochs_ = run_.progress().epoch;
+  evaluated_step_ = run_.progress().step;
+  const ps::ApplierStats& stats = *run_.progress().parameter_server;
   spdlog::info(
       "evaluation: epoch {} step {} version {} test_accuracy {:.4f} test_loss {:.4f}; server: {} "
       "gradients applied, {} discarded as non-finite, staleness histogram [{}] (0, 1, 2, 3-4, "
       "5-8, 9-16, 17-32, 33+)",
-      progress_.epoch, progress_.step, version, ev.accuracy, ev.loss, stats.gradients_applied,
-      stats.discarded_non_finite, absl::StrJoin(stats.staleness, ", "));
-  MetricSample m;
-  m.step = progress_.step;
-  m.epoch = std::max(progress_.epoch, 1);
-  m.wall_time_ms = SystemClock::Get().NowMs();
-  m.test_accuracy = ev.accuracy;
-  m.test_loss = ev.loss;
-  reporter_.Report(m, progress_);
-  if (decision.deliver) {
-    spdlog::info("deliver target met: test_accuracy {:.4f} >= {}", ev.accuracy,
-                 *spec_.targets.deliver);
-    RETURN_IF_ERROR(
-        ExportModel({o_, env_, reporter_, *model_, train_.SampleShape(), classes_, kDeliveredModel,
-                     ev.accuracy, targets_.best(), progress_.epoch, progress_.step}));
-    targets_.MarkDelivered();
-  }
-  if (decision.complete) *complete = true;
+      run_.progress().epoch, run_.progress().step, version, ev.accuracy, ev.loss,
+      stats.gradients_applied, stats.discarded_non_finite, absl::StrJoin(stats.staleness, ", "));
+  ASSIGN_OR_RETURN(const bool met,
+                   run_.ActOnEvaluation(ev, std::max(run_.progress().epoch, 1), /*leads=*/true));
+  if (met) *complete = true;
   return absl::OkStatus();
 }
 
@@ -276,17 +247,17 @@ absl::StatusOr<PsTrainer::End> PsTrainer::AwaitOthers(bool* complete) {
     const std::vector<int64_t> totals = Totals();
     bool done = true;
     for (int r = 0; r < world(); ++r) done = done && positions_[r] >= totals[r];
-    if (done && evaluated_epochs_ >= spec_.training.epochs) return End::kDone;
-    if (StopRequested()) return End::kStopped;
+    if (done && evaluated_epochs_ >= run_.spec().training.epochs) return End::kDone;
+    if (run_.StopRequested()) return End::kStopped;
     std::this_thread::sleep_for(std::chrono::milliseconds(kAwaitPollMs));
   }
 }
 
 absl::StatusOr<LoopResult> PsTrainer::FinishLeader(End end) {
   LoopResult result;
-  result.best_test_accuracy = targets_.best();
+  result.best_test_accuracy = run_.targets().best();
   if (absl::Status s = UpdateProgress(); !s.ok()) spdlog::warn("{}", s.message());
-  const ps::ApplierStats stats = progress_.parameter_server.value_or(ps::ApplierStats{});
+  const ps::ApplierStats stats = run_.progress().parameter_server.value_or(ps::ApplierStats{});
   spdlog::info(
       "parameter server: version {}, {} gradients applied, {} discarded as non-finite; slot "
       "positions [{}] of [{}]; this learner published {} gradients; {}",
@@ -304,40 +275,38 @@ absl::StatusOr<LoopResult> PsTrainer::FinishLeader(End end) {
   }
   // The final model is the server's parameters as they are now.
   RETURN_IF_ERROR(link_->Pull(params_.data_ptr<float>()).status());
-  result.reason = targets_.BudgetReason(spec_.training.epochs);
-  RETURN_IF_ERROR(
-      ExportModel({o_, env_, reporter_, *model_, train_.SampleShape(), classes_, kFinalModel,
-                   targets_.last(), targets_.best(), progress_.epoch, progress_.step}));
+  result.reason = run_.targets().BudgetReason(run_.spec().training.epochs);
+  RETURN_IF_ERROR(run_.Export(kFinalModel, run_.targets().last()));
   result.succeeded = true;
-  result.final_test_accuracy = targets_.last();
+  result.final_test_accuracy = run_.targets().last();
   return result;
 }
 
 absl::StatusOr<LoopResult> PsTrainer::Run() {
   RETURN_IF_ERROR(Flatten());
-  const int servers = spec_.ParameterServers();
-  if (static_cast<int>(o_.learner.ps_servers.size()) != servers) {
+  const int servers = run_.spec().ParameterServers();
+  if (static_cast<int>(run_.options().learner.ps_servers.size()) != servers) {
     return absl::InvalidArgumentError(absl::StrCat(
         "training.ps.servers asks for ", std::max(servers, 1), " servers; WEFT_PS_SERVERS names ",
-        o_.learner.ps_servers.size(), " (a weftd older than the job's spec?)"));
+        run_.options().learner.ps_servers.size(), " (a weftd older than the job's spec?)"));
   }
   if (servers == 0) {
-    ASSIGN_OR_RETURN(link_, SharedMemoryLink(o_.learner, timeout_ms_));
+    ASSIGN_OR_RETURN(link_, SharedMemoryLink(run_.options().learner, timeout_ms_));
   } else {
-    ASSIGN_OR_RETURN(link_, RemoteLink(o_.learner, params_.numel(), timeout_ms_));
+    ASSIGN_OR_RETURN(link_, RemoteLink(run_.options().learner, params_.numel(), timeout_ms_));
   }
-  model_->train();
+  run_.model()->train();
   int64_t resumed_from = -1;
   leader_ = rank() == 0;
   if (leader_) {
     for (int r = 0; r < world(); ++r) {
-      shares_.emplace_back(train_.size(), world(), r, spec_.training.batch_size,
-                           spec_.training.seed);
+      shares_.emplace_back(run_.train().size(), world(), r, run_.spec().training.batch_size,
+                           run_.spec().training.seed);
     }
     ASSIGN_OR_RETURN(resumed_from, StartServer());
-    last_report_s_ = last_checkpoint_s_ = NowS();
+    run_.StartClocks();
   }
-  ASSIGN_OR_RETURN(int64_t position, link_->Attach([this] { return StopRequested(); }));
+  ASSIGN_OR_RETURN(int64_t position, link_->Attach([this] { return run_.StopRequested(); }));
   End end = End::kClosed;
   bool complete = false;
   if (position >= 0) {

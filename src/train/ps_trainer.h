@@ -16,7 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "train/ps_link.h"
-#include "train/trainer.h"
+#include "train/training_run.h"
 
 namespace weft::train {
 
@@ -76,17 +76,10 @@ class PsTrainer {
   absl::Status UpdateProgress();
   // Per slot: the batches of its share of the whole budget (epochs × its batches per epoch).
   std::vector<int64_t> Totals() const;
-  bool StopRequested() const;
-  int rank() const { return o_.learner.rank; }
-  int world() const { return o_.learner.world_size; }
+  int rank() const { return run_.options().learner.rank; }
+  int world() const { return run_.options().learner.world_size; }
 
-  const LoopOptions& o_;
-  const JobSpec& spec_;
-  Env& env_;
-  Reporter& reporter_;
-  Model model_;
-  Dataset train_, test_;
-  int64_t classes_;
+  TrainingRun run_;
   PsDataOrder order_;
   torch::Tensor params_, grads_;  // float [num_params]: the parameters' and gradients' storage
   int64_t timeout_ms_;
@@ -96,14 +89,9 @@ class PsTrainer {
   // Rank 0's view of the job.
   std::vector<PsDataOrder> shares_;  // every slot's data order (its batches, its samples)
   std::vector<int64_t> positions_;   // every slot's position, as of UpdateProgress
-  ProgressReport progress_;
   int evaluated_epochs_ = 0;
   int64_t evaluated_step_ = 0;
-  TargetTracker targets_;
-  double loss_sum_ = 0;
-  int64_t loss_steps_ = 0;
-  double last_report_s_ = 0, last_checkpoint_s_ = 0;
-  int64_t last_report_samples_ = 0, last_checkpoint_step_ = -1;
+  int64_t last_report_samples_ = 0;  // the progress's samples at the last training report
 };
 
 }  // namespace weft::train

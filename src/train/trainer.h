@@ -1,13 +1,14 @@
-// The learner's trainer (internal to train/): one job's model, optimizer, data and position,
-// trained step by step with the gang. trainer.cc holds the loop (epochs, steps, evaluation,
-// targets, reports), trainer_state.cc what outlives the process (checkpoints, restore, models).
-// libtorch throws; the trainer's callers turn that into a Status (training_loop.cc).
+// The learner of an allreduce gang (internal to train/): one job's run (TrainingRun: model,
+// data, progress, targets, reports, models) with its optimizer and its position in the epoch,
+// trained step by step with the gang. trainer.cc holds the loop (epochs, steps, evaluations),
+// trainer_state.cc what outlives the process (checkpoints and restore), trainer_membership.cc
+// an elastic job's regroup in place. libtorch throws; the trainer's callers turn that into a
+// Status (training_loop.cc).
 #pragma once
 
 #include <torch/torch.h>
 
 #include <memory>
-#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -16,25 +17,10 @@
 #include "train/data_parallel.h"
 #include "train/dataset.h"
 #include "train/models.h"
-#include "train/target_tracker.h"
 #include "train/training_loop.h"
+#include "train/training_run.h"
 
 namespace weft::train {
-
-using Model = std::shared_ptr<ClassifierImpl>;
-
-struct Evaluation {
-  double accuracy = 0;  // in [0, 1]
-  double loss = 0;      // mean negative log-likelihood per sample
-};
-
-// Accuracy and mean loss of `model` over `test` (samples [N, ...]). With `dp` spanning
-// several ranks each evaluates its contiguous 1/world_size of the split and the counts are
-// summed, so every rank gets the same figures (and takes the same decisions on targets).
-Evaluation Evaluate(const Model& model, const Dataset& test, DataParallel* dp = nullptr);
-
-// libtorch's message without its C++ backtrace.
-std::string TorchMessage(const std::exception& e);
 
 // Where a gang's keys lie in rank 0's rendezvous store, which takes any connection (c10d's
 // TCPStore has no authentication): "JOB/attempt-N/SECRET/", SECRET being 32 hex characters of
@@ -59,34 +45,6 @@ inline constexpr int64_t kJoinWaitMs = 30000;
 absl::StatusOr<Membership> AwaitJoin(Reporter& reporter, const LearnerLaunch& launch,
                                      const std::atomic<bool>* stop_requested);
 
-// Whether the learner was asked to stop: by a signal (o.stop_requested) or by weftd.
-bool StopRequested(const LoopOptions& o, const Reporter& reporter);
-
-// A model to write and commit: `kind` (kDeliveredModel, kFinalModel) of the job `options` runs.
-struct ModelExport {
-  const LoopOptions& options;
-  Env& env;
-  Reporter& reporter;
-  ClassifierImpl& model;
-  std::vector<int64_t> sample_shape;  // one sample's, for the model card
-  int64_t classes = 0;
-  std::string kind;
-  double accuracy = 0;  // test accuracy of this model
-  double best = 0;      // best test accuracy so far
-  int epoch = 0;
-  int64_t step = 0;
-};
-// Writes the model (TorchScript) and its model card atomically and asks weftd to commit them.
-// Errors from the disk (the directory, the write) and from weftd's commit.
-absl::Status ExportModel(const ModelExport& e);
-
-// Thrown at a step boundary when the job has moved to a later membership generation (it grew):
-// every rank throws it after the same step, and all re-form the group.
-class RegroupRequest : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
 class Trainer {
  public:
   Trainer(const LoopOptions& o, Reporter& r, Model model, Dataset train, Dataset test,
@@ -97,7 +55,15 @@ class Trainer {
   absl::StatusOr<LoopResult> Run();
 
  private:
-  enum class EpochEnd { kDone, kComplete, kStopped };
+  // How an epoch, or the training to the end of the budget, ended: done, at the complete target,
+  // stopped on request, or at a step after which the job's group re-forms in a later generation
+  // (`why`: the job grew, or another learner was told so); every rank ends the same way.
+  struct End {
+    enum Kind { kDone, kComplete, kStopped, kRegroup };
+    explicit End(Kind k, std::string w = "") : kind(k), why(std::move(w)) {}
+    Kind kind;
+    std::string why;
+  };
 
   // --- trainer.cc ---
   std::unique_ptr<torch::optim::Optimizer> MakeOptimizer();
@@ -106,25 +72,26 @@ class Trainer {
   // Steps per epoch and the budget; logs the plan.
   void Plan();
   // Trains the rest of the epoch `epoch` (0-based) from epoch_offset_.
-  absl::StatusOr<EpochEnd> TrainEpoch(int epoch);
+  absl::StatusOr<End> TrainEpoch(int epoch);
   // One optimizer step on `block` (int64 [k]: the step's sample indices over all ranks, of which
   // this rank trains every world_size-th from its rank on); returns whether the gang must stop.
   bool Step(const torch::Tensor& block);
   void LogEpochTimes(int epoch);
-  // Evaluates, reports, and acts on the targets. Sets *complete when the complete target is met.
-  absl::Status EvaluateAndCheckTargets(bool* complete);
+  // Evaluates, reports, and acts on the targets. Returns whether the complete target is met.
+  absl::StatusOr<bool> EvaluateAndCheckTargets();
   void ReportTraining(bool force);
   // Rank 0 writes the final model; every rank says how it finished.
   absl::StatusOr<LoopResult> Finish();
-  bool StopRequested() const;
   // Another learner of the gang is gone mid-collective. This rank's state is that of the last
   // step every rank completed (a failed step is not applied), so rank 0 checkpoints it before
-  // exiting and the gang's restart loses (almost) no steps. Returns Unavailable.
-  absl::Status OnPeerLost(const PeerLostError& e);
-  // Trains from the current position to the end of the budget or the complete target (a pending
-  // evaluation first). Sets *complete; returns a result only when stopped on request. Throws
-  // PeerLostError.
-  absl::StatusOr<std::optional<LoopResult>> TrainToEnd(bool* complete);
+  // exiting and the gang's restart loses (almost) no steps. Returns Unavailable naming `what`.
+  absl::Status OnPeerLost(const std::string& what);
+  // Trains from the current position to the end of the budget, the complete target, a stop or a
+  // regroup (a pending evaluation first). Throws PeerLostError.
+  absl::StatusOr<End> TrainToEnd();
+  // The result of a learner that stops before the end (`why`), having resumed from step
+  // `resumed_from`.
+  LoopResult Stopped(const std::string& why, int64_t resumed_from) const;
   // This rank's rank and the world size in the current group.
   int rank() const { return dp_->rank(); }
   int world() const { return dp_->world_size(); }
@@ -162,38 +129,23 @@ class Trainer {
   // latest committed checkpoint stands and the next one is tried when due. Errors from
   // serialising, from the disk otherwise, and from weftd's commit.
   absl::Status Checkpoint(bool tolerate_disk_errors = false);
-  // Writes and commits the `kind` model and its card (ExportModel).
-  absl::Status Export(const std::string& kind, double accuracy);
 
-  const LoopOptions& o_;
-  const JobSpec& spec_;
-  Env& env_;
-  Reporter& reporter_;
-  Model model_;
-  Dataset train_, test_;
-  int64_t classes_;  // NumClasses(train_, test_): the model's outputs
+  TrainingRun run_;
   std::unique_ptr<DataParallel> dp_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   std::unique_ptr<AuditLog> audit_;  // rank 0's, when LoopOptions::audit_path is set
 
   int64_t steps_per_epoch_ = 0;
-  ProgressReport progress_;
   int epoch_in_progress_ = 1;
-  double loss_sum_ = 0;
-  int64_t loss_steps_ = 0;
   int64_t samples_since_report_ = 0;
   double train_seconds_since_report_ = 0;
-  double last_report_s_ = 0;
-  TargetTracker targets_;
   // Samples of the epoch in progress trained so far, over all ranks: the length of the prefix of
   // the epoch's permutation that applied steps consumed. Independent of the world size.
   int64_t epoch_offset_ = 0;
-  int64_t last_checkpoint_step_ = -1;
   // Steps of this epoch's loop in this process (after a resume: fewer than a whole epoch's).
   int64_t steps_this_run_ = 0;
   double epoch_train_seconds_ = 0;  // this epoch's time in training steps
-  double last_checkpoint_s_ = 0;    // when a checkpoint was last written or attempted
-  // An evaluation was due at progress_.step and has not finished: set while it runs, so a
+  // An evaluation was due at the progress's step and has not finished: set while it runs, so a
   // checkpoint written when a peer is lost mid-evaluation makes the restart evaluate first.
   bool eval_pending_ = false;
   bool last_checkpoint_eval_pending_ = false;

@@ -50,20 +50,20 @@ absl::StatusOr<Membership> AwaitJoin(Reporter& reporter, const LearnerLaunch& la
 }
 
 absl::Status Trainer::OpenAudit() {
-  if (rank() != 0 || o_.audit_path.empty()) {
+  if (rank() != 0 || run_.options().audit_path.empty()) {
     audit_.reset();
     return absl::OkStatus();
   }
-  const int64_t step = std::max<int64_t>(progress_.step, 0);
+  const int64_t step = std::max<int64_t>(run_.progress().step, 0);
   if (!audit_) {
-    ASSIGN_OR_RETURN(audit_, AuditLog::Open(o_.audit_path));
-    spdlog::info("auditing every applied step's samples in {}", o_.audit_path);
+    ASSIGN_OR_RETURN(audit_, AuditLog::Open(run_.options().audit_path));
+    spdlog::info("auditing every applied step's samples in {}", run_.options().audit_path);
     if (generation_ > 1 && last_block_.defined() && step > 0) {
       // Rank 0 of a new generation after the one that kept the audit was lost: that one may have
       // died before recording this learner's last step (its allreduce completed here, not
       // there). Roll back to the step before and record it again, from this learner's own copy.
       audit_->Resume(step - 1);
-      audit_->BeginEpoch(last_block_epoch_, train_.size());
+      audit_->BeginEpoch(last_block_epoch_, run_.train().size());
       audit_->Step(step, last_block_epoch_, last_block_);
     }
   }
@@ -81,13 +81,13 @@ std::string RendezvousPrefix(const LearnerLaunch& learner, int64_t generation) {
 
 absl::StatusOr<bool> Trainer::Regroup(const std::string& why) {
   spdlog::warn("{} at step {} in generation {}; asking weftd for the new membership", why,
-               progress_.step, generation_);
+               run_.progress().step, generation_);
   const auto t0 = std::chrono::steady_clock::now();
   const auto deadline = t0 + std::chrono::milliseconds(kRegroupWaitMs);
   int64_t asked = generation_;
   while (std::chrono::steady_clock::now() < deadline) {
-    if (StopRequested()) return absl::AbortedError("asked to stop while regrouping");
-    ASSIGN_OR_RETURN(Membership m, reporter_.Regroup(asked, progress_.step));
+    if (run_.StopRequested()) return absl::AbortedError("asked to stop while regrouping");
+    ASSIGN_OR_RETURN(Membership m, run_.reporter().Regroup(asked, run_.progress().step));
     if (m.kind == Membership::Kind::kStop) {
       spdlog::info("weftd: {}; leaving the job", m.reason);
       return false;
@@ -112,7 +112,8 @@ absl::StatusOr<bool> Trainer::Regroup(const std::string& why) {
     spdlog::info(
         "generation {}: rank {} of {}, training on from step {} ({} samples into epoch {}) "
         "{:.0f} ms after leaving the last one",
-        generation_, rank(), world(), progress_.step, epoch_offset_, progress_.epoch + 1,
+        generation_, rank(), world(), run_.progress().step, epoch_offset_,
+        run_.progress().epoch + 1,
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     return true;
   }
@@ -122,8 +123,9 @@ absl::StatusOr<bool> Trainer::Regroup(const std::string& why) {
 
 absl::Status Trainer::Rejoin(const Membership& m) {
   RETURN_IF_ERROR(dp_->Reform(m.rendezvous_host, m.rendezvous_port, m.rank, m.world_size,
-                              o_.rendezvous_timeout_ms, RendezvousPrefix(o_.learner, m.generation),
-                              std::min(o_.rendezvous_timeout_ms, kReformWaitMs)));
+                              run_.options().rendezvous_timeout_ms,
+                              RendezvousPrefix(run_.options().learner, m.generation),
+                              std::min(run_.options().rendezvous_timeout_ms, kReformWaitMs)));
   generation_ = m.generation;
   return TakeRank0State();
 }
@@ -137,15 +139,15 @@ absl::Status Trainer::TakeRank0State() {
   }
   state = dp_->BroadcastBytes(state);
   if (rank() != 0) {
-    const int64_t checkpointed = last_checkpoint_step_;
+    const int64_t checkpointed = run_.last_checkpoint_step();
     const bool checkpointed_pending = last_checkpoint_eval_pending_;
     RETURN_IF_ERROR(RestoreFromBytes(state));
-    last_checkpoint_step_ = checkpointed;  // this learner has not written that checkpoint
+    run_.set_last_checkpoint_step(checkpointed);  // this learner has not written that checkpoint
     last_checkpoint_eval_pending_ = checkpointed_pending;
     last_block_ = torch::Tensor();  // rank 0's step, which rank 0 recorded
   }
   // Each learner keeps its batch; the rate follows the world size (training.lr_scaling).
-  const double lr = spec_.ScaledLearningRate(world());
+  const double lr = run_.spec().ScaledLearningRate(world());
   for (torch::optim::OptimizerParamGroup& group : optimizer_->param_groups()) {
     group.options().set_lr(lr);
   }

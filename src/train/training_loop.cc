@@ -1,15 +1,14 @@
-// RunTraining's fence around libtorch (its exceptions become a Status here), evaluation, and
-// evaluating a saved model. The trainer itself is in trainer.{h,cc} and trainer_state.cc.
+// RunTraining's fence around libtorch (its exceptions become a Status here): the data, the
+// kernels and the model, then the loop the job asks for (Trainer or PsTrainer); and evaluating a
+// saved model. What the loops share is in training_run.{h,cc}.
 #include "train/training_loop.h"
 
 #include <torch/torch.h>
 
 #include <chrono>
-#include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/failpoint.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
 #include "job/layout.h"
@@ -19,43 +18,6 @@
 #include "train/trainer.h"
 
 namespace weft::train {
-namespace {
-
-constexpr int64_t kEvalBatch = 1000;
-
-}  // namespace
-
-std::string TorchMessage(const std::exception& e) {
-  if (const auto* c10 = dynamic_cast<const c10::Error*>(&e)) return c10->what_without_backtrace();
-  return e.what();
-}
-
-Evaluation Evaluate(const Model& model, const Dataset& test, DataParallel* dp) {
-  torch::NoGradGuard no_grad;
-  model->eval();
-  int64_t correct = 0;
-  double loss = 0;
-  const int world = dp ? dp->world_size() : 1;
-  const int rank = dp ? dp->rank() : 0;
-  const int64_t begin = test.size() * rank / world;
-  const int64_t stop = test.size() * (rank + 1) / world;
-  for (int64_t i = begin; i < stop; i += kEvalBatch) {
-    int64_t end = std::min(stop, i + kEvalBatch);
-    torch::Tensor out = model->forward(test.Range(i, end));
-    torch::Tensor y = test.labels.slice(0, i, end);
-    loss += torch::nll_loss(out, y, {}, torch::Reduction::Sum).item<double>();
-    correct += out.argmax(1).eq(y).sum().item<int64_t>();
-  }
-  model->train();
-  if (dp) {
-    Failpoint("evaluation-before-allreduce");
-    std::vector<double> sums = dp->Sum({static_cast<double>(correct), loss});
-    correct = static_cast<int64_t>(std::llround(sums[0]));
-    loss = sums[1];
-  }
-  return {static_cast<double>(correct) / test.size(), loss / test.size()};
-}
-
 namespace {
 
 // The kernel of every built-in layer: the one WEFT_LEARNER_KERNELS forces, or the faster of the
