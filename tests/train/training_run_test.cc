@@ -178,8 +178,8 @@ TEST_F(TrainingRunTest, ACheckpointTheDiskRefusesIsSkippedOnlyWhenToleratedAndNe
   const std::string path = CheckpointPath(options_.learner.checkpoint_dir, 3);
   EXPECT_EQ(reporter.checkpoints[3], std::make_pair(path, int64_t{4096}));
   EXPECT_EQ(*FileSize(path), 4096);
-  EXPECT_EQ(fs::status(path).permissions() & fs::perms::all, fs::perms::owner_read |
-                                                                 fs::perms::owner_write)
+  EXPECT_EQ(fs::status(path).permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write)
       << "owner-only";
 }
 
