@@ -11,12 +11,17 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
+#include "common/status_macros.h"
 
 namespace weft::train {
 
 namespace {
+
+// The payload that marks an Unavailable as a lost peer (PeerLost).
+constexpr char kPeerLostPayload[] = "weft.train/peer-lost";
 
 // Gradients of some parameters, averaged in one allreduce.
 struct Bucket {
@@ -77,23 +82,46 @@ struct DataParallel::Group {
   void LaunchReady();
   void Launch(Bucket& bucket);
 
-  void AllReduce(torch::Tensor& t, c10d::ReduceOp op) {
-    std::vector<torch::Tensor> ts = {t};
-    c10d::AllreduceOptions o;
-    o.reduceOp = op;
-    Wait(gloo->allreduce(ts, o));
+  absl::Status AllReduce(torch::Tensor& t, c10d::ReduceOp op) {
+    return Run([&] {
+      std::vector<torch::Tensor> ts = {t};
+      c10d::AllreduceOptions o;
+      o.reduceOp = op;
+      return gloo->allreduce(ts, o);
+    });
   }
-  // Waits for a collective; a failure means a peer is gone.
-  static void Wait(const c10::intrusive_ptr<c10d::Work>& work) {
+  absl::Status Broadcast(torch::Tensor t) {
+    return Run([&] {
+      std::vector<torch::Tensor> ts = {std::move(t)};
+      c10d::BroadcastOptions o;
+      o.rootRank = 0;
+      return gloo->broadcast(ts, o);
+    });
+  }
+  // Starts a collective (`start` returns its Work) and waits for it: Gloo's exceptions stop
+  // here, and a failure means a peer is gone.
+  template <typename Start>
+  static absl::Status Run(Start start) {
     try {
-      work->wait();
+      start()->wait();
     } catch (const c10::Error& e) {
-      throw PeerLostError(e.what_without_backtrace());
+      return PeerLost(e.what_without_backtrace());
     } catch (const std::exception& e) {
-      throw PeerLostError(e.what());
+      return PeerLost(e.what());
     }
+    return absl::OkStatus();
   }
 };
+
+absl::Status PeerLost(const std::string& what) {
+  absl::Status s = absl::UnavailableError(what);
+  s.SetPayload(kPeerLostPayload, absl::Cord());
+  return s;
+}
+
+bool IsPeerLost(const absl::Status& s) {
+  return absl::IsUnavailable(s) && s.GetPayload(kPeerLostPayload).has_value();
+}
 
 DataParallel::DataParallel(int rank, int world_size) : rank_(rank), world_size_(world_size) {}
 DataParallel::~DataParallel() = default;
@@ -277,7 +305,7 @@ void DataParallel::BeginStep(bool stop, bool regroup) {
   g.armed = true;
 }
 
-bool DataParallel::FinishStep() {
+absl::StatusOr<bool> DataParallel::FinishStep() {
   if (!group_) return local_stop_;
   Group& g = *group_;
   g.armed = false;
@@ -293,9 +321,11 @@ bool DataParallel::FinishStep() {
     }
   }
   g.LaunchReady();
-  if (!g.launch_error.empty()) throw PeerLostError(g.launch_error);
+  if (!g.launch_error.empty()) return PeerLost(g.launch_error);
   auto t0 = std::chrono::steady_clock::now();
-  for (Bucket& bucket : g.buckets) Group::Wait(bucket.work);
+  for (Bucket& bucket : g.buckets) {
+    RETURN_IF_ERROR(Group::Run([&bucket] { return bucket.work; }));
+  }
   wait_ms_ +=
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   ++wait_steps_;
@@ -322,45 +352,37 @@ double DataParallel::TakeWaitMs() {
   return ms;
 }
 
-void DataParallel::BroadcastFromRank0(const std::vector<torch::Tensor>& tensors) {
-  if (!group_) return;
+absl::Status DataParallel::BroadcastFromRank0(const std::vector<torch::Tensor>& tensors) {
+  if (!group_) return absl::OkStatus();
   torch::NoGradGuard no_grad;
-  for (const torch::Tensor& t : tensors) {
-    std::vector<torch::Tensor> ts = {t.detach()};
-    c10d::BroadcastOptions o;
-    o.rootRank = 0;
-    Group::Wait(group_->gloo->broadcast(ts, o));
-  }
+  for (const torch::Tensor& t : tensors) RETURN_IF_ERROR(group_->Broadcast(t.detach()));
+  return absl::OkStatus();
 }
 
-std::string DataParallel::BroadcastBytes(const std::string& bytes) {
+absl::StatusOr<std::string> DataParallel::BroadcastBytes(const std::string& bytes) {
   if (!group_) return bytes;
   torch::Tensor size = torch::tensor({static_cast<int64_t>(bytes.size())}, torch::kInt64);
-  std::vector<torch::Tensor> ts = {size};
-  c10d::BroadcastOptions o;
-  o.rootRank = 0;
-  Group::Wait(group_->gloo->broadcast(ts, o));
+  RETURN_IF_ERROR(group_->Broadcast(size));
   const int64_t n = size.item<int64_t>();
   torch::Tensor data = torch::empty({n}, torch::kUInt8);
   if (rank_ == 0 && n > 0) std::memcpy(data.data_ptr<uint8_t>(), bytes.data(), bytes.size());
-  ts = {data};
-  if (n > 0) Group::Wait(group_->gloo->broadcast(ts, o));
+  if (n > 0) RETURN_IF_ERROR(group_->Broadcast(data));
   return std::string(reinterpret_cast<const char*>(data.data_ptr<uint8_t>()),
                      static_cast<size_t>(n));
 }
 
-std::vector<double> DataParallel::Sum(const std::vector<double>& values) {
+absl::StatusOr<std::vector<double>> DataParallel::Sum(const std::vector<double>& values) {
   if (!group_) return values;
   torch::Tensor t = torch::tensor(values, torch::kFloat64);
-  group_->AllReduce(t, c10d::ReduceOp::SUM);
+  RETURN_IF_ERROR(group_->AllReduce(t, c10d::ReduceOp::SUM));
   return std::vector<double>(t.data_ptr<double>(), t.data_ptr<double>() + t.numel());
 }
 
-bool DataParallel::AllEqual(int64_t value) {
+absl::StatusOr<bool> DataParallel::AllEqual(int64_t value) {
   if (!group_) return true;
   // max(v) and max(-v) = -min(v) in one allreduce.
   torch::Tensor t = torch::tensor({value, -value}, torch::kInt64);
-  group_->AllReduce(t, c10d::ReduceOp::MAX);
+  RETURN_IF_ERROR(group_->AllReduce(t, c10d::ReduceOp::MAX));
   return t[0].item<int64_t>() == value && -t[1].item<int64_t>() == value;
 }
 

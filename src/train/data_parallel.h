@@ -14,7 +14,6 @@
 #include <torch/torch.h>
 
 #include <memory>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -23,11 +22,11 @@
 namespace weft::train {
 
 // A collective failed: another learner of the gang is gone (its connection closed) or did not
-// answer within the timeout. The step being averaged was not applied.
-class PeerLostError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
+// answer within the timeout; the step being averaged was not applied. Unavailable, marked so
+// that IsPeerLost tells it from any other Unavailable (weftd out of reach, say). `what`: Gloo's
+// message.
+absl::Status PeerLost(const std::string& what);
+bool IsPeerLost(const absl::Status& s);
 
 class DataParallel {
  public:
@@ -73,9 +72,9 @@ class DataParallel {
   void BeginStep(bool stop, bool regroup = false);
   // After the backward pass: starts any bucket still pending (a parameter that got no gradient
   // contributes zeros), waits for all, replaces each parameter's gradient with its mean over
-  // the ranks, and returns whether any rank passed stop = true. Throws PeerLostError if a peer
-  // is gone. Without a process group it only returns `stop`.
-  bool FinishStep();
+  // the ranks, and returns whether any rank passed stop = true. PeerLost if a peer is gone.
+  // Without a process group it only returns `stop`.
+  absl::StatusOr<bool> FinishStep();
   // After FinishStep: whether any rank passed regroup = true, so all re-form after this step.
   bool regroup_requested() const { return regroup_; }
 
@@ -83,20 +82,20 @@ class DataParallel {
   // (the part not hidden behind the backward pass), since the last call.
   double TakeWaitMs();
 
-  // The collectives below throw PeerLostError if a peer is gone.
+  // The collectives below return PeerLost if a peer is gone.
   // Overwrites `tensors` on every rank with rank 0's values (parameters and buffers after
   // initialisation or a restore).
-  void BroadcastFromRank0(const std::vector<torch::Tensor>& tensors);
+  absl::Status BroadcastFromRank0(const std::vector<torch::Tensor>& tensors);
 
   // Rank 0's `bytes` on every rank (what the others pass is ignored): e.g. a serialised training
   // state for learners that join a group.
-  std::string BroadcastBytes(const std::string& bytes);
+  absl::StatusOr<std::string> BroadcastBytes(const std::string& bytes);
 
   // Element-wise sum over ranks of a float64 vector (evaluation counts).
-  std::vector<double> Sum(const std::vector<double>& values);
+  absl::StatusOr<std::vector<double>> Sum(const std::vector<double>& values);
 
   // Whether every rank passed the same `value` (e.g. the step it resumed from).
-  bool AllEqual(int64_t value);
+  absl::StatusOr<bool> AllEqual(int64_t value);
 
  private:
   struct Group;  // the TCPStore and ProcessGroupGloo (c10d headers stay in the .cc)

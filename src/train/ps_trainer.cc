@@ -224,7 +224,7 @@ absl::Status PsTrainer::LeadJob(bool* complete) {
 absl::Status PsTrainer::EvaluateNow(bool* complete) {
   // The parameters as the server holds them now (every epoch counted done is applied).
   ASSIGN_OR_RETURN(uint64_t version, link_->Pull(params_.data_ptr<float>()));
-  Evaluation ev = Evaluate(run_.model(), run_.test());
+  ASSIGN_OR_RETURN(const Evaluation ev, Evaluate(run_.model(), run_.test()));
   evaluated_epochs_ = run_.progress().epoch;
   evaluated_step_ = run_.progress().step;
   const ps::ApplierStats& stats = *run_.progress().parameter_server;

@@ -39,15 +39,15 @@ std::unique_ptr<torch::optim::Optimizer> Trainer::MakeOptimizer() {
 
 absl::Status Trainer::SyncGang() {
   if (world() <= 1) return absl::OkStatus();
-  if (!dp_->AllEqual(run_.progress().step)) {
+  ASSIGN_OR_RETURN(const bool same_step, dp_->AllEqual(run_.progress().step));
+  if (!same_step) {
     return absl::InternalError(absl::StrCat(
         "the job's learners resumed from different steps (this rank: ", run_.progress().step,
         "); restarting from the checkpoints again"));
   }
   std::vector<torch::Tensor> state = run_.model()->parameters();
   for (const torch::Tensor& b : run_.model()->buffers()) state.push_back(b);
-  dp_->BroadcastFromRank0(state);
-  return absl::OkStatus();
+  return dp_->BroadcastFromRank0(state);
 }
 
 void Trainer::Plan() {
@@ -88,7 +88,7 @@ void Trainer::ReportTraining(bool force) {
 
 absl::StatusOr<bool> Trainer::EvaluateAndCheckTargets() {
   ReportTraining(/*force=*/true);
-  const Evaluation ev = Evaluate(run_.model(), run_.test(), dp_.get());
+  ASSIGN_OR_RETURN(const Evaluation ev, Evaluate(run_.model(), run_.test(), dp_.get()));
   spdlog::info("evaluation: epoch {} step {} test_accuracy {:.4f} test_loss {:.4f}",
                epoch_in_progress_, run_.progress().step, ev.accuracy, ev.loss);
   // Every rank evaluated the same figures (Evaluate sums over ranks), so all take the same
@@ -96,7 +96,7 @@ absl::StatusOr<bool> Trainer::EvaluateAndCheckTargets() {
   return run_.ActOnEvaluation(ev, epoch_in_progress_, rank() == 0);
 }
 
-bool Trainer::Step(const torch::Tensor& block) {
+absl::StatusOr<bool> Trainer::Step(const torch::Tensor& block) {
   auto t0 = std::chrono::steady_clock::now();
   const int64_t ranks = world();
   // This rank's part: positions rank, rank + world, … of the block (counts differ by at most 1).
@@ -118,7 +118,7 @@ bool Trainer::Step(const torch::Tensor& block) {
                  run_.spec().resources.elastic && run_.reporter().Generation() > generation_);
   torch::Tensor loss = torch::nll_loss(run_.model()->forward(x), y);
   (weight == 1.0 ? loss : loss * weight).backward();
-  const bool stop = dp_->FinishStep();
+  ASSIGN_OR_RETURN(const bool stop, dp_->FinishStep());
   optimizer_->step();
   if (n > 0) run_.AddLoss(loss.item<double>());
   ++run_.progress().step;
@@ -151,7 +151,7 @@ absl::StatusOr<Trainer::End> Trainer::TrainEpoch(int epoch) {
   if (audit_) audit_->BeginEpoch(epoch_in_progress_, n);
   for (int64_t s = 0; s < steps; ++s) {
     const int64_t end = std::min(n, start + (s + 1) * global);
-    const bool stop = Step(perm.slice(0, start + s * global, end));
+    ASSIGN_OR_RETURN(const bool stop, Step(perm.slice(0, start + s * global, end)));
     epoch_offset_ = end;
     if (stop) {
       // Keep what was trained: halt and preemption resume from here.
@@ -286,15 +286,17 @@ absl::StatusOr<LoopResult> Trainer::Run() {
   for (;;) {
     // Why the group re-forms in place, and what a fixed gang's restart would name instead.
     std::string why, lost;
-    try {
-      ASSIGN_OR_RETURN(const End end, TrainToEnd());
-      if (end.kind == End::kStopped) return Stopped("stopped on request", resumed_from);
-      if (end.kind != End::kRegroup) break;
-      why = lost = end.why;
-    } catch (const PeerLostError& e) {
-      if (!run_.spec().resources.elastic) return OnPeerLost(e.what());
-      why = absl::StrCat("lost a peer learner (", e.what(), ")");
-      lost = e.what();
+    absl::StatusOr<End> end = TrainToEnd();
+    if (end.ok()) {
+      if (end->kind == End::kStopped) return Stopped("stopped on request", resumed_from);
+      if (end->kind != End::kRegroup) break;
+      why = lost = end->why;
+    } else if (IsPeerLost(end.status())) {
+      lost = std::string(end.status().message());
+      if (!run_.spec().resources.elastic) return OnPeerLost(lost);
+      why = absl::StrCat("lost a peer learner (", lost, ")");
+    } else {
+      return end.status();
     }
     absl::StatusOr<bool> member = Regroup(why);
     if (!member.ok()) {

@@ -75,7 +75,8 @@ class Trainer {
   absl::StatusOr<End> TrainEpoch(int epoch);
   // One optimizer step on `block` (int64 [k]: the step's sample indices over all ranks, of which
   // this rank trains every world_size-th from its rank on); returns whether the gang must stop.
-  bool Step(const torch::Tensor& block);
+  // PeerLost if another rank is gone (the step is not applied).
+  absl::StatusOr<bool> Step(const torch::Tensor& block);
   void LogEpochTimes(int epoch);
   // Evaluates, reports, and acts on the targets. Returns whether the complete target is met.
   absl::StatusOr<bool> EvaluateAndCheckTargets();
@@ -87,7 +88,7 @@ class Trainer {
   // exiting and the gang's restart loses (almost) no steps. Returns Unavailable naming `what`.
   absl::Status OnPeerLost(const std::string& what);
   // Trains from the current position to the end of the budget, the complete target, a stop or a
-  // regroup (a pending evaluation first). Throws PeerLostError.
+  // regroup (a pending evaluation first). PeerLost if another rank is gone.
   absl::StatusOr<End> TrainToEnd();
   // The result of a learner that stops before the end (`why`), having resumed from step
   // `resumed_from`.
@@ -104,10 +105,11 @@ class Trainer {
   // member. Errors (weftd undecided within the regroup timeout, unreachable, a group that does
   // not form): the caller falls back to a fixed gang's restart.
   absl::StatusOr<bool> Regroup(const std::string& why);
-  // One attempt at joining `m`'s generation and taking rank 0's state. Throws PeerLostError.
+  // One attempt at joining `m`'s generation and taking rank 0's state. Unavailable (PeerLost
+  // among them) when a member is gone while the group forms.
   absl::Status Rejoin(const Membership& m);
   // After joining a group: every member takes rank 0's training state; the learning rate
-  // follows the new world size; rank 0 keeps the audit. Throws PeerLostError.
+  // follows the new world size; rank 0 keeps the audit. PeerLost if a member is gone.
   absl::Status TakeRank0State();
   // Rank 0 of the current group opens the audit (if any) and records where the lineage resumes.
   absl::Status OpenAudit();

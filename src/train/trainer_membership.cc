@@ -96,12 +96,7 @@ absl::StatusOr<bool> Trainer::Regroup(const std::string& why) {
       std::this_thread::sleep_for(std::chrono::milliseconds(kPollMs));
       continue;
     }
-    absl::Status joined;
-    try {
-      joined = Rejoin(m);
-    } catch (const PeerLostError& again) {
-      joined = absl::UnavailableError(again.what());
-    }
+    const absl::Status joined = Rejoin(m);
     if (absl::IsUnavailable(joined)) {
       // Another member is gone while the group formed: weftd moves on to a later generation.
       spdlog::warn("generation {} did not form: {}", m.generation, joined.message());
@@ -137,7 +132,7 @@ absl::Status Trainer::TakeRank0State() {
   if (rank() == 0) {
     ASSIGN_OR_RETURN(state, SerializeState());
   }
-  state = dp_->BroadcastBytes(state);
+  ASSIGN_OR_RETURN(state, dp_->BroadcastBytes(state));
   if (rank() != 0) {
     const int64_t checkpointed = run_.last_checkpoint_step();
     const bool checkpointed_pending = last_checkpoint_eval_pending_;

@@ -122,7 +122,8 @@ absl::StatusOr<double> EvaluateSavedModel(const std::string& model_path,
   try {
     auto model = std::make_shared<ClassifierImpl>(torch::jit::load(model_path));
     ASSIGN_OR_RETURN(Dataset test, LoadDataset(data_dir, "test", limit, format));
-    return Evaluate(model, test).accuracy;
+    ASSIGN_OR_RETURN(const Evaluation ev, Evaluate(model, test));
+    return ev.accuracy;
   } catch (const std::exception& e) {
     return absl::InvalidArgumentError(
         absl::StrCat("cannot load model ", model_path, ": ", TorchMessage(e)));

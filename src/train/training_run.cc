@@ -43,7 +43,7 @@ bool StopRequested(const LoopOptions& o, const Reporter& reporter) {
   return (o.stop_requested && o.stop_requested->load()) || !reporter.KeepRunning();
 }
 
-Evaluation Evaluate(const Model& model, const Dataset& test, DataParallel* dp) {
+absl::StatusOr<Evaluation> Evaluate(const Model& model, const Dataset& test, DataParallel* dp) {
   torch::NoGradGuard no_grad;
   model->eval();
   int64_t correct = 0;
@@ -62,11 +62,11 @@ Evaluation Evaluate(const Model& model, const Dataset& test, DataParallel* dp) {
   model->train();
   if (dp) {
     Failpoint("evaluation-before-allreduce");
-    std::vector<double> sums = dp->Sum({static_cast<double>(correct), loss});
+    ASSIGN_OR_RETURN(const std::vector<double> sums, dp->Sum({static_cast<double>(correct), loss}));
     correct = static_cast<int64_t>(std::llround(sums[0]));
     loss = sums[1];
   }
-  return {static_cast<double>(correct) / test.size(), loss / test.size()};
+  return Evaluation{static_cast<double>(correct) / test.size(), loss / test.size()};
 }
 
 absl::Status ExportModel(const ModelExport& e) {

@@ -33,8 +33,10 @@ struct Evaluation {
 
 // Accuracy and mean loss of `model` over `test` (samples [N, ...]). With `dp` spanning
 // several ranks each evaluates its contiguous 1/world_size of the split and the counts are
-// summed, so every rank gets the same figures (and takes the same decisions on targets).
-Evaluation Evaluate(const Model& model, const Dataset& test, DataParallel* dp = nullptr);
+// summed, so every rank gets the same figures (and takes the same decisions on targets);
+// PeerLost (data_parallel.h) if a rank is gone meanwhile.
+absl::StatusOr<Evaluation> Evaluate(const Model& model, const Dataset& test,
+                                    DataParallel* dp = nullptr);
 
 // libtorch's message without its C++ backtrace.
 std::string TorchMessage(const std::exception& e);

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/status_macros.h"
 #include "train/trainer.h"
 
 namespace weft::train {
@@ -33,7 +34,8 @@ int FreePort() {
 absl::StatusOr<double> JoinAndSum(int port, int rank, const std::string& prefix) {
   auto dp = DataParallel::Connect("127.0.0.1", port, rank, 2, /*timeout_ms=*/2000, prefix);
   if (!dp.ok()) return dp.status();
-  return (*dp)->Sum({static_cast<double>(rank + 1)})[0];
+  ASSIGN_OR_RETURN(const std::vector<double> sum, (*dp)->Sum({static_cast<double>(rank + 1)}));
+  return sum[0];
 }
 
 TEST(DataParallelTest, TwoRanksOfOneAttemptFormAGroup) {
@@ -103,14 +105,7 @@ TEST(DataParallelTest, SurvivorsReformAtANewGenerationAndANewcomerGetsTheState) 
   }
   // Rank 0 is lost: its group goes away while the others start a collective.
   auto lost = std::async(std::launch::async, [&] { dp[0].reset(); });
-  auto fails = [&](int r) {
-    try {
-      dp[r]->Sum({1.0});
-    } catch (const PeerLostError&) {
-      return true;
-    }
-    return false;
-  };
+  auto fails = [&](int r) { return IsPeerLost(dp[r]->Sum({1.0}).status()); };
   auto rank2 = std::async(std::launch::async, fails, 2);
   EXPECT_TRUE(fails(1)) << "rank 1's collective failed";
   EXPECT_TRUE(rank2.get()) << "rank 2's collective failed";
@@ -125,26 +120,43 @@ TEST(DataParallelTest, SurvivorsReformAtANewGenerationAndANewcomerGetsTheState) 
   ASSERT_TRUE(other.get().ok());
   EXPECT_EQ(dp[1]->rank(), 0);
   EXPECT_EQ(dp[2]->world_size(), 2);
-  auto sum = std::async(std::launch::async, [&] { return dp[2]->Sum({2.0})[0]; });
-  EXPECT_EQ(dp[1]->Sum({1.0})[0], 3.0);
-  EXPECT_EQ(sum.get(), 3.0);
+  auto sum = std::async(std::launch::async, [&] { return dp[2]->Sum({2.0}); });
+  absl::StatusOr<std::vector<double>> mine = dp[1]->Sum({1.0});
+  absl::StatusOr<std::vector<double>> theirs = sum.get();
+  ASSERT_TRUE(mine.ok()) << mine.status();
+  ASSERT_TRUE(theirs.ok()) << theirs.status();
+  EXPECT_EQ((*mine)[0], 3.0);
+  EXPECT_EQ((*theirs)[0], 3.0);
   // Generation 3: a newcomer joins as rank 2 and receives rank 0's state.
   const int port3 = FreePort();
   const std::string prefix3 = "job-e/attempt-1/gen-3/";
   auto newcomer = std::async(std::launch::async, [&]() -> std::string {
     auto j = DataParallel::Connect("127.0.0.1", port3, 2, 3, 5000, prefix3);
     if (!j.ok()) return "join failed: " + std::string(j.status().message());
-    return (*j)->BroadcastBytes("");
+    return (*j)->BroadcastBytes("").value_or("broadcast failed");
   });
   auto survivor = std::async(std::launch::async, [&]() -> std::string {
     if (!dp[2]->Reform("127.0.0.1", port3, 1, 3, 5000, prefix3).ok()) return "reform failed";
-    return dp[2]->BroadcastBytes("");
+    return dp[2]->BroadcastBytes("").value_or("broadcast failed");
   });
   ASSERT_TRUE(dp[1]->Reform("127.0.0.1", port3, 0, 3, 5000, prefix3).ok());
   const std::string state(std::string(100000, 'w') + "step 42");
-  EXPECT_EQ(dp[1]->BroadcastBytes(state), state);
+  EXPECT_EQ(dp[1]->BroadcastBytes(state).value_or("broadcast failed"), state);
   EXPECT_EQ(newcomer.get(), state);
   EXPECT_EQ(survivor.get(), state);
+}
+
+TEST(DataParallelTest, ALostPeerIsToldFromOtherUnavailableErrors) {
+  const absl::Status lost = PeerLost("Connection closed by peer [127.0.0.1]:4242");
+  EXPECT_TRUE(absl::IsUnavailable(lost));
+  EXPECT_TRUE(IsPeerLost(lost));
+  EXPECT_EQ(lost.message(), "Connection closed by peer [127.0.0.1]:4242");
+  EXPECT_FALSE(IsPeerLost(absl::UnavailableError("weftd is unreachable")));
+  EXPECT_FALSE(IsPeerLost(absl::OkStatus()));
+  auto local = DataParallel::Local();
+  absl::StatusOr<std::vector<double>> sum = local->Sum({1.5, 2.0});
+  ASSERT_TRUE(sum.ok()) << sum.status();
+  EXPECT_EQ(*sum, (std::vector<double>{1.5, 2.0})) << "a single learner sums over itself";
 }
 
 }  // namespace
