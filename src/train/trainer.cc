@@ -56,7 +56,7 @@ void Trainer::Plan() {
   // every epoch is trained exactly once.
   const TrainingSpec& t = run_.spec().training;
   const int64_t n = run_.train().size();
-  const int64_t global = t.batch_size * world();
+  const int64_t global = GlobalBatch();
   steps_per_epoch_ = (n + global - 1) / global;
   ProgressReport& progress = run_.progress();
   progress.epochs_total = t.epochs;
@@ -144,7 +144,7 @@ absl::StatusOr<Trainer::End> Trainer::TrainEpoch(int epoch) {
   // trained by applied steps, whatever the world size then: a gang restarted at another size
   // (an elastic job) picks the epoch up at that sample.
   const int64_t n = run_.train().size();
-  const int64_t global = run_.spec().training.batch_size * world();
+  const int64_t global = GlobalBatch();
   const int64_t start = epoch_offset_;
   const int64_t steps = (n - start + global - 1) / global;
   steps_this_run_ = steps;

@@ -96,6 +96,8 @@ class Trainer {
   // This rank's rank and the world size in the current group.
   int rank() const { return dp_->rank(); }
   int world() const { return dp_->world_size(); }
+  // Samples one step trains over all ranks: training.batch_size per learner × the world size.
+  int64_t GlobalBatch() const { return run_.spec().training.batch_size * world(); }
 
   // --- trainer_membership.cc ---
   // An elastic job's learner lost a peer or saw the job grow (`why`): asks weftd for the new

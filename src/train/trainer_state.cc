@@ -146,7 +146,7 @@ absl::Status Trainer::LoadState(torch::serialize::InputArchive& ar, const std::s
     } else {
       // Written before the offset existed, by a fixed gang of this same size: whole steps of
       // batch_size samples per rank.
-      epoch_offset_ = i64("step_in_epoch") * run_.spec().training.batch_size * world();
+      epoch_offset_ = i64("step_in_epoch") * GlobalBatch();
     }
     if (epoch_offset_ < 0 || epoch_offset_ > run_.train().size()) {
       return absl::DataLossError(absl::StrCat("checkpoint ", path, " is ", epoch_offset_,

@@ -12,6 +12,7 @@
 #include "common/files.h"
 #include "job/job_spec.h"
 #include "job/layout.h"
+#include "train/recording_reporter.h"
 #include "train/training_loop.h"
 
 namespace weft::train {
@@ -19,29 +20,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
-
-// Records what the learner would tell weftd; accepts every commit.
-class RecordingReporter : public Reporter {
- public:
-  absl::Status Register(int) override { return absl::OkStatus(); }
-  std::vector<std::string> ResumeFrom() const override { return {}; }
-  void Report(const MetricSample&, const ProgressReport&) override {}
-  void ReportProgress(const ProgressReport&) override {}
-  bool KeepRunning() const override { return true; }
-  absl::Status CommitModel(const ModelFile& a) override {
-    models.push_back(a);
-    return absl::OkStatus();
-  }
-  absl::Status CommitCheckpoint(const std::string& path, int, int64_t step, int64_t bytes,
-                                double) override {
-    checkpoints[step] = {path, bytes};
-    return absl::OkStatus();
-  }
-  void Finish(bool, const std::string&, double) override {}
-
-  std::map<int64_t, std::pair<std::string, int64_t>> checkpoints;  // step -> (path, bytes)
-  std::vector<ModelFile> models;
-};
+using testing::RecordingReporter;
 
 class CheckpointFaultTest : public ::testing::Test {
  protected:

@@ -14,35 +14,13 @@
 #include "common/files.h"
 #include "job/job_spec.h"
 #include "job/layout.h"
+#include "train/recording_reporter.h"
 
 namespace weft::train {
 namespace {
 
 namespace fs = std::filesystem;
-
-// Records every metric sample, model and checkpoint the run would send weftd.
-class RecordingReporter : public Reporter {
- public:
-  absl::Status Register(int) override { return absl::OkStatus(); }
-  std::vector<std::string> ResumeFrom() const override { return {}; }
-  void Report(const MetricSample& m, const ProgressReport&) override { samples.push_back(m); }
-  void ReportProgress(const ProgressReport&) override {}
-  bool KeepRunning() const override { return true; }
-  absl::Status CommitModel(const ModelFile& m) override {
-    models.push_back(m);
-    return absl::OkStatus();
-  }
-  absl::Status CommitCheckpoint(const std::string& path, int, int64_t step, int64_t bytes,
-                                double) override {
-    checkpoints[step] = {path, bytes};
-    return absl::OkStatus();
-  }
-  void Finish(bool, const std::string&, double) override {}
-
-  std::vector<MetricSample> samples;
-  std::vector<ModelFile> models;
-  std::map<int64_t, std::pair<std::string, int64_t>> checkpoints;  // step -> (path, bytes)
-};
+using testing::RecordingReporter;
 
 class TrainingRunTest : public ::testing::Test {
  protected:
