@@ -16,7 +16,7 @@
 #include "common/status_macros.h"
 #include "common/text.h"
 #include "store/commit_metric.h"
-#include "store/pg_schema.h"
+#include "store/schema.h"
 
 namespace weft {
 namespace pg {
@@ -275,19 +275,22 @@ absl::Status PgDatabase::Migrate() {
   try {
     pqxx::work tx(*session->conn);
     // Serialises weftds migrating one database at once; released at commit.
-    tx.exec_params("SELECT pg_advisory_xact_lock($1)", pg::kMigrationLock);
+    tx.exec_params("SELECT pg_advisory_xact_lock($1)", schema::kPgMigrationLock);
     tx.exec("CREATE TABLE IF NOT EXISTS weft_schema (version BIGINT NOT NULL)");
     const pqxx::row max = tx.exec1("SELECT MAX(version) FROM weft_schema");
     const int64_t version = max[0].is_null() ? 0 : max[0].as<int64_t>();
-    if (version > pg::kSchemaVersion) {
+    const int latest = schema::LatestVersion(schema::Dialect::kPostgres);
+    if (version > latest) {
       out = absl::FailedPreconditionError(absl::StrCat("store schema version ", version,
                                                        " is newer than this weftd understands (",
-                                                       pg::kSchemaVersion, "); upgrade weftd"));
+                                                       latest, "); upgrade weftd"));
     } else {
       // Migrations are scripts of several statements: run as simple queries, not prepared.
-      for (int64_t i = version; i < pg::kSchemaVersion; ++i) tx.exec(pg::kMigrations[i]);
+      for (int to = static_cast<int>(version) + 1; to <= latest; ++to) {
+        tx.exec(schema::Migration(schema::Dialect::kPostgres, to));
+      }
       tx.exec("DELETE FROM weft_schema");
-      tx.exec_params("INSERT INTO weft_schema (version) VALUES ($1)", int64_t{pg::kSchemaVersion});
+      tx.exec_params("INSERT INTO weft_schema (version) VALUES ($1)", int64_t{latest});
       tx.commit();
     }
   } catch (const std::exception&) {

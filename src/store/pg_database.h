@@ -30,7 +30,7 @@ class PgDatabase final : public sql::Database {
 
   // Connects to the database `uri` names — a libpq connection URI (postgresql://user@host:port/
   // db?options, host may be a unix socket directory) — and migrates its schema
-  // (store/pg_schema.h). Unavailable if the server cannot be reached or refuses the login;
+  // (store/schema.h). Unavailable if the server cannot be reached or refuses the login;
   // FailedPrecondition if the database's schema is newer than this weftd's; Internal otherwise.
   static absl::StatusOr<std::unique_ptr<PgDatabase>> Open(const std::string& uri);
   ~PgDatabase() override;

@@ -14,7 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "store/commit_metric.h"
-#include "store/sqlite_schema.h"
+#include "store/schema.h"
 
 namespace weft {
 namespace sqlite {
@@ -259,18 +259,19 @@ absl::Status SqliteDatabase::Migrate() {
   RETURN_IF_ERROR(Exec("PRAGMA synchronous=FULL"));
   RETURN_IF_ERROR(Exec("PRAGMA foreign_keys=ON"));
   ASSIGN_OR_RETURN(const int64_t version, Pragma("user_version"));
-  if (version > sqlite::kSchemaVersion) {
+  const int latest = schema::LatestVersion(schema::Dialect::kSqlite);
+  if (version > latest) {
     return absl::FailedPreconditionError(absl::StrCat("store schema version ", version,
                                                       " is newer than this weftd understands (",
-                                                      sqlite::kSchemaVersion, "); upgrade weftd"));
+                                                      latest, "); upgrade weftd"));
   }
-  if (version == sqlite::kSchemaVersion) return absl::OkStatus();
+  if (version == latest) return absl::OkStatus();
   RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
   absl::Status s;
-  for (int64_t i = version; i < sqlite::kSchemaVersion && s.ok(); ++i) {
-    s = Exec(sqlite::kMigrations[i]);
+  for (int to = static_cast<int>(version) + 1; to <= latest && s.ok(); ++to) {
+    s = Exec(schema::Migration(schema::Dialect::kSqlite, to));
   }
-  if (s.ok()) s = Exec(absl::StrCat("PRAGMA user_version=", sqlite::kSchemaVersion));
+  if (s.ok()) s = Exec(absl::StrCat("PRAGMA user_version=", latest));
   if (s.ok()) s = Exec("COMMIT");
   if (!s.ok()) Exec("ROLLBACK").IgnoreError();
   return s;

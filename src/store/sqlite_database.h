@@ -21,7 +21,7 @@ class StatementCache;
 class SqliteDatabase final : public sql::Database {
  public:
   // Opens (creating if needed) the database at `path` and migrates its schema
-  // (store/sqlite_schema.h). Internal with SQLite's message if the file cannot be opened or is
+  // (store/schema.h). Internal with SQLite's message if the file cannot be opened or is
   // not a weft database; FailedPrecondition if its schema is newer than this weftd's.
   // `max_bytes` > 0 caps the database's size (in pages of SQLite's page size): a write beyond it
   // fails as on a full disk. Every write that fails for room — the cap or the disk — is

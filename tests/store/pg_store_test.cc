@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "store/pg_cluster.h"
+#include "store/schema.h"
 #include "store/store_tests.h"
 
 namespace weft {
@@ -75,6 +76,30 @@ TEST_F(PgStoreTest, ASchemaNewerThanThisWeftdIsRefused) {
   ASSERT_FALSE(s.ok());
   EXPECT_TRUE(absl::IsFailedPrecondition(s.status())) << s.status();
   EXPECT_NE(s.status().message().find("newer than this weftd"), std::string_view::npos);
+}
+
+// A database a weftd of PostgreSQL schema version 2 left (before generations and images) opens
+// as the latest version with its jobs intact: the single schema source keeps PostgreSQL's own
+// upgrade path.
+TEST_F(PgStoreTest, VersionTwoMigratesToTheLatestWithItsJobs) {
+  const std::string uri = cluster_->Database("schema_v2");
+  ASSERT_FALSE(uri.empty());
+  const std::string v2 = schema::Migration(schema::Dialect::kPostgres, 1) +
+                         schema::Migration(schema::Dialect::kPostgres, 2) +
+                         "CREATE TABLE weft_schema (version BIGINT NOT NULL);"
+                         "INSERT INTO weft_schema VALUES (2);"
+                         "INSERT INTO jobs (id, tenant, name, state, reason, manifest, spec_json, "
+                         "created_ms, updated_ms, attempt, node, learner_pid, epoch, epochs_total, "
+                         "step, steps_total, samples) VALUES ('job-old', 't', 'n', 'COMPLETED', "
+                         "'r', 'm', '{}', 1, 2, 1, 'local', 0, 1, 1, 10, 10, 100);";
+  ASSERT_TRUE(cluster_->Sql("schema_v2", v2));
+  auto store = PgStore::Open(uri);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto job = (*store)->GetJob("job-old");
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->progress.samples, 100);
+  EXPECT_EQ(job->generation, 0) << "version 3's column, at its default";
+  EXPECT_TRUE((*store)->ListImages()->empty()) << "version 4's table, empty";
 }
 
 // The server restarts under an open store: the call that finds the connection broken fails with

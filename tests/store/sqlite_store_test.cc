@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "store/sqlite_schema.h"
+#include "store/schema.h"
 #include "store/store_tests.h"
 
 namespace weft {
@@ -58,6 +58,37 @@ TEST(SqliteStoreTest, AFullStoreRefusesWritesAndKeepsWhatItHad) {
   std::filesystem::remove_all(dir);
 }
 
+// The one schema source gives each database its own migrations: every type spelled in the
+// dialect, and the version numbers deployed stores carry (SQLite 11, PostgreSQL 4) unchanged.
+TEST(SchemaTest, EachDatabaseGetsItsOwnSpellingAndVersions) {
+  using schema::Dialect;
+  EXPECT_EQ(schema::LatestVersion(Dialect::kSqlite), 11);
+  EXPECT_EQ(schema::LatestVersion(Dialect::kPostgres), 4);
+  for (Dialect d : {Dialect::kSqlite, Dialect::kPostgres}) {
+    const int latest = schema::LatestVersion(d);
+    EXPECT_EQ(schema::Migration(d, 0), "");
+    EXPECT_EQ(schema::Migration(d, latest + 1), "");
+    for (int to = 1; to <= latest; ++to) {
+      const std::string sql = schema::Migration(d, to);
+      EXPECT_FALSE(sql.empty()) << to;  // every version changes something
+      EXPECT_EQ(sql.find('{'), std::string::npos) << to << ": a type left unspelled";
+    }
+  }
+  const std::string pg_first = schema::Migration(Dialect::kPostgres, 1);
+  EXPECT_NE(pg_first.find("seq BIGSERIAL PRIMARY KEY"), std::string::npos);
+  EXPECT_NE(pg_first.find("has_quota BOOLEAN"), std::string::npos);
+  EXPECT_NE(pg_first.find("CREATE TABLE webhook_deliveries"), std::string::npos)
+      << "PostgreSQL's version 1 is SQLite's 1 to 9";
+  EXPECT_EQ(pg_first.find("weft_leader"), std::string::npos);
+  EXPECT_NE(schema::Migration(Dialect::kPostgres, 2).find("weft_leader"), std::string::npos);
+  std::string sqlite_all;
+  for (int to = 1; to <= 11; ++to) sqlite_all += schema::Migration(Dialect::kSqlite, to);
+  EXPECT_NE(sqlite_all.find("seq INTEGER PRIMARY KEY AUTOINCREMENT"), std::string::npos);
+  for (const char* pg_only : {"BIGINT", "BIGSERIAL", "BOOLEAN", "TIMESTAMPTZ", "weft_leader"}) {
+    EXPECT_EQ(sqlite_all.find(pg_only), std::string::npos) << pg_only;
+  }
+}
+
 // A store of version 5 (a job's models in `artifacts`) opens as the latest version with its models
 // intact.
 TEST(SqliteStoreTest, VersionFiveMigratesItsModelsToTheirOwnTable) {
@@ -66,8 +97,9 @@ TEST(SqliteStoreTest, VersionFiveMigratesItsModelsToTheirOwnTable) {
   const std::string path = dir + "/weft.db";
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  for (int i = 0; i < 5; ++i) {
-    ASSERT_EQ(sqlite3_exec(db, sqlite::kMigrations[i], nullptr, nullptr, nullptr), SQLITE_OK) << i;
+  for (int to = 1; to <= 5; ++to) {
+    const std::string sql = schema::Migration(schema::Dialect::kSqlite, to);
+    ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK) << to;
   }
   ASSERT_EQ(sqlite3_exec(db,
                          "INSERT INTO jobs (id, tenant, name, state, reason, manifest, spec_json, "
