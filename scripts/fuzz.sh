@@ -3,7 +3,7 @@
 # build-fuzz/ and runs each from its seed corpus (tests/fuzz/corpus/<target>/, read only: new
 # inputs go to a temporary directory).
 #
-#   scripts/fuzz.sh                 each target for 10,000 inputs (what scripts/test.sh runs)
+#   scripts/fuzz.sh                 each target for 10,000 inputs (what scripts/test.sh --fuzz runs)
 #   scripts/fuzz.sh --runs 1000000  longer (bench/fuzz.sh)
 #   scripts/fuzz.sh fuzz_rest       only the targets named
 #

@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # README command (2): installs dependencies, builds with warnings as errors, checks the habits the
 # tools enforce (scripts/check.sh: format, thread-safety analysis, sizes), lints the API document
-# (scripts/lint-openapi.sh, Redocly CLI), runs the whole test suite (ctest), then each fuzz
-# target for 10,000 inputs (scripts/fuzz.sh, clang + libFuzzer) and the unit tests that need no
-# libtorch under ASan + UBSan (scripts/unit-asan.sh, with the fuzzers' objects) and the parameter
+# (scripts/lint-openapi.sh, Redocly CLI), runs the whole test suite (ctest), then the parameter
 # server's protocol tests under TSan (scripts/unit-tsan.sh).
 #
 #   scripts/test.sh                               the default run (CI)
+#   scripts/test.sh --fuzz                        the default run, then each fuzz target for
+#                                                 10,000 inputs (scripts/fuzz.sh, clang +
+#                                                 libFuzzer) and the unit tests that need no
+#                                                 libtorch under ASan + UBSan (scripts/unit-asan.sh,
+#                                                 with the fuzzers' objects): about 15-20 minutes
+#                                                 more, most of it clang's instrumented build
 #   scripts/test.sh --sanitize address,undefined  the whole suite under ASan + UBSan, in
 #                                                 build-address-undefined/
 #   scripts/test.sh --sanitize thread             the whole suite under TSan, in build-thread/
@@ -26,9 +30,11 @@ stage() {
   STAGE_START=$SECONDS
 }
 SANITIZE=""
+FUZZ=0
 CTEST_ARGS=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
+    --fuzz) FUZZ=1; shift ;;
     --sanitize) SANITIZE="$2"; shift 2 ;;
     --sanitize=*) SANITIZE="${1#--sanitize=}"; shift ;;
     *) CTEST_ARGS+=("$1"); shift ;;
@@ -78,10 +84,12 @@ if [[ -n "$SANITIZE" ]]; then
 fi
 [[ $rc -eq 0 ]] || exit $rc
 if [[ -z "$SANITIZE" && ${#CTEST_ARGS[@]} -eq 0 ]]; then
-  ./scripts/fuzz.sh --runs "${WEFT_FUZZ_RUNS:-10000}"
-  stage "fuzz"
-  ./scripts/unit-asan.sh
-  stage "unit-asan"
+  if [[ $FUZZ -eq 1 ]]; then
+    ./scripts/fuzz.sh --runs "${WEFT_FUZZ_RUNS:-10000}"
+    stage "fuzz"
+    ./scripts/unit-asan.sh
+    stage "unit-asan"
+  fi
   ./scripts/unit-tsan.sh
   stage "unit-tsan"
 fi

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The part of the suite that CI runs under ASan + UBSan on every submission: the unit tests that
+# The part of the suite that scripts/test.sh --fuzz runs under ASan + UBSan: the unit tests that
 # need no libtorch (job, store, scheduler, executor, controller, API, common, simulator, parameter
 # server), built with
 # Debian's clang in build-fuzz/ next to the fuzzers, from the same instrumented objects
@@ -7,7 +7,7 @@
 # The whole suite under the sanitizers (learners, libtorch, weftd end to end) takes longer than
 # CI allows: scripts/test.sh --sanitize address,undefined.
 #
-#   scripts/unit-asan.sh            build and run them (what scripts/test.sh runs)
+#   scripts/unit-asan.sh            build and run them (what scripts/test.sh --fuzz runs)
 #   scripts/unit-asan.sh -R store   extra arguments go to ctest
 set -euo pipefail
 cd "$(dirname "$0")/.."
