@@ -5,10 +5,12 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -142,5 +144,12 @@ class FieldReader {
 
 // The `training` section (spec_training.cc): every field of TrainingSpec, `sync` and `ps`.
 void ReadTraining(FieldReader& r, const YAML::Node& n, JobSpec* spec);
+
+// Loads `text` (YAML, or JSON read as YAML 1.2) and reads the document with `read`, collecting
+// every problem in `errors` (cleared first; never null). InvalidArgument "invalid <what>: field:
+// problem; …" when there is any, a document that does not parse or read included.
+absl::Status ReadManifestText(std::string_view text, const std::string& what,
+                              std::vector<FieldError>* errors,
+                              const std::function<void(FieldReader&, const YAML::Node&)>& read);
 
 }  // namespace weft::spec_internal

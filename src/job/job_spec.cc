@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/status_macros.h"
 #include "common/text.h"
 #include "job/field_reader.h"
 #include "yaml-cpp/yaml.h"
@@ -468,32 +469,42 @@ absl::Status CheckResourceFit(const JobSpec& spec, std::vector<FieldError>* erro
 
 absl::StatusOr<JobSpec> ParseManifest(std::string_view text, std::vector<FieldError>* errors) {
   std::vector<FieldError> local;
-  std::vector<FieldError>* errs = errors ? errors : &local;
-  errs->clear();
   JobSpec spec;
+  RETURN_IF_ERROR(spec_internal::ReadManifestText(
+      text, "manifest", errors ? errors : &local,
+      [&spec](FieldReader& r, const YAML::Node& doc) { ReadDocument(r, doc, &spec); }));
+  return spec;
+}
+
+namespace spec_internal {
+
+absl::Status ReadManifestText(std::string_view text, const std::string& what,
+                              std::vector<FieldError>* errors,
+                              const std::function<void(FieldReader&, const YAML::Node&)>& read) {
+  errors->clear();
   YAML::Node doc;
   try {
     doc = YAML::Load(std::string(text));
   } catch (const YAML::Exception& e) {
-    errs->push_back(
+    errors->push_back(
         {"(document)", absl::StrCat("is not valid YAML or JSON: line ", e.mark.line + 1,
                                     ", column ", e.mark.column + 1, ": ", Printable(e.msg))});
   }
-  if (errs->empty()) {
-    FieldReader reader(errs);
+  if (errors->empty()) {
+    FieldReader reader(errors);
     try {
-      ReadDocument(reader, doc, &spec);
+      read(reader, doc);
     } catch (const YAML::Exception& e) {
-      errs->push_back({"(document)", absl::StrCat("cannot be read: ", e.what())});
+      errors->push_back({"(document)", absl::StrCat("cannot be read: ", Printable(e.what()))});
     }
   }
-  if (!errs->empty()) {
-    std::vector<std::string> parts;
-    for (const auto& e : *errs) parts.push_back(absl::StrCat(e.field, ": ", e.problem));
-    return absl::InvalidArgumentError(
-        absl::StrCat("invalid manifest: ", absl::StrJoin(parts, "; ")));
-  }
-  return spec;
+  if (errors->empty()) return absl::OkStatus();
+  std::vector<std::string> parts;
+  for (const auto& e : *errors) parts.push_back(absl::StrCat(e.field, ": ", e.problem));
+  return absl::InvalidArgumentError(
+      absl::StrCat("invalid ", what, ": ", absl::StrJoin(parts, "; ")));
 }
+
+}  // namespace spec_internal
 
 }  // namespace weft
