@@ -220,8 +220,12 @@ ContainerRuntime::Signalled PodmanRuntime::SignalInit(const std::string& name, i
   if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(*text), &pid) || pid <= 1) {
     return Signalled::kNotStarted;
   }
+  // Its command line is read first: an init that is exiting has none (its memory is released
+  // before it becomes a zombie), and neither has runc's process for an instant while it sets the
+  // container up. The status read after it tells the two apart: an exiting init has no memory.
+  const absl::StatusOr<std::string> cmdline = ReadFile(absl::StrCat("/proc/", pid, "/cmdline"));
   // Still that container's init, not a process that got its pid since: pid 1 of a namespace of
-  // its own (and not a zombie), running podman's init.
+  // its own, alive (not a zombie, its memory not released), running podman's init.
   const auto status = ProcStatus(pid);
   const auto field = [&](absl::string_view key) {
     auto it = status.find(key);
@@ -229,13 +233,13 @@ ContainerRuntime::Signalled PodmanRuntime::SignalInit(const std::string& name, i
   };
   const std::vector<absl::string_view> nspid =
       absl::StrSplit(field("NSpid"), absl::ByAnyChar(" \t"), absl::SkipEmpty());
-  if (nspid.size() < 2 || nspid.back() != "1" || absl::StartsWith(field("State"), "Z")) {
+  if (nspid.size() < 2 || nspid.back() != "1" || absl::StartsWith(field("State"), "Z") ||
+      status.count("VmSize") == 0) {
     return Signalled::kEnded;
   }
   // Before podman's init runs, runc's own process holds the pid, setting the container up; and
   // the kernel drops a signal to a namespace's init that neither blocks nor handles it (the
   // first instants of catatonit).
-  absl::StatusOr<std::string> cmdline = ReadFile(absl::StrCat("/proc/", pid, "/cmdline"));
   if (!cmdline.ok() || absl::string_view(*cmdline).substr(0, cmdline->find('\0')) != kInitProgram ||
       (signal != 0 && !HasSignal(field("SigBlk"), signal) && !HasSignal(field("SigCgt"), signal))) {
     return Signalled::kNotStarted;
