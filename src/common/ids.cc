@@ -32,6 +32,12 @@ std::string RandomHex(int bytes) {
   }
   return hex;
 }
+// `prefix`, the time in 9 base-36 characters and 4 random ones (see NewJobId).
+std::string TimeSortedId(const char* prefix, TimeMs now) {
+  static thread_local std::mt19937_64 rng(std::random_device{}());
+  uint64_t r = rng() % (36ull * 36 * 36 * 36);
+  return prefix + Base36(static_cast<uint64_t>(now), 9) + "-" + Base36(r, 4);
+}
 }  // namespace
 
 std::string NewSecretToken() { return "weft_" + RandomHex(32); }
@@ -42,10 +48,8 @@ std::string NewWebhookId() { return "hook-" + RandomHex(5); }
 
 std::string NewWebhookSecret() { return "whsec_" + RandomHex(32); }
 
-std::string NewJobId(TimeMs now) {
-  static thread_local std::mt19937_64 rng(std::random_device{}());
-  uint64_t r = rng() % (36ull * 36 * 36 * 36);
-  return "job-" + Base36(static_cast<uint64_t>(now), 9) + "-" + Base36(r, 4);
-}
+std::string NewJobId(TimeMs now) { return TimeSortedId("job-", now); }
+
+std::string NewExperimentId(TimeMs now) { return TimeSortedId("exp-", now); }
 
 }  // namespace weft

@@ -1,5 +1,5 @@
-// Ids and secrets: job ids (short, sortable by creation time, unique across restarts of weftd),
-// bearer tokens and their public ids.
+// Ids and secrets: job and experiment ids (short, sortable by creation time, unique across restarts
+// of weftd), bearer tokens and their public ids.
 #pragma once
 
 #include <string>
@@ -11,6 +11,8 @@ namespace weft {
 // "job-" + 8 base-36 characters of the creation time in ms + 4 random base-36 characters,
 // e.g. "job-mhx3k2a9-7fq0". Ids sort by creation time at millisecond resolution.
 std::string NewJobId(TimeMs now);
+// An experiment's id: "exp-" and the rest as a job's.
+std::string NewExperimentId(TimeMs now);
 
 // A bearer token: "weft_" + 64 hex characters of 256 bits from the OS's CSPRNG (OpenSSL
 // RAND_bytes). Aborts if the CSPRNG fails: a weak token is worse than none.

@@ -1,6 +1,6 @@
 // The job domain's records: a job as weftd keeps it (state, attempt, learners, progress, targets
-// met), its history, metric points, checkpoints and models, tenants and their tokens. Plain data
-// that the store persists, the controller drives and the API shows; no I/O here.
+// met), its history, metric points, checkpoints and models, experiments, tenants and their
+// tokens. Plain data that the store persists, the controller drives and the API shows; no I/O.
 #pragma once
 
 #include <algorithm>
@@ -80,6 +80,33 @@ struct JobRecord {
   std::optional<double> best_test_accuracy;
   std::optional<TimeMs> deliver_met_ms;   // when targets.deliver was first met
   std::optional<TimeMs> complete_met_ms;  // when targets.complete was met
+  // A trial of an experiment (ExperimentRecord): the experiment's id and the trial's number
+  // (0, 1, …); "" and -1 for every other job. Set when the job is created, never changed.
+  std::string experiment;
+  int trial = -1;
+};
+
+// An experiment: a hyperparameter search over a base job whose trials are jobs of its tenant
+// (job/experiment_spec.h has its manifest, control/experiment_search.h its search).
+struct ExperimentRecord {
+  std::string id;  // "exp-…"
+  std::string tenant = "default";
+  std::string name;
+  ExperimentState state = ExperimentState::kRunning;
+  std::string reason;        // of the latest change of state
+  std::string manifest;      // the manifest exactly as submitted
+  std::string search_state;  // the search's whole state (ExperimentSearch::StateJson)
+  // Counts the writes: the store writes a record only over the revision it was read at, so two
+  // writers (a weftd and its successor) never lose each other's trials.
+  int64_t revision = 0;
+  std::string best_job;  // the trial with the best metric so far; "" before any result
+  std::optional<double> best_metric;
+  // The first trial whose model met the deliver target: its delivered model is the experiment's.
+  std::string delivered_job;
+  std::optional<TimeMs> deliver_met_ms;   // when that was
+  std::optional<TimeMs> complete_met_ms;  // when a trial met the complete target
+  TimeMs created_ms = 0;
+  TimeMs updated_ms = 0;
 };
 
 // One entry of a job's state history.

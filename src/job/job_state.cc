@@ -96,4 +96,26 @@ bool HoldsResources(JobState s) {
          s == JobState::kDelivered;
 }
 
+const char* ExperimentStateName(ExperimentState s) {
+  switch (s) {
+    case ExperimentState::kRunning:
+      return "RUNNING";
+    case ExperimentState::kHalted:
+      return "HALTED";
+    case ExperimentState::kCompleted:
+      return "COMPLETED";
+    case ExperimentState::kFailed:
+      return "FAILED";
+  }
+  return "UNKNOWN";
+}
+
+std::optional<ExperimentState> ParseExperimentState(std::string_view name) {
+  for (ExperimentState s : {ExperimentState::kRunning, ExperimentState::kHalted,
+                            ExperimentState::kCompleted, ExperimentState::kFailed}) {
+    if (name == ExperimentStateName(s)) return s;
+  }
+  return std::nullopt;
+}
+
 }  // namespace weft

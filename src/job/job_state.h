@@ -53,4 +53,14 @@ bool InQueue(JobState s);
 // way out, and the next attempt starts only once they are gone.
 bool AcceptsCheckpoints(JobState s);
 
+// An experiment's lifecycle (job/job.h ExperimentRecord): RUNNING while its search goes on;
+// COMPLETED when the search is done or its complete target was met; HALTED by a person (its
+// trials halted with it, resumed with it); FAILED when the search cannot go on.
+enum class ExperimentState { kRunning, kHalted, kCompleted, kFailed };
+
+// Upper-case name as shown in the API, e.g. "RUNNING".
+const char* ExperimentStateName(ExperimentState s);
+// Inverse of ExperimentStateName; nullopt for an unknown name.
+std::optional<ExperimentState> ParseExperimentState(std::string_view name);
+
 }  // namespace weft

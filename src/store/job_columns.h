@@ -25,7 +25,8 @@ inline absl::Status TooManyWebhooks(const std::string& tenant, int64_t has) {
 inline constexpr char kJobColumns[] =
     "id, tenant, name, state, reason, manifest, spec_json, created_ms, updated_ms, attempt, "
     "node, learner_pid, epoch, epochs_total, step, steps_total, samples, best_test_accuracy, "
-    "deliver_met_ms, complete_met_ms, restarts, learners, generation, next_learner_id";
+    "deliver_met_ms, complete_met_ms, restarts, learners, generation, next_learner_id, "
+    "experiment, trial";
 
 // The learners column: [{"node": …, "pid": …, "id": …}, …] by rank.
 // The learners column: the gang's learners, then its parameter servers (marked "server").

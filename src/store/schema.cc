@@ -224,6 +224,31 @@ CREATE TABLE images (
   PRIMARY KEY (tenant, name)
 );
 )sql"},
+    // Experiments (job/job.h ExperimentRecord), and each trial's link from its job.
+    Change{12, 5, R"sql(
+CREATE TABLE experiments (
+  id TEXT PRIMARY KEY,
+  tenant TEXT NOT NULL,
+  name TEXT NOT NULL,
+  state TEXT NOT NULL,
+  reason TEXT NOT NULL,
+  manifest TEXT NOT NULL,
+  search_state TEXT NOT NULL,
+  revision {int} NOT NULL,
+  best_job TEXT NOT NULL,
+  best_metric {real},
+  delivered_job TEXT NOT NULL,
+  deliver_met_ms {int},
+  complete_met_ms {int},
+  created_ms {int} NOT NULL,
+  updated_ms {int} NOT NULL
+);
+CREATE INDEX experiments_by_tenant ON experiments(tenant, created_ms);
+CREATE INDEX experiments_by_state ON experiments(state, created_ms);
+ALTER TABLE jobs ADD COLUMN experiment TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN trial {int} NOT NULL DEFAULT -1;
+CREATE INDEX jobs_by_experiment ON jobs(experiment, trial);
+)sql"},
 };
 
 // Each dialect's versions appear in order, from 1 and without gaps, so that migration `to` is

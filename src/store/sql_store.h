@@ -24,6 +24,15 @@ namespace sql_store {
 // NotFound for an unknown job.
 absl::StatusOr<JobRecord> GetJobIn(sql::Tx& tx, const std::string& id, bool for_update = false);
 
+// Inserts job `record` with its first history entry (-> record.state, `reason`) in `tx`.
+// AlreadyExists if the id is taken.
+absl::Status CreateJobIn(sql::Tx& tx, const JobRecord& record, const std::string& reason);
+
+// The jobs matching `where` (SQL over the jobs table's columns with one parameter $1, `value`,
+// and its ORDER BY), read in `tx`.
+absl::StatusOr<std::vector<JobRecord>> ListJobsIn(sql::Tx& tx, const std::string& where,
+                                                  const std::string& value);
+
 class Jobs : public virtual JobStore {
  public:
   explicit Jobs(std::shared_ptr<sql::Database> db) : db_(std::move(db)) {}
@@ -131,6 +140,23 @@ class Webhooks : public virtual WebhookStore {
   const std::shared_ptr<sql::Database> db_;
 };
 
+class Experiments : public virtual ExperimentStore {
+ public:
+  explicit Experiments(std::shared_ptr<sql::Database> db) : db_(std::move(db)) {}
+  absl::Status CreateExperiment(const ExperimentRecord& experiment) override;
+  absl::StatusOr<ExperimentRecord> GetExperiment(const std::string& id) override;
+  absl::StatusOr<std::vector<ExperimentRecord>> ListExperiments(const std::string& tenant) override;
+  absl::StatusOr<std::vector<ExperimentRecord>> ListActiveExperiments() override;
+  absl::Status UpdateExperiment(ExperimentRecord& experiment) override;
+  absl::Status StartTrial(ExperimentRecord& experiment, const JobRecord& trial,
+                          const std::string& reason) override;
+  absl::StatusOr<std::vector<JobRecord>> ListTrials(const std::string& id) override;
+  absl::Status DeleteExperiment(const std::string& id) override;
+
+ private:
+  const std::shared_ptr<sql::Database> db_;
+};
+
 }  // namespace sql_store
 
 class SqlStore : public Store,
@@ -138,11 +164,17 @@ class SqlStore : public Store,
                  public sql_store::JobRecords,
                  public sql_store::Tenants,
                  public sql_store::Artifacts,
-                 public sql_store::Webhooks {
+                 public sql_store::Webhooks,
+                 public sql_store::Experiments {
  public:
   // See sql_store::Tenants for `cache_tokens`.
   SqlStore(std::shared_ptr<sql::Database> db, bool cache_tokens)
-      : Jobs(db), JobRecords(db), Tenants(db, cache_tokens), Artifacts(db), Webhooks(db) {}
+      : Jobs(db),
+        JobRecords(db),
+        Tenants(db, cache_tokens),
+        Artifacts(db),
+        Webhooks(db),
+        Experiments(db) {}
 };
 
 }  // namespace weft

@@ -34,6 +34,16 @@ JobRecord ReadJob(const sql::Row& row) {
   r.servers = store_columns::ParseServers(row.Text(21));
   r.generation = row.Int(22);
   r.next_learner_id = static_cast<int>(row.Int(23));
+  r.experiment = row.Text(24);
+  r.trial = static_cast<int>(row.Int(25));
+  return r;
+}
+
+// `record` with the experiment link of `stored`: set at creation, never written again.
+JobRecord WithLink(const JobRecord& record, const JobRecord& stored) {
+  JobRecord r = record;
+  r.experiment = stored.experiment;
+  r.trial = stored.trial;
   return r;
 }
 
@@ -44,15 +54,15 @@ absl::Status WriteJobIn(sql::Tx& tx, const JobRecord& r, bool insert) {
       insert ? "INSERT INTO jobs (id, tenant, name, state, reason, manifest, spec_json, "
                "created_ms, updated_ms, attempt, node, learner_pid, epoch, epochs_total, step, "
                "steps_total, samples, best_test_accuracy, deliver_met_ms, complete_met_ms, "
-               "restarts, learners, generation, next_learner_id) VALUES "
+               "restarts, learners, generation, next_learner_id, experiment, trial) VALUES "
                "($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$"
-               "23,$24)"
+               "23,$24,$25,$26)"
              : "UPDATE jobs SET tenant=$2, name=$3, state=$4, reason=$5, manifest=$6, "
                "spec_json=$7, created_ms=$8, updated_ms=$9, attempt=$10, node=$11, "
                "learner_pid=$12, epoch=$13, epochs_total=$14, step=$15, steps_total=$16, "
                "samples=$17, best_test_accuracy=$18, deliver_met_ms=$19, complete_met_ms=$20, "
                "restarts=$21, learners=$22, generation=$23, "
-               "next_learner_id=$24 WHERE id=$1";
+               "next_learner_id=$24, experiment=$25, trial=$26 WHERE id=$1";
   const bool placed = !r.learners.empty();
   absl::StatusOr<int64_t> n = tx.Execute(
       "write job", sql, r.id, r.tenant, r.name, std::string(JobStateName(r.state)), r.reason,
@@ -60,7 +70,8 @@ absl::Status WriteJobIn(sql::Tx& tx, const JobRecord& r, bool insert) {
       placed ? r.learners[0].node : std::string(), placed ? r.learners[0].pid : int64_t{0},
       r.progress.epoch, r.progress.epochs_total, r.progress.step, r.progress.steps_total,
       r.progress.samples, r.best_test_accuracy, r.deliver_met_ms, r.complete_met_ms, r.restarts,
-      store_columns::LearnersJson(r.learners, r.servers), r.generation, r.next_learner_id);
+      store_columns::LearnersJson(r.learners, r.servers), r.generation, r.next_learner_id,
+      r.experiment, r.trial);
   if (absl::IsAlreadyExists(n.status())) {
     return absl::AlreadyExistsError(absl::StrCat("job ", r.id, " already exists"));
   }
@@ -110,11 +121,21 @@ absl::StatusOr<JobRecord> GetJobIn(sql::Tx& tx, const std::string& id, bool for_
                                 ReadJob, id);
 }
 
+absl::Status CreateJobIn(sql::Tx& tx, const JobRecord& record, const std::string& reason) {
+  RETURN_IF_ERROR(WriteJobIn(tx, record, /*insert=*/true));
+  return AppendEventIn(tx, record.id, record.created_ms, std::nullopt, record.state, reason);
+}
+
+absl::StatusOr<std::vector<JobRecord>> ListJobsIn(sql::Tx& tx, const std::string& where,
+                                                  const std::string& value) {
+  return tx.Query<JobRecord>("list jobs",
+                             absl::StrCat("SELECT ", kJobColumns, " FROM jobs WHERE ", where),
+                             ReadJob, value);
+}
+
 absl::Status Jobs::CreateJob(const JobRecord& record, const std::string& reason) {
-  return db_->Run("create job", sql::Mode::kWrite, [&](sql::Tx& tx) -> absl::Status {
-    RETURN_IF_ERROR(WriteJobIn(tx, record, /*insert=*/true));
-    return AppendEventIn(tx, record.id, record.created_ms, std::nullopt, record.state, reason);
-  });
+  return db_->Run("create job", sql::Mode::kWrite,
+                  [&](sql::Tx& tx) { return CreateJobIn(tx, record, reason); });
 }
 
 absl::StatusOr<JobRecord> Jobs::GetJob(const std::string& id) {
@@ -180,7 +201,7 @@ absl::Status Jobs::TransitionJob(const JobRecord& record, JobState expected_from
                                                         JobStateName(expected_from), " to ",
                                                         JobStateName(record.state)));
     }
-    RETURN_IF_ERROR(WriteJobIn(tx, record, /*insert=*/false));
+    RETURN_IF_ERROR(WriteJobIn(tx, WithLink(record, current), /*insert=*/false));
     return AppendEventIn(tx, record.id, record.updated_ms, expected_from, record.state,
                          record.reason);
   });
@@ -189,7 +210,7 @@ absl::Status Jobs::TransitionJob(const JobRecord& record, JobState expected_from
 absl::Status Jobs::UpdateJob(const JobRecord& record) {
   return db_->Run("update job", sql::Mode::kWrite, [&](sql::Tx& tx) -> absl::Status {
     ASSIGN_OR_RETURN(JobRecord current, GetJobIn(tx, record.id, /*for_update=*/true));
-    JobRecord merged = record;
+    JobRecord merged = WithLink(record, current);
     merged.state = current.state;
     merged.reason = current.reason;
     merged.updated_ms = current.updated_ms;

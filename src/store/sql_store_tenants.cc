@@ -82,6 +82,14 @@ absl::Status Tenants::DeleteTenant(const std::string& name) {
                                                         jobs == 1 ? " job" : " jobs",
                                                         "; delete them first"));
     }
+    ASSIGN_OR_RETURN(
+        int64_t experiments,
+        tx.Count("count experiments", "SELECT COUNT(*) FROM experiments WHERE tenant=$1", name));
+    if (experiments > 0) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("tenant '", name, "' still owns ", experiments,
+                       experiments == 1 ? " experiment" : " experiments", "; delete them first"));
+    }
     ASSIGN_OR_RETURN(int64_t n,
                      tx.Execute("delete tenant", "DELETE FROM tenants WHERE name=$1", name));
     if (n == 0) return absl::NotFoundError(NoTenant(name));

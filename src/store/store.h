@@ -1,12 +1,12 @@
 // The durable store behind weftd: jobs, their manifests, state history, metric time series,
-// checkpoints, model models, tenants and tokens. It only persists the job domain's records
+// checkpoints, models, experiments, tenants and tokens. It only persists the job domain's records
 // (job/job.h); every job state change is written here before anything acts on it, so a weftd
 // killed at any instant restarts into a consistent picture.
 //
-// Its responsibilities are five role interfaces — jobs, what belongs to a job, tenants and their
-// tokens, what tenants and the admin name (artifacts, data sets, images), and webhooks with
-// their outbox — that Store joins; one implementation (store/sql_store.h) serves them over
-// SQLite and PostgreSQL. Leader election is store/leadership.h.
+// Its responsibilities are six role interfaces — jobs, what belongs to a job, tenants and their
+// tokens, what tenants and the admin name (artifacts, data sets, images), webhooks with their
+// outbox, and experiments — that Store joins; one implementation (store/sql_store.h) serves
+// them over SQLite and PostgreSQL. Leader election is store/leadership.h.
 //
 // Thread-safety: implementations are safe to call from many threads; each call is atomic.
 #pragma once
@@ -133,8 +133,8 @@ class TenantStore {
   virtual absl::StatusOr<std::vector<TenantRecord>> ListTenants() = 0;  // by name
   virtual absl::Status UpdateTenant(const TenantRecord& tenant) = 0;    // quotas and weight
   // Removes the tenant, its tokens, its artifacts' records and its name from data sets' tenants.
-  // NotFound if unknown; FailedPrecondition while it still owns jobs (the caller deletes those
-  // first).
+  // NotFound if unknown; FailedPrecondition while it still owns jobs or experiments (the caller
+  // deletes those first).
   virtual absl::Status DeleteTenant(const std::string& name) = 0;
 
   // Tokens. AlreadyExists if the id or digest is taken.
@@ -213,12 +213,46 @@ class WebhookStore {
                                              bool delivered, std::optional<TimeMs> retry_at_ms) = 0;
 };
 
+// Experiments (hyperparameter searches) and the link to their trials, which are jobs with
+// JobRecord::experiment set.
+class ExperimentStore {
+ public:
+  virtual ~ExperimentStore() = default;
+
+  // Inserts a new experiment at revision 1. AlreadyExists if the id is taken.
+  virtual absl::Status CreateExperiment(const ExperimentRecord& experiment) = 0;
+  // NotFound if there is no such experiment.
+  virtual absl::StatusOr<ExperimentRecord> GetExperiment(const std::string& id) = 0;
+  // In creation order; all tenants' when `tenant` is empty.
+  virtual absl::StatusOr<std::vector<ExperimentRecord>> ListExperiments(
+      const std::string& tenant = "") = 0;
+  // The RUNNING experiments, in creation order: what a control round drives.
+  virtual absl::StatusOr<std::vector<ExperimentRecord>> ListActiveExperiments() = 0;
+  // Writes what changes of an experiment (state, reason, search state, best and delivered
+  // trials, targets met, updated_ms) if the stored revision is `experiment.revision`, which then
+  // goes up by one in the store and in `experiment`. NotFound for an unknown experiment;
+  // FailedPrecondition if it was written since it was read (read it again).
+  virtual absl::Status UpdateExperiment(ExperimentRecord& experiment) = 0;
+  // Atomically: UpdateExperiment(experiment) and CreateJob(trial, reason), so that a search's
+  // stored state never names a trial without its job, nor a job a trial the search has not
+  // started. `trial.experiment` must be the experiment's id (InvalidArgument otherwise); the
+  // errors of both; nothing is written on any.
+  virtual absl::Status StartTrial(ExperimentRecord& experiment, const JobRecord& trial,
+                                  const std::string& reason) = 0;
+  // The jobs of the experiment's trials, by trial number. NotFound for an unknown experiment.
+  virtual absl::StatusOr<std::vector<JobRecord>> ListTrials(const std::string& id) = 0;
+  // Removes the experiment. NotFound if unknown; FailedPrecondition while a job of one of its
+  // trials remains (the caller deletes those first, with their files).
+  virtual absl::Status DeleteExperiment(const std::string& id) = 0;
+};
+
 // The whole store: every role. Virtual bases, so an implementation may serve each role with its
 // own class (store/sql_store.h).
 class Store : public virtual JobStore,
               public virtual JobRecordStore,
               public virtual TenantStore,
               public virtual ArtifactStore,
-              public virtual WebhookStore {};
+              public virtual WebhookStore,
+              public virtual ExperimentStore {};
 
 }  // namespace weft

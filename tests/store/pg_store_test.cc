@@ -100,6 +100,9 @@ TEST_F(PgStoreTest, VersionTwoMigratesToTheLatestWithItsJobs) {
   EXPECT_EQ(job->progress.samples, 100);
   EXPECT_EQ(job->generation, 0) << "version 3's column, at its default";
   EXPECT_TRUE((*store)->ListImages()->empty()) << "version 4's table, empty";
+  EXPECT_EQ(job->trial, -1) << "version 5's column: not a trial";
+  EXPECT_TRUE(static_cast<Store&>(**store).ListExperiments()->empty())
+      << "version 5's table, empty";
 }
 
 // The server restarts under an open store: the call that finds the connection broken fails with

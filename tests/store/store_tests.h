@@ -3,6 +3,7 @@
 
 #include <limits>
 
+#include "store/store_experiment_tests.h"
 #include "store/store_test_suite.h"
 
 namespace weft {
