@@ -20,7 +20,7 @@
 
 namespace weft::spec_internal {
 
-inline constexpr int kMaxEpochs = 10000;
+inline constexpr int kMaxEpochs = kMaxJobEpochs;
 inline constexpr int kMaxBatchSize = 1 << 20;
 inline constexpr int kMaxThreads = 256;
 inline constexpr size_t kMaxStringBytes = 4096;  // a path, a description
@@ -88,6 +88,18 @@ class FieldReader {
       return;
     }
     *out = static_cast<Int>(v);
+  }
+
+  // true or false; leaves `out` unchanged when absent.
+  void Boolean(const YAML::Node& parent, const std::string& path, const std::string& key,
+               bool* out) {
+    YAML::Node n = parent[key];
+    if (!n) return;
+    if (n.IsScalar() && (n.Scalar() == "true" || n.Scalar() == "false")) {
+      *out = n.Scalar() == "true";
+      return;
+    }
+    Error(Join(path, key), absl::StrCat("must be true or false, got ", Describe(n)));
   }
 
   // Real number in [min, max] (or (min, max] when min_exclusive).

@@ -199,13 +199,14 @@ void ReadTargets(FieldReader& r, const YAML::Node& n, JobSpec* spec) {
 
 void ReadCheckpoint(FieldReader& r, const YAML::Node& n, JobSpec* spec) {
   if (!n) return;
-  if (!r.Mapping(n, "checkpoint", {"every_steps", "every_seconds", "keep"})) return;
+  if (!r.Mapping(n, "checkpoint", {"every_steps", "every_seconds", "keep", "at_end"})) return;
   CheckpointSpec& c = spec->checkpoint;
   r.Integer(n, "checkpoint", "every_steps", &c.every_steps, 0, INT64_MAX,
             "a non-negative integer (0 = not by steps)");
   r.Integer(n, "checkpoint", "every_seconds", &c.every_seconds, 0, 86400,
             "a number of seconds in [0, 86400] (0 = not by time)");
   r.Integer(n, "checkpoint", "keep", &c.keep, 1, 100, "an integer in [1, 100]");
+  r.Boolean(n, "checkpoint", "at_end", &c.at_end);
 }
 
 // command: the argv of the tenant's program, and code: the artifact it comes in.
@@ -278,8 +279,10 @@ void ReadCommandJobFields(FieldReader& r, const YAML::Node& doc, JobSpec* spec) 
     }
   }
   const YAML::Node c = doc["checkpoint"];
-  if (c && c.IsMap() && (c["every_steps"] || c["every_seconds"])) {
-    r.Error(c["every_steps"] ? "checkpoint.every_steps" : "checkpoint.every_seconds",
+  if (c && c.IsMap() && (c["every_steps"] || c["every_seconds"] || c["at_end"])) {
+    r.Error(c["every_steps"]     ? "checkpoint.every_steps"
+            : c["every_seconds"] ? "checkpoint.every_seconds"
+                                 : "checkpoint.at_end",
             "does not apply to a command job: your program checkpoints when it chooses "
             "(weft_job.save_checkpoint); checkpoint.keep does apply");
   }

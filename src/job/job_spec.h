@@ -12,6 +12,9 @@
 
 namespace weft {
 
+// The most epochs a job may train (training.epochs).
+inline constexpr int kMaxJobEpochs = 10000;
+
 inline constexpr char kDefaultDataPath[] = "/usr/share/datasets/fashion-mnist";
 
 struct ModelSpec {
@@ -110,6 +113,9 @@ struct CheckpointSpec {
   int64_t every_steps = 0;     // also every N optimizer steps; 0 = not by steps
   int64_t every_seconds = 60;  // also every N seconds of training; 0 = not by time
   int keep = 2;                // committed checkpoints kept; older ones are deleted
+  // Also one when the budget is spent, before the final model: a job that may be trained on
+  // with a larger budget (an experiment's trial, promoted) resumes from it. Built-in models.
+  bool at_end = false;
 };
 
 struct JobSpec {

@@ -77,6 +77,8 @@ nlohmann::json SpecToJson(const JobSpec& s) {
   j["checkpoint"] = {{"every_steps", s.checkpoint.every_steps},
                      {"every_seconds", s.checkpoint.every_seconds},
                      {"keep", s.checkpoint.keep}};
+  // Absent unless set: older jobs' digests stay as they were.
+  if (s.checkpoint.at_end) j["checkpoint"]["at_end"] = true;
   CommonToJson(s, &j);
   return j;
 }

@@ -276,6 +276,7 @@ absl::StatusOr<LoopResult> PsTrainer::FinishLeader(End end) {
   // The final model is the server's parameters as they are now.
   RETURN_IF_ERROR(link_->Pull(params_.data_ptr<float>()).status());
   result.reason = run_.targets().BudgetReason(run_.spec().training.epochs);
+  if (run_.spec().checkpoint.at_end) RETURN_IF_ERROR(Checkpoint());
   RETURN_IF_ERROR(run_.Export(kFinalModel, run_.targets().last()));
   result.succeeded = true;
   result.final_test_accuracy = run_.targets().last();

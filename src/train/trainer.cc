@@ -232,6 +232,7 @@ absl::StatusOr<LoopResult> Trainer::Finish() {
   } else {
     result.reason = run_.targets().BudgetReason(run_.spec().training.epochs);
   }
+  if (run_.spec().checkpoint.at_end) RETURN_IF_ERROR(Checkpoint());  // rank 0's, at this step
   if (rank() == 0) RETURN_IF_ERROR(run_.Export(kFinalModel, run_.targets().last()));
   result.succeeded = true;
   result.best_test_accuracy = run_.targets().best();

@@ -536,6 +536,31 @@ TEST(JobSpecTest, ACommandJobsMistakesNameTheField) {
   }
 }
 
+// checkpoint.at_end: kept through the canonical JSON (the learner reads that), part of the
+// digest only when set, and refused where the learner does not checkpoint.
+TEST(JobSpecTest, ACheckpointAtTheEndIsKeptThroughTheSpecAndRefusedForCommandJobs) {
+  auto plain = ParseManifest(kGood);
+  auto at_end = ParseManifest(std::string(kGood) + "checkpoint: {at_end: true}\n");
+  ASSERT_TRUE(plain.ok() && at_end.ok()) << at_end.status();
+  EXPECT_FALSE(plain->checkpoint.at_end);
+  EXPECT_TRUE(at_end->checkpoint.at_end);
+  auto again = ParseManifest(SpecToJson(*at_end).dump());
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE(again->checkpoint.at_end);
+  EXPECT_NE(SpecDigest(*plain), SpecDigest(*at_end));
+  EXPECT_FALSE(SpecToJson(*plain)["checkpoint"].contains("at_end"))
+      << "a job that does not ask keeps the digest it always had";
+  for (const auto& [manifest, problem] : std::vector<std::pair<std::string, std::string>>{
+           {std::string(kGood) + "checkpoint: {at_end: yes}\n",
+            "checkpoint.at_end: must be true or false, got 'yes'"},
+           {"name: x\ncommand: [a]\ncode: c\ncheckpoint: {at_end: true}\n",
+            "checkpoint.at_end: does not apply to a command job"}}) {
+    auto spec = ParseManifest(manifest);
+    ASSERT_FALSE(spec.ok()) << manifest;
+    EXPECT_THAT(std::string(spec.status().message()), ::testing::HasSubstr(problem));
+  }
+}
+
 TEST(JobSpecTest, DigestChangesWithConfiguration) {
   auto a = ParseManifest(kGood);
   auto b = ParseManifest(std::string(kGood) + "resources: {cpus: 2}\n");
