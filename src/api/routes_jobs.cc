@@ -91,11 +91,14 @@ void DeleteJob(const Services& s, const Request& req, Response& res, const Calle
   SendJson(res, 200, {{"id", id}, {"deleted", true}});
 }
 
-Handler Action(const Services& s, absl::Status (Controller::*act)(const std::string&)) {
+// A user's action on job `id`: `act(controller, id)`.
+using JobAction = absl::Status (*)(Controller&, const std::string&);
+
+Handler Action(const Services& s, JobAction act) {
   return [&s, act](const Request& req, Response& res, const Caller& caller) {
     std::string id = req.matches[1];
     if (!FindJob(s.jobs, id, caller, res)) return;
-    if (absl::Status st = (s.controller.*act)(id); !st.ok()) return SendStatus(res, st);
+    if (absl::Status st = act(s.controller, id); !st.ok()) return SendStatus(res, st);
     auto job = s.jobs.Find(caller, id);
     if (!job.ok()) return SendStatus(res, job.status());
     SendJson(res, 200, JobSummaryJson(*job, s.controller.view().WaitingFor(id)));
@@ -286,8 +289,10 @@ void Audit(const Services& s, const Request& req, Response& res, const Caller& c
 void AddJobRoutes(Router& r, const Services& s) {
   r.Route("/v1/jobs", {{"GET", Bind(s, ListJobs)}, {"POST", Bind(s, SubmitJob)}});
   r.Route(R"(/v1/jobs/([^/]+))", {{"GET", Bind(s, ShowJob)}, {"DELETE", Bind(s, DeleteJob)}});
-  r.Route(R"(/v1/jobs/([^/]+)/halt)", {{"POST", Action(s, &Controller::Halt)}});
-  r.Route(R"(/v1/jobs/([^/]+)/resume)", {{"POST", Action(s, &Controller::Resume)}});
+  r.Route(R"(/v1/jobs/([^/]+)/halt)",
+          {{"POST", Action(s, [](Controller& c, const std::string& id) { return c.Halt(id); })}});
+  r.Route(R"(/v1/jobs/([^/]+)/resume)",
+          {{"POST", Action(s, [](Controller& c, const std::string& id) { return c.Resume(id); })}});
   r.Route(R"(/v1/jobs/([^/]+)/metrics)", {{"GET", Bind(s, Metrics)}});
   r.Route(R"(/v1/jobs/([^/]+)/model)", {{"GET", Bind(s, Model)}});
   r.Route(R"(/v1/jobs/([^/]+)/logs)", {{"GET", Bind(s, Logs)}});

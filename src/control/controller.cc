@@ -60,9 +60,14 @@ absl::Status Controller::Recover() {
 }
 
 absl::StatusOr<JobRecord> Controller::Submit(const std::string& manifest, const std::string& tenant,
-                                             std::vector<FieldError>* errors) {
+                                             std::vector<FieldError>* errors,
+                                             const TrialOf* trial) {
   ASSIGN_OR_RETURN(Admission::Admitted a, admission_.Prepare(manifest, tenant, errors));
   JobRecord& r = a.record;
+  if (trial != nullptr) {
+    r.experiment = trial->experiment->id;
+    r.trial = trial->number;
+  }
   specs_.Put(r.id, std::move(a.spec));
   absl::Status s;
   {
@@ -70,7 +75,10 @@ absl::StatusOr<JobRecord> Controller::Submit(const std::string& manifest, const 
     // the job's "submitted" event before any of its transitions.
     absl::MutexLock lock(&mu_);
     s = admission_.CheckJobLimits(tenant);
-    if (s.ok()) s = store_.CreateJob(r, "submitted");
+    if (s.ok()) {
+      s = trial == nullptr ? store_.CreateJob(r, "submitted")
+                           : store_.StartTrial(*trial->experiment, r, trial->reason);
+    }
     if (s.ok()) recorder_.Submitted(r);
   }
   if (!s.ok()) {
@@ -82,9 +90,9 @@ absl::StatusOr<JobRecord> Controller::Submit(const std::string& manifest, const 
   return r;
 }
 
-absl::Status Controller::Halt(const std::string& id) {
+absl::Status Controller::Halt(const std::string& id, const std::string& reason) {
   absl::MutexLock lock(&mu_);
-  return HaltLocked(id, "halted by user");
+  return HaltLocked(id, reason);
 }
 
 absl::Status Controller::HaltLocked(const std::string& id, const std::string& reason) {
@@ -105,7 +113,7 @@ absl::Status Controller::HaltLocked(const std::string& id, const std::string& re
   return absl::OkStatus();
 }
 
-absl::Status Controller::Resume(const std::string& id) {
+absl::Status Controller::Resume(const std::string& id, std::optional<Budget> budget) {
   RETURN_IF_ERROR(executor_.Available());
   if (options_.disk_quota != nullptr) {
     // A tenant at its quota would only be halted again. Measured before the lock, and only for
@@ -121,7 +129,35 @@ absl::Status Controller::Resume(const std::string& id) {
     return absl::FailedPreconditionError(
         absl::StrCat("job ", id, " is ", JobStateName(r.state), "; only HALTED jobs resume"));
   }
-  RETURN_IF_ERROR(recorder_.Transition(r, JobState::kResuming, "resume requested by user"));
+  std::string reason = "resume requested by user";
+  if (budget) {
+    ASSIGN_OR_RETURN(SpecCache::SpecPtr spec, specs_.Get(r));
+    if (spec->IsCommandJob()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("job ", id, " is a command job: its program sets its own budget"));
+    }
+    const int epochs = budget->epochs;
+    if (epochs < 1 || epochs > kMaxJobEpochs || epochs <= r.progress.epoch) {
+      return absl::InvalidArgumentError(absl::StrCat("epochs must be in [1, ", kMaxJobEpochs,
+                                                     "] and above the ", r.progress.epoch,
+                                                     " the job has trained, got ", epochs));
+    }
+    JobSpec longer = *spec;
+    longer.training.epochs = epochs;
+    longer.checkpoint.at_end = budget->checkpoint_at_end;
+    reason = absl::StrCat("resumed with a budget of ", epochs, " epochs (was ",
+                          spec->training.epochs, ")");
+    r.spec_json = SpecToJson(longer).dump();
+    r.progress.epochs_total = epochs;
+    specs_.Put(id, std::move(longer));
+  }
+  // The learners read the spec the store holds, whatever an earlier resume left in the file.
+  RETURN_IF_ERROR(WriteFileAtomic(env_, layout_.SpecPath(id), r.spec_json + "\n"));
+  absl::Status s = recorder_.Transition(r, JobState::kResuming, reason);
+  if (!s.ok()) {
+    specs_.Erase(id);  // parsed again from the store
+    return s;
+  }
   return recorder_.Transition(r, JobState::kQueued, "resumed: back in the queue");
 }
 

@@ -23,6 +23,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -90,17 +91,35 @@ class Controller : public LearnerEvents {
   // ResourceExhausted at its disk quota; FailedPrecondition at its job limits
   // (tenant_max_jobs, tenant_max_active_jobs); Unavailable if learners cannot run; nothing is
   // stored.
+  //
+  // With `trial`, the job is trial `trial->number` of experiment `*trial->experiment`: it is
+  // stored with the experiment's new search state in one write (Store::StartTrial), or not at
+  // all; FailedPrecondition also when the experiment was written since it was read.
+  struct TrialOf {
+    ExperimentRecord* experiment;  // as the search has just planned it; its revision goes up
+    int number = 0;
+    std::string reason;  // the trial's first history entry
+  };
   absl::StatusOr<JobRecord> Submit(const std::string& manifest, const std::string& tenant,
-                                   std::vector<FieldError>* errors);
+                                   std::vector<FieldError>* errors, const TrialOf* trial = nullptr);
 
   // Stops the learners (SIGTERM with the stop grace: each writes a last checkpoint) and records
-  // HALTED. NotFound for an unknown job; FailedPrecondition if it is already settled, or
-  // preempted or resuming (halt it once it is QUEUED).
-  absl::Status Halt(const std::string& id);
+  // HALTED with `reason`. NotFound for an unknown job; FailedPrecondition if it is already settled,
+  // or preempted or resuming (halt it once it is QUEUED).
+  absl::Status Halt(const std::string& id, const std::string& reason = "halted by user");
 
+  // A new training budget for a job that resumes: `epochs` in all, and whether it checkpoints at
+  // the end (checkpoint.at_end) to be trained on again.
+  struct Budget {
+    int epochs = 0;
+    bool checkpoint_at_end = false;
+  };
   // Puts a HALTED job back in the queue (RESUMING -> QUEUED); it continues from its latest
-  // checkpoint. NotFound; FailedPrecondition unless HALTED; ResourceExhausted, Unavailable: Submit.
-  absl::Status Resume(const std::string& id);
+  // checkpoint. With `budget` (a promoted trial's next rung), its spec's training.epochs and
+  // checkpoint.at_end become the budget's, written with the RESUMING transition. NotFound;
+  // FailedPrecondition unless HALTED; InvalidArgument for a command job or epochs out of
+  // [1, 10000] or not above the epochs it has trained; ResourceExhausted, Unavailable: Submit.
+  absl::Status Resume(const std::string& id, std::optional<Budget> budget = std::nullopt);
 
   // Kills the job's learners and removes the job, its history, metrics, models and files.
   // Waits (without the lock, at most 2 s) for the learners to die before removing their files.

@@ -209,6 +209,20 @@ void LearnerExits::Complete(AttemptTracker& attempts, JobRecord& r, const std::s
     for (const auto& a : *models) has_final = has_final || a.kind == kFinalModel;
   }
   if (!has_final) return c_.recorder.Fail(r, "learner exited without committing a final model");
+  // An experiment's trial that may be promoted (it checkpointed at the end) waits, HALTED, for
+  // its search to train it on or stop it there; one that met the complete target is done.
+  if (auto spec = c_.specs.Get(r);
+      spec.ok() && !r.experiment.empty() && (*spec)->checkpoint.at_end && !r.complete_met_ms) {
+    // It finished, so it trained its whole budget, whether or not its last report said so.
+    r.progress.epoch = std::max(r.progress.epoch, (*spec)->training.epochs);
+    absl::Status s =
+        c_.recorder.Transition(r, JobState::kHalted,
+                               absl::StrCat("trial ", r.trial, " of ", r.experiment,
+                                            " trained its ", (*spec)->training.epochs, " epochs (",
+                                            reason, "); it waits for the search to promote it"));
+    if (!s.ok()) spdlog::error("job {}: {}", r.id, s.message());
+    return;
+  }
   absl::Status s = c_.recorder.Transition(r, JobState::kCompleted, reason);
   if (!s.ok()) spdlog::error("job {}: {}", r.id, s.message());
 }

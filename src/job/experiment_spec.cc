@@ -195,6 +195,14 @@ absl::StatusOr<std::string> TrialJobManifest(const ExperimentSpec& experiment, i
                                              const Hyperparameters& values, int64_t epochs) {
   Hyperparameters all = values;
   all.emplace_back("training.epochs", absl::StrCat(epochs));
+  // Below the top rung it may be promoted: it keeps its last step to be trained on from there.
+  if (epochs < experiment.max_resource) all.emplace_back("checkpoint.at_end", "true");
+  // The experiment's targets are each trial's: the first to deliver has a delivered model, and
+  // one that meets `complete` stops there.
+  if (experiment.deliver > 0) all.emplace_back("targets.deliver", absl::StrCat(experiment.deliver));
+  if (experiment.complete > 0) {
+    all.emplace_back("targets.complete", absl::StrCat(experiment.complete));
+  }
   return TrialManifest(experiment.base, all, TrialName(experiment, trial));
 }
 

@@ -54,7 +54,8 @@ absl::StatusOr<ExperimentSpec> ParseExperiment(std::string_view text,
 // The name of the experiment's trial `trial` (0-based): "<name>-t<trial>".
 std::string TrialName(const ExperimentSpec& experiment, int64_t trial);
 
-// The job manifest of trial `trial` with `values`, trained for `epochs` epochs in all.
+// The job manifest of trial `trial` with `values`, trained for `epochs` epochs in all; below
+// max_resource it checkpoints at the end (checkpoint.at_end), so that a promotion resumes it.
 // InvalidArgument when the values make an invalid job (TrialManifest).
 absl::StatusOr<std::string> TrialJobManifest(const ExperimentSpec& experiment, int64_t trial,
                                              const Hyperparameters& values, int64_t epochs);

@@ -55,6 +55,10 @@ TEST(ExperimentSpecTest, ATrialIsTheBaseJobWithItsValuesNameAndEpochs) {
   EXPECT_EQ(spec->training.epochs, 3);
   EXPECT_EQ(absl::StrCat(spec->training.batch_size), values[1].second);
   EXPECT_EQ(spec->data.train_samples, 12000) << "the rest of the base is kept";
+  EXPECT_TRUE(spec->checkpoint.at_end) << "below max_resource (9): it may be promoted";
+  absl::StatusOr<JobSpec> top = ParseManifest(*TrialJobManifest(*e, 4, values, 9));
+  ASSERT_TRUE(top.ok()) << top.status();
+  EXPECT_FALSE(top->checkpoint.at_end) << "at the top rung it completes";
 }
 
 struct BadCase {

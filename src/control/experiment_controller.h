@@ -1,0 +1,88 @@
+// The experiments inside weftd (docs/design.md "Hyperparameter search"): it validates and stores
+// experiment manifests and, each round, drives every RUNNING experiment's search. A trial's job
+// that ended its rung reports its metric; a promoted trial resumes from the checkpoint it wrote
+// at the end of its rung with the next rung's budget (Controller::Resume); a new trial is
+// submitted as a job of the experiment's tenant, under its quota and fair share, and stored with
+// the search state that names it in one write (Controller::Submit with a TrialOf). The first
+// trial to deliver gives the experiment its delivered model; one that meets the complete target
+// ends the search.
+//
+// Everything it decides from is in the store — the search state (rungs, results, promotions,
+// the number of trials drawn) and the trials' jobs — so a weftd restarted, or a standby that
+// takes over, goes on exactly where the search was: a result is reported once (the stored state
+// says which are in), and a promotion stored before its job was resumed is resumed by the next
+// round.
+//
+// Thread-safety: all methods may be called from any thread; one mutex serialises the rounds and
+// the submissions. Trials' jobs go through the Controller, which has its own lock.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "common/clock.h"
+#include "control/controller.h"
+#include "control/experiment_search.h"
+#include "job/experiment_spec.h"
+#include "store/store.h"
+
+namespace weft {
+
+class ExperimentController {
+ public:
+  // All are borrowed and must outlive it.
+  ExperimentController(Store& store, Controller& jobs, const Clock& clock)
+      : store_(store), jobs_(jobs), clock_(clock) {}
+
+  // Validates `manifest` (job/experiment_spec.h) and stores it, RUNNING, for `tenant`; its
+  // first trials start at the next round. InvalidArgument with `errors` filled (each field and
+  // its problem); errors of the store.
+  absl::StatusOr<ExperimentRecord> Submit(const std::string& manifest, const std::string& tenant,
+                                          std::vector<FieldError>* errors) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // One round: for each RUNNING experiment, the results of its trials, its targets, then as many
+  // new and promoted trials as it may run at once (max_concurrent_trials). An experiment whose
+  // stored state is lost or whose manifest no longer parses is FAILED with the reason.
+  void Round() ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  // The experiment's manifest, parsed once (it never changes).
+  absl::StatusOr<const ExperimentSpec*> SpecOf(const ExperimentRecord& e)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // One experiment's round (see Round). Errors of the store.
+  absl::Status Drive(ExperimentRecord& e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Reports the trials whose job ended its rung, and notes the targets they met. Whether
+  // anything changed in `e`.
+  absl::StatusOr<bool> ReportResults(ExperimentRecord& e, const ExperimentSpec& spec,
+                                     ExperimentSearch& search, const std::vector<JobRecord>& trials)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Resumes the trials the stored state promoted whose job still waits (a round cut short
+  // between the two writes).
+  void ResumePromoted(const ExperimentSpec& spec, const ExperimentSearch& search,
+                      const std::vector<JobRecord>& trials) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Starts and promotes trials while the experiment has room. Errors of the store.
+  absl::Status Plan(ExperimentRecord& e, const ExperimentSpec& spec, ExperimentSearch& search,
+                    const std::vector<JobRecord>& trials) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Ends the experiment in `state` with `reason`, halting the trials still training.
+  absl::Status End(ExperimentRecord& e, ExperimentState state, const std::string& reason,
+                   const std::vector<JobRecord>& trials) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  Store& store_;
+  Controller& jobs_;
+  const Clock& clock_;
+  absl::Mutex mu_;
+  // Each experiment's manifest as parsed, by id; stable addresses (a search holds one).
+  std::map<std::string, std::unique_ptr<const ExperimentSpec>> specs_ ABSL_GUARDED_BY(mu_);
+};
+
+// The metric of a trial's job at the end of its rung: the last evaluation among `metrics` (a
+// job's points in order) of `metric` ("test_accuracy" or "test_loss"); nullopt without one.
+std::optional<double> TrialMetric(const std::vector<MetricRecord>& metrics,
+                                  const std::string& metric);
+
+}  // namespace weft
