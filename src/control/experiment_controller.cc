@@ -167,6 +167,17 @@ absl::StatusOr<bool> ExperimentController::ReportResults(ExperimentRecord& e,
                  metric ? absl::StrCat(*metric) : std::string("none (failed)"));
     if (job.complete_met_ms && !e.complete_met_ms) e.complete_met_ms = job.complete_met_ms;
   }
+  // A trial whose job is gone (deleted by a person) and whose rung has no result fails: the
+  // search does not wait for it.
+  for (int64_t trial = 0; trial < search.asha().state().trials_started; ++trial) {
+    const int rung = search.asha().state().trial_rung[trial];
+    if (TrialJob(trials, trial) != nullptr || HasResult(search.asha().state(), trial, rung)) {
+      continue;
+    }
+    RETURN_IF_ERROR(search.Report(trial, rung, std::nullopt));
+    changed = true;
+    spdlog::info("experiment {}: trial {} has no job any more: a failed trial", e.id, trial);
+  }
   int best_rung = 0;
   if (std::optional<scheduler::AshaResult> best = search.asha().Best(&best_rung)) {
     const JobRecord* job = TrialJob(trials, best->trial);

@@ -196,6 +196,20 @@ TEST_F(ExperimentControllerTest, AFailedTrialRanksLastAndIsNotRetried) {
   EXPECT_EQ(e.best_job, trials[1].id);
 }
 
+// A trial whose job a person deleted fails: the search goes on without waiting for it.
+TEST_F(ExperimentControllerTest, ATrialWhoseJobWasDeletedFailsAndTheSearchGoesOn) {
+  const std::string id = SubmitExperiment();
+  Round(false);
+  auto trials = *store_->ListTrials(id);
+  ASSERT_EQ(trials.size(), 2u);
+  ASSERT_TRUE(controller_->Delete(trials[0].id).ok());
+  const ExperimentRecord e = RunToTheEnd(id, {{1, 0.3}, {2, 0.2}, {3, 0.1}}, false);
+  EXPECT_EQ(e.state, ExperimentState::kCompleted) << e.reason;
+  EXPECT_THAT(e.reason, HasSubstr("4 trials"));
+  EXPECT_EQ(store_->ListTrials(id)->size(), 3u);
+  EXPECT_EQ(e.best_job, trials[1].id);
+}
+
 // The experiment's targets are its trials': the first trial to deliver gives the experiment its
 // delivered model, and one that meets the complete target ends the search and halts the rest.
 TEST_F(ExperimentControllerTest, TheCompleteTargetEndsTheSearchAndHaltsTheOtherTrials) {
