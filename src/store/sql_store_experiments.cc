@@ -33,13 +33,10 @@ ExperimentRecord ReadExperiment(const sql::Row& row) {
 
 std::string NoExperiment(const std::string& id) { return absl::StrCat("no experiment ", id); }
 
-absl::StatusOr<ExperimentRecord> GetExperimentIn(sql::Tx& tx, const std::string& id,
-                                                 bool for_update = false) {
+absl::StatusOr<ExperimentRecord> GetExperimentIn(sql::Tx& tx, const std::string& id) {
   return tx.QueryOne<ExperimentRecord>(
       "read experiment", NoExperiment(id),
-      absl::StrCat("SELECT ", kColumns, " FROM experiments WHERE id=$1",
-                   for_update ? tx.dialect().for_update : ""),
-      ReadExperiment, id);
+      absl::StrCat("SELECT ", kColumns, " FROM experiments WHERE id=$1"), ReadExperiment, id);
 }
 
 // UpdateExperiment inside `tx`: the compare-and-set on the revision.
