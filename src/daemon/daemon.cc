@@ -353,7 +353,7 @@ int StandByThenLead(Base& b, weft::Leadership& election) {
   // Its calls are refusals: cancel any in flight (learners call again) rather than wait.
   (*grpc_server)->Shutdown(std::chrono::milliseconds(0));
   if (!lease) return 0;
-  election.Fence(lease->epoch, [epoch = lease->epoch](int64_t now) {
+  election.Fence(lease->epoch, ttl_ms, [epoch = lease->epoch](int64_t now) {
     ExitDeposed(absl::StrCat("this weftd no longer leads: a store write found leader epoch ", now,
                              ", this weftd led at epoch ", epoch));
   });

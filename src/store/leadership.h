@@ -50,13 +50,18 @@ class Leadership {
   //     epoch raised by one, for `ttl_ms`;
   //   - otherwise leaves it: held is false, and `leader` says who holds it. A leader that gets
   //     this was deposed.
+  // A campaign that stalls in the middle for longer than `ttl_ms` is ended by the store and
+  // fails (as Fence's writes do).
   // Unavailable if the store cannot be reached; the lease is then neither taken nor renewed.
   virtual absl::StatusOr<Lease> Campaign(const Member& me, int64_t held_epoch, int64_t ttl_ms) = 0;
 
   // From now on every write first checks that the store's epoch is still `epoch`; one that finds
   // a later epoch is refused (FailedPrecondition, nothing written) and `on_deposed(epoch now)`
-  // runs, once, on the thread that tried. Call when Campaign took the lease, before acting on it.
-  virtual void Fence(int64_t epoch, std::function<void(int64_t)> on_deposed) = 0;
+  // runs, once, on the thread that tried. A write that stalls in the middle for longer than
+  // `ttl_ms` (the lease's; a paused process) is ended by the store, its locks released, and
+  // fails: a paused leader cannot hold up its successor. Call when Campaign took the lease,
+  // before acting on it.
+  virtual void Fence(int64_t epoch, int64_t ttl_ms, std::function<void(int64_t)> on_deposed) = 0;
 };
 
 }  // namespace weft

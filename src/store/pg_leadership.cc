@@ -10,6 +10,11 @@
 namespace weft {
 namespace {
 
+// For the rest of the transaction: the server ends the session if it idles (the client
+// stalled) for longer than $1 milliseconds in it, rolling it back.
+constexpr char kBoundStalls[] =
+    "SELECT set_config('idle_in_transaction_session_timeout', $1, true)";
+
 Member ReadMember(const sql::Row& row) { return {row.Text(0), row.Text(1), row.Text(2)}; }
 
 // The lease row as a campaign finds it.
@@ -55,6 +60,10 @@ absl::StatusOr<Lease> PgLeadership::Campaign(const Member& me, int64_t held_epoc
   return db_->Run(
       "campaign for the leader lease", sql::Mode::kElection,
       [&](sql::Tx& tx) -> absl::StatusOr<Lease> {
+        // Stalled past the lease with the lease row locked, this campaign would hold up every
+        // other: the server ends it instead.
+        RETURN_IF_ERROR(
+            tx.Execute("bound the campaign's stalls", kBoundStalls, absl::StrCat(ttl_ms)).status());
         RETURN_IF_ERROR(tx.Execute("record the member",
                                    "INSERT INTO weft_members (name, api, coordinator, seen_at) "
                                    "VALUES ($1, $2, $3, clock_timestamp()) ON CONFLICT (name) DO "
@@ -90,7 +99,7 @@ absl::StatusOr<Lease> PgLeadership::Campaign(const Member& me, int64_t held_epoc
       });
 }
 
-void PgLeadership::Fence(int64_t fenced, std::function<void(int64_t)> on_deposed) {
+void PgLeadership::Fence(int64_t fenced, int64_t ttl_ms, std::function<void(int64_t)> on_deposed) {
   // on_deposed runs once, on the first write that finds the epoch moved on.
   struct Deposed {
     absl::Mutex mu;
@@ -101,9 +110,13 @@ void PgLeadership::Fence(int64_t fenced, std::function<void(int64_t)> on_deposed
     absl::MutexLock lock(&deposed->mu);
     deposed->call = std::move(on_deposed);
   }
-  db_->SetWriteCheck([fenced, deposed](sql::Tx& tx) -> absl::Status {
-    ASSIGN_OR_RETURN(int64_t now, tx.Count("check the fence",
-                                           "SELECT epoch FROM weft_leader WHERE id = 1 FOR SHARE"));
+  db_->SetWriteCheck([fenced, ttl = absl::StrCat(ttl_ms), deposed](sql::Tx& tx) -> absl::Status {
+    // One round trip: the epoch, and the bound on this transaction's stalls (Fence's comment).
+    ASSIGN_OR_RETURN(int64_t now,
+                     tx.Count("check the fence",
+                              "SELECT epoch, set_config('idle_in_transaction_session_timeout', "
+                              "$1, true) FROM weft_leader WHERE id = 1 FOR SHARE",
+                              ttl));
     if (now == fenced) return absl::OkStatus();
     std::function<void(int64_t)> call;
     {

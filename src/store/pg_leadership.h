@@ -18,8 +18,10 @@ class PgLeadership final : public Leadership {
 
   absl::StatusOr<Lease> Campaign(const Member& me, int64_t held_epoch, int64_t ttl_ms) override;
   // Installs the database's write check: the lease row's epoch read FOR SHARE, so a takeover
-  // waits for the writes that passed the check.
-  void Fence(int64_t epoch, std::function<void(int64_t)> on_deposed) override;
+  // waits for the writes that passed the check — for at most `ttl_ms`, the transaction's
+  // idle_in_transaction_session_timeout: the server ends the session of a writer stalled
+  // longer (a weftd stopped mid-write), which releases its locks.
+  void Fence(int64_t epoch, int64_t ttl_ms, std::function<void(int64_t)> on_deposed) override;
 
  private:
   const std::shared_ptr<PgDatabase> db_;

@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "store/pg_cluster.h"
+#include "store/pg_database.h"
+#include "store/pg_leadership.h"
 #include "store/schema.h"
 #include "store/store_tests.h"
 
@@ -254,7 +256,7 @@ TEST_F(PgStoreTest, AFencedStoreRefusesWritesAfterATakeover) {
   auto la = (*a)->leadership().Campaign({"a", "", ""}, 0, 100);
   ASSERT_TRUE(la.ok() && la->held);
   std::atomic<int64_t> deposed_at{0};
-  (*a)->leadership().Fence(la->epoch, [&](int64_t epoch) { deposed_at = epoch; });
+  (*a)->leadership().Fence(la->epoch, 100, [&](int64_t epoch) { deposed_at = epoch; });
   JobRecord job;
   job.id = "job-before";
   job.tenant = "t";
@@ -262,7 +264,7 @@ TEST_F(PgStoreTest, AFencedStoreRefusesWritesAfterATakeover) {
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   auto lb = (*b)->leadership().Campaign({"b", "", ""}, 0, 60'000);
   ASSERT_TRUE(lb.ok() && lb->held);
-  (*b)->leadership().Fence(lb->epoch, [](int64_t) { ADD_FAILURE() << "b deposed"; });
+  (*b)->leadership().Fence(lb->epoch, 60'000, [](int64_t) { ADD_FAILURE() << "b deposed"; });
 
   job.id = "job-after";
   absl::Status s = (*a)->CreateJob(job, "submitted");
@@ -280,6 +282,64 @@ TEST_F(PgStoreTest, AFencedStoreRefusesWritesAfterATakeover) {
       IF (SELECT string_agg(seq || ':' || leader_epoch, ',' ORDER BY seq) FROM job_events
           WHERE job_id = 'job-before') IS DISTINCT FROM '1:1,2:2' THEN
         RAISE EXCEPTION 'history not stamped with the writers'' epochs';
+      END IF;
+    END $$)sql"));
+}
+
+// A leader stopped in the middle of a write (SIGSTOP, a VM paused) holds the lease row's share
+// lock; once it has stalled for longer than its lease the server ends its session, so the
+// standby's campaign takes the lease instead of waiting for the stalled one to wake, and the
+// stalled write fails, having written nothing.
+TEST_F(PgStoreTest, AWriterStalledPastItsLeaseCannotHoldUpTheTakeover) {
+  const std::string uri = cluster_->Database("stall");
+  ASSERT_FALSE(uri.empty());
+  auto a_db = PgDatabase::Open(uri);
+  auto b_db = PgDatabase::Open(uri);
+  ASSERT_TRUE(a_db.ok() && b_db.ok());
+  std::shared_ptr<PgDatabase> stalled_db = std::move(*a_db);
+  PgLeadership a(stalled_db);
+  PgLeadership b(std::shared_ptr<PgDatabase>(std::move(*b_db)));
+  auto la = a.Campaign({"a", "", ""}, 0, 300);
+  ASSERT_TRUE(la.ok() && la->held);
+  a.Fence(la->epoch, 300, [](int64_t) {});
+
+  absl::Mutex mu;
+  bool b_leads = false;  // guarded by mu
+  std::atomic<bool> write_returned{false};
+  absl::Status write;
+  std::thread writer([&] {
+    write = stalled_db->Transact("a stalled write", sql::Mode::kWrite, [&](sql::Tx& tx) {
+      // Past the fence check (the share lock is held); now the process stalls until b leads.
+      absl::MutexLock lock(&mu);
+      mu.AwaitWithTimeout(absl::Condition(&b_leads), absl::Seconds(30));
+      return tx
+          .Execute("write after the stall",
+                   "INSERT INTO tenants (name, has_quota, quota_cpus, quota_memory_mb, "
+                   "quota_gpus, weight, created_ms) VALUES ('stalled', false, 0, 0, 0, 1, 0)")
+          .status();
+    });
+    write_returned = true;
+  });
+  absl::StatusOr<Lease> lb;
+  for (int i = 0; i < 100; ++i) {  // until a's lease runs out (300 ms)
+    lb = b.Campaign({"b", "", ""}, 0, 60'000);
+    if (!lb.ok() || lb->held) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_FALSE(write_returned.load()) << "b's campaign waited for the stalled write to end";
+  {
+    absl::MutexLock lock(&mu);
+    b_leads = true;
+  }
+  writer.join();
+  ASSERT_TRUE(lb.ok()) << lb.status();
+  EXPECT_TRUE(lb->held);
+  EXPECT_EQ(lb->epoch, 2);
+  EXPECT_FALSE(write.ok()) << "the server ended the stalled session";
+  EXPECT_TRUE(cluster_->Sql("stall", R"sql(
+    DO $$ BEGIN
+      IF EXISTS (SELECT 1 FROM tenants WHERE name = 'stalled') THEN
+        RAISE EXCEPTION 'the stalled write was committed';
       END IF;
     END $$)sql"));
 }
