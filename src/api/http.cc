@@ -53,6 +53,15 @@ std::optional<std::string> NameInPath(const httplib::Request& req, httplib::Resp
   return name;
 }
 
+void SendRefusal(httplib::Response& res, const absl::Status& s,
+                 const std::vector<FieldError>& errors) {
+  if (errors.empty()) return SendStatus(res, s);
+  nlohmann::json details = nlohmann::json::array();
+  for (const FieldError& e : errors)
+    details.push_back({{"field", e.field}, {"problem", e.problem}});
+  SendError(res, 400, std::string(s.message()), details);
+}
+
 void SendStatus(httplib::Response& res, const absl::Status& s) {
   int code = 500;
   if (absl::IsNotFound(s)) code = 404;

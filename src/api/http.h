@@ -9,11 +9,13 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "common/rate_limit.h"
 #include "control/job_queries.h"
 #include "control/tenancy.h"
+#include "job/job_spec.h"
 #include "nlohmann/json.hpp"
 
 namespace weft::api {
@@ -36,6 +38,10 @@ void SendError(httplib::Response& res, int status, const std::string& message,
 // 400, FailedPrecondition and AlreadyExists 409, Unavailable 503, Unauthenticated 401,
 // PermissionDenied 403, ResourceExhausted (a full disk or store) 507, anything else 500.
 void SendStatus(httplib::Response& res, const absl::Status& s);
+// A submission refused: 400 listing each field's problem when there are `errors` (the manifest
+// is invalid), else `s` as SendStatus maps it.
+void SendRefusal(httplib::Response& res, const absl::Status& s,
+                 const std::vector<FieldError>& errors);
 
 // Answers 200 with the file at `path` (a model, a log) streamed in reads of kFileChunkBytes, never
 // held whole in memory: its bytes as of now (Content-Length is its size now; a log that grows

@@ -93,6 +93,10 @@ nlohmann::json JobSummaryJson(const JobRecord& r,
   if (r.deliver_met_ms) met.push_back("deliver");
   if (r.complete_met_ms) met.push_back("complete");
   j["targets_met"] = std::move(met);
+  if (!r.experiment.empty()) {
+    j["experiment"] = r.experiment;
+    j["trial"] = r.trial;
+  }
   if (waiting) {
     j["waiting_code"] = scheduler::WaitCodeName(waiting->code);
     j["waiting_reason"] = waiting->reason;

@@ -14,7 +14,8 @@
 namespace weft::api {
 
 // The job summary used by GET /v1/jobs: id, name, tenant, state, reason, times, attempt,
-// learners, progress, best test accuracy, and `waiting_code` / `waiting_reason` while it waits.
+// learners, progress, best test accuracy, `waiting_code` / `waiting_reason` while it waits, and
+// `experiment` / `trial` for an experiment's trial.
 nlohmann::json JobSummaryJson(const JobRecord& job,
                               const std::optional<scheduler::Waiting>& waiting);
 

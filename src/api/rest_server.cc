@@ -73,6 +73,9 @@ void InstallApi(httplib::Server& server, const Services& services, RateLimiter* 
                  }}},
                Access::kPublic);
   AddJobRoutes(router, services);
+  if (services.experiments != nullptr && services.experiment_queries != nullptr) {
+    AddExperimentRoutes(router, services);
+  }
   AddEventRoutes(router, services);
   AddTenantRoutes(router, services);
   AddClusterRoutes(router, services);
@@ -86,6 +89,7 @@ void InstallApi(httplib::Server& server, const Services& services, RateLimiter* 
 RestServer::RestServer(Store& store, Controller& controller, RestParts parts, const Clock& clock,
                        RestOptions options)
     : jobs_(store),
+      experiments_(store),
       tenancy_(store, clock),
       datasets_(store, clock),
       webhooks_(store, clock, options.webhooks),
@@ -98,10 +102,10 @@ RestServer::RestServer(Store& store, Controller& controller, RestParts parts, co
                   ? std::make_unique<httplib::Server>()
                   : std::make_unique<httplib::SSLServer>(options.tls_cert_path.c_str(),
                                                          options.tls_key_path.c_str())) {
-  services_ = std::make_unique<Services>(
-      Services{controller, jobs_, tenancy_, datasets_, *parts.executor, clock,
-               options.admin_token_path, streams_.get(), parts.artifacts, &webhooks_,
-               uploads_.get(), options.upload_timeout_s, parts.disk_quota, parts.images});
+  services_ = std::make_unique<Services>(Services{
+      controller, jobs_, tenancy_, datasets_, *parts.executor, clock, options.admin_token_path,
+      streams_.get(), parts.artifacts, &webhooks_, uploads_.get(), options.upload_timeout_s,
+      parts.disk_quota, parts.images, &experiments_, parts.experiments});
   InstallApi(*server_, *services_, limiter_.get(), options);
 }
 

@@ -15,6 +15,8 @@
 #include "control/controller.h"
 #include "control/datasets.h"
 #include "control/disk_quota.h"
+#include "control/experiment_controller.h"
+#include "control/experiment_queries.h"
 #include "control/images.h"
 #include "control/job_queries.h"
 #include "control/tenancy.h"
@@ -64,6 +66,7 @@ struct RestParts {
   DiskQuota* disk_quota = nullptr;     // tenants' disk use and quotas; null: none
   Images* images = nullptr;            // the container images jobs name; null: none
   const Executor* executor = nullptr;  // where learners run (GET /v1/nodes' runtime); required
+  ExperimentController* experiments = nullptr;  // null: no /v1/experiments routes
 };
 
 class RestServer {
@@ -84,6 +87,7 @@ class RestServer {
  private:
   // control/'s services over the store, which Services points at.
   JobQueries jobs_;
+  ExperimentQueries experiments_;
   Tenancy tenancy_;
   Datasets datasets_;
   Webhooks webhooks_;

@@ -1,7 +1,8 @@
-// The REST API's routes, one file per resource: jobs (routes_jobs.cc), tenants and their tokens
-// (routes_tenants.cc), the queue and nodes (routes_cluster.cc), tenants' uploads
-// (routes_artifacts.cc), data sets (routes_datasets.cc), events (routes_events.cc), webhooks
-// (routes_webhooks.cc) and the dashboard's files (routes_ui.cc). docs/openapi.yaml lists them.
+// The REST API's routes, one file per resource: jobs (routes_jobs.cc), experiments
+// (routes_experiments.cc), tenants and their tokens (routes_tenants.cc), the queue and nodes
+// (routes_cluster.cc), tenants' uploads (routes_artifacts.cc), data sets (routes_datasets.cc),
+// events (routes_events.cc), webhooks (routes_webhooks.cc) and the dashboard's files
+// (routes_ui.cc). docs/openapi.yaml lists them.
 #pragma once
 
 #include <memory>
@@ -12,6 +13,8 @@
 #include "control/artifacts.h"
 #include "control/controller.h"
 #include "control/datasets.h"
+#include "control/experiment_controller.h"
+#include "control/experiment_queries.h"
 #include "control/job_queries.h"
 #include "control/tenancy.h"
 #include "control/webhooks.h"
@@ -35,6 +38,9 @@ struct Services {
   int upload_timeout_s = 300;        // an upload's whole body, seconds; past it 408
   DiskQuota* disk_quota = nullptr;   // tenants' disk use against their quotas; null: none
   Images* images = nullptr;          // container images jobs name; null: no /v1/images routes
+  // Experiments' reads and actions; either null: no /v1/experiments routes.
+  ExperimentQueries* experiment_queries = nullptr;
+  ExperimentController* experiments = nullptr;
 };
 
 // A route's handler over the services; Bind makes it a Handler. `services` must outlive it.
@@ -58,6 +64,7 @@ bool AcquireStream(const Services& services, const Caller& caller, httplib::Resp
                    std::shared_ptr<StreamLimiter::Lease>* lease);
 
 void AddJobRoutes(Router& router, const Services& services);
+void AddExperimentRoutes(Router& router, const Services& services);
 void AddEventRoutes(Router& router, const Services& services);
 void AddWebhookRoutes(Router& router, const Services& services);
 void AddTenantRoutes(Router& router, const Services& services);

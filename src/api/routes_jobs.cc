@@ -59,12 +59,7 @@ void SubmitJob(const Services& s, const Request& req, Response& res, const Calle
   }
   std::vector<FieldError> errors;
   auto job = s.controller.Submit(req.body, caller.tenant, &errors);
-  if (!job.ok()) {
-    if (errors.empty()) return SendStatus(res, job.status());
-    nlohmann::json details = nlohmann::json::array();
-    for (const auto& e : errors) details.push_back({{"field", e.field}, {"problem", e.problem}});
-    return SendError(res, 400, std::string(job.status().message()), details);
-  }
+  if (!job.ok()) return SendRefusal(res, job.status(), errors);
   res.set_header("Location", absl::StrCat("/v1/jobs/", job->id));
   SendJson(res, 201, JobSummaryJson(*job, std::nullopt));
 }

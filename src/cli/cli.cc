@@ -29,6 +29,7 @@ int Run(int argc, char** argv) {
                  "bearer token (default $WEFT_TOKEN): a tenant token, or the admin token from "
                  "<data-dir>/admin.token for tenant and token commands");
   AddJobCommands(app, ctx);
+  AddExperimentCommands(app, ctx);
   AddClusterCommands(app, ctx);
   AddArtifactCommands(app, ctx);
   AddDatasetCommands(app, ctx);

@@ -1,8 +1,9 @@
-// The `weft` command's subcommands, registered on the CLI11 app by area: jobs (job_commands.cc)
-// the cluster's tenants, tokens, queue and nodes (cluster_commands.cc), a tenant's uploaded
-// artifacts (artifact_commands.cc), the data sets manifests name (dataset_commands.cc) and the
-// container images command jobs run on (image_commands.cc). Each
-// sets the exit code in the shared context when it runs.
+// The `weft` command's subcommands, registered on the CLI11 app by area: jobs (job_commands.cc),
+// hyperparameter searches (experiment_commands.cc), the cluster's tenants, tokens, queue and
+// nodes (cluster_commands.cc), a tenant's uploaded artifacts (artifact_commands.cc), the data
+// sets manifests name (dataset_commands.cc), the container images command jobs run on
+// (image_commands.cc) and webhooks (webhook_commands.cc). Each sets the exit code in the shared
+// context when it runs.
 #pragma once
 
 #include <string>
@@ -21,6 +22,7 @@ struct Context {
 };
 
 void AddJobCommands(CLI::App& app, Context& ctx);
+void AddExperimentCommands(CLI::App& app, Context& ctx);
 void AddClusterCommands(CLI::App& app, Context& ctx);
 void AddArtifactCommands(CLI::App& app, Context& ctx);
 void AddDatasetCommands(CLI::App& app, Context& ctx);
@@ -29,6 +31,10 @@ void AddWebhookCommands(CLI::App& app, Context& ctx);
 
 // `s` seconds for people: "42s", "3m05s", "1h02m"; "-" when negative.
 std::string Duration(double s);
+
+// Downloads job `id`'s delivered (else final) model to `out` (default ID-KIND.pt), saying so;
+// returns the exit code.
+int DownloadModel(const Client& api, const std::string& id, bool delivered, std::string out);
 
 // Uploads the file at `path` as the caller's artifact `name`, saying so; returns the exit code.
 int UploadArtifact(const Client& api, const std::string& name, const std::string& path);

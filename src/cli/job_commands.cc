@@ -27,6 +27,20 @@ std::string Duration(double s) {
   return absl::StrFormat("%ds", t);
 }
 
+int DownloadModel(const Client& api, const std::string& id, bool delivered, std::string out) {
+  const std::string which = delivered ? kDeliveredModel : kFinalModel;
+  Reply r = api.Call("GET", absl::StrCat("/v1/jobs/", id, "/model?which=", which));
+  if (r.status != 200) return Fail(r);
+  if (out.empty()) out = absl::StrCat(id, "-", which, ".pt");
+  if (absl::Status s = WriteFileAtomic(out, r.body); !s.ok()) {
+    std::cerr << "error: " << s.message() << "\n";
+    return 1;
+  }
+  std::cout << which << " model of " << id << " written to " << out << " (" << r.body.size()
+            << " bytes)\n";
+  return 0;
+}
+
 namespace {
 
 // Whether a state (as the API names it) is one where nothing more happens until a person acts.
@@ -371,20 +385,6 @@ int Metrics(const Client& api, const std::string& id, bool as_json) {
   return 0;
 }
 
-int Download(const Client& api, const std::string& id, bool delivered, std::string out) {
-  const std::string which = delivered ? kDeliveredModel : kFinalModel;
-  Reply r = api.Call("GET", absl::StrCat("/v1/jobs/", id, "/model?which=", which));
-  if (r.status != 200) return Fail(r);
-  if (out.empty()) out = absl::StrCat(id, "-", which, ".pt");
-  if (absl::Status s = WriteFileAtomic(out, r.body); !s.ok()) {
-    std::cerr << "error: " << s.message() << "\n";
-    return 1;
-  }
-  std::cout << which << " model of " << id << " written to " << out << " (" << r.body.size()
-            << " bytes)\n";
-  return 0;
-}
-
 // One learner's log (`rank`), or a scale-out parameter-server job's server's (`server` >= 0).
 // A log is what a tenant's program printed: on a terminal its control characters are shown, not
 // obeyed (common/text.h TerminalText), unless `raw`; into a pipe or a file it goes as it is.
@@ -526,7 +526,7 @@ void AddJobCommands(CLI::App& app, Context& ctx) {
   g->require_option(0, 1);
   download->add_option("-o,--output", a->out, "output path (default ID-KIND.pt)");
   run(download,
-      [](const Client& c, const Args& x) { return Download(c, x.id, x.delivered, x.out); });
+      [](const Client& c, const Args& x) { return DownloadModel(c, x.id, x.delivered, x.out); });
   run(WithId(app, "halt", "stop a job (it can be resumed)", *a),
       [](const Client& c, const Args& x) {
         return Act(c, "POST", "/v1/jobs/" + x.id + "/halt", "halted " + x.id);

@@ -268,20 +268,79 @@ absl::Status ExperimentController::End(ExperimentRecord& e, ExperimentState stat
                                        const std::string& reason,
                                        const std::vector<JobRecord>& trials) {
   // Its trials first: a round cut short here ends the experiment again.
+  std::string preempted;
   for (const JobRecord& job : trials) {
-    if (IsSettled(job.state) || job.state == JobState::kPreempted ||
-        job.state == JobState::kResuming) {
+    if (IsSettled(job.state)) continue;
+    if (job.state == JobState::kPreempted || job.state == JobState::kResuming) {
+      preempted = job.id;  // Controller::Halt refuses it until it is QUEUED
       continue;
     }
     absl::Status s =
         jobs_.Halt(job.id, absl::StrCat("halted: its experiment ", e.id, " ended (", reason, ")"));
     if (!s.ok()) spdlog::warn("trial {}: cannot halt it: {}", job.id, s.message());
   }
+  if (!preempted.empty()) {
+    return absl::UnavailableError(absl::StrCat(
+        "trial ", preempted, " is being preempted; experiment ", e.id, " becomes ",
+        ExperimentStateName(state), " once it is QUEUED again (retry in a few seconds)"));
+  }
   e.state = state;
   e.reason = reason;
   e.updated_ms = clock_.NowMs();
   RETURN_IF_ERROR(store_.UpdateExperiment(e));
   spdlog::info("experiment {} {}: {}", e.id, ExperimentStateName(state), reason);
+  return absl::OkStatus();
+}
+
+absl::Status ExperimentController::Halt(const std::string& id) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(ExperimentRecord e, store_.GetExperiment(id));
+  if (e.state != ExperimentState::kRunning) {
+    return absl::FailedPreconditionError(absl::StrCat("experiment ", id, " is ",
+                                                      ExperimentStateName(e.state),
+                                                      "; only RUNNING experiments halt"));
+  }
+  ASSIGN_OR_RETURN(std::vector<JobRecord> trials, store_.ListTrials(id));
+  return End(e, ExperimentState::kHalted, "halted by user", trials);
+}
+
+absl::Status ExperimentController::Resume(const std::string& id) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(ExperimentRecord e, store_.GetExperiment(id));
+  if (e.state != ExperimentState::kHalted) {
+    return absl::FailedPreconditionError(absl::StrCat("experiment ", id, " is ",
+                                                      ExperimentStateName(e.state),
+                                                      "; only HALTED experiments resume"));
+  }
+  // The trials first: cut short before the experiment is stored RUNNING, a second Resume
+  // resumes the rest.
+  ASSIGN_OR_RETURN(std::vector<JobRecord> trials, store_.ListTrials(id));
+  for (const JobRecord& job : trials) {
+    if (job.state != JobState::kHalted || job.progress.epoch >= job.progress.epochs_total) {
+      continue;  // training, settled, or waiting at the end of its rung
+    }
+    RETURN_IF_ERROR(jobs_.Resume(job.id, std::nullopt));
+  }
+  e.state = ExperimentState::kRunning;
+  e.reason = "resumed by user";
+  e.updated_ms = clock_.NowMs();
+  RETURN_IF_ERROR(store_.UpdateExperiment(e));
+  spdlog::info("experiment {} RUNNING: resumed by user", id);
+  return absl::OkStatus();
+}
+
+absl::Status ExperimentController::Delete(const std::string& id) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(ExperimentRecord e, store_.GetExperiment(id));
+  ASSIGN_OR_RETURN(std::vector<JobRecord> trials, store_.ListTrials(id));
+  // Halted first, so that no round starts a trial while its others go.
+  if (e.state == ExperimentState::kRunning) {
+    RETURN_IF_ERROR(End(e, ExperimentState::kHalted, "deleted by user", trials));
+  }
+  for (const JobRecord& job : trials) RETURN_IF_ERROR(jobs_.Delete(job.id));
+  RETURN_IF_ERROR(store_.DeleteExperiment(id));
+  specs_.erase(id);
+  spdlog::info("experiment {} deleted with its {} trial(s)", id, trials.size());
   return absl::OkStatus();
 }
 

@@ -50,6 +50,20 @@ class ExperimentController {
   // stored state is lost or whose manifest no longer parses is FAILED with the reason.
   void Round() ABSL_LOCKS_EXCLUDED(mu_);
 
+  // A person's actions on experiment `id` (the caller checked that it may see it). NotFound if
+  // there is none; errors of the store and of the trials' jobs (Controller).
+  //   - Halt: RUNNING -> HALTED, its training trials halted with it; FailedPrecondition if it is
+  //     not RUNNING; Unavailable while a trial is being preempted (it cannot be halted until it
+  //     is QUEUED again: retry in a second; the experiment stays RUNNING meanwhile).
+  //   - Resume: HALTED -> RUNNING, the trials it halted in the middle of a rung resumed (a
+  //     trial waiting at the end of its rung is the search's to promote); FailedPrecondition if
+  //     it is not HALTED.
+  //   - Delete: halts it if RUNNING, then deletes its trials' jobs (their models and logs) and
+  //     the experiment. Cut short, it leaves a HALTED experiment that a second Delete removes.
+  absl::Status Halt(const std::string& id) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status Resume(const std::string& id) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status Delete(const std::string& id) ABSL_LOCKS_EXCLUDED(mu_);
+
  private:
   // The experiment's manifest, parsed once (it never changes).
   absl::StatusOr<const ExperimentSpec*> SpecOf(const ExperimentRecord& e)
@@ -68,7 +82,8 @@ class ExperimentController {
   // Starts and promotes trials while the experiment has room. Errors of the store.
   absl::Status Plan(ExperimentRecord& e, const ExperimentSpec& spec, ExperimentSearch& search,
                     const std::vector<JobRecord>& trials) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Ends the experiment in `state` with `reason`, halting the trials still training.
+  // Ends the experiment in `state` (HALTED included) with `reason`, halting the trials still
+  // training. Unavailable, with nothing stored, while a trial is being preempted.
   absl::Status End(ExperimentRecord& e, ExperimentState state, const std::string& reason,
                    const std::vector<JobRecord>& trials) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 

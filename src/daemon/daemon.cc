@@ -29,8 +29,10 @@
 #include "common/ids.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
+#include "control/control_loop.h"
 #include "control/controller.h"
 #include "control/coordinator_service.h"
+#include "control/experiment_controller.h"
 #include "control/images.h"
 #include "control/tenancy.h"
 #include "daemon/backends.h"
@@ -41,6 +43,10 @@
 
 namespace weft::daemon {
 namespace {
+
+// How often the experiments' searches are driven: a trial that ended its rung waits this long
+// at most for its promotion or its successor.
+constexpr int64_t kExperimentRoundMs = 1000;
 
 std::atomic<bool> g_stop{false};
 void OnSignal(int) { g_stop = true; }
@@ -218,6 +224,14 @@ void AnnounceCoordinators(LeaseKeeper* keeper, const std::string& self,
   });
 }
 
+// The engine tenants' images go to: the one the learners run in (null: none, so no images).
+std::unique_ptr<weft::PodmanRuntime> ImageEngine(const weft::Executor& executor,
+                                                 const std::string& data_dir) {
+  if (executor.Runtime() != "podman" || !executor.Available().ok()) return nullptr;
+  auto opened = weft::PodmanRuntime::Open({"/usr/bin/podman", data_dir + "/run/podman"});
+  return opened.ok() ? *std::move(opened) : nullptr;
+}
+
 // Leads until SIGINT or SIGTERM: tenancy, the executor, recovery, the coordinator, the REST API
 // and the control loop. `keeper` renews the lease of a weftd that shares its store (null: the
 // only weftd, on SQLite); learners are told every member's coordinator.
@@ -248,12 +262,7 @@ int Lead(Base& b, std::unique_ptr<LeaseKeeper> keeper, const std::string& previo
                              [&artifacts](const std::string& t) { return artifacts.TenantDir(t); },
                              weft::SystemClock::Get(), {flags.tenant_disk_quota_mb});
   options.disk_quota = &disk_quota;
-  // Images go to the engine the learners run in (none: no images).
-  std::unique_ptr<weft::PodmanRuntime> engine;
-  if ((*executor)->Runtime() == "podman" && (*executor)->Available().ok()) {
-    auto opened = weft::PodmanRuntime::Open({"/usr/bin/podman", b.data_dir + "/run/podman"});
-    if (opened.ok()) engine = *std::move(opened);
-  }
+  std::unique_ptr<weft::PodmanRuntime> engine = ImageEngine(**executor, b.data_dir);
   weft::Images images(b.store, engine.get(), &artifacts, &disk_quota, weft::SystemClock::Get(),
                       weft::Sha256Hex(std::filesystem::absolute(b.data_dir).string()).substr(0, 8));
   if (int n = images.RemoveUnreferenced(flags.runtime_image); n > 0) {
@@ -277,12 +286,17 @@ int Lead(Base& b, std::unique_ptr<LeaseKeeper> keeper, const std::string& previo
   if (auto s = controller.Recover(); !s.ok()) {
     return Fail(absl::InternalError(absl::StrCat("recovery failed: ", s.message())));
   }
+  weft::ExperimentController experiments(b.store, controller, weft::SystemClock::Get());
   flags.rest.admin_token_path = b.data_dir + "/admin.token";
   weft::api::RestServer rest(b.store, controller,
-                             {&artifacts, &disk_quota, &images, executor->get()},
+                             {&artifacts, &disk_quota, &images, executor->get(), &experiments},
                              weft::SystemClock::Get(), flags.rest);
   if (auto s = rest.Start(flags.host, flags.port); !s.ok()) return Fail(s);
   controller.StartLoop();
+  // The experiments' searches, on their own thread: a round reads each running experiment's
+  // trials and acts on them through the controller.
+  weft::ControlLoop experiment_rounds([&experiments] { experiments.Round(); }, kExperimentRoundMs);
+  experiment_rounds.Start();
   // Deliveries the outbox holds from before a restart go out now.
   weft::WebhookDispatcher webhooks(b.store, weft::SystemClock::Get(), flags.rest.webhooks);
   webhooks.Start();
@@ -292,6 +306,7 @@ int Lead(Base& b, std::unique_ptr<LeaseKeeper> keeper, const std::string& previo
   if (keeper) keeper->SetOnMembers(nullptr);  // no more calls into the controller
   rest.Stop();
   webhooks.Stop();
+  experiment_rounds.Stop();
   controller.StopLoop();
   channels.Serve(nullptr);
   (*grpc_server)->Shutdown();

@@ -125,17 +125,20 @@ absl::Status Asha::Report(int64_t trial, int rung, std::optional<double> metric)
 }
 
 std::optional<AshaResult> Asha::Best(int* rung) const {
-  for (int k = static_cast<int>(resources_.size()) - 1; k >= 0; --k) {
-    std::optional<AshaResult> best;
+  // Each trial's latest result: the highest rung first, so a trial's earlier ones are skipped.
+  std::vector<bool> seen(state_.trials_started, false);
+  std::optional<AshaResult> best;
+  for (int k = static_cast<int>(state_.results.size()) - 1; k >= 0; --k) {
     for (const AshaResult& r : state_.results[k]) {
-      if (r.metric && (!best || Better(r, *best))) best = r;
-    }
-    if (best) {
-      if (rung != nullptr) *rung = k;
-      return best;
+      if (r.trial < 0 || r.trial >= state_.trials_started || seen[r.trial]) continue;
+      seen[r.trial] = true;
+      if (r.metric && (!best || Better(r, *best))) {
+        best = r;
+        if (rung != nullptr) *rung = k;
+      }
     }
   }
-  return std::nullopt;
+  return best;
 }
 
 }  // namespace weft::scheduler

@@ -79,7 +79,9 @@ class Asha {
 
   // Trials started or promoted whose result is awaited.
   int64_t Running() const;
-  // The best result of the highest rung that has a metric (nullopt: none yet), with its rung.
+  // The best of the trials' latest results — each trial's at the highest rung it has one, what
+  // its model as it is now scored — with its rung; nullopt while none has a metric. A trial
+  // that got worse when promoted ranks by its worse result.
   std::optional<AshaResult> Best(int* rung = nullptr) const;
 
   const AshaConfig& config() const { return config_; }

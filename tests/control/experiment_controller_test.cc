@@ -8,6 +8,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <map>
 #include <string>
 #include <vector>
@@ -238,6 +239,44 @@ TEST_F(ExperimentControllerTest, TheCompleteTargetEndsTheSearchAndHaltsTheOtherT
   EXPECT_EQ(State(trials[0].id), JobState::kHalted);
   EXPECT_THAT(Reason(trials[0].id), HasSubstr("its experiment " + id + " ended"));
   EXPECT_EQ(store_->ListTrials(id)->size(), 2u) << "no trial starts after the end";
+}
+
+// A person halts an experiment (its training trials halt with it, and no round starts another),
+// resumes it (the trials it halted mid-rung go on; the search ends as it would have), and deletes
+// it with its trials' jobs.
+TEST_F(ExperimentControllerTest, HaltResumeAndDeleteActOnTheTrialsToo) {
+  const std::string id = SubmitExperiment();
+  Round(false);
+  auto trials = *store_->ListTrials(id);
+  ASSERT_EQ(trials.size(), 2u);
+  ASSERT_TRUE(experiments_->Halt(id).ok());
+  EXPECT_EQ(store_->GetExperiment(id)->state, ExperimentState::kHalted);
+  EXPECT_EQ(store_->GetExperiment(id)->reason, "halted by user");
+  for (const JobRecord& t : trials) {
+    EXPECT_EQ(State(t.id), JobState::kHalted) << t.id;
+    executor_.Exit(t.id, t.attempt, 0, SIGTERM);  // the learner goes, as told
+  }
+  Round(false);
+  EXPECT_EQ(store_->ListTrials(id)->size(), 2u) << "a halted experiment starts no trial";
+  EXPECT_TRUE(absl::IsFailedPrecondition(experiments_->Halt(id)));
+
+  ASSERT_TRUE(experiments_->Resume(id).ok());
+  EXPECT_EQ(store_->GetExperiment(id)->state, ExperimentState::kRunning);
+  for (const JobRecord& t : trials) EXPECT_NE(State(t.id), JobState::kHalted) << t.id;
+  const ExperimentRecord e = RunToTheEnd(id, {{0, 0.6}, {1, 0.8}, {2, 0.7}, {3, 0.5}}, false);
+  EXPECT_EQ(e.state, ExperimentState::kCompleted) << e.reason;
+  EXPECT_EQ(promotions_, (std::vector<std::string>{"t1 -> 2 epochs from 1", "t2 -> 2 epochs from 1",
+                                                   "t1 -> 4 epochs from 2"}));
+  EXPECT_TRUE(absl::IsFailedPrecondition(experiments_->Resume(id)));
+
+  trials = *store_->ListTrials(id);
+  ASSERT_EQ(trials.size(), 4u);
+  ASSERT_TRUE(experiments_->Delete(id).ok());
+  EXPECT_TRUE(absl::IsNotFound(store_->GetExperiment(id).status()));
+  for (const JobRecord& t : trials) {
+    EXPECT_TRUE(absl::IsNotFound(store_->GetJob(t.id).status())) << t.id;
+  }
+  EXPECT_TRUE(absl::IsNotFound(experiments_->Halt(id)));
 }
 
 // A manifest that cannot be an experiment is refused with the field, and nothing is stored.

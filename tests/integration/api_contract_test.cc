@@ -128,6 +128,25 @@ TEST_F(ApiContractTest, EveryAnswerOnEveryRouteMatchesTheDocument) {
   Call(token, "GET", "/v1/jobs/" + id + "/metrics?limit=5");
   Call(token, "GET", "/v1/jobs/" + id + "/logs");
   Call(token, "GET", "/v1/jobs/" + id + "/logs?rank=7", "", 400);
+  // An experiment: refused, stored, shown, halted, resumed and deleted.
+  const std::string search =
+      "kind: Experiment\nname: contract-search\n"
+      "job: {model: {architecture: mlp, hidden_units: [32]}, data: {train_samples: 2000, "
+      "test_samples: 500}, training: {epochs: 2, threads: 1}, resources: {cpus: 1}}\n"
+      "search: {space: {training.learning_rate: {choice: [0.01, 0.001]}}, eta: 2, max_trials: 2}\n";
+  const json bad_search =
+      Call(token, "POST", "/v1/experiments", search + "targets: {deliver: 2}\n", 400);
+  EXPECT_EQ(bad_search["error"]["details"][0].value("field", ""), "targets.deliver");
+  Call(admin, "POST", "/v1/experiments", search, 403);
+  const std::string exp = Call(token, "POST", "/v1/experiments", search, 201).value("id", "");
+  Call(token, "GET", "/v1/experiments");
+  Call(token, "GET", "/v1/experiments/" + exp);
+  Call(token, "POST", "/v1/experiments/" + exp + "/resume", "", 409);
+  Call(token, "POST", "/v1/experiments/" + exp + "/halt");
+  Call(token, "POST", "/v1/experiments/" + exp + "/halt", "", 409);
+  Call(token, "POST", "/v1/experiments/" + exp + "/resume");
+  Call(token, "DELETE", "/v1/experiments/" + exp);
+  Call(token, "GET", "/v1/experiments/" + exp, "", 404);
   // The job's stream is its snapshot and the end now that it is settled; the tenant's stream
   // from event 0 replays its life (read until the server's read timeout, then checked).
   Call(token, "GET", "/v1/jobs/" + id + "/events");

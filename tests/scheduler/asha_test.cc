@@ -87,6 +87,27 @@ TEST(AshaTest, AFailedTrialIsNeverPromotedAndMinimisingRanksLowFirst) {
   EXPECT_EQ(rung, 0) << "no result in a higher rung yet";
 }
 
+TEST(AshaTest, TheBestIsTheBestLatestResultOfATrial) {
+  Asha asha(Config(2, 1, 2, 3));  // rungs of 1 and 2
+  for (int t = 0; t < 2; ++t) ASSERT_EQ(asha.Next().kind, AshaDecision::kStart);
+  ASSERT_TRUE(asha.Report(0, 0, 0.7).ok());
+  ASSERT_TRUE(asha.Report(1, 0, 0.6).ok());
+  AshaDecision d = asha.Next();
+  ASSERT_EQ(d.kind, AshaDecision::kPromote);
+  ASSERT_EQ(d.trial, 0);
+  ASSERT_TRUE(asha.Report(0, 1, 0.5).ok());  // worse after training on (overfitting)
+  int rung = -1;
+  std::optional<AshaResult> best = asha.Best(&rung);
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(best->trial, 1) << "trial 0's model now scores 0.5, below trial 1's 0.6";
+  EXPECT_EQ(rung, 0);
+  ASSERT_EQ(asha.Next().kind, AshaDecision::kStart);
+  ASSERT_TRUE(asha.Report(2, 0, std::nullopt).ok());  // a failure is never the best
+  best = asha.Best(&rung);
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(best->trial, 1);
+}
+
 TEST(AshaTest, AReportMustBeForTheRungTheTrialTrainsIn) {
   Asha asha(Config(3, 1, 9, 2));
   ASSERT_EQ(asha.Next().kind, AshaDecision::kStart);
