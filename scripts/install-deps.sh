@@ -56,7 +56,7 @@ if ! command -v npm >/dev/null 2>&1; then
 fi
 # Optional: the PyTorch reference for bench/ (not needed to build or test).
 if [[ "${WEFT_WITH_BENCH_DEPS:-0}" == "1" ]]; then
-  PACKAGES+=(python3-numpy wrk)
+  PACKAGES+=(python3-numpy python3-optuna wrk)
 fi
 
 # api_contract_test checks GET /metrics with Prometheus's own `promtool check metrics`. Only the

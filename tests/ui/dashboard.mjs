@@ -3,6 +3,7 @@
 // starts weftd and the job and passes, in the environment:
 //   WEFT_URL          weftd's REST address, e.g. http://127.0.0.1:PORT
 //   WEFT_TOKEN        a tenant token; WEFT_JOB a job of that tenant that is training now
+//   WEFT_EXPERIMENT   an experiment of that tenant (optional): its page is checked too
 //   WEFT_ADMIN_TOKEN  the admin token (the shares page)
 //   WEFT_ARTIFACTS    where the screenshots go
 //   CHROMIUM          the browser (default /usr/bin/chromium)
@@ -17,6 +18,7 @@ const url = process.env.WEFT_URL;
 const token = process.env.WEFT_TOKEN;
 const job = process.env.WEFT_JOB;
 const admin = process.env.WEFT_ADMIN_TOKEN;
+const experiment = process.env.WEFT_EXPERIMENT;
 const artifacts = process.env.WEFT_ARTIFACTS || ".";
 mkdirSync(artifacts, { recursive: true });
 
@@ -99,6 +101,24 @@ try {
   await page.waitForSelector("#nodes tbody tr");
   check(true, "the nodes page lists nodes");
   await page.screenshot({ path: artifacts + "/nodes.png" });
+
+  if (experiment) {
+    // The experiment page: its trials, their curves, the best so far and a hyperparameter plot.
+    await page.click('nav a[data-page="experiments"]');
+    await page.waitForSelector(`#experiments tr[data-id="${experiment}"]`, { timeout: 20000 });
+    check(true, "the experiments page lists " + experiment);
+    await page.click(`#experiments tr[data-id="${experiment}"] a`);
+    await page.waitForSelector("#trials tbody tr", { timeout: 60000 });
+    for (const c of ["chart-trials", "chart-best", "chart-hyperparameter"]) {
+      await page.waitForFunction((id) => Number(document.querySelector("#" + id)?.dataset.points || 0) >= 1, c, {
+        timeout: 180000,
+      });
+      check(true, `the experiment's ${c} has points`);
+    }
+    const trials = await page.locator("#trials tbody tr").count();
+    check(trials >= 2, `the trials table lists ${trials} trials`);
+    await page.screenshot({ path: artifacts + "/experiment.png" });
+  }
 
   // Signing out forgets the token.
   await page.click("#sign-out");

@@ -1,9 +1,10 @@
 // The dashboard's shell: sign-in, the navigation bar and the pages behind #/jobs, #/jobs/{id},
-// #/queue, #/nodes and #/shares. Each page opens one event stream and closes it when left.
+// #/experiments, #/experiments/{id}, #/queue, #/nodes and #/shares. Each page opens one event stream and closes it when left.
 import { api, ApiError, setToken, setUnauthorizedHandler, token } from "./api.js";
 import { fill } from "./dom.js";
 import { jobsPage, nodesPage, queuePage, sharesPage } from "./pages.js";
 import { jobPage } from "./job_page.js";
+import { experimentPage, experimentsPage } from "./experiment_page.js";
 
 const main = document.getElementById("main");
 const bar = document.getElementById("bar");
@@ -69,6 +70,8 @@ function route() {
   const ctx = { admin: who.admin, setLive };
   fill(main);
   if (page === "jobs" && parts[1]) leave = jobPage(main, ctx, parts[1]);
+  else if (page === "experiments" && parts[1]) leave = experimentPage(main, ctx, parts[1]);
+  else if (page === "experiments") leave = experimentsPage(main, ctx);
   else if (page === "queue") leave = queuePage(main, ctx);
   else if (page === "nodes") leave = nodesPage(main, ctx);
   else if (page === "shares") leave = sharesPage(main, ctx);

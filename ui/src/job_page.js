@@ -3,58 +3,13 @@
 // follows GET /v1/jobs/{id}/events (a snapshot, then the job's events until it settles) and the
 // metric series it reads once from GET /v1/jobs/{id}/metrics.
 import { api, download, readText, subscribe } from "./api.js";
+import { chart } from "./chart.js";
 import { ago, bar, el, fill, percent, stateBadge, throttle } from "./dom.js";
 
 const SETTLED = ["COMPLETED", "FAILED", "HALTED"];
 // The log lines the tail keeps, and the metric points read at most (pages of 1,000).
 const LOG_LINES = 400;
 const MAX_POINTS = 50000;
-
-function short(v) {
-  if (v === null || v === undefined) return "";
-  const a = Math.abs(v);
-  if (a >= 1e6) return +(v / 1e6).toPrecision(3) + "M";
-  if (a >= 1e3) return +(v / 1e3).toPrecision(3) + "k";
-  return +v.toPrecision(3) + "";
-}
-
-// A chart of series over the training step: uPlot (bundled) in `node`; update(xs, ...ys).
-function chart(node, title, series) {
-  let plot = null;
-  let data = null;
-  const make = () => {
-    if (plot || !window.uPlot || !node.isConnected) return;
-    plot = new window.uPlot(
-      {
-        title,
-        width: Math.max(280, node.clientWidth || 400),
-        height: 220,
-        scales: { x: { time: false } },
-        // y labels short enough for the axis: 35k rather than a clipped 35,000
-        axes: [{ label: "step" }, { size: 56, values: (u, ticks) => ticks.map(short) }],
-        series: [{ label: "step" }].concat(
-          series.map((s) => Object.assign({ spanGaps: true, width: 1.5 }, s)),
-        ),
-      },
-      data || [[], ...series.map(() => [])],
-      node,
-    );
-  };
-  return {
-    update(xs, ...ys) {
-      data = [xs, ...ys];
-      node.dataset.points = String(xs.length);
-      make();
-      if (plot) plot.setData(data);
-    },
-    resize() {
-      if (plot) plot.setSize({ width: Math.max(280, node.clientWidth), height: 220 });
-    },
-    destroy() {
-      if (plot) plot.destroy();
-    },
-  };
-}
 
 export function jobPage(main, ctx, id) {
   let closed = false;

@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# Hyperparameter search on weft (issue 44), on one machine in one run:
+#   1. weft's ASHA against training every configuration fully on weft (searcher grid): the best
+#      test accuracy found, the cpu-seconds the trials held (each trial's learner: 1 cpu, from
+#      PLACED until it leaves RUNNING), the wall time, and the time to the deliver target;
+#   2. against Optuna 3.1 (Debian's python3-optuna, bench/hpo_optuna.py) searching the same space
+#      with SuccessiveHalvingPruner on the same 2 cores — with Debian's stock BLAS, and with
+#      OpenBLAS on LD_LIBRARY_PATH for that run only (bench/lib.sh openblas_libdir);
+#   3. two tenants' ASHA experiments at once: each tenant's share of the cpu-seconds held while
+#      both ran (fair share: 0.5 each).
+# The space: 16 configurations of the MLP on the first TRAIN (30,000) training and 2,000 test
+# images —
+# learning rate {1e-3, 3e-3, 1e-2, 3e-2} x batch size {32, 128} x hidden widths {[64], [256, 64]}
+# — trained up to 9 epochs; ASHA with eta 3 (rungs of 1, 3, 9 epochs), 16 trials, 2 at once.
+#
+# Usage: bench/hpo_compare.sh [DELIVER=0.86] [TRAIN=30000]. About 15 minutes on 2 cores (most of
+# it Optuna on the stock BLAS).
+# Needs python3-torch, python3-numpy and python3-optuna (WEFT_WITH_BENCH_DEPS=1
+# scripts/install-deps.sh).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source bench/lib.sh
+DELIVER=${1:-0.86}
+TRAIN=${2:-30000}
+WORK=$(mktemp -d)
+trap 'stop_weftd; rm -rf "$WORK"' EXIT
+
+manifest() {  # manifest NAME SEARCHER SEED
+  local extra=""
+  [[ $2 == asha ]] && extra="  eta: 3
+  min_resource: 1
+  max_trials: 16"
+  cat <<YAML
+kind: Experiment
+name: $1
+job:
+  model: {architecture: mlp, hidden_units: [64]}
+  data: {train_samples: $TRAIN, test_samples: 2000}
+  training: {epochs: 9, batch_size: 64, optimizer: adam, threads: 1}
+  resources: {cpus: 1, memory_mb: 1024}
+search:
+  space:
+    training.learning_rate: {choice: [0.001, 0.003, 0.01, 0.03]}
+    training.batch_size: {choice: [32, 128]}
+    model.hidden_units: {choice: [[64], [256, 64]]}
+  searcher: $2
+$extra
+  max_concurrent_trials: 2
+  seed: $3
+targets: {deliver: $DELIVER}
+YAML
+}
+
+submit() {  # submit FILE TOKEN -> the experiment's id
+  WEFT_TOKEN=$2 "$BIN/weft" experiment submit "$1" | sed -n 's/^experiment \(exp-[^ ]*\) submitted.*/\1/p'
+}
+
+# save ID TOKEN OUT: the experiment and every trial's job, as the API shows them.
+save() {
+  python3 - "$WEFT_SERVER" "$2" "$1" "$3" <<'PY'
+import json, sys, urllib.request
+server, token, eid, out = sys.argv[1:]
+def get(path):
+    req = urllib.request.Request(f"http://{server}{path}", headers={"Authorization": f"Bearer {token}"})
+    return json.load(urllib.request.urlopen(req))
+e = get(f"/v1/experiments/{eid}")
+jobs = {t["job"]: get(f"/v1/jobs/{t['job']}") for t in e["trials"] if t["job"]}
+json.dump({"experiment": e, "jobs": jobs}, open(out, "w"))
+PY
+}
+
+start_weftd "$WORK/data"
+ADMIN=$(cat "$WORK/data/admin.token")
+manifest hpo-asha asha 11 >"$WORK/asha.yaml"
+manifest hpo-grid grid 0 >"$WORK/grid.yaml"
+for run in asha grid; do
+  echo "weft: $run search ..."
+  id=$(submit "$WORK/$run.yaml" "$WEFT_TOKEN")
+  "$BIN/weft" experiment follow "$id" | tail -1
+  save "$id" "$WEFT_TOKEN" "$WORK/$run.json"
+done
+echo "weft: two tenants' ASHA searches at once ..."
+declare -A tok ids
+for t in team-a team-b; do
+  "$BIN/weft" --token "$ADMIN" tenant create "$t" >/dev/null
+  tok[$t]=$("$BIN/weft" --token "$ADMIN" token create "$t" | tail -1)
+done
+for t in team-a team-b; do ids[$t]=$(submit "$WORK/asha.yaml" "${tok[$t]}"); done
+for t in team-a team-b; do
+  WEFT_TOKEN=${tok[$t]} "$BIN/weft" experiment follow "${ids[$t]}" | tail -1
+  save "${ids[$t]}" "${tok[$t]}" "$WORK/$t.json"
+done
+stop_weftd
+
+echo "optuna (stock BLAS) ..."
+/usr/bin/python3 bench/hpo_optuna.py 16 9 3 2 11 "$DELIVER" "$TRAIN" 2000 | tee "$WORK/optuna.json"
+OPENBLAS=$(openblas_libdir)
+echo "optuna with OpenBLAS ($(torch_blas "$OPENBLAS")) ..."
+LD_LIBRARY_PATH="$OPENBLAS" OPENBLAS_NUM_THREADS=1 /usr/bin/python3 bench/hpo_optuna.py 16 9 3 2 11 \
+  "$DELIVER" "$TRAIN" 2000 | tee "$WORK/optuna-openblas.json"
+
+python3 - "$WORK" "$DELIVER" <<'PY'
+import datetime, json, sys
+w, deliver = sys.argv[1], float(sys.argv[2])
+def ts(s): return datetime.datetime.strptime(s, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.timezone.utc).timestamp()
+HOLDING = {"PLACED", "STARTING", "RUNNING", "DELIVERED"}
+def held(job):  # [(from, to)] while the job's learners held their cpus
+    out, since = [], None
+    for ev in job["history"]:
+        t = ts(ev["time"])
+        if ev["to"] in HOLDING and since is None: since = t
+        elif ev["to"] not in HOLDING and since is not None: out.append((since, t)); since = None
+    if since is not None: out.append((since, ts(job["updated_at"])))
+    return out
+def summary(name):
+    d = json.load(open(f"{w}/{name}.json")); e = d["experiment"]
+    cpus = {j: job["spec"]["resources"]["cpus"] for j, job in d["jobs"].items()}
+    intervals = [(a, b, cpus[j]) for j, job in d["jobs"].items() for a, b in held(job)]
+    start = ts(e["created_at"]); end = ts(e["updated_at"])
+    best = max((r for t in e["trials"] for r in t["results"][-1:] if r is not None), default=None)
+    dl = ts(e["deliver_met_at"]) - start if e["deliver_met_at"] else None
+    return {"best": best, "cpu_s": sum((b - a) * c for a, b, c in intervals), "wall_s": end - start,
+            "deliver_s": dl, "trials": len(e["trials"]), "intervals": intervals, "start": start, "end": end}
+def fmt(r): return (f"best {r['best']:.4f}  cpu-s {r['cpu_s']:7.1f}  wall {r['wall_s']:6.1f} s  "
+                    f"to {deliver}: " + (f"{r['deliver_s']:.1f} s" if r['deliver_s'] is not None else "never"))
+asha, grid = summary("asha"), summary("grid")
+opt = [json.loads(open(f"{w}/{n}.json").read().strip().splitlines()[-1]) for n in ("optuna", "optuna-openblas")]
+print("\n== weft ASHA against every configuration trained fully (grid), and Optuna ==")
+print(f"weft ASHA  ({asha['trials']:2d} trials)        " + fmt(asha))
+print(f"weft grid  ({grid['trials']:2d} trials)        " + fmt(grid))
+for label, o in zip(("stock BLAS", "OpenBLAS  "), opt):
+    print(f"Optuna SHA ({label}, {o['pruned']} pruned) " + fmt(o))
+print(f"ASHA vs grid: best {100 * (asha['best'] - grid['best']):+.2f} points, cpu-seconds ratio "
+      f"{asha['cpu_s'] / grid['cpu_s']:.2f} (goal: within 0.5 point for <= 0.30)")
+for label, o in zip(("stock BLAS", "OpenBLAS"), opt):
+    print(f"weft ASHA / Optuna ({label}): wall {asha['wall_s'] / o['wall_s']:.2f}, best "
+          f"{100 * (asha['best'] - o['best']):+.2f} points" +
+          (f", time to {deliver} {asha['deliver_s'] / o['deliver_s']:.2f}"
+           if asha['deliver_s'] and o['deliver_s'] else ""))
+a, b = summary("team-a"), summary("team-b")
+lo, hi = max(a["start"], b["start"]), min(a["end"], b["end"])
+def within(r):
+    return sum(max(0.0, min(y, hi) - max(x, lo)) * c for x, y, c in r["intervals"])
+ca, cb = within(a), within(b)
+print(f"\n== two tenants' ASHA searches at once ({hi - lo:.1f} s together) ==")
+print(f"team-a: {ca:6.1f} cpu-s ({ca / (ca + cb):.3f})   team-b: {cb:6.1f} cpu-s ({cb / (ca + cb):.3f})"
+      f"   (fair share 0.5 each; goal within 10 %)")
+print(f"team-a " + fmt(a)); print(f"team-b " + fmt(b))
+PY
