@@ -29,20 +29,6 @@ resources: {cpus: 1, memory_mb: 1024}
 targets: {deliver: 0.70, complete: 0.99}
 )";
 
-constexpr char kExperiment[] = R"(kind: Experiment
-name: dashboard-search
-job:
-  model: {architecture: mlp, hidden_units: [32]}
-  data: {train_samples: 2000, test_samples: 500}
-  training: {epochs: 2, batch_size: 64, threads: 1}
-  resources: {cpus: 1, memory_mb: 1024}
-search:
-  space:
-    training.learning_rate: {loguniform: [1.0e-3, 3.0e-2]}
-  eta: 2
-  max_trials: 4
-)";
-
 // The first of `names` found on PATH (or as an absolute path), or "".
 std::string FindProgram(const std::vector<std::string>& names) {
   for (const std::string& name : names) {
@@ -97,8 +83,9 @@ TEST_F(DashboardTest, SignInWatchAJobTrainAndHaltItInARealBrowser) {
   ASSERT_TRUE(running.is_object());
   ASSERT_THAT(running.value("state", ""), ::testing::AnyOf("RUNNING", "DELIVERED"));
 
-  // A small search for the experiment page: four trials of 1 or 2 epochs, two at a time.
-  auto experiment = weftd_->Client().Post("/v1/experiments", kExperiment, "application/yaml");
+  // A small search for the experiment page.
+  auto experiment =
+      weftd_->Client().Post("/v1/experiments", testing::kSmallExperiment, "application/yaml");
   ASSERT_TRUE(experiment);
   ASSERT_EQ(experiment->status, 201) << experiment->body;
   const std::string experiment_id = json::parse(experiment->body).value("id", "");

@@ -20,22 +20,7 @@ namespace {
 using nlohmann::json;
 using ::testing::HasSubstr;
 
-// Four trials of a small MLP, two at once; rungs of 1 and 2 epochs (η = 2).
-constexpr char kExperiment[] = R"(kind: Experiment
-name: small-search
-job:
-  model: {architecture: mlp, hidden_units: [32]}
-  data: {train_samples: 2000, test_samples: 500}
-  training: {epochs: 2, batch_size: 64, threads: 1}
-  resources: {cpus: 1, memory_mb: 1024}
-search:
-  space:
-    training.learning_rate: {loguniform: [1.0e-3, 3.0e-2]}
-  eta: 2
-  max_trials: 4
-  max_concurrent_trials: 2
-  seed: 3
-)";
+using testing::kSmallExperiment;
 
 class ExperimentTest : public testing::WeftdTest {
  protected:
@@ -81,7 +66,7 @@ class ExperimentTest : public testing::WeftdTest {
 };
 
 TEST_F(ExperimentTest, AnAshaSearchSurvivesAKillOfWeftdAndItsBestModelDownloads) {
-  const std::string id = SubmitExperiment(kExperiment);
+  const std::string id = SubmitExperiment(kSmallExperiment);
   ASSERT_THAT(id, ::testing::StartsWith("exp-"));
   WaitForExperiment(id, SomeTrialRuns, 120, "a trial RUNNING");
   weftd_->Kill();
@@ -121,7 +106,7 @@ TEST_F(ExperimentTest, AnAshaSearchSurvivesAKillOfWeftdAndItsBestModelDownloads)
 
 TEST_F(ExperimentTest, HaltStopsTheTrialsResumeGoesOnAndDeleteRemovesThem) {
   // Trials long enough to halt: 30 epochs of 12,000 images in rung 0.
-  std::string slow = kExperiment;
+  std::string slow = kSmallExperiment;
   slow.replace(slow.find("train_samples: 2000"), 19, "train_samples: 12000");
   slow.replace(slow.find("epochs: 2"), 9, "epochs: 60");
   slow.replace(slow.find("eta: 2"), 6, "eta: 2\n  min_resource: 30");
@@ -152,14 +137,14 @@ TEST_F(ExperimentTest, HaltStopsTheTrialsResumeGoesOnAndDeleteRemovesThem) {
 }
 
 TEST_F(ExperimentTest, ABadManifestNamesTheFieldAndAnotherTenantSeesNothing) {
-  std::string bad = kExperiment;
+  std::string bad = kSmallExperiment;
   bad.replace(bad.find("eta: 2"), 6, "eta: 1");
   auto r = weftd_->Cli({"experiment", "submit", Write("bad.yaml", bad)});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.output, HasSubstr("search.eta"));
   EXPECT_THAT(Get("/v1/experiments")["experiments"], ::testing::IsEmpty());
 
-  const std::string id = SubmitExperiment(kExperiment);
+  const std::string id = SubmitExperiment(kSmallExperiment);
   const std::string other = NewTenant("other");
   int status = 0;
   Get("/v1/experiments/" + id, other, &status);

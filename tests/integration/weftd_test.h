@@ -22,6 +22,24 @@ namespace weft::testing {
 // Where scripts/install-deps.sh installs Fashion-MNIST (IDX files, gzipped).
 inline constexpr char kFashionMnist[] = "/usr/share/datasets/fashion-mnist";
 
+// A small experiment: four trials of a small MLP on 2,000 images, two at once; ASHA with η = 2,
+// rungs of 1 and 2 epochs. A few seconds a trial.
+inline constexpr char kSmallExperiment[] = R"(kind: Experiment
+name: small-search
+job:
+  model: {architecture: mlp, hidden_units: [32]}
+  data: {train_samples: 2000, test_samples: 500}
+  training: {epochs: 2, batch_size: 64, threads: 1}
+  resources: {cpus: 1, memory_mb: 1024}
+search:
+  space:
+    training.learning_rate: {loguniform: [1.0e-3, 3.0e-2]}
+  eta: 2
+  max_trials: 4
+  max_concurrent_trials: 2
+  seed: 3
+)";
+
 // What an integration test needs before it runs and how its weftd starts. A need that this
 // machine does not meet skips the test and says how to meet it.
 struct WeftdTestOptions {

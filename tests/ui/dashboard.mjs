@@ -43,6 +43,8 @@ try {
   // A CSP violation, a script error or a failed load shows up as a console error.
   page.on("console", (m) => m.type() === "error" && problems.push("console: " + m.text()));
   page.on("pageerror", (e) => problems.push("page error: " + e.message));
+  // Which request an error status came from (the console names only the status).
+  page.on("response", (r) => r.status() >= 400 && problems.push("answer " + r.status() + ": " + r.url()));
 
   const first = await page.goto(url + "/ui/");
   const csp = first.headers()["content-security-policy"] || "";

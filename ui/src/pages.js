@@ -199,6 +199,8 @@ function livePage(main, ctx, title, path, render) {
   const content = el("div");
   fill(main, el("h1", {}, title), content);
   const load = throttle(async () => {
+    // A read the throttle held back past the page's end (the token may be gone by then).
+    if (closed) return;
     try {
       const data = await api(path);
       if (!closed) fill(content, render(data));
