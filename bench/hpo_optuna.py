@@ -91,8 +91,8 @@ study = optuna.create_study(
     direction="maximize", sampler=optuna.samplers.RandomSampler(seed=seed),
     pruner=optuna.pruners.SuccessiveHalvingPruner(min_resource=1, reduction_factor=eta))
 study.optimize(objective, n_trials=trials, n_jobs=n_jobs)
-# The best accuracy any trial reached at its end (a pruned trial's last report counts: its model
-# as it stopped, like a weft trial not promoted).
+# The best accuracy of any trial: a finished trial's value, a pruned trial's best report. (weft's
+# side counts each trial's latest result, so this leans, if at all, Optuna's way.)
 best = max((t.value if t.value is not None else max(t.intermediate_values.values(), default=0))
            for t in study.trials)
 print(json.dumps({"best": best, "wall_s": time.time() - t0, "cpu_s": state["cpu_s"],
