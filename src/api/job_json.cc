@@ -3,7 +3,6 @@
 #include "absl/strings/str_cat.h"
 
 namespace weft::api {
-namespace {
 
 nlohmann::json TimeJson(std::optional<TimeMs> t) {
   if (!t) return nullptr;
@@ -13,6 +12,8 @@ nlohmann::json TimeJson(std::optional<TimeMs> t) {
 nlohmann::json OptionalJson(const std::optional<double>& v) {
   return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
 }
+
+namespace {
 
 nlohmann::json ProgressJson(const JobProgress& p) {
   nlohmann::json j = {{"epoch", p.epoch},

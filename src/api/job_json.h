@@ -13,6 +13,11 @@
 
 namespace weft::api {
 
+// An optional time as the API writes times (RFC 3339, UTC, milliseconds), or null.
+nlohmann::json TimeJson(std::optional<TimeMs> t);
+// An optional number, or null.
+nlohmann::json OptionalJson(const std::optional<double>& v);
+
 // The job summary used by GET /v1/jobs: id, name, tenant, state, reason, times, attempt,
 // learners, progress, best test accuracy, `waiting_code` / `waiting_reason` while it waits, and
 // `experiment` / `trial` for an experiment's trial.

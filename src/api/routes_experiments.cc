@@ -13,14 +13,6 @@ namespace {
 using Request = httplib::Request;
 using Response = httplib::Response;
 
-nlohmann::json OptionalJson(const std::optional<double>& v) {
-  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
-}
-
-nlohmann::json TimeJson(std::optional<TimeMs> t) {
-  return t ? nlohmann::json(FormatTimeMs(*t)) : nlohmann::json(nullptr);
-}
-
 // GET /v1/experiments' entry: what it is, where it stands, its best and delivered trials.
 nlohmann::json ExperimentSummaryJson(const ExperimentRecord& e) {
   return {{"id", e.id},
