@@ -33,7 +33,7 @@ Controller::Controller(Store& store, Executor& executor, scheduler::Policy& poli
       membership_(context_),
       exits_(context_, membership_),
       starter_(context_, exits_),
-      round_({executor, policy, recorder_, view_, membership_, starter_, clock,
+      round_({store, executor, policy, recorder_, view_, membership_, starter_, clock,
               options_.stop_grace_ms}),
       loop_([this] { LoopRound(); }, options_.schedule_interval_ms) {
   MetricsRegistry& m = MetricsRegistry::Global();

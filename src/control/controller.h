@@ -18,7 +18,8 @@
 // Thread-safety: all public methods may be called from any thread (REST handlers, gRPC handlers,
 // the scheduling loop); one mutex serialises the read-modify-write of job records and guards
 // the attempts, which the parts that need them get as arguments under it. Nothing sleeps while
-// holding it.
+// holding it, and a round's policy runs without it (scheduling_round.h): a learner's report is
+// answered while a round decides. A second mutex serialises the rounds themselves.
 #pragma once
 
 #include <map>
@@ -197,6 +198,8 @@ class Controller : public LearnerEvents {
   AttemptStarter starter_;
   SchedulingRound round_;
 
+  // Serialises the rounds (Tick); taken before mu_, never while holding it.
+  absl::Mutex round_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   absl::Mutex mu_;
   AttemptTracker attempts_ ABSL_GUARDED_BY(mu_);
   // Learner exits reaped while the store could not be read, settled by a later round.

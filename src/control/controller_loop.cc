@@ -27,43 +27,56 @@ void Controller::LoopRound() {
 }
 
 void Controller::Tick() {
+  // One round at a time; the job lock is held for the reads before the policy and the writes
+  // after it, never while the policy decides, so learners' reports are answered meanwhile.
+  absl::MutexLock round_lock(&round_mu_);
   const auto start = std::chrono::steady_clock::now();
   std::vector<LearnerExit> reaped = executor_.Reap();
-  absl::MutexLock lock(&mu_);
-  // Exits an earlier round could not settle (the store was unreachable) go first, in order.
-  std::vector<LearnerExit> exits = std::exchange(unsettled_exits_, {});
-  exits.insert(exits.end(), reaped.begin(), reaped.end());
-  // When several learners of a gang end in one round, the cause goes first: a learner killed by
-  // a signal, then one that failed or died writing to a lost peer (SIGPIPE), then the rest (its
-  // peers exit because it is gone).
-  auto severity = [](const LearnerExit& e) {
-    if (e.signal != 0 && e.signal != SIGPIPE) return 0;
-    return e.signal == SIGPIPE || (!e.status_unknown && e.exit_code != 0) ? 1 : 2;
-  };
-  std::stable_sort(exits.begin(), exits.end(), [&](const LearnerExit& a, const LearnerExit& b) {
-    return severity(a) < severity(b);
-  });
-  for (const LearnerExit& e : exits) {
-    if (!exits_.Settle(attempts_, e)) unsettled_exits_.push_back(e);  // settled in a later round
-  }
-  auto jobs = store_.ListActiveJobs();
-  if (!jobs.ok()) {
-    if (!std::exchange(store_unreachable_, true)) {
-      spdlog::error("control rounds paused until the store answers: {}", jobs.status().message());
+  absl::StatusOr<std::vector<JobRecord>> jobs;
+  SchedulingRound::Inputs inputs;
+  {
+    absl::MutexLock lock(&mu_);
+    // Exits an earlier round could not settle (the store was unreachable) go first, in order.
+    std::vector<LearnerExit> exits = std::exchange(unsettled_exits_, {});
+    exits.insert(exits.end(), reaped.begin(), reaped.end());
+    // When several learners of a gang end in one round, the cause goes first: a learner killed
+    // by a signal, then one that failed or died writing to a lost peer (SIGPIPE), then the rest
+    // (its peers exit because it is gone).
+    auto severity = [](const LearnerExit& e) {
+      if (e.signal != 0 && e.signal != SIGPIPE) return 0;
+      return e.signal == SIGPIPE || (!e.status_unknown && e.exit_code != 0) ? 1 : 2;
+    };
+    std::stable_sort(exits.begin(), exits.end(), [&](const LearnerExit& a, const LearnerExit& b) {
+      return severity(a) < severity(b);
+    });
+    for (const LearnerExit& e : exits) {
+      if (!exits_.Settle(attempts_, e)) unsettled_exits_.push_back(e);  // settled later
     }
-    return;
+    jobs = store_.ListActiveJobs();
+    if (!jobs.ok()) {
+      if (!std::exchange(store_unreachable_, true)) {
+        spdlog::error("control rounds paused until the store answers: {}", jobs.status().message());
+      }
+      return;
+    }
+    if (store_unreachable_) {
+      // Learners' reports were turned away meanwhile: their silence does not count against them.
+      spdlog::info("the store answers again; control rounds resume");
+      attempts_.HeardFromAllAt(clock_.NowMs());
+      store_unreachable_ = false;
+    }
+    exits_.CheckLiveness(attempts_, *jobs);
+    inputs = SchedulingRound::InputsOf(attempts_);
   }
-  if (store_unreachable_) {
-    // Learners' reports were turned away meanwhile: their silence does not count against them.
-    spdlog::info("the store answers again; control rounds resume");
-    attempts_.HeardFromAllAt(clock_.NowMs());
-    store_unreachable_ = false;
+  const auto active = static_cast<int64_t>(jobs->size());
+  SchedulingRound::Plan plan = round_.Decide(std::move(inputs), *std::move(jobs));
+  {
+    absl::MutexLock lock(&mu_);
+    round_.Apply(attempts_, std::move(plan));
   }
-  exits_.CheckLiveness(attempts_, *jobs);
-  round_.Run(attempts_, *jobs);
   view_.RecordRound(
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count(),
-      static_cast<int64_t>(jobs->size()));
+      active);
 }
 
 }  // namespace weft

@@ -14,28 +14,29 @@
 
 namespace weft {
 
-void SchedulingRound::Run(AttemptTracker& attempts, const std::vector<JobRecord>& jobs) {
+SchedulingRound::Inputs SchedulingRound::InputsOf(const AttemptTracker& attempts) {
+  return {attempts.not_before(), attempts.LeavingNodes()};
+}
+
+SchedulingRound::Plan SchedulingRound::Decide(Inputs inputs, std::vector<JobRecord> jobs) {
+  Plan plan;
+  plan.jobs = std::move(jobs);
   std::map<std::string, int> stopping;
-  for (const JobRecord& r : jobs) {
+  for (const JobRecord& r : plan.jobs) {
     if (r.state != JobState::kQueued) continue;
     if (int left = p_.executor.Running(r.id); left > 0) stopping[r.id] = left;
   }
-  p_.view.SetLeaving(attempts.LeavingNodes());
-  ClusterView::Round round =
-      p_.view.ForRound(jobs, attempts.not_before(), stopping, p_.clock.NowMs());
-  std::map<std::string, scheduler::Waiting> waiting = round.held;
-  const auto& queued = round.snapshot.jobs;
+  p_.view.SetLeaving(std::move(inputs.leaving));
+  plan.round = p_.view.ForRound(plan.jobs, inputs.not_before, stopping, p_.clock.NowMs());
+  plan.waiting = plan.round.held;
+  const auto& queued = plan.round.snapshot.jobs;
   // A round is due when a job waits, or a running elastic job could grow into idle capacity.
   auto due = [](const scheduler::JobRequest& j) {
     return j.Waiting() || static_cast<int>(j.allocation.size()) < j.max_learners;
   };
-  if (std::none_of(queued.begin(), queued.end(), due)) {
-    p_.recorder.Waiting(waiting, jobs);
-    p_.view.SetWaiting(std::move(waiting));
-    return;
-  }
+  if (std::none_of(queued.begin(), queued.end(), due)) return plan;
   const auto t0 = std::chrono::steady_clock::now();
-  scheduler::Decisions d = p_.policy.Schedule(round.snapshot);
+  scheduler::Decisions d = p_.policy.Schedule(plan.round.snapshot);
   MetricsRegistry::Global().Observe(
       kRoundMetric, {{"policy", p_.policy.Name()}},
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
@@ -43,7 +44,8 @@ void SchedulingRound::Run(AttemptTracker& attempts, const std::vector<JobRecord>
   // that assumes otherwise is refused whole. Only elastic jobs are ever resized (the check holds
   // every placement to the job's range).
   absl::Status ok = scheduler::CheckDecisions(
-      round.snapshot, d, {round.snapshot.preemption_frees_at_once, /*allow_resize=*/true});
+      plan.round.snapshot, d,
+      {plan.round.snapshot.preemption_frees_at_once, /*allow_resize=*/true});
   if (!ok.ok()) {
     std::string refusal = absl::StrCat("policy ", p_.policy.Name(), " ", ok.message());
     if (refusal != last_refusal_) {
@@ -52,22 +54,47 @@ void SchedulingRound::Run(AttemptTracker& attempts, const std::vector<JobRecord>
     last_refusal_ = refusal;
     for (const auto& j : queued) {
       if (j.Waiting()) {
-        waiting[j.job_id] = {
+        plan.waiting[j.job_id] = {
             j.job_id, scheduler::WaitCode::kNextRound,
             absl::StrCat("waiting: weftd refused the scheduler's decision (", refusal, ")")};
       }
     }
-    p_.recorder.Waiting(waiting, jobs);
-    p_.view.SetWaiting(std::move(waiting));
-    return;
+    return plan;
   }
   last_refusal_.clear();
-  for (const scheduler::Waiting& w : d.waiting) waiting[w.job_id] = w;
-  p_.recorder.Waiting(waiting, jobs);
-  p_.view.SetWaiting(std::move(waiting));
+  for (const scheduler::Waiting& w : d.waiting) plan.waiting[w.job_id] = w;
+  plan.decisions = std::move(d);
+  return plan;
+}
+
+bool SchedulingRound::StillAsPlanned(const scheduler::Decisions& d, ClusterView::Round& round) {
+  std::vector<std::string> named = d.preempted;
+  for (const scheduler::Placement& p : d.placements) named.push_back(p.job_id);
+  for (const std::string& id : named) {
+    JobRecord& planned = round.jobs.at(id);
+    absl::StatusOr<JobRecord> now = p_.store.GetJob(id);
+    if (!now.ok() || now->state != planned.state || now->attempt != planned.attempt ||
+        now->generation != planned.generation || now->learners != planned.learners ||
+        now->servers != planned.servers) {
+      spdlog::info(
+          "scheduling round dropped: job {} {} while the round was decided; the next "
+          "round decides again",
+          id, now.ok() ? "changed" : "could not be read");
+      return false;
+    }
+    planned = *std::move(now);
+  }
+  return true;
+}
+
+void SchedulingRound::Apply(AttemptTracker& attempts, Plan plan) {
+  p_.recorder.Waiting(plan.waiting, plan.jobs);
+  p_.view.SetWaiting(std::move(plan.waiting));
+  if (!plan.decisions || !StillAsPlanned(*plan.decisions, plan.round)) return;
+  const scheduler::Decisions& d = *plan.decisions;
   for (const std::string& id : d.preempted) {
     auto why = d.preempt_reasons.find(id);
-    Preempt(round.jobs.at(id),
+    Preempt(plan.round.jobs.at(id),
             why != d.preempt_reasons.end()
                 ? absl::StrCat(why->second, "; checkpointing before it goes back to the queue")
                 : absl::StrCat("preempted by the ", p_.policy.Name(),
@@ -75,7 +102,7 @@ void SchedulingRound::Run(AttemptTracker& attempts, const std::vector<JobRecord>
                                "fair share; checkpointing before it goes back to the queue"));
   }
   for (const scheduler::Placement& p : d.placements) {
-    const JobRecord& r = round.jobs.at(p.job_id);
+    const JobRecord& r = plan.round.jobs.at(p.job_id);
     if (r.state == JobState::kQueued) {
       p_.starter.Start(attempts, r, p);
     } else {

@@ -60,6 +60,7 @@ class ControllerTest : public ::testing::Test {
     o.nodes = {scheduler::Node{"local", {2, 4096, 0}, {}}};
     o.coordinator_address = "127.0.0.1:9";
     o.disk_quota = disk_quota_;
+    if (adjust_options_) adjust_options_(o);
     controller_ = std::make_unique<Controller>(*store_, executor_, policy ? *policy : policy_,
                                                clock_, o, env_);
   }
@@ -112,6 +113,7 @@ class ControllerTest : public ::testing::Test {
   std::unique_ptr<Store> store_;
   std::unique_ptr<Controller> controller_;
   DiskQuota* disk_quota_ = nullptr;  // what MakeController gives the controller
+  std::function<void(ControllerOptions&)> adjust_options_;  // applied by MakeController last
 };
 
 }  // namespace weft
