@@ -45,7 +45,8 @@ nlohmann::json MetricJson(const MetricRecord& m) {
 
 namespace {
 
-// The current attempt's learners by rank: [{"rank", "node", "pid"}], pid null before it starts.
+// The current attempt's learners by rank: [{"rank", "id", "node", "pid", "gpus"}], pid null
+// before it starts, gpus the indices of its devices on its node.
 nlohmann::json LearnersJson(const std::vector<LearnerSlot>& learners) {
   nlohmann::json out = nlohmann::json::array();
   for (size_t rank = 0; rank < learners.size(); ++rank) {
@@ -53,7 +54,8 @@ nlohmann::json LearnersJson(const std::vector<LearnerSlot>& learners) {
     out.push_back({{"rank", rank},
                    {"id", l.id},
                    {"node", l.node},
-                   {"pid", l.pid > 0 ? nlohmann::json(l.pid) : nlohmann::json(nullptr)}});
+                   {"pid", l.pid > 0 ? nlohmann::json(l.pid) : nlohmann::json(nullptr)},
+                   {"gpus", l.gpus}});
   }
   return out;
 }
@@ -72,8 +74,8 @@ nlohmann::json ServersJson(const std::vector<ServerSlot>& servers) {
 
 }  // namespace
 
-nlohmann::json JobSummaryJson(const JobRecord& r,
-                              const std::optional<scheduler::Waiting>& waiting) {
+nlohmann::json JobSummaryJson(const JobRecord& r, const std::optional<scheduler::Waiting>& waiting,
+                              TimeMs now_ms) {
   nlohmann::json j = {
       {"id", r.id},
       {"name", r.name},
@@ -89,6 +91,7 @@ nlohmann::json JobSummaryJson(const JobRecord& r,
       {"servers", ServersJson(r.servers)},
       {"progress", ProgressJson(r.progress)},
       {"best_test_accuracy", OptionalJson(r.best_test_accuracy)},
+      {"gpu_seconds", static_cast<double>(r.GpuMs(now_ms)) / 1000.0},
   };
   nlohmann::json met = nlohmann::json::array();
   if (r.deliver_met_ms) met.push_back("deliver");
@@ -145,7 +148,7 @@ nlohmann::json EventJson(const JobEvent& e) {
 
 nlohmann::json JobDetailJson(const JobDetail& d) {
   const JobRecord& r = d.job;
-  nlohmann::json j = JobSummaryJson(r, d.waiting);
+  nlohmann::json j = JobSummaryJson(r, d.waiting, d.now_ms);
   const std::vector<StateEvent>& history = d.history;
   const std::vector<MetricRecord>& recent = d.recent_metrics;
 

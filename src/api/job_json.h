@@ -19,10 +19,11 @@ nlohmann::json TimeJson(std::optional<TimeMs> t);
 nlohmann::json OptionalJson(const std::optional<double>& v);
 
 // The job summary used by GET /v1/jobs: id, name, tenant, state, reason, times, attempt,
-// learners, progress, best test accuracy, `waiting_code` / `waiting_reason` while it waits, and
+// learners (with their GPUs), progress, best test accuracy, the GPU-seconds its learners have
+// held up to `now_ms` (unix ms), `waiting_code` / `waiting_reason` while it waits, and
 // `experiment` / `trial` for an experiment's trial.
 nlohmann::json JobSummaryJson(const JobRecord& job,
-                              const std::optional<scheduler::Waiting>& waiting);
+                              const std::optional<scheduler::Waiting>& waiting, TimeMs now_ms);
 
 // Everything GET /v1/jobs/{id} shows. Borrowed for the call.
 struct JobDetail {
@@ -32,6 +33,7 @@ struct JobDetail {
   const std::vector<MetricRecord>& recent_metrics;
   const std::vector<ModelRecord>& models;
   std::optional<scheduler::Waiting> waiting;
+  TimeMs now_ms = 0;  // what its GPU-seconds are counted up to (unix ms)
 };
 
 // The full view of GET /v1/jobs/{id}: the summary plus history, latest metrics, targets and

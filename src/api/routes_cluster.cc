@@ -3,6 +3,7 @@
 // the admin only.
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "api/job_json.h"
 #include "api/routes.h"
@@ -48,6 +49,35 @@ void Queue(const Services& s, const Request&, Response& res, const Caller& calle
               {"rounds", round.rounds}}}});
 }
 
+// A node's GPUs and who holds each: [{"index", "cdi", "model", "held", "job", "learner"}]; a
+// device another tenant's learner holds names no job ("job": null, held), nor does one a learner
+// still holds while it leaves its job after a shrink.
+nlohmann::json GpusJson(const ClusterView::NodeUsage& u, const Caller& caller) {
+  std::map<int, std::pair<const JobRecord*, int>> holder;  // index -> (job, learner id)
+  for (const JobRecord& j : u.jobs) {
+    for (const LearnerSlot& l : j.learners) {
+      if (l.node != u.node.name) continue;
+      for (int g : l.gpus) holder[g] = {&j, l.id};
+    }
+  }
+  const std::set<int> held(u.node.gpus_held.begin(), u.node.gpus_held.end());
+  nlohmann::json out = nlohmann::json::array();
+  for (const scheduler::GpuDevice& g : u.node.gpu_devices) {
+    nlohmann::json d = {{"index", g.index}, {"cdi", g.cdi},
+                        {"model", g.model}, {"held", held.count(g.index) > 0},
+                        {"job", nullptr},   {"learner", nullptr}};
+    if (auto it = holder.find(g.index); it != holder.end()) {
+      const JobRecord& j = *it->second.first;
+      if (caller.admin || j.tenant == caller.tenant) {
+        d["job"] = j.id;
+        d["learner"] = it->second.second;
+      }
+    }
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
 void Nodes(const Services& s, const Request&, Response& res, const Caller& caller) {
   auto nodes = s.controller.view().Nodes();
   if (!nodes.ok()) return SendStatus(res, nodes.status());
@@ -65,6 +95,7 @@ void Nodes(const Services& s, const Request&, Response& res, const Caller& calle
     list.push_back({{"name", u.node.name},
                     {"capacity", ResourcesJson(u.node.capacity)},
                     {"allocated", ResourcesJson(u.node.allocated)},
+                    {"gpus", GpusJson(u, caller)},
                     {"jobs", jobs},
                     {"other_tenants_jobs", others}});
   }
@@ -85,7 +116,7 @@ absl::Status AppendGauges(const Services& s, std::string* out) {
   ASSIGN_OR_RETURN(auto queue, s.controller.view().Queue(""));
   ASSIGN_OR_RETURN(auto nodes, s.controller.view().Nodes());
   std::map<Labels, double> by_state, queued, oldest;
-  std::vector<std::pair<Labels, double>> samples, restarts;
+  std::vector<std::pair<Labels, double>> samples, restarts, job_gpu_seconds;
   std::map<std::string, Labels> holding;  // jobs holding learners: their own labels
   for (const JobRecord& r : jobs) {
     by_state[{{"tenant", r.tenant}, {"state", JobStateName(r.state)}}] += 1;
@@ -96,15 +127,27 @@ absl::Status AppendGauges(const Services& s, std::string* out) {
     restarts.push_back({{{"tenant", r.tenant}, {"job", r.id}}, static_cast<double>(r.restarts)});
   }
   const TimeMs now = s.clock.NowMs();
+  for (const JobRecord& r : jobs) {
+    if (const int64_t ms = r.GpuMs(now); ms > 0) {
+      job_gpu_seconds.push_back({{{"tenant", r.tenant}, {"job", r.id}}, ms / 1000.0});
+    }
+  }
+  ASSIGN_OR_RETURN(auto usage, s.controller.view().Usage(now));
+  std::vector<std::pair<Labels, double>> tenant_gpu_seconds;
+  for (const auto& u : usage)
+    tenant_gpu_seconds.push_back({{{"tenant", u.tenant.name}}, u.gpu_ms / 1000.0});
   for (const auto& e : queue) {
     const Labels tenant = {{"tenant", e.job.tenant}};
     queued[tenant] += 1;
     oldest[tenant] = std::max(oldest[tenant], (now - e.job.created_ms) / 1000.0);
   }
-  std::vector<std::pair<Labels, double>> cpus, allocated;
+  std::vector<std::pair<Labels, double>> cpus, allocated, gpus, allocated_gpus;
   for (const auto& u : nodes) {
     cpus.push_back({{{"node", u.node.name}}, u.node.capacity.cpus});
     allocated.push_back({{{"node", u.node.name}}, u.node.allocated.cpus});
+    gpus.push_back({{{"node", u.node.name}}, static_cast<double>(u.node.capacity.gpus)});
+    allocated_gpus.push_back(
+        {{{"node", u.node.name}}, static_cast<double>(u.node.gpus_held.size())});
   }
   auto list = [](const std::map<Labels, double>& m) {
     return std::vector<std::pair<Labels, double>>(m.begin(), m.end());
@@ -120,6 +163,16 @@ absl::Status AppendGauges(const Services& s, std::string* out) {
   RenderGauge("weft_job_restarts", "restarts of a job holding learners", restarts, out);
   RenderGauge("weft_node_cpus", "cpus of each node", cpus, out);
   RenderGauge("weft_node_allocated_cpus", "cpus of each node held by jobs", allocated, out);
+  RenderGauge("weft_node_gpus", "GPU devices of each node", gpus, out);
+  RenderGauge("weft_node_allocated_gpus", "GPU devices of each node held by learners",
+              allocated_gpus, out);
+  RenderGauge("weft_job_gpu_seconds",
+              "GPU-seconds an active job's learners have held, over all its attempts",
+              job_gpu_seconds, out);
+  RenderGauge("weft_tenant_gpu_seconds",
+              "GPU-seconds a tenant's jobs' learners have held since it was created (deleted "
+              "jobs' included)",
+              tenant_gpu_seconds, out);
   // What learners report of their own (a parameter server's counters), for jobs still holding
   // learners; the others' are forgotten.
   JobGauges::Global().RenderAndPrune(holding, out);

@@ -83,9 +83,10 @@ bool SnapshotJob(const Services& s, const std::string& id, Stream& stream, Respo
     return false;
   }
   stream.cursor = read->second;
-  stream.pending += SseEvent(s.controller.events(), stream.cursor, "job",
-                             JobDetailJson({snap.job, **spec, snap.history, snap.metrics,
-                                            snap.models, s.controller.view().WaitingFor(id)}));
+  stream.pending +=
+      SseEvent(s.controller.events(), stream.cursor, "job",
+               JobDetailJson({snap.job, **spec, snap.history, snap.metrics, snap.models,
+                              s.controller.view().WaitingFor(id), s.clock.NowMs()}));
   stream.ended = IsSettled(snap.job.state);
   return true;
 }

@@ -41,7 +41,7 @@ void ListJobs(const Services& s, const Request& req, Response& res, const Caller
       body["next"] = list.back()["id"];
       break;
     }
-    list.push_back(JobSummaryJson(j, s.controller.view().WaitingFor(j.id)));
+    list.push_back(JobSummaryJson(j, s.controller.view().WaitingFor(j.id), s.clock.NowMs()));
   }
   body["jobs"] = std::move(list);
   SendJson(res, 200, body);
@@ -61,7 +61,7 @@ void SubmitJob(const Services& s, const Request& req, Response& res, const Calle
   auto job = s.controller.Submit(req.body, caller.tenant, &errors);
   if (!job.ok()) return SendRefusal(res, job.status(), errors);
   res.set_header("Location", absl::StrCat("/v1/jobs/", job->id));
-  SendJson(res, 201, JobSummaryJson(*job, std::nullopt));
+  SendJson(res, 201, JobSummaryJson(*job, std::nullopt, s.clock.NowMs()));
 }
 
 void ShowJob(const Services& s, const Request& req, Response& res, const Caller& caller) {
@@ -76,7 +76,7 @@ void ShowJob(const Services& s, const Request& req, Response& res, const Caller&
   if (!spec.ok()) return SendStatus(res, spec.status());
   SendJson(res, 200,
            JobDetailJson({read->job, **spec, read->history, read->metrics, read->models,
-                          s.controller.view().WaitingFor(id)}));
+                          s.controller.view().WaitingFor(id), s.clock.NowMs()}));
 }
 
 void DeleteJob(const Services& s, const Request& req, Response& res, const Caller& caller) {
@@ -96,7 +96,7 @@ Handler Action(const Services& s, JobAction act) {
     if (absl::Status st = act(s.controller, id); !st.ok()) return SendStatus(res, st);
     auto job = s.jobs.Find(caller, id);
     if (!job.ok()) return SendStatus(res, job.status());
-    SendJson(res, 200, JobSummaryJson(*job, s.controller.view().WaitingFor(id)));
+    SendJson(res, 200, JobSummaryJson(*job, s.controller.view().WaitingFor(id), s.clock.NowMs()));
   };
 }
 

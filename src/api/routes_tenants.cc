@@ -125,7 +125,7 @@ void Whoami(const Services&, const Request&, Response& res, const Caller& caller
 }
 
 void ListTenants(const Services& s, const Request&, Response& res, const Caller&) {
-  auto usage = s.controller.view().Usage();
+  auto usage = s.controller.view().Usage(s.clock.NowMs());
   if (!usage.ok()) return SendStatus(res, usage.status());
   nlohmann::json list = nlohmann::json::array();
   for (const auto& u : *usage) {
@@ -134,7 +134,8 @@ void ListTenants(const Services& s, const Request&, Response& res, const Caller&
                   {"running_jobs", u.shares.running_jobs},
                   {"queued_jobs", u.shares.waiting_jobs},
                   {"dominant_share", u.shares.dominant_share},
-                  {"fair_share", u.shares.fair_share}};
+                  {"fair_share", u.shares.fair_share},
+                  {"gpu_seconds", static_cast<double>(u.gpu_ms) / 1000.0}};
     t["disk"] = DiskJson(s, u.tenant);
     list.push_back(t);
   }

@@ -159,6 +159,19 @@ int Nodes(const Client& api) {
                                  al.value("memory_mb", int64_t{0}),
                                  cap.value("memory_mb", int64_t{0}), al.value("gpus", 0),
                                  cap.value("gpus", 0), absl::StrJoin(jobs, ", "));
+    // Each GPU and who holds it.
+    for (const auto& g : n.contains("gpus") && n["gpus"].is_array() ? n["gpus"] : json::array()) {
+      std::string holder = "free";
+      if (g["job"].is_string()) {
+        holder = absl::StrCat(g["job"].get<std::string>(), " (learner ",
+                              g["learner"].is_number() ? g["learner"].dump() : "?", ")");
+      } else if (g.value("held", false)) {
+        holder = "held (another tenant's job, or a learner leaving)";
+      }
+      std::cout << absl::StrFormat("  gpu %-4d %-28s %-20s %s\n", g.value("index", 0),
+                                   g.value("cdi", "").empty() ? "-" : g.value("cdi", ""),
+                                   g.value("model", ""), holder);
+    }
   }
   if (j.contains("runtime")) {
     const json& rt = j["runtime"];

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "cli/commands.h"
 #include "cli/overrides.h"
 #include "common/clock.h"
@@ -286,9 +287,16 @@ void PrintLearners(const json& j) {
   }
   for (const auto& l : learners) {
     const int rank = l.value("rank", 0), id = l.value("id", rank);
+    std::vector<std::string> gpus;
+    if (l.contains("gpus") && l["gpus"].is_array()) {
+      for (const auto& g : l["gpus"]) gpus.push_back(g.dump());
+    }
     std::cout << " rank " << rank
               << (id != rank ? " (learner " + std::to_string(id) + ")" : std::string()) << " on "
               << l.value("node", "")
+              << (gpus.empty() ? std::string()
+                               : absl::StrCat(gpus.size() == 1 ? " GPU " : " GPUs ",
+                                              absl::StrJoin(gpus, ",")))
               << (l["pid"].is_number() ? " (pid " + std::to_string(l["pid"].get<int64_t>()) + ")"
                                        : std::string())
               << ";";
@@ -337,6 +345,9 @@ int Show(const Client& api, const std::string& id, bool as_json) {
               << j.value("waiting_code", "") << "]\n";
   }
   PrintLearners(j);
+  if (const double gpu_s = j.value("gpu_seconds", 0.0); gpu_s > 0) {
+    std::cout << absl::StrFormat("gpu time:  %.1f GPU-seconds\n", gpu_s);
+  }
   std::cout << "progress:  epoch " << p.value("epoch", 0) << "/" << p.value("epochs_total", 0)
             << ", step " << p.value("step", 0) << "/" << p.value("steps_total", 0) << ", "
             << p.value("samples", 0) << " samples\n"

@@ -3,6 +3,8 @@
 #include "control/attempt_starter.h"
 
 #include <algorithm>
+#include <deque>
+#include <map>
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
@@ -65,6 +67,26 @@ std::vector<std::string> InterleaveByNode(const std::vector<std::string>& nodes)
   while (out.size() < nodes.size()) {
     for (auto& [node, left] : counts) {
       if (left-- > 0) out.push_back(node);
+    }
+  }
+  return out;
+}
+
+// The first `world` of `members` (nodes) as the learners of a new attempt placed at `now` (unix
+// ms), ids 0, 1, …, each with the GPU devices `p` gave a learner on its node.
+std::vector<LearnerSlot> LearnerSlots(const std::vector<std::string>& members, int world,
+                                      const scheduler::Placement& p, TimeMs now) {
+  std::map<std::string, std::deque<std::vector<int>>> gpus;
+  for (size_t i = 0; i < p.learner_gpus.size() && i < p.learner_nodes.size(); ++i) {
+    gpus[p.learner_nodes[i]].push_back(p.learner_gpus[i]);
+  }
+  std::vector<LearnerSlot> out;
+  for (int i = 0; i < world; ++i) {
+    out.push_back({members[i], 0, i, {}, now});
+    std::deque<std::vector<int>>& on_node = gpus[members[i]];
+    if (!on_node.empty()) {
+      out.back().gpus = std::move(on_node.front());
+      on_node.pop_front();
     }
   }
   return out;
@@ -134,12 +156,12 @@ void AttemptStarter::Start(AttemptTracker& attempts, JobRecord r, const schedule
   const int world = static_cast<int>(p.learner_nodes.size()) - servers;
   r.attempt += 1;
   r.generation = 1;
-  r.ClearGang();
+  r.ClearGang(c_.clock.NowMs());
   // Learners first over the nodes, then servers: a spread gang of 2 + 2 on two nodes puts a
   // learner and a server on each.
   const std::vector<std::string> members =
       servers > 0 ? InterleaveByNode(p.learner_nodes) : p.learner_nodes;
-  for (int i = 0; i < world; ++i) r.learners.push_back({members[i], 0, i});
+  r.learners = LearnerSlots(members, world, p, c_.clock.NowMs());
   for (int i = 0; i < servers; ++i) r.servers.push_back({members[world + i], 0, i, ""});
   r.next_learner_id = static_cast<int>(r.learners.size());
   if (absl::Status s = c_.recorder.Transition(r, JobState::kPlaced, PlacedReason(r)); !s.ok()) {
@@ -147,7 +169,7 @@ void AttemptStarter::Start(AttemptTracker& attempts, JobRecord r, const schedule
   }
   std::pair<std::string, int> rendezvous;
   if (absl::Status s = PickAddresses(r, &rendezvous); !s.ok()) {
-    r.ClearGang();
+    r.ClearGang(c_.clock.NowMs());
     return exits_.RestartOrFail(attempts, r, std::string(s.message()));
   }
   const int one = c_.launches.LearnersAsOne(r, **spec);
@@ -184,7 +206,7 @@ void AttemptStarter::Start(AttemptTracker& attempts, JobRecord r, const schedule
   if (!started.ok()) {
     // All or nothing: a gang missing a learner or a server cannot train.
     c_.executor.Stop(r.id, 0).IgnoreError();
-    r.ClearGang();
+    r.ClearGang(c_.clock.NowMs());
     attempts.EndAttempt(r.id);
     return c_.recorder.Fail(r, std::string(started.message()));
   }

@@ -7,8 +7,8 @@ const AttemptTracker::Attempt* AttemptTracker::Find(const std::string& id) const
   return it == attempts_.end() ? nullptr : &it->second;
 }
 
-std::map<std::string, std::vector<std::string>> AttemptTracker::LeavingNodes() const {
-  std::map<std::string, std::vector<std::string>> out;
+std::map<std::string, std::vector<LearnerSlot>> AttemptTracker::Leavers() const {
+  std::map<std::string, std::vector<LearnerSlot>> out;
   for (const auto& [id, attempt] : attempts_) {
     for (const auto& [learner, left] : attempt.leaving) out[id].push_back(left.first);
   }

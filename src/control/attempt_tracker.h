@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "job/job.h"
 
 namespace weft {
 
@@ -58,9 +59,10 @@ class AttemptTracker {
     // model are loaded): until then heartbeats announce the generation before, so the running
     // learners keep training instead of waiting for them.
     std::set<int> joining;
-    // Learners a shrink told to leave (by id: node, and when): not members any more, they hold
-    // their node until they exit at their next step boundary, so no job is placed beside them.
-    std::map<int, std::pair<std::string, TimeMs>> leaving;
+    // Learners a shrink told to leave (by id: the learner as it was, and when): not members any
+    // more, they hold their node and devices until they exit at their next step boundary, so no
+    // job is placed beside them.
+    std::map<int, std::pair<LearnerSlot, TimeMs>> leaving;
     // Members of an elastic job that weftd killed for their silence (by id): why, and when. Their
     // exit is a loss like any other, with this reason; a kill that brings no exit within a
     // heartbeat timeout stops the gang.
@@ -89,8 +91,8 @@ class AttemptTracker {
     }
   }
 
-  // The nodes that learners leaving after a shrink still hold, by job id (one entry per learner).
-  std::map<std::string, std::vector<std::string>> LeavingNodes() const;
+  // The learners leaving after a shrink, who still hold their nodes and devices, by job id.
+  std::map<std::string, std::vector<LearnerSlot>> Leavers() const;
 
   // Forgets everything about `id` (it was deleted).
   void Erase(const std::string& id);

@@ -38,39 +38,47 @@ scheduler::JobRequest ClusterView::Request(const JobRecord& r, const JobSpec& sp
   req.spread = spec.resources.placement == "spread";
   req.one_node = spec.UsesParameterServer() && servers == 0;  // beside its shared memory
   if (HoldsResources(r.state)) {
-    for (const LearnerSlot& l : r.learners) req.allocation.push_back(l.node);
-    for (const ServerSlot& l : r.servers) req.allocation.push_back(l.node);
+    for (const LearnerSlot& l : r.learners) {
+      req.allocation.push_back(l.node);
+      req.allocation_gpus.push_back(l.gpus);
+    }
+    for (const ServerSlot& l : r.servers) {
+      req.allocation.push_back(l.node);
+      req.allocation_gpus.emplace_back();
+    }
   }
   return req;
 }
 
 std::vector<scheduler::Node> ClusterView::Allocated(const std::vector<JobRecord>& jobs) {
-  std::map<std::string, std::vector<std::string>> leaving;
+  std::map<std::string, std::vector<LearnerSlot>> leaving;
   {
     absl::MutexLock lock(&mu_);
     leaving = leaving_;
   }
   std::vector<scheduler::Node> nodes = nodes_;
+  std::map<std::string, scheduler::Node*> by_name;
+  for (scheduler::Node& n : nodes) by_name[n.name] = &n;
   for (const JobRecord& r : jobs) {
     if (!HoldsNodes(r.state)) continue;
     auto spec = specs_.Get(r);
     if (!spec.ok()) continue;
-    std::vector<std::string> held;
-    for (const LearnerSlot& l : r.learners) held.push_back(l.node);
-    for (const ServerSlot& l : r.servers) held.push_back(l.node);
+    std::vector<LearnerSlot> held = r.learners;
+    for (const ServerSlot& l : r.servers) held.push_back({l.node, l.pid, -1, {}, 0});
     if (auto it = leaving.find(r.id); it != leaving.end()) {
       held.insert(held.end(), it->second.begin(), it->second.end());
     }
-    for (const std::string& node : held) {
-      for (auto& n : nodes) {
-        if (n.name == node) n.allocated += PerLearner(**spec);
-      }
+    for (const LearnerSlot& l : held) {
+      auto n = by_name.find(l.node);
+      if (n == by_name.end()) continue;
+      n->second->allocated += PerLearner(**spec);
+      n->second->gpus_held.insert(n->second->gpus_held.end(), l.gpus.begin(), l.gpus.end());
     }
   }
   return nodes;
 }
 
-void ClusterView::SetLeaving(std::map<std::string, std::vector<std::string>> leaving) {
+void ClusterView::SetLeaving(std::map<std::string, std::vector<LearnerSlot>> leaving) {
   absl::MutexLock lock(&mu_);
   leaving_ = std::move(leaving);
 }
@@ -203,7 +211,7 @@ absl::StatusOr<std::vector<ClusterView::NodeUsage>> ClusterView::Nodes() {
   return out;
 }
 
-absl::StatusOr<std::vector<ClusterView::TenantUsage>> ClusterView::Usage() {
+absl::StatusOr<std::vector<ClusterView::TenantUsage>> ClusterView::Usage(TimeMs now_ms) {
   ASSIGN_OR_RETURN(std::vector<TenantRecord> tenants, store_.ListTenants());
   ASSIGN_OR_RETURN(std::vector<JobRecord> jobs, store_.ListActiveJobs());
   scheduler::ClusterSnapshot snap;
@@ -215,8 +223,15 @@ absl::StatusOr<std::vector<ClusterView::TenantUsage>> ClusterView::Usage() {
     if (spec.ok()) snap.jobs.push_back(Request(r, **spec));
   }
   std::map<std::string, scheduler::TenantShares> shares = scheduler::ComputeTenantShares(snap);
+  // GPU time: what the store counts for learners that have left, and the active jobs' learners
+  // up to now.
+  std::map<std::string, int64_t> held_now;
+  for (const JobRecord& r : jobs) held_now[r.tenant] += r.GpuMs(now_ms) - r.gpu_ms;
   std::vector<TenantUsage> out;
-  for (const TenantRecord& t : tenants) out.push_back({t, shares[t.name]});
+  for (const TenantRecord& t : tenants) {
+    ASSIGN_OR_RETURN(JobStore::JobCounts counts, store_.CountJobs(t.name));
+    out.push_back({t, shares[t.name], t.deleted_jobs_gpu_ms + counts.gpu_ms + held_now[t.name]});
+  }
   return out;
 }
 

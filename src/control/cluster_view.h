@@ -50,9 +50,9 @@ class ClusterView {
                  const std::map<std::string, TimeMs>& not_before,
                  const std::map<std::string, int>& stopping, TimeMs now);
 
-  // The nodes learners still hold after a shrink told them to leave (job id: one node per
-  // learner), counted as allocated until they exit; the controller sets it before each round.
-  void SetLeaving(std::map<std::string, std::vector<std::string>> leaving);
+  // The learners a shrink told to leave, by job id: their nodes and devices are counted as held
+  // until they exit; the controller sets it before each round.
+  void SetLeaving(std::map<std::string, std::vector<LearnerSlot>> leaving);
 
   // Why each queued job waits, as of the latest round.
   void SetWaiting(std::map<std::string, scheduler::Waiting> waiting);
@@ -91,12 +91,15 @@ class ClusterView {
   absl::StatusOr<std::vector<NodeUsage>> Nodes();
 
   // Every tenant in the store with its shares: resources in use, running and queued jobs
-  // (preempted ones count as queued), dominant share and fair share. Errors from the store.
+  // (preempted ones count as queued), dominant share and fair share; and the GPU-milliseconds
+  // its jobs' learners have held up to `now_ms` (unix ms), deleted jobs' included. Errors from
+  // the store.
   struct TenantUsage {
     TenantRecord tenant;
     scheduler::TenantShares shares;
+    int64_t gpu_ms = 0;
   };
-  absl::StatusOr<std::vector<TenantUsage>> Usage();
+  absl::StatusOr<std::vector<TenantUsage>> Usage(TimeMs now_ms);
 
  private:
   // What the scheduler sees of one job: its gang and shape from `spec`, and the nodes its
@@ -114,7 +117,7 @@ class ClusterView {
   mutable absl::Mutex mu_;
   std::map<std::string, scheduler::Waiting> waiting_ ABSL_GUARDED_BY(mu_);
   RoundTime round_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, std::vector<std::string>> leaving_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::vector<LearnerSlot>> leaving_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace weft

@@ -106,7 +106,7 @@ absl::Status Controller::HaltLocked(const std::string& id, const std::string& re
         absl::StrCat("job ", id, " is ", JobStateName(r.state), "; halt it once it is QUEUED"));
   }
   bool had_learners = HoldsResources(r.state);
-  r.ClearGang();
+  r.ClearGang(clock_.NowMs());
   RETURN_IF_ERROR(recorder_.Transition(r, JobState::kHalted, reason));
   view_.Forget(id);
   if (had_learners) RETURN_IF_ERROR(executor_.Stop(id, options_.stop_grace_ms));
@@ -170,6 +170,11 @@ absl::Status Controller::Delete(const std::string& id) {
     tenant = r.tenant;
     deleted_dir = absl::StrCat(layout_.DeletedDir(tenant), "/", id);
     last_state = r.state;
+    // The GPU time of the learners it still holds is counted first: it stays its tenant's.
+    if (const TimeMs now = clock_.NowMs(); r.GpuMs(now) > r.gpu_ms) {
+      r.ClearGang(now);
+      RETURN_IF_ERROR(store_.UpdateJob(r));
+    }
     RETURN_IF_ERROR(executor_.Stop(id, /*grace_ms=*/0));
     // Its files move to the tenant's deleted jobs first, where they count toward its disk quota
     // until they are gone, whatever fails in between.

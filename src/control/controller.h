@@ -153,7 +153,7 @@ class Controller : public LearnerEvents {
 
   // --- LearnerEvents (control/learner_events.h), called by the coordination service ---
   RegisterDecision OnRegister(const std::string& id, int rank, int64_t attempt, int64_t pid,
-                              int world_size) override;
+                              int world_size, const std::vector<int>& gpus) override;
   ReportAnswer OnHeartbeat(const std::string& id, int rank, int64_t attempt,
                            const JobProgress& progress) override;
   ReportAnswer OnMetrics(const std::string& id, int rank, int64_t attempt,

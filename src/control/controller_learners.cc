@@ -4,6 +4,7 @@
 // is tenant input: a file it commits must be at the path weftd derives for it.
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
@@ -33,10 +34,36 @@ absl::Status CheckCommittedFile(Env& env, const char* what, const std::string& r
   return absl::OkStatus();
 }
 
+// The GPU devices learner `id` of `r` was placed on against the ones it was `handed` (host
+// indices): nullopt when they agree — or when the executor chose them itself (`chooses`: Slurm)
+// and they are `per_learner` many, distinct: they are then written into r's slot (`*recorded`).
+// Otherwise why the attempt cannot go on.
+std::optional<std::string> GpusAgree(JobRecord& r, int id, std::vector<int> handed, bool chooses,
+                                     int per_learner, bool* recorded) {
+  auto slot = std::find_if(r.learners.begin(), r.learners.end(),
+                           [id](const LearnerSlot& l) { return l.id == id; });
+  if (slot == r.learners.end()) return std::nullopt;
+  std::sort(handed.begin(), handed.end());
+  if (handed == slot->gpus) return std::nullopt;
+  const bool distinct = std::adjacent_find(handed.begin(), handed.end()) == handed.end();
+  if (chooses && distinct && static_cast<int>(handed.size()) == per_learner) {
+    slot->gpus = handed;
+    *recorded = true;
+    return std::nullopt;
+  }
+  auto list = [](const std::vector<int>& g) {
+    return g.empty() ? std::string("none") : absl::StrCat("[", absl::StrJoin(g, ", "), "]");
+  };
+  return absl::StrCat("learner ", id, " was handed GPUs ", list(handed), " on node ", slot->node,
+                      ", but weft placed it on ", list(slot->gpus),
+                      chooses ? absl::StrCat(" (it needs ", per_learner, ")") : std::string(),
+                      "; the executor did not give it its devices");
+}
+
 }  // namespace
 
 RegisterDecision Controller::OnRegister(const std::string& id, int rank, int64_t attempt,
-                                        int64_t pid, int world_size) {
+                                        int64_t pid, int world_size, const std::vector<int>& gpus) {
   absl::MutexLock lock(&mu_);
   auto rec = recorder_.CurrentAttempt(id, attempt, RunsLearners);
   if (absl::IsUnavailable(rec.status())) {
@@ -58,6 +85,18 @@ RegisterDecision Controller::OnRegister(const std::string& id, int rank, int64_t
                                         [rank](const LearnerSlot& l) { return l.id == rank; });
   if (rank < 0 || !member) {
     return {false, absl::StrCat("rank ", rank, " is not in this job's gang of ", world), {}};
+  }
+  bool recorded = false;
+  auto spec = specs_.Get(r);
+  const int per_learner = spec.ok() ? (*spec)->resources.gpus : 0;
+  if (auto wrong = GpusAgree(r, rank, gpus, executor_.ChoosesGpus(), per_learner, &recorded)) {
+    exits_.AbandonAttempt(attempts_, r, *wrong);
+    return {false, *wrong, {}};
+  }
+  if (recorded) {
+    if (absl::Status s = store_.UpdateJob(r); !s.ok()) {
+      return {false, std::string(s.message()), {}, /*retry=*/absl::IsUnavailable(s)};
+    }
   }
   AttemptTracker::Attempt& a = attempts_.Of(id);
   a.last_seen_ms[rank] = clock_.NowMs();

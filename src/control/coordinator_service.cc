@@ -147,8 +147,15 @@ grpc::Status CoordinatorService::Register(grpc::ServerContext* ctx,
                                           weft::v1::RegisterResponse* resp) {
   if (grpc::Status auth = Authenticate(ctx, req->learner()); !auth.ok()) return auth;
   const auto& id = req->learner();
+  // What a learner reports is tenant input: a bounded list of indices.
+  constexpr int kMaxGpus = 64;
+  if (req->gpus_size() > kMaxGpus) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        absl::StrCat("at most ", kMaxGpus, " GPUs per learner"));
+  }
+  const std::vector<int> gpus(req->gpus().begin(), req->gpus().end());
   RegisterDecision d =
-      events_.OnRegister(id.job_id(), id.rank(), id.attempt(), req->pid(), req->world_size());
+      events_.OnRegister(id.job_id(), id.rank(), id.attempt(), req->pid(), req->world_size(), gpus);
   if (d.retry) return Unavailable(d.reason);
   resp->set_accepted(d.accepted);
   resp->set_reason(d.reason);

@@ -37,8 +37,8 @@ bool ElasticMembership::NextGeneration(AttemptTracker& attempts, JobRecord& r,
     }
     rendezvous = *address;
   }
-  const std::vector<LearnerSlot> before = r.learners;
-  r.learners = std::move(members);
+  const JobRecord before = r;
+  r.SetLearners(std::move(members), c_.clock.NowMs());
   r.generation = std::max<int64_t>(r.generation, 1) + 1;
   const size_t n = r.learners.size();
   std::string why = absl::StrCat(
@@ -49,8 +49,7 @@ bool ElasticMembership::NextGeneration(AttemptTracker& attempts, JobRecord& r,
       ")");
   if (absl::Status s = c_.recorder.Transition(r, r.state, why); !s.ok()) {
     spdlog::error("job {}: cannot record generation {}: {}", r.id, r.generation, s.message());
-    r.learners = before;
-    r.generation -= 1;
+    r = before;
     return false;
   }
   AttemptTracker::Attempt& attempt = attempts.Of(r.id);
@@ -144,7 +143,7 @@ bool ElasticMembership::Shrink(AttemptTracker& attempts, JobRecord r,
   if (!NextGeneration(attempts, r, std::move(kept), what)) return false;
   AttemptTracker::Attempt& attempt = attempts.Of(r.id);
   for (const LearnerSlot& l : leaving) {
-    attempt.leaving[l.id] = {l.node, c_.clock.NowMs()};
+    attempt.leaving[l.id] = {l, c_.clock.NowMs()};
     attempt.registered.erase(l.id);
     attempt.last_seen_ms.erase(
         l.id);  // not watched as a member; LearnerExits::CheckLiveness bounds it
@@ -158,15 +157,19 @@ bool ElasticMembership::Grow(AttemptTracker& attempts, JobRecord r, const schedu
   auto spec = c_.specs.Get(r);
   absl::StatusOr<DatasetRecord> data = c_.launches.DataSet(r, **spec);
   if (!data.ok()) return false;  // the restart path reports it
-  // The nodes the placement adds to the job's current ones.
+  // The learners the placement adds to the job's current ones: their nodes, and the GPU
+  // devices the round gave them (the current learners keep theirs: scheduler/devices.h).
   std::multiset<std::string> have;
   for (const LearnerSlot& l : r.learners) have.insert(l.node);
-  std::vector<std::string> added;
-  for (const std::string& node : p.learner_nodes) {
+  std::vector<LearnerSlot> added;
+  for (size_t i = 0; i < p.learner_nodes.size(); ++i) {
+    const std::string& node = p.learner_nodes[i];
     if (auto it = have.find(node); it != have.end()) {
       have.erase(it);
     } else {
-      added.push_back(node);
+      added.push_back({node, 0, 0,
+                       i < p.learner_gpus.size() ? p.learner_gpus[i] : std::vector<int>{},
+                       c_.clock.NowMs()});
     }
   }
   if (added.empty() || !have.empty()) return false;  // not a pure grow
@@ -176,9 +179,10 @@ bool ElasticMembership::Grow(AttemptTracker& attempts, JobRecord r, const schedu
   // Never a lost learner's id (next_learner_id is 0 in a record older than ids).
   for (const LearnerSlot& l : r.learners) r.next_learner_id = std::max(r.next_learner_id, l.id + 1);
   std::vector<int> joining;
-  for (const std::string& node : added) {
+  for (LearnerSlot& newcomer : added) {
     joining.push_back(r.next_learner_id);
-    r.learners.push_back({node, 0, r.next_learner_id++});
+    newcomer.id = r.next_learner_id++;
+    r.learners.push_back(std::move(newcomer));
   }
   r.generation = std::max<int64_t>(r.generation, 1) + 1;
   std::string why = absl::StrCat(
@@ -248,7 +252,7 @@ void ElasticMembership::ReleaseLeavers(AttemptTracker& attempts, const JobRecord
     spdlog::warn(
         "job {}: learner {} told to leave {} ms ago has not exited; its node {} counts as "
         "free again",
-        r.id, it->first, now - it->second.second, it->second.first);
+        r.id, it->first, now - it->second.second, it->second.first.node);
     it = leaving.erase(it);
   }
 }

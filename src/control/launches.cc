@@ -61,6 +61,19 @@ absl::StatusOr<DatasetRecord> Launches::DataSet(const JobRecord& r, const JobSpe
   return d;
 }
 
+void Launches::SetGpus(const std::vector<int>& gpus, LearnerLaunch* l) const {
+  l->gpus = gpus;
+  l->gpu_devices.assign(gpus.size(), "");
+  for (const scheduler::Node& n : options_.nodes) {
+    if (n.name != l->node) continue;
+    for (size_t i = 0; i < gpus.size(); ++i) {
+      for (const scheduler::GpuDevice& g : n.gpu_devices) {
+        if (g.index == gpus[i]) l->gpu_devices[i] = g.cdi;
+      }
+    }
+  }
+}
+
 LearnerLaunch Launches::Learner(const JobRecord& r, const JobSpec& spec, int rank,
                                 const std::pair<std::string, int>& rendezvous,
                                 const DatasetRecord& data) const {
@@ -99,6 +112,7 @@ LearnerLaunch Launches::Learner(const JobRecord& r, const JobSpec& spec, int ran
   if (auto it = options_.node_cpusets.find(l.node); it != options_.node_cpusets.end()) {
     l.cpuset = it->second;
   }
+  if (placed) SetGpus(r.learners[rank].gpus, &l);
   for (const ServerSlot& server : r.servers) l.ps_servers.push_back(server.address);
   if (!l.ps_servers.empty()) {
     l.ps_credential = credentials_.For(r.id, r.attempt, CredentialRole::kParameterServer);

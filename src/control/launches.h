@@ -59,6 +59,8 @@ class Launches {
 
  private:
   std::string CoordinatorAddress() const;
+  // `gpus` (a learner's devices on launch->node) and their CDI names from the inventory.
+  void SetGpus(const std::vector<int>& gpus, LearnerLaunch* launch) const;
 
   Store& store_;
   const Executor& executor_;

@@ -51,11 +51,15 @@ class LearnerEvents {
  public:
   virtual ~LearnerEvents() = default;
 
-  // A learner of `world_size` (0: not given) starts. Refused for a stale attempt, a job that is
-  // not running, a rank outside the job's world size or a world size that is not the job's. The
-  // job moves STARTING -> RUNNING once all of its learners have registered.
+  // A learner of `world_size` (0: not given) starts, handed the GPU devices `gpus` (host
+  // indices). Refused for a stale attempt, a job that is not running, a rank outside the job's
+  // world size or a world size that is not the job's. GPUs other than the ones weftd placed it
+  // on end the attempt (its learners are killed; it restarts or fails with that reason) —
+  // unless the executor chooses the devices itself (Executor::ChoosesGpus, Slurm): then they
+  // are recorded as the learner's. The job moves STARTING -> RUNNING once all of its learners
+  // have registered.
   virtual RegisterDecision OnRegister(const std::string& id, int rank, int64_t attempt, int64_t pid,
-                                      int world_size) = 0;
+                                      int world_size, const std::vector<int>& gpus) = 0;
   // Every rank heartbeats (each is watched for silence); only rank 0's progress and metrics are
   // the job's. kRetry while the store cannot be reached (nothing of the report was stored).
   virtual ReportAnswer OnHeartbeat(const std::string& id, int rank, int64_t attempt,

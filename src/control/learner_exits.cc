@@ -163,7 +163,7 @@ void LearnerExits::SettlePreempted(AttemptTracker& attempts, JobRecord& r, const
     return;
   }
   attempts.EndAttempt(e.job_id);
-  r.ClearGang();
+  r.ClearGang(c_.clock.NowMs());
   absl::Status s = c_.recorder.Transition(
       r, JobState::kQueued,
       absl::StrCat("requeued after preemption (learner rank ", e.rank, " ", e.Describe(),
@@ -200,7 +200,7 @@ void LearnerExits::SettleFailingGang(AttemptTracker& attempts, JobRecord& r, con
 
 void LearnerExits::Complete(AttemptTracker& attempts, JobRecord& r, const std::string& reason) {
   attempts.EndAttempt(r.id);
-  r.ClearGang();
+  r.ClearGang(c_.clock.NowMs());
   // The other ranks are done training too; make sure none lingers.
   c_.executor.Stop(r.id, c_.options.stop_grace_ms).IgnoreError();
   auto models = c_.store.Models(r.id);
@@ -230,9 +230,15 @@ void LearnerExits::Complete(AttemptTracker& attempts, JobRecord& r, const std::s
 void LearnerExits::EndAttempt(AttemptTracker& attempts, JobRecord& r, const std::string& reason,
                               bool fail_job) {
   attempts.EndAttempt(r.id);
-  r.ClearGang();
+  r.ClearGang(c_.clock.NowMs());
   if (fail_job) return c_.recorder.Fail(r, reason);
   RestartOrFail(attempts, r, reason);
+}
+
+void LearnerExits::AbandonAttempt(AttemptTracker& attempts, JobRecord& r,
+                                  const std::string& reason) {
+  c_.executor.Stop(r.id, 0).IgnoreError();
+  EndAttempt(attempts, r, reason, /*fail_job=*/false);
 }
 
 void LearnerExits::RestartOrFail(AttemptTracker& attempts, JobRecord& r,
@@ -298,12 +304,10 @@ void LearnerExits::CheckLiveness(AttemptTracker& attempts, std::vector<JobRecord
     if (membership_.KillSilentMember(attempts, r, silent_rank, silence)) continue;
     spdlog::warn("job {}: learner rank {} silent for {} ms, stopping the job's learners", r.id,
                  silent_rank, now - oldest);
-    c_.executor.Stop(r.id, 0).IgnoreError();
-    EndAttempt(
+    AbandonAttempt(
         attempts, r,
         absl::StrCat("learner", world > 1 ? absl::StrCat(" rank ", silent_rank) : std::string(),
-                     " ", silence),
-        /*fail_job=*/false);
+                     " ", silence));
   }
 }
 

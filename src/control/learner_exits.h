@@ -44,6 +44,9 @@ class LearnerExits {
   // after a backoff of restart_backoff_ms doubled per restart (at most restart_backoff_max_ms)
   // while restarts < max_restarts; otherwise fails it.
   void RestartOrFail(AttemptTracker& attempts, JobRecord& r, const std::string& reason);
+  // The attempt of `r` cannot go on (`reason`): its learners are killed at once, without a
+  // checkpoint, and the job restarts from its latest one, or fails once out of restarts.
+  void AbandonAttempt(AttemptTracker& attempts, JobRecord& r, const std::string& reason);
 
  private:
   void SettlePreempted(AttemptTracker& attempts, JobRecord& r, const LearnerExit& e);

@@ -127,7 +127,7 @@ absl::Status Recovery::Recover(AttemptTracker& attempts) {
     }
     // Otherwise (or never started): requeue. A straggler of this attempt is fenced off by the
     // attempt number and stops at its next heartbeat.
-    r.ClearGang();
+    r.ClearGang(c_.clock.NowMs());
     RETURN_IF_ERROR(c_.recorder.Transition(
         r, JobState::kQueued,
         absl::StrCat("requeued: the learners of attempt ", r.attempt,

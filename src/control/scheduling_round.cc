@@ -11,11 +11,12 @@
 #include "common/metrics.h"
 #include "control/controller_options.h"
 #include "scheduler/decision_check.h"
+#include "scheduler/devices.h"
 
 namespace weft {
 
 SchedulingRound::Inputs SchedulingRound::InputsOf(const AttemptTracker& attempts) {
-  return {attempts.not_before(), attempts.LeavingNodes()};
+  return {attempts.not_before(), attempts.Leavers()};
 }
 
 SchedulingRound::Plan SchedulingRound::Decide(Inputs inputs, std::vector<JobRecord> jobs) {
@@ -46,6 +47,8 @@ SchedulingRound::Plan SchedulingRound::Decide(Inputs inputs, std::vector<JobReco
   absl::Status ok = scheduler::CheckDecisions(
       plan.round.snapshot, d,
       {plan.round.snapshot.preemption_frees_at_once, /*allow_resize=*/true});
+  // Then each learner it places gets its GPU devices (none for a job without GPUs).
+  if (ok.ok()) ok = scheduler::AssignGpus(plan.round.snapshot, &d);
   if (!ok.ok()) {
     std::string refusal = absl::StrCat("policy ", p_.policy.Name(), " ", ok.message());
     if (refusal != last_refusal_) {

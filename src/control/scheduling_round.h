@@ -53,10 +53,10 @@ class SchedulingRound {
   SchedulingRound& operator=(const SchedulingRound&) = delete;
 
   // What a round needs of the attempts, copied under the job lock: each job's restart backoff
-  // (unix ms) and the nodes learners told to leave still hold.
+  // (unix ms) and the learners told to leave, who still hold their nodes and devices.
   struct Inputs {
     std::map<std::string, TimeMs> not_before;
-    std::map<std::string, std::vector<std::string>> leaving;
+    std::map<std::string, std::vector<LearnerSlot>> leaving;
   };
   static Inputs InputsOf(const AttemptTracker& attempts);
 

@@ -18,6 +18,7 @@
 #include "common/text.h"
 #include "control/datasets.h"
 #include "control/tenancy.h"
+#include "daemon/gpu_inventory.h"
 #include "executor/local_executor.h"
 #include "executor/memory_cgroups.h"
 #include "executor/runtime_setup.h"
@@ -101,7 +102,11 @@ weft::scheduler::Node ThisHost() {
   n.capacity.cpus = std::max(1u, std::thread::hardware_concurrency());
   n.capacity.memory_mb =
       static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE) / (1024 * 1024);
-  n.capacity.gpus = 0;
+  // Its GPUs, as the vendors' CDI specs name them (none without a spec).
+  std::vector<std::string> warnings;
+  n.gpu_devices = DiscoverCdiGpus(DefaultCdiDirs(), &warnings);
+  for (const std::string& w : warnings) spdlog::warn("{}", w);
+  n.capacity.gpus = static_cast<int>(n.gpu_devices.size());
   return n;
 }
 
@@ -119,7 +124,11 @@ absl::StatusOr<std::vector<weft::scheduler::Node>> ReadNodes(
       n.name = y["name"].as<std::string>(absl::StrCat("node-", i));
       n.capacity.cpus = y["cpus"].as<double>();
       n.capacity.memory_mb = y["memory_mb"].as<int64_t>();
-      n.capacity.gpus = y["gpus"].as<int>(0);
+      absl::StatusOr<std::vector<weft::scheduler::GpuDevice>> gpus =
+          ReadGpus(y["gpus"], absl::StrCat(path, ": nodes[", i, "]"));
+      if (!gpus.ok()) return gpus.status();
+      n.gpu_devices = *std::move(gpus);
+      n.capacity.gpus = static_cast<int>(n.gpu_devices.size());
       if (n.capacity.cpus <= 0 || n.capacity.memory_mb <= 0) {
         return absl::InvalidArgumentError(
             absl::StrCat(path, ": nodes[", i, "]: cpus and memory_mb must be positive"));
@@ -137,8 +146,8 @@ absl::StatusOr<std::vector<weft::scheduler::Node>> ReadNodes(
       nodes.push_back(n);
     }
   } catch (const YAML::Exception& e) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": ", e.what(), " (expected nodes: [{name, cpus, memory_mb, gpus}])"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ": ", e.what(), " (expected nodes: [{name, cpus, memory_mb, gpus, cpuset}])"));
   }
   return nodes;
 }
@@ -224,6 +233,9 @@ absl::StatusOr<std::unique_ptr<weft::Executor>> MakeExecutor(
     weft::scheduler::Node node;
     node.name = n.name;
     node.capacity = {static_cast<double>(n.cpus), n.memory_mb, n.gpus};
+    // Slurm chooses which of the node's GPUs a learner's Slurm job gets (its gres); weft counts
+    // them by index and records Slurm's choice (SlurmExecutor::ChoosesGpus).
+    node.gpu_devices = weft::scheduler::CountedGpus(n.gpus);
     nodes->push_back(node);
   }
   if (nodes->empty()) return absl::FailedPreconditionError("Slurm reports no usable node");

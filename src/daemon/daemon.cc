@@ -392,6 +392,17 @@ int Run(Flags flags) {
     if (!n.ok()) return Fail(n.status());
     nodes = *n;
   }
+  for (const weft::scheduler::Node& n : nodes) {
+    const auto unnamed = std::count_if(n.gpu_devices.begin(), n.gpu_devices.end(),
+                                       [](const auto& g) { return g.cdi.empty(); });
+    if (unnamed > 0 && flags.executor == "local" && flags.runtime != "none") {
+      spdlog::warn(
+          "node {}: {} of its GPUs have no CDI device name, so no container can be given "
+          "them: a job placed on them fails to start (list them as gpus: [{{index, "
+          "cdi}}])",
+          n.name, unnamed);
+    }
+  }
   // Every file weftd writes that matters goes through one Env (common/env.h).
   weft::Env& env = weft::Env::Default();
   auto data_dir = LockDataDir(env, flags.data_dir, flags.store == "sqlite");

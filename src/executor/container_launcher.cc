@@ -54,6 +54,22 @@ absl::StatusOr<ContainerLauncher::Launch> ContainerLauncher::Prepare(
     c.pids_limit = options_.learner.pids_limit;
     c.cpus = launch.cpus;
     c.cpuset = launch.cpuset;
+    for (size_t i = 0; i < launch.gpus.size(); ++i) {
+      const std::string cdi = i < launch.gpu_devices.size() ? launch.gpu_devices[i] : "";
+      if (cdi.empty() || c.runtime != "podman") {
+        isolation_->Leave(launch.job_id, launch.attempt);
+        return absl::FailedPreconditionError(absl::StrCat(
+            "GPU ", launch.gpus[i], " of node ", launch.node,
+            cdi.empty() ? " has no CDI device name in weftd's inventory, so it cannot be given "
+                          "to a container: list the node's GPUs with their cdi names "
+                          "(nodes.yaml gpus: [{index, cdi}]) or install the vendor's CDI spec "
+                          "under /etc/cdi"
+                        : absl::StrCat(": the ", c.runtime,
+                                       " runtime cannot give a container its "
+                                       "devices; GPUs need weftd --runtime podman")));
+      }
+      c.devices.push_back(cdi);
+    }
     out.command.argv = {options_.learner.learner_binary};
     out.command.env = HostLearnerEnvironment(supervised);
     // A supervisor under bubblewrap joins its gang's network itself (setns, as root).

@@ -67,6 +67,10 @@ class Executor {
   // each process to one learner's share of the node. Only the local executor says yes (its
   // learners share their node's cpuset); a Slurm task is held to its --cpus-per-task.
   virtual bool TrainsGangsAsOneLearner() const { return false; }
+  // Whether the executor chooses a learner's GPU devices itself (Slurm allocates them to the
+  // learner's Slurm job): weftd then takes the devices a learner reports at registration as its
+  // own. Otherwise the learner gets exactly the devices weftd's scheduler gave it.
+  virtual bool ChoosesGpus() const { return false; }
   // The container runtime learners run in ("podman"), or "none" (unconfined), with a line for
   // weftd's log and GET /v1/nodes saying what it holds a learner to.
   virtual std::string Runtime() const { return "none"; }

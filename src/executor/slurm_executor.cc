@@ -100,6 +100,11 @@ absl::StatusOr<std::string> SlurmExecutor::ExecLines(const LearnerLaunch& launch
     for (const auto& [name, value] : LearnerEnvironment(launch)) {
       absl::StrAppend(&text, "export ", name, "=", ShellQuote(value), "\n");
     }
+    // Slurm chose the learner's GPUs (its gres): those are the ones it has, and reports.
+    if (!launch.gpus.empty()) {
+      absl::StrAppend(&text, "if [ -n \"${SLURM_JOB_GPUS:-}\" ]; then export ", learner_env::kGpus,
+                      "=\"$SLURM_JOB_GPUS\"; fi\n");
+    }
     const std::string& learner = options_.learner_binary;
     if (server) {
       absl::StrAppend(&text, "exec ",
@@ -198,6 +203,13 @@ SlurmExecutor::CommandOutput SlurmExecutor::Command(const std::vector<std::strin
 
 absl::StatusOr<int64_t> SlurmExecutor::Start(const LearnerLaunch& launch) {
   RETURN_IF_ERROR(Available());
+  if (!launch.gpus.empty() && options_.runtime != nullptr) {
+    return absl::FailedPreconditionError(
+        "GPUs on Slurm: weft asks Slurm for them (--gres=gpu:N) but cannot give a container on "
+        "a Slurm node the devices Slurm chose; run weftd --executor slurm with --runtime none, "
+        "where Slurm's own cgroup (cgroup.conf ConstrainDevices=yes) holds a learner to its "
+        "devices");
+  }
   // A scale-out parameter-server job's server is weft-ps, installed beside weft-learner.
   const bool server = launch.ps_server >= 0;
   if (server && static_cast<size_t>(launch.ps_server) >= launch.ps_servers.size()) {
@@ -249,6 +261,7 @@ absl::StatusOr<int64_t> SlurmExecutor::Start(const LearnerLaunch& launch) {
       "--open-mode=append",
       "--export=NIL"};
   if (launch.memory_limit_mb > 0) argv.push_back(absl::StrCat("--mem=", launch.memory_limit_mb));
+  if (!launch.gpus.empty()) argv.push_back(absl::StrCat("--gres=gpu:", launch.gpus.size()));
   // The job's uid, for a weftd that adopts the learner after a restart.
   if (options_.runtime != nullptr) argv.push_back(absl::StrCat("--comment=weft-uid=", uid));
   if (!options_.partition.empty()) argv.push_back("--partition=" + options_.partition);

@@ -76,6 +76,9 @@ class SlurmExecutor : public Executor {
   // The node's address (scontrol's NodeAddr) and a port free on this host when asked (a node on
   // another host might have it taken: then rank 0 fails to bind and the job restarts).
   absl::StatusOr<std::pair<std::string, int>> RendezvousAddress(const std::string& node) override;
+  // Slurm picks which of a node's GPUs a learner's Slurm job gets (--gres=gpu:N); the learner
+  // reports them (SLURM_JOB_GPUS) and weftd records them.
+  bool ChoosesGpus() const override { return true; }
   std::string Runtime() const override {
     if (!refused_runtime().empty()) return refused_runtime();
     return options_.runtime ? "podman" : "none";

@@ -31,8 +31,14 @@ struct LearnerSlot {
   // weftd (coordinator calls, the executor's handle, its log file) when an elastic job's
   // membership changes and ranks are renumbered.
   int id = 0;
+  // The GPU devices it holds on its node, by their index there (scheduler::GpuDevice::index),
+  // ascending; empty for a learner without GPUs.
+  std::vector<int> gpus;
+  // When its resources were given to it (unix ms): its GPU time counts from then until it leaves
+  // the job (JobRecord::GpuMs).
+  TimeMs since_ms = 0;
   bool operator==(const LearnerSlot& o) const {
-    return node == o.node && pid == o.pid && id == o.id;
+    return node == o.node && pid == o.pid && id == o.id && gpus == o.gpus && since_ms == o.since_ms;
   }
 };
 
@@ -65,10 +71,35 @@ struct JobRecord {
   // A scale-out parameter-server job's weft-ps processes (training.ps.servers > 1), in shard
   // order, placed with its learners as one gang. Empty for every other job.
   std::vector<ServerSlot> servers;
-  // Releases the gang: no learner and no server.
-  void ClearGang() {
-    learners.clear();
+  // Releases the gang at `now_ms` (unix ms): no learner and no server; the learners' GPU time is
+  // counted into gpu_ms.
+  void ClearGang(TimeMs now_ms) {
+    SetLearners({}, now_ms);
     servers.clear();
+  }
+  // The learners become `members` at `now_ms`: the GPU time of those that are not among them
+  // (by id) is counted into gpu_ms.
+  void SetLearners(std::vector<LearnerSlot> members, TimeMs now_ms) {
+    for (const LearnerSlot& l : learners) {
+      const bool stays = std::any_of(members.begin(), members.end(),
+                                     [&](const LearnerSlot& m) { return m.id == l.id; });
+      if (!stays) gpu_ms += HeldGpuMs(l, now_ms);
+    }
+    learners = std::move(members);
+  }
+  // GPU-milliseconds of learners that have left the job: each one's devices × the time from its
+  // placement until it left. Kept over every attempt of the job.
+  int64_t gpu_ms = 0;
+  // The job's GPU-milliseconds up to `now_ms`: those of the learners that left and of the ones
+  // it holds now.
+  int64_t GpuMs(TimeMs now_ms) const {
+    int64_t ms = gpu_ms;
+    for (const LearnerSlot& l : learners) ms += HeldGpuMs(l, now_ms);
+    return ms;
+  }
+  // Learner `l`'s devices × the milliseconds from its placement to `now_ms` (0 before it).
+  static int64_t HeldGpuMs(const LearnerSlot& l, TimeMs now_ms) {
+    return static_cast<int64_t>(l.gpus.size()) * std::max<TimeMs>(0, now_ms - l.since_ms);
   }
   // The membership generation of the current attempt: 1 as started, +1 at each in-place
   // membership change of an elastic job (a learner lost, the survivors go on); 0 before any.
@@ -166,6 +197,9 @@ struct TenantRecord {
   // What the tenant's files may take on disk, MiB (control/disk_quota.h); none: weftd's
   // --tenant-disk-quota-mb.
   std::optional<int64_t> disk_quota_mb;
+  // GPU-milliseconds its deleted jobs held (each job's JobRecord::gpu_ms, added when it is
+  // deleted): with its jobs' own, what the tenant has used. Read only; the store keeps it.
+  int64_t deleted_jobs_gpu_ms = 0;
 };
 
 // A file a tenant uploaded for its jobs (POST /v1/artifacts): a TorchScript model, a code

@@ -327,6 +327,12 @@ void ReadDocument(FieldReader& r, const YAML::Node& doc, JobSpec* spec) {
     ReadTraining(r, doc["training"], spec);
   }
   ReadResources(r, doc["resources"], spec);
+  if (!spec->IsCommandJob() && spec->resources.gpus > 0) {
+    r.Error("resources.gpus",
+            "built-in and TorchScript models train on CPUs: weft's learner is built on Debian's "
+            "libtorch, which has no CUDA; a command job (command: [...]) running your own "
+            "PyTorch in its image gets GPUs");
+  }
   if (spec->IsCommandJob() && spec->resources.elastic) {
     r.Error("resources.learners",
             "a command job asks for a fixed number of learners: your program, not weft, would "

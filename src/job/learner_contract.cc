@@ -47,6 +47,7 @@ std::vector<std::pair<std::string, std::string>> LearnerEnvironment(const Learne
     env.emplace_back(e::kMasterPort, absl::StrCat(l.rendezvous_port));
   }
   if (!l.ps_servers.empty()) env.emplace_back(e::kPsServers, absl::StrJoin(l.ps_servers, ","));
+  if (!l.gpus.empty()) env.emplace_back(e::kGpus, absl::StrJoin(l.gpus, ","));
   if (l.ps_server >= 0) env.emplace_back(e::kPsServer, absl::StrCat(l.ps_server));
   if (!l.program_container.runtime.empty()) {
     env.emplace_back(e::kContainer, ProgramContainerToJson(l.program_container));
@@ -65,7 +66,8 @@ std::string ProgramContainerToJson(const ProgramContainer& c) {
                         {"cgroup_parent", c.cgroup_parent},
                         {"pids_limit", c.pids_limit},
                         {"cpus", c.cpus},
-                        {"cpuset", c.cpuset}}
+                        {"cpuset", c.cpuset},
+                        {"devices", c.devices}}
       .dump();
 }
 
@@ -88,6 +90,7 @@ absl::StatusOr<ProgramContainer> ProgramContainerFromJson(const std::string& jso
     c.pids_limit = j.value("pids_limit", int64_t{0});
     c.cpus = j.value("cpus", 0.0);
     c.cpuset = j.value("cpuset", std::vector<int>{});
+    c.devices = j.value("devices", std::vector<std::string>{});
   } catch (const nlohmann::json::exception& e) {
     return absl::InvalidArgumentError(absl::StrCat(learner_env::kContainer, ": ", e.what()));
   }
@@ -101,13 +104,15 @@ absl::StatusOr<ProgramContainer> ProgramContainerFromJson(const std::string& jso
 const std::vector<std::string>& LearnerEnvironmentNames() {
   namespace e = learner_env;
   static const std::vector<std::string> names = {
-      e::kJobId,      e::kAttempt,        e::kCredential, e::kSpec,          e::kCoordinator,
-      e::kNode,       e::kDataDir,        e::kResultDir,  e::kCheckpointDir, e::kLogDir,
-      e::kLearnerId,  e::kNumLearners,    e::kRank,       e::kLocalRank,     e::kWorldSize,
-      e::kMasterAddr, e::kMasterPort,     e::kThreads,    e::kModelDir,      e::kForbiddenToken,
-      e::kDataFormat, e::kWorkDir,        e::kPrivateDir, e::kSandbox,       e::kCoordinatorCa,
-      e::kGeneration, e::kGenerationRank, e::kPsServers,  e::kPsServer,      e::kLearnersAsOne,
-      e::kContainer,  e::kPsCredential,   e::kPsTlsCert,  e::kPsTlsKey};
+      e::kJobId,         e::kAttempt,       e::kCredential,     e::kSpec,
+      e::kCoordinator,   e::kNode,          e::kDataDir,        e::kResultDir,
+      e::kCheckpointDir, e::kLogDir,        e::kLearnerId,      e::kNumLearners,
+      e::kRank,          e::kLocalRank,     e::kWorldSize,      e::kMasterAddr,
+      e::kMasterPort,    e::kThreads,       e::kModelDir,       e::kForbiddenToken,
+      e::kDataFormat,    e::kWorkDir,       e::kPrivateDir,     e::kSandbox,
+      e::kCoordinatorCa, e::kGeneration,    e::kGenerationRank, e::kPsServers,
+      e::kPsServer,      e::kLearnersAsOne, e::kContainer,      e::kPsCredential,
+      e::kPsTlsCert,     e::kPsTlsKey,      e::kGpus,           e::kCudaVisibleDevices};
   return names;
 }
 
@@ -144,6 +149,24 @@ absl::Status ReadParameterServerVariables(const std::function<std::string(const 
                                                    " is longer than ", kMaxPemBytes, " bytes"));
   }
   return ParsePsServers(text(e::kPsServers), &l->ps_servers);
+}
+
+// WEFT_GPUS: comma-separated device indices, at most 64, each in [0, 1023].
+absl::Status ParseGpus(const std::string& text, std::vector<int>* out) {
+  if (text.empty()) return absl::OkStatus();
+  constexpr size_t kMaxGpus = 64;
+  constexpr int kMaxIndex = 1023;
+  std::vector<std::string> parts = absl::StrSplit(text, ',');
+  for (const std::string& p : parts) {
+    int index = -1;
+    if (out->size() == kMaxGpus || !absl::SimpleAtoi(p, &index) || index < 0 || index > kMaxIndex) {
+      return absl::InvalidArgumentError(absl::StrCat(learner_env::kGpus, " must list at most ",
+                                                     kMaxGpus, " device indices in [0, ", kMaxIndex,
+                                                     "], comma-separated"));
+    }
+    out->push_back(index);
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -220,6 +243,7 @@ absl::StatusOr<LearnerLaunch> LearnerLaunchFromEnvironment(
   l.private_dir = text(e::kPrivateDir);
   l.sandbox_required = text(e::kSandbox) != "optional";
   if (absl::Status s = ReadParameterServerVariables(text, &l); !s.ok()) return s;
+  if (absl::Status s = ParseGpus(text(e::kGpus), &l.gpus); !s.ok()) return s;
   if (const std::string c = text(e::kContainer); !c.empty()) {
     absl::StatusOr<ProgramContainer> pc = ProgramContainerFromJson(c);
     if (!pc.ok()) return pc.status();

@@ -65,6 +65,13 @@ inline constexpr char kPsServers[] = "WEFT_PS_SERVERS";
 inline constexpr char kPsServer[] = "WEFT_PS_SERVER";
 // A command job's supervisor: the container its program runs in (ProgramContainer, as JSON).
 inline constexpr char kContainer[] = "WEFT_CONTAINER";
+// The GPU devices the learner holds on its node, by the host's index (LearnerSlot::gpus),
+// comma-separated ("1,3"); unset without GPUs. A command job's program gets it too, with
+// CUDA_VISIBLE_DEVICES: the same indices when it runs on the host, 0 … n-1 in a container, which
+// sees only its own devices (as Slurm numbers a job's devices inside its cgroup). Neither is
+// ever inherited from weftd's own environment.
+inline constexpr char kGpus[] = "WEFT_GPUS";
+inline constexpr char kCudaVisibleDevices[] = "CUDA_VISIBLE_DEVICES";
 // Never set for a learner, and removed from what it inherits: weftd's own bearer token.
 inline constexpr char kForbiddenToken[] = "WEFT_TOKEN";
 }  // namespace learner_env
@@ -90,6 +97,7 @@ struct ProgramContainer {
   int64_t pids_limit = 0;
   double cpus = 0;
   std::vector<int> cpuset;
+  std::vector<std::string> devices;  // the program's GPUs, as CDI device names
 };
 std::string ProgramContainerToJson(const ProgramContainer& c);
 // InvalidArgument naming what is wrong with `json`.
@@ -144,6 +152,11 @@ struct LearnerLaunch {
   // LearnerCredentials::ParameterServerTls); the key for a shard only. Empty: plain text.
   std::string ps_tls_cert, ps_tls_key;
   std::vector<int> cpuset;  // CPUs to pin the learner to (its node's); not in the environment
+  // WEFT_GPUS: the GPU devices it holds on its node, by index (LearnerSlot::gpus). And how its
+  // container is given each (CDI device names in the same order, from the node's inventory;
+  // "" where the inventory has none); not in the environment.
+  std::vector<int> gpus;
+  std::vector<std::string> gpu_devices;
   // resources.cpus: the CPU time its container may use, in CPUs (0: no limit); not in the
   // environment.
   double cpus = 0;
@@ -176,7 +189,8 @@ const std::vector<std::string>& LearnerEnvironmentNames();
 // attempt 1, rank 0, world size 1, one thread, MASTER_ADDR 127.0.0.1 for a gang. InvalidArgument
 // naming the variable when WEFT_JOB_ID, WEFT_JOB_SPEC, WEFT_COORDINATOR or RESULT_DIR is missing, a
 // number does not parse, WEFT_CONTAINER is not a ProgramContainer, WEFT_PS_SERVERS holds an empty
-// or over-long address or more than 64, the rank (WEFT_GENERATION_RANK for a joining learner) is
+// or over-long address or more than 64, WEFT_GPUS is not a comma-separated list of at most 64
+// indices in [0, 1023], the rank (WEFT_GENERATION_RANK for a joining learner) is
 // outside [0, WORLD_SIZE), WEFT_LEARNERS_AS_ONE is neither 1 nor WORLD_SIZE, or MASTER_PORT is
 // missing for WORLD_SIZE > 1.
 absl::StatusOr<LearnerLaunch> LearnerLaunchFromEnvironment(

@@ -57,6 +57,12 @@ Resources Node::Free() const {
   return f;
 }
 
+std::vector<GpuDevice> CountedGpus(int gpus) {
+  std::vector<GpuDevice> out;
+  for (int i = 0; i < gpus; ++i) out.push_back({i, "", ""});
+  return out;
+}
+
 std::string NameFor(const JobRequest& job, const JobRequest& other) {
   return job.tenant == other.tenant ? other.job_id : "a job of another tenant";
 }

@@ -23,13 +23,29 @@ struct Resources {
   Resources& operator-=(const Resources& o);
 };
 
+// One GPU of a node: its index there (the host's numbering, what nvidia-smi and CUDA on the host
+// call it), how a container is given it (a CDI device name, e.g. "nvidia.com/gpu=0"; empty when
+// the inventory gave only a count) and what it is (e.g. "NVIDIA A100-SXM4-40GB"; may be empty).
+struct GpuDevice {
+  int index = 0;
+  std::string cdi;
+  std::string model;
+};
+
 struct Node {
   std::string name;
-  Resources capacity;
+  Resources capacity;   // capacity.gpus == gpu_devices.size() once the inventory is read
   Resources allocated;  // held by jobs placed on this node
+  // Its GPUs, by index ascending; and the indices of those that learners hold now (those of the
+  // snapshot's jobs and of learners outside it: a preempted job's, one leaving after a shrink).
+  std::vector<GpuDevice> gpu_devices;
+  std::vector<int> gpus_held;
 
   Resources Free() const;
 };
+
+// The devices `node` has when the inventory gave only a count: indices 0 … gpus-1, no CDI name.
+std::vector<GpuDevice> CountedGpus(int gpus);
 
 class JobModel;
 
@@ -51,6 +67,9 @@ struct JobRequest {
   Resources per_learner;
   // The node of each learner it holds now, in rank order; empty while it waits.
   std::vector<std::string> allocation;
+  // The GPU indices each of those learners holds on its node (parallel to `allocation`; empty
+  // lists for a job without GPUs, or all empty when the caller does not track devices).
+  std::vector<std::vector<int>> allocation_gpus;
   // Service attained so far in learner-seconds (GPU-seconds when learners hold one GPU each),
   // the quantity least-attained-service policies order by (Tiresias, NSDI'19).
   double attained_service = 0;
@@ -104,6 +123,9 @@ struct Placement {
   // Why a running job is resized, for its history ("grow to 3: idle capacity", "shrink to 1:
   // another tenant is below its fair share"); empty for a start (weftd says where it was placed).
   std::string reason;
+  // The GPU indices of each learner on its node (parallel to learner_nodes), filled by
+  // AssignGpus (scheduler/devices.h) after the policy: policies decide counts, never devices.
+  std::vector<std::vector<int>> learner_gpus;
 };
 
 // How a waiting reason of `job` names job `other`: by id when both are the same tenant's,

@@ -453,7 +453,7 @@ void Round::Grow() {
       d_.placements[it->second].learner_nodes = nodes;
     } else if (nodes.size() != j.allocation.size()) {
       d_.placements.push_back(
-          {j.job_id, nodes, absl::StrCat("grow to ", nodes.size(), ": idle capacity")});
+          {j.job_id, nodes, absl::StrCat("grow to ", nodes.size(), ": idle capacity"), {}});
     }
   }
 }

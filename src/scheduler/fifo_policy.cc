@@ -96,8 +96,11 @@ Decisions FifoPolicy::Schedule(const ClusterSnapshot& snapshot) {
     if (snapshot.explain)
       d.waiting.push_back(
           {job.job_id, WaitCode::kNoRoom,
-           absl::StrCat("waiting: no free node has ", FormatCpus(job.per_learner.cpus),
-                        " cpus and ", job.per_learner.memory_mb, " MiB for ", job.learners,
+           absl::StrCat("waiting: no free node has ", FormatCpus(job.per_learner.cpus), " cpus",
+                        job.per_learner.gpus > 0
+                            ? absl::StrCat(", ", job.per_learner.gpus, " free gpus")
+                            : std::string(),
+                        " and ", job.per_learner.memory_mb, " MiB for ", job.learners,
                         job.learners == 1 ? " learner" : " learners")});
   }
   return d;

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "scheduler/decision_check.h"
+#include "scheduler/devices.h"
 #include "scheduler/job_model.h"
 #include "scheduler/placement.h"
 
@@ -281,6 +282,7 @@ class Simulation {
   std::unordered_map<std::string, int> node_index_;
   std::vector<size_t> active_;  // indices into jobs_, workload order; parallel to snap_.jobs
   scheduler::ClusterSnapshot snap_;
+  std::unordered_map<size_t, std::vector<std::string>> first_gpus_;  // by index into jobs_
   size_t next_ = 0, done_ = 0;
   SimResult result_;
 };
@@ -311,6 +313,8 @@ absl::Status Simulation::AddJobs(AppCatalog& apps, JobMode mode) {
   for (int n = 0; n < options_.nodes; ++n) {
     nodes_[n].name = absl::StrCat("n", n);
     nodes_[n].capacity.gpus = options_.gpus_per_node;
+    if (options_.gpu_devices)
+      nodes_[n].gpu_devices = scheduler::CountedGpus(options_.gpus_per_node);
     node_index_[nodes_[n].name] = n;
   }
   snap_.explain = false;
@@ -374,11 +378,19 @@ void Simulation::LeaveAndArrive(double t) {
 
 absl::Status Simulation::Round(double t) {
   snap_.now_ms = static_cast<TimeMs>(t * 1000);
-  for (auto& n : snap_.nodes) n.allocated = {};
+  for (auto& n : snap_.nodes) {
+    n.allocated = {};
+    n.gpus_held.clear();
+  }
   for (size_t k = 0; k < active_.size(); ++k) {
     const SimJob& j = *jobs_[active_[k]];
     if (j.alloc().empty()) continue;
     for (int n : j.alloc()) snap_.nodes[n].allocated.gpus += 1;
+    const auto& held = snap_.jobs[k].allocation_gpus;
+    for (size_t i = 0; i < held.size() && i < j.alloc().size(); ++i) {
+      auto& node = snap_.nodes[j.alloc()[i]].gpus_held;
+      node.insert(node.end(), held[i].begin(), held[i].end());
+    }
     snap_.jobs[k].target = j.target();
     snap_.jobs[k].attained_service = j.attained();
     snap_.jobs[k].restarts = j.restarts();
@@ -392,12 +404,21 @@ absl::Status Simulation::Round(double t) {
   if (absl::Status ok = scheduler::CheckDecisions(snap_, d); !ok.ok()) {
     return absl::InternalError(absl::StrCat(policy_.Name(), " at t=", t, ": ", ok.message()));
   }
+  if (options_.gpu_devices) {
+    absl::Status gpus = scheduler::AssignGpus(snap_, &d);
+    if (gpus.ok()) gpus = scheduler::CheckGpus(snap_, d);
+    if (!gpus.ok()) {
+      return absl::InternalError(absl::StrCat(policy_.Name(), " at t=", t, ": ", gpus.message()));
+    }
+  }
   std::unordered_map<std::string, std::vector<int>> changes;
+  std::unordered_map<std::string, std::vector<std::vector<int>>> devices;
   for (const auto& id : d.preempted) changes[id] = {};
   for (const auto& p : d.placements) {
     std::vector<int> alloc;
     for (const auto& name : p.learner_nodes) alloc.push_back(node_index_.at(name));
     changes[p.job_id] = std::move(alloc);
+    devices[p.job_id] = p.learner_gpus;
   }
   int allocated = 0;
   for (size_t k = 0; k < active_.size(); ++k) {
@@ -408,6 +429,13 @@ absl::Status Simulation::Round(double t) {
       auto& names = snap_.jobs[k].allocation;
       names.clear();
       for (int n : j.alloc()) names.push_back(nodes_[n].name);
+      const auto& gpus = snap_.jobs[k].allocation_gpus = devices[j.spec().name];
+      if (!j.alloc().empty() && !first_gpus_.count(active_[k])) {
+        std::vector<std::string>& first = first_gpus_[active_[k]];
+        for (size_t i = 0; i < gpus.size() && i < names.size(); ++i) {
+          for (int g : gpus[i]) first.push_back(absl::StrCat(names[i], ":", g));
+        }
+      }
     }
     allocated += static_cast<int>(j.alloc().size());
   }
@@ -421,8 +449,10 @@ void Simulation::Summarize() {
   double held = 0, sum = 0, deliver_sum = 0;
   int delivered = 0;
   std::vector<double> jcts;
-  for (const auto& j : jobs_) {
+  for (size_t i = 0; i < jobs_.size(); ++i) {
+    const auto& j = jobs_[i];
     JobResult r = j->Result();
+    if (auto it = first_gpus_.find(i); it != first_gpus_.end()) r.first_gpus = it->second;
     if (r.time_to_deliver_s >= 0) {
       deliver_sum += r.time_to_deliver_s;
       ++delivered;

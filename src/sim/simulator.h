@@ -22,6 +22,10 @@ struct SimOptions {
   // Each trace job's deliver target is the metric its application's curve reaches at this
   // fraction of the job's total progress (AppTrace::TargetsAt; docs/simulation.md "Targets").
   double deliver_fraction = 0.6;
+  // Give every learner (a GPU) a device index after each round's decisions, as weftd does
+  // (scheduler/devices.h), and stop the run if one is ever given twice. Off: counts only. The
+  // policies decide counts either way, so the JCTs are the same.
+  bool gpu_devices = true;
 };
 
 // How the policy may treat a job's size and batch (SIM-MODEL.md §3).
@@ -47,6 +51,8 @@ struct JobResult {
   double time_to_deliver_s = -1;
   int restarts = 0;
   double gpu_seconds = 0;  // attained service
+  // The devices of its first allocation, "node:index" (with SimOptions::gpu_devices).
+  std::vector<std::string> first_gpus;
 };
 
 struct SimResult {

@@ -26,15 +26,18 @@ inline constexpr char kJobColumns[] =
     "id, tenant, name, state, reason, manifest, spec_json, created_ms, updated_ms, attempt, "
     "node, learner_pid, epoch, epochs_total, step, steps_total, samples, best_test_accuracy, "
     "deliver_met_ms, complete_met_ms, restarts, learners, generation, next_learner_id, "
-    "experiment, trial";
+    "experiment, trial, gpu_ms";
 
-// The learners column: [{"node": …, "pid": …, "id": …}, …] by rank.
-// The learners column: the gang's learners, then its parameter servers (marked "server").
+// The learners column: the gang's learners by rank ({"node", "pid", "id"}, and "gpus" with
+// "since_ms" for a learner that holds devices), then its parameter servers (marked "server").
 inline std::string LearnersJson(const std::vector<LearnerSlot>& learners,
                                 const std::vector<ServerSlot>& servers) {
   nlohmann::json j = nlohmann::json::array();
   for (const LearnerSlot& l : learners) {
-    j.push_back({{"node", l.node}, {"pid", l.pid}, {"id", l.id}});
+    nlohmann::json slot = {{"node", l.node}, {"pid", l.pid}, {"id", l.id}};
+    if (!l.gpus.empty()) slot["gpus"] = l.gpus;
+    if (l.since_ms != 0) slot["since_ms"] = l.since_ms;
+    j.push_back(std::move(slot));
   }
   for (const ServerSlot& s : servers) {
     j.push_back({{"node", s.node},
@@ -56,11 +59,20 @@ inline std::vector<LearnerSlot> ParseLearners(const std::string& text, const std
     for (const auto& l : j) {
       if (!l.is_object() || l.value("server", false)) continue;
       const int rank = static_cast<int>(out.size());
-      out.push_back(
-          {l.value("node", std::string()), l.value("pid", int64_t{0}), l.value("id", rank)});
+      LearnerSlot slot{l.value("node", std::string()),
+                       l.value("pid", int64_t{0}),
+                       l.value("id", rank),
+                       {},
+                       l.value("since_ms", TimeMs{0})};
+      if (auto g = l.find("gpus"); g != l.end() && g->is_array()) {
+        for (const auto& index : *g) {
+          if (index.is_number_integer()) slot.gpus.push_back(index.get<int>());
+        }
+      }
+      out.push_back(std::move(slot));
     }
   }
-  if (out.empty() && !node.empty()) out.push_back({node, pid});
+  if (out.empty() && !node.empty()) out.push_back({node, pid, 0, {}, 0});
   return out;
 }
 

@@ -249,6 +249,12 @@ ALTER TABLE jobs ADD COLUMN experiment TEXT NOT NULL DEFAULT '';
 ALTER TABLE jobs ADD COLUMN trial {int} NOT NULL DEFAULT -1;
 CREATE INDEX jobs_by_experiment ON jobs(experiment, trial);
 )sql"},
+    // GPU time: a job's learners that have left it (JobRecord::gpu_ms), and a tenant's deleted
+    // jobs' (TenantRecord::deleted_jobs_gpu_ms).
+    Change{13, 6, R"sql(
+ALTER TABLE jobs ADD COLUMN gpu_ms {int} NOT NULL DEFAULT 0;
+ALTER TABLE tenants ADD COLUMN deleted_jobs_gpu_ms {int} NOT NULL DEFAULT 0;
+)sql"},
 };
 
 // Each dialect's versions appear in order, from 1 and without gaps, so that migration `to` is

@@ -36,6 +36,7 @@ JobRecord ReadJob(const sql::Row& row) {
   r.next_learner_id = static_cast<int>(row.Int(23));
   r.experiment = row.Text(24);
   r.trial = static_cast<int>(row.Int(25));
+  r.gpu_ms = row.Int(26);
   return r;
 }
 
@@ -54,15 +55,15 @@ absl::Status WriteJobIn(sql::Tx& tx, const JobRecord& r, bool insert) {
       insert ? "INSERT INTO jobs (id, tenant, name, state, reason, manifest, spec_json, "
                "created_ms, updated_ms, attempt, node, learner_pid, epoch, epochs_total, step, "
                "steps_total, samples, best_test_accuracy, deliver_met_ms, complete_met_ms, "
-               "restarts, learners, generation, next_learner_id, experiment, trial) VALUES "
-               "($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$"
-               "23,$24,$25,$26)"
+               "restarts, learners, generation, next_learner_id, experiment, trial, gpu_ms) "
+               "VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,"
+               "$21,$22,$23,$24,$25,$26,$27)"
              : "UPDATE jobs SET tenant=$2, name=$3, state=$4, reason=$5, manifest=$6, "
                "spec_json=$7, created_ms=$8, updated_ms=$9, attempt=$10, node=$11, "
                "learner_pid=$12, epoch=$13, epochs_total=$14, step=$15, steps_total=$16, "
                "samples=$17, best_test_accuracy=$18, deliver_met_ms=$19, complete_met_ms=$20, "
                "restarts=$21, learners=$22, generation=$23, "
-               "next_learner_id=$24, experiment=$25, trial=$26 WHERE id=$1";
+               "next_learner_id=$24, experiment=$25, trial=$26, gpu_ms=$27 WHERE id=$1";
   const bool placed = !r.learners.empty();
   absl::StatusOr<int64_t> n = tx.Execute(
       "write job", sql, r.id, r.tenant, r.name, std::string(JobStateName(r.state)), r.reason,
@@ -71,7 +72,7 @@ absl::Status WriteJobIn(sql::Tx& tx, const JobRecord& r, bool insert) {
       r.progress.epoch, r.progress.epochs_total, r.progress.step, r.progress.steps_total,
       r.progress.samples, r.best_test_accuracy, r.deliver_met_ms, r.complete_met_ms, r.restarts,
       store_columns::LearnersJson(r.learners, r.servers), r.generation, r.next_learner_id,
-      r.experiment, r.trial);
+      r.experiment, r.trial, r.gpu_ms);
   if (absl::IsAlreadyExists(n.status())) {
     return absl::AlreadyExistsError(absl::StrCat("job ", r.id, " already exists"));
   }
@@ -174,15 +175,17 @@ absl::StatusOr<JobStore::JobCounts> Jobs::CountJobs(const std::string& tenant) {
   static const std::string* const kSql = [] {
     return new std::string(absl::StrCat("SELECT COUNT(*), COALESCE(SUM(CASE WHEN state IN (",
                                         store_columns::ActiveStatesList(),
-                                        ") THEN 1 ELSE 0 END), 0) FROM jobs WHERE tenant=$1"));
+                                        ") THEN 1 ELSE 0 END), 0), COALESCE(SUM(gpu_ms), 0) "
+                                        "FROM jobs WHERE tenant=$1"));
   }();
   return db_->Run("count jobs", sql::Mode::kRead, [&](sql::Tx& tx) -> absl::StatusOr<JobCounts> {
-    ASSIGN_OR_RETURN(std::vector<JobCounts> counts, tx.Query<JobCounts>(
-                                                        "count jobs", *kSql,
-                                                        [](const sql::Row& row) {
-                                                          return JobCounts{row.Int(0), row.Int(1)};
-                                                        },
-                                                        tenant));
+    ASSIGN_OR_RETURN(std::vector<JobCounts> counts,
+                     tx.Query<JobCounts>(
+                         "count jobs", *kSql,
+                         [](const sql::Row& row) {
+                           return JobCounts{row.Int(0), row.Int(1), row.Int(2)};
+                         },
+                         tenant));
     return counts.empty() ? JobCounts{} : counts[0];
   });
 }
@@ -219,8 +222,15 @@ absl::Status Jobs::UpdateJob(const JobRecord& record) {
 }
 
 absl::Status Jobs::DeleteJob(const std::string& id) {
-  // What belongs to the job goes with it (ON DELETE CASCADE).
+  // What belongs to the job goes with it (ON DELETE CASCADE); the GPU time it held stays its
+  // tenant's.
   return db_->Run("delete job", sql::Mode::kWrite, [&](sql::Tx& tx) -> absl::Status {
+    RETURN_IF_ERROR(tx.Execute("keep the job's GPU time",
+                               "UPDATE tenants SET deleted_jobs_gpu_ms = deleted_jobs_gpu_ms + "
+                               "(SELECT gpu_ms FROM jobs WHERE id=$1) WHERE name = "
+                               "(SELECT tenant FROM jobs WHERE id=$1)",
+                               id)
+                        .status());
     ASSIGN_OR_RETURN(int64_t n, tx.Execute("delete job", "DELETE FROM jobs WHERE id=$1", id));
     if (n == 0) return absl::NotFoundError(NoJob(id));
     return absl::OkStatus();

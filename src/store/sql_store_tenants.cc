@@ -8,12 +8,12 @@ namespace {
 
 constexpr char kSelectTenants[] =
     "SELECT name, has_quota, quota_cpus, quota_memory_mb, quota_gpus, weight, created_ms, "
-    "disk_quota_mb FROM tenants";
+    "disk_quota_mb, deleted_jobs_gpu_ms FROM tenants";
 constexpr char kSelectTokens[] = "SELECT id, tenant, sha256, created_ms, revoked_ms FROM tokens";
 
 TenantRecord ReadTenant(const sql::Row& row) {
-  return {row.Text(0), row.Bool(1), row.Real(2),  row.Int(3), static_cast<int>(row.Int(4)),
-          row.Real(5), row.Int(6),  row.OptInt(7)};
+  return {row.Text(0), row.Bool(1), row.Real(2),   row.Int(3), static_cast<int>(row.Int(4)),
+          row.Real(5), row.Int(6),  row.OptInt(7), row.Int(8)};
 }
 
 TokenRecord ReadToken(const sql::Row& row) {

@@ -51,10 +51,12 @@ class JobStore {
   virtual absl::StatusOr<std::vector<JobRecord>> ListActiveJobs() = 0;
 
   // How many jobs `tenant` has in the store, and how many of them are not settled: what its job
-  // limits are checked against, without reading the jobs.
+  // limits are checked against, without reading the jobs; and the GPU-milliseconds their
+  // learners that have left them held (the sum of JobRecord::gpu_ms).
   struct JobCounts {
     int64_t total = 0;
     int64_t active = 0;
+    int64_t gpu_ms = 0;
   };
   virtual absl::StatusOr<JobCounts> CountJobs(const std::string& tenant) = 0;
 

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <numeric>
 #include <thread>
 #include <tuple>
 
@@ -230,6 +231,13 @@ std::vector<std::string> CommandJob::ProgramEnvironment() const {
   if (!data_dir_.empty()) {
     env.push_back(absl::StrCat(e::kDataDir, "=", data_dir_));
     env.push_back(absl::StrCat(e::kDataFormat, "=", l_.data_format));
+  }
+  if (!l_.gpus.empty()) {
+    // In a container the program sees only its devices, numbered from 0 by CUDA.
+    std::vector<int> visible = l_.gpus;
+    if (InContainer()) std::iota(visible.begin(), visible.end(), 0);
+    env.push_back(absl::StrCat(e::kGpus, "=", absl::StrJoin(l_.gpus, ",")));
+    env.push_back(absl::StrCat(e::kCudaVisibleDevices, "=", absl::StrJoin(visible, ",")));
   }
   if (!resume_path_.empty()) env.push_back(absl::StrCat("WEFT_RESUME_FROM=", resume_path_));
   if (spec_.targets.deliver) {

@@ -331,6 +331,9 @@ ContainerSpec ProgramContainerSpec(const LearnerLaunch& l, const CommandProcessO
   s.cpus = pc.cpus;
   s.cpuset = pc.cpuset;
   s.pids_limit = pc.pids_limit;
+  // The program's GPUs, and nothing else of the node's: the engine adds each device node and
+  // allows it in the container's devices cgroup, which refuses every other device.
+  if (what == "program") s.devices = pc.devices;
   s.labels = {{"weft.job", l.job_id},
               {"weft.attempt", absl::StrCat(l.attempt)},
               {"weft.rank", absl::StrCat(l.rank)}};

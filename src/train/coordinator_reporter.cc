@@ -131,11 +131,12 @@ weft::v1::LearnerIdentity CoordinatorReporter::Identity() const {
   return id;
 }
 
-absl::Status CoordinatorReporter::Register(int world_size) {
+absl::Status CoordinatorReporter::Register(int world_size, const std::vector<int>& gpus) {
   weft::v1::RegisterRequest req;
   *req.mutable_learner() = Identity();
   req.set_pid(::getpid());
   req.set_world_size(world_size);
+  for (int g : gpus) req.add_gpus(g);
   weft::v1::RegisterResponse resp;
   grpc::Status s = Retry([&](Stub& stub) { return stub.Register(Context().get(), req, &resp); });
   if (!s.ok()) {

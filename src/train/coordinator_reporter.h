@@ -32,7 +32,7 @@ class CoordinatorReporter : public Reporter {
   CoordinatorReporter(const CoordinatorReporter&) = delete;
   CoordinatorReporter& operator=(const CoordinatorReporter&) = delete;
 
-  absl::Status Register(int world_size) override;
+  absl::Status Register(int world_size, const std::vector<int>& gpus) override;
   void Report(const MetricSample& sample, const ProgressReport& progress) override;
   void ReportProgress(const ProgressReport& progress) override;
   std::vector<std::string> ResumeFrom() const override { return resume_from_; }

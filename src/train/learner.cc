@@ -122,8 +122,8 @@ int RunLearnerFromEnvironment() {
                                options.learner.rank, attempt, launch->credential, ca_pem);
   // A learner joining a running elastic job registers without a world size: a loss while it
   // starts may change the job's, and Regroup tells it the one to join.
-  absl::Status registered =
-      reporter.Register(options.learner.generation > 1 ? 0 : options.learner.world_size);
+  absl::Status registered = reporter.Register(
+      options.learner.generation > 1 ? 0 : options.learner.world_size, launch->gpus);
   if (!registered.ok()) {
     spdlog::error("{}", registered.message());
     return absl::IsFailedPrecondition(registered) ? kLearnerExitStopped : kLearnerExitRetry;

@@ -60,9 +60,11 @@ struct Membership {
 class Reporter {
  public:
   virtual ~Reporter() = default;
-  // Announces this learner. FailedPrecondition if weftd refuses it (stale attempt, deleted job);
-  // Unavailable if weftd cannot be reached in time.
-  virtual absl::Status Register(int world_size) = 0;
+  // Announces this learner of a gang of `world_size` (0: not known yet), with the GPU devices it
+  // was handed (host indices). FailedPrecondition if weftd refuses it (stale attempt, deleted
+  // job, GPUs other than the ones it was placed on); Unavailable if weftd cannot be reached in
+  // time.
+  virtual absl::Status Register(int world_size, const std::vector<int>& gpus) = 0;
   // After Register: the job's committed checkpoints, newest first, to resume from.
   virtual std::vector<std::string> ResumeFrom() const = 0;
   // Queues a sample and the current progress; never blocks on the network.

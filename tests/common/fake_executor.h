@@ -54,7 +54,9 @@ class FakeExecutor : public Executor {
     return absl::OkStatus();
   }
   bool TrainsGangsAsOneLearner() const override { return as_one; }
+  bool ChoosesGpus() const override { return chooses_gpus; }
   bool as_one = false;          // what TrainsGangsAsOneLearner() says
+  bool chooses_gpus = false;    // what ChoosesGpus() says
   std::set<int64_t> adoptable;  // pids Adopt() accepts
   std::vector<LearnerLaunch> adopted;
 

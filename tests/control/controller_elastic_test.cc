@@ -29,8 +29,8 @@ class ElasticControllerTest : public ControllerTest {
     std::string id = Submit(kElastic);
     controller_->Tick();
     EXPECT_EQ(executor_.launches.size(), 2u) << "grown to its maximum on an idle node";
-    EXPECT_TRUE(controller_->OnRegister(id, 0, 1, 4242, 0).accepted);
-    EXPECT_TRUE(controller_->OnRegister(id, 1, 1, 4243, 0).accepted);
+    EXPECT_TRUE(controller_->OnRegister(id, 0, 1, 4242, 0, {}).accepted);
+    EXPECT_TRUE(controller_->OnRegister(id, 1, 1, 4243, 0, {}).accepted);
     EXPECT_EQ(State(id), JobState::kRunning);
     EXPECT_EQ(store_->GetJob(id)->generation, 1);
     return id;
@@ -124,7 +124,7 @@ TEST_F(ElasticControllerTest, AGrowStartsANewcomerThatJoinsTheRunningLearners) {
   EXPECT_EQ(d->rank, 0);
   EXPECT_EQ(d->world_size, 2);
   EXPECT_EQ(d->rendezvous_port, 29400);
-  EXPECT_TRUE(controller_->OnRegister(id, 2, 1, 4244, 2).accepted) << "the newcomer registers";
+  EXPECT_TRUE(controller_->OnRegister(id, 2, 1, 4244, 2, {}).accepted) << "the newcomer registers";
 }
 
 TEST_F(ElasticControllerTest, AShrinkLetsTheLastLearnerLeaveInPlaceAndHoldsItsNodeUntilItExits) {
@@ -179,8 +179,8 @@ training: {epochs: 2}
 resources: {learners: {min: 2, max: 3}, cpus: 1, memory_mb: 1024}
 )");
   controller_->Tick();
-  controller_->OnRegister(id, 0, 1, 4242, 0);
-  controller_->OnRegister(id, 1, 1, 4243, 0);
+  controller_->OnRegister(id, 0, 1, 4242, 0, {});
+  controller_->OnRegister(id, 1, 1, 4243, 0, {});
   executor_.stopped.clear();
   executor_.Exit(id, 1, -1, 9, /*rank=*/1);
   controller_->Tick();

@@ -57,7 +57,7 @@ class ControllerTest : public ::testing::Test {
   void MakeController(scheduler::Policy* policy = nullptr) {
     ControllerOptions o;
     o.data_dir = dir_;
-    o.nodes = {scheduler::Node{"local", {2, 4096, 0}, {}}};
+    o.nodes = {scheduler::Node{"local", {2, 4096, 0}, {}, {}, {}}};
     o.coordinator_address = "127.0.0.1:9";
     o.disk_quota = disk_quota_;
     if (adjust_options_) adjust_options_(o);
@@ -69,7 +69,7 @@ class ControllerTest : public ::testing::Test {
     ControllerOptions o;
     o.ps_tls = ps_tls;
     o.data_dir = dir_;
-    o.nodes = {scheduler::Node{"local", {static_cast<double>(cpus), memory_mb, 0}, {}}};
+    o.nodes = {scheduler::Node{"local", {static_cast<double>(cpus), memory_mb, 0}, {}, {}, {}}};
     o.coordinator_address = "127.0.0.1:9";
     o.learner_key = "a-secret-key";
     controller_ = std::make_unique<Controller>(*store_, executor_, policy_, clock_, o);

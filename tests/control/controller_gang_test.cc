@@ -204,13 +204,13 @@ TEST_F(ControllerTest, GangStartsAllLearnersAndRunsOnceAllRegister) {
   EXPECT_EQ(r.learners[1].pid, 4243);
   EXPECT_THAT(store_->History(id)->at(1).reason, HasSubstr("placed 2 learners on node local"));
 
-  EXPECT_TRUE(controller_->OnRegister(id, 0, 1, 4242, 0).accepted);
+  EXPECT_TRUE(controller_->OnRegister(id, 0, 1, 4242, 0, {}).accepted);
   EXPECT_EQ(State(id), JobState::kStarting) << "rank 1 has not registered yet";
-  EXPECT_FALSE(controller_->OnRegister(id, 2, 1, 99, 0).accepted) << "no rank 2 in a gang of 2";
-  RegisterDecision wrong_world = controller_->OnRegister(id, 1, 1, 4243, /*world_size=*/3);
+  EXPECT_FALSE(controller_->OnRegister(id, 2, 1, 99, 0, {}).accepted) << "no rank 2 in a gang of 2";
+  RegisterDecision wrong_world = controller_->OnRegister(id, 1, 1, 4243, /*world_size=*/3, {});
   EXPECT_FALSE(wrong_world.accepted);
   EXPECT_THAT(wrong_world.reason, HasSubstr("started for a gang of 3; the job has 2"));
-  EXPECT_TRUE(controller_->OnRegister(id, 1, 1, 4243, 0).accepted);
+  EXPECT_TRUE(controller_->OnRegister(id, 1, 1, 4243, 0, {}).accepted);
   EXPECT_EQ(State(id), JobState::kRunning);
   EXPECT_THAT(Reason(id), HasSubstr("all 2 learners registered (pids 4242, 4243)"));
 
@@ -257,8 +257,8 @@ TEST_F(ControllerTest, AGangOnOneNodeStartsAsOneLearnerWhereTheExecutorCan) {
   EXPECT_EQ(executor_.launches[1].memory_limit_mb, 1024);
   EXPECT_THAT(Reason(id), HasSubstr("all 2 on node local, so rank 0 trains for the gang as one "
                                     "learner (2 threads, batch 128"));
-  EXPECT_TRUE(controller_->OnRegister(id, 0, 1, 4242, 2).accepted);
-  EXPECT_TRUE(controller_->OnRegister(id, 1, 1, 4243, 2).accepted);
+  EXPECT_TRUE(controller_->OnRegister(id, 0, 1, 4242, 2, {}).accepted);
+  EXPECT_TRUE(controller_->OnRegister(id, 1, 1, 4243, 2, {}).accepted);
   EXPECT_EQ(State(id), JobState::kRunning);
 }
 
@@ -279,8 +279,8 @@ TEST_F(ControllerTest, AGangOnOneNodeThatAsksToStayAGangDoes) {
 TEST_F(ControllerTest, OneDeadLearnerStopsTheGangAndRestartsTheJob) {
   std::string id = Submit(kGang);
   controller_->Tick();
-  controller_->OnRegister(id, 0, 1, 4242, 0);
-  controller_->OnRegister(id, 1, 1, 4243, 0);
+  controller_->OnRegister(id, 0, 1, 4242, 0, {});
+  controller_->OnRegister(id, 1, 1, 4243, 0, {});
   executor_.stopped.clear();
   executor_.Exit(id, 1, -1, 9, /*rank=*/1);
   controller_->Tick();
@@ -321,8 +321,8 @@ class GangCauseTest : public ControllerTest {
   std::string ReasonWhenRank1IsReapedLast(TimeMs after_ms, int rank0_signal = 0) {
     std::string id = Submit(kGang);
     controller_->Tick();
-    controller_->OnRegister(id, 0, 1, 4242, 0);
-    controller_->OnRegister(id, 1, 1, 4243, 0);
+    controller_->OnRegister(id, 0, 1, 4242, 0, {});
+    controller_->OnRegister(id, 1, 1, 4243, 0, {});
     executor_.Exit(id, 1, rank0_signal == 0 ? 1 : -1, rank0_signal, /*rank=*/0);
     controller_->Tick();
     EXPECT_EQ(State(id), JobState::kRunning) << "waiting for rank 1";
@@ -361,8 +361,8 @@ resources: {learners: 2, cpus: 1, memory_mb: 1024}
 max_restarts: 1
 )");
   controller_->Tick();
-  controller_->OnRegister(id, 0, 1, 4242, 0);
-  controller_->OnRegister(id, 1, 1, 4243, 0);
+  controller_->OnRegister(id, 0, 1, 4242, 0, {});
+  controller_->OnRegister(id, 1, 1, 4243, 0, {});
   ASSERT_EQ(State(id), JobState::kRunning);
   // Rank 0 hosts the server's segment; the executor is told to remove it should rank 0 leave it.
   ASSERT_EQ(executor_.launches.size(), 2u);
@@ -380,7 +380,7 @@ max_restarts: 1
   EXPECT_EQ(executor_.launches[2].attempt, 1) << "the same attempt";
   EXPECT_EQ(executor_.Running(id), 2);
   // The replacement registers like its predecessor; a second loss is past max_restarts (1).
-  controller_->OnRegister(id, 1, 1, 4244, 0);
+  controller_->OnRegister(id, 1, 1, 4244, 0, {});
   executor_.Exit(id, 1, -1, 9, /*rank=*/1);
   controller_->Tick();
   ASSERT_EQ(executor_.stopped.size(), 1u) << "the gang stops";
@@ -394,8 +394,8 @@ max_restarts: 1
 TEST_F(ControllerTest, ASilentRankRestartsTheGang) {
   std::string id = Submit(kGang);
   controller_->Tick();
-  controller_->OnRegister(id, 0, 1, 4242, 0);
-  controller_->OnRegister(id, 1, 1, 4243, 0);
+  controller_->OnRegister(id, 0, 1, 4242, 0, {});
+  controller_->OnRegister(id, 1, 1, 4243, 0, {});
   // Rank 0 keeps heartbeating, rank 1 falls silent (hung or stopped).
   HeartbeatOnly(id, 0, 61);
   EXPECT_EQ(State(id), JobState::kQueued);
@@ -405,8 +405,8 @@ TEST_F(ControllerTest, ASilentRankRestartsTheGang) {
 TEST_F(ControllerTest, RecoverAdoptsAWholeGangOrRequeuesIt) {
   std::string whole = Submit(kGang);
   controller_->Tick();
-  controller_->OnRegister(whole, 0, 1, 4242, 0);
-  controller_->OnRegister(whole, 1, 1, 4243, 0);
+  controller_->OnRegister(whole, 0, 1, 4242, 0, {});
+  controller_->OnRegister(whole, 1, 1, 4243, 0, {});
   executor_.adoptable = {4242, 4243};
   MakeController();
   ASSERT_TRUE(controller_->Recover().ok());

@@ -16,7 +16,7 @@ using ::testing::HasSubstr;
 TEST_F(ControllerTest, RecoverRequeuesJobsThatHeldResources) {
   std::string running = Submit();
   controller_->Tick();
-  controller_->OnRegister(running, 0, 1, 1, 0);
+  controller_->OnRegister(running, 0, 1, 1, 0, {});
   clock_.Advance(1000);
   std::string queued = Submit();
   // weftd "restarts": a new controller and executor over the same store; attempt 1's learner
@@ -34,13 +34,13 @@ TEST_F(ControllerTest, RecoverRequeuesJobsThatHeldResources) {
   EXPECT_EQ(State(queued), JobState::kQueued);
   EXPECT_EQ(store_->GetJob(running)->attempt, 2);
   // The learner of attempt 1 is fenced off.
-  EXPECT_FALSE(controller_->OnRegister(running, 0, 1, 1, 0).accepted);
+  EXPECT_FALSE(controller_->OnRegister(running, 0, 1, 1, 0, {}).accepted);
 }
 
 TEST_F(ControllerTest, RecoverAdoptsALiveLearnerOfTheCurrentAttempt) {
   std::string id = Submit();
   controller_->Tick();
-  controller_->OnRegister(id, 0, 1, 4242, 0);
+  controller_->OnRegister(id, 0, 1, 4242, 0, {});
   executor_.adoptable.insert(4242);
   MakeController();
   ASSERT_TRUE(controller_->Recover().ok());
@@ -68,7 +68,7 @@ TEST_F(ControllerTest, RecoverCompletesAJobWhoseLearnerFinishedWhileNoWeftdSawIt
   // store says training ended: the job completes and no second attempt retrains it.
   std::string id = Submit();
   controller_->Tick();
-  controller_->OnRegister(id, 0, 1, 4242, 0);
+  controller_->OnRegister(id, 0, 1, 4242, 0, {});
   ASSERT_TRUE(controller_->OnCommitModel(id, 1, Model(id, "final", 0.93)).ok());
   ASSERT_TRUE(controller_->OnFinished(id, 0, 1, true, "budget exhausted: 1 epochs").ok());
   std::string other = Submit();  // never started: still requeued
@@ -88,7 +88,7 @@ TEST_F(ControllerTest, RecoverCompletesAJobWhoseLearnerFinishedWhileNoWeftdSawIt
 TEST_F(ControllerTest, RecoverDoesNotCompleteAJobOnAnEarlierAttemptsFinalModel) {
   std::string id = Submit();
   controller_->Tick();
-  controller_->OnRegister(id, 0, 1, 4242, 0);
+  controller_->OnRegister(id, 0, 1, 4242, 0, {});
   ASSERT_TRUE(controller_->OnCommitModel(id, 1, Model(id, "final", 0.93)).ok());
   executor_.Exit(id, 1, 1);  // failed after committing it, before reporting finished
   controller_->Tick();
@@ -96,7 +96,7 @@ TEST_F(ControllerTest, RecoverDoesNotCompleteAJobOnAnEarlierAttemptsFinalModel) 
   clock_.Advance(5000);
   controller_->Tick();
   ASSERT_EQ(State(id), JobState::kStarting);
-  controller_->OnRegister(id, 0, 2, 4242, 0);
+  controller_->OnRegister(id, 0, 2, 4242, 0, {});
   ASSERT_EQ(State(id), JobState::kRunning);
   executor_.running.clear();  // the host went down with weftd and the learner
   MakeController();

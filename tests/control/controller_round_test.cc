@@ -86,7 +86,7 @@ TEST_F(ControllerRoundTest, AHeartbeatIsAnsweredWhileARoundOverFiveThousandQueue
   held_.Release();
   round_.join();
   ASSERT_EQ(State(running), JobState::kStarting);
-  controller_->OnRegister(running, 0, 1, 100, 1);
+  controller_->OnRegister(running, 0, 1, 100, 1, {});
   ASSERT_EQ(State(running), JobState::kRunning);
 
   // 5,000 jobs that cannot start while `running` holds one of the node's two cpus: one
@@ -127,6 +127,7 @@ TEST_F(ControllerRoundTest, AHeartbeatIsAnsweredWhileARoundOverFiveThousandQueue
 
 TEST_F(ControllerRoundTest, ARoundDecidedOverAJobThatChangedMeanwhileIsDroppedAndDecidedAgain) {
   const std::string first = Submit(kManifest);
+  clock_.Advance(1);  // first in the queue's order
   const std::string second = Submit(kManifest);
   TickInBackground();
   ASSERT_TRUE(held_.WaitUntilDeciding());

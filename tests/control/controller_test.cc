@@ -22,7 +22,7 @@ class OverCommittingPolicy : public scheduler::Policy {
     scheduler::Decisions d;
     for (const auto& j : s.jobs) {
       if (j.Waiting())
-        d.placements.push_back({j.job_id, {size_t(j.learners), s.nodes[0].name}, ""});
+        d.placements.push_back({j.job_id, {size_t(j.learners), s.nodes[0].name}, "", {}});
     }
     return d;
   }
@@ -36,7 +36,7 @@ TEST_F(ControllerTest, ATenantAtItsJobLimitsIsRefusedWhileAnotherSubmits) {
   ASSERT_TRUE(store_->CreateTenant(other).ok());
   ControllerOptions o;
   o.data_dir = dir_;
-  o.nodes = {scheduler::Node{"local", {2, 4096, 0}, {}}};
+  o.nodes = {scheduler::Node{"local", {2, 4096, 0}, {}, {}, {}}};
   o.coordinator_address = "127.0.0.1:9";
   o.tenant_max_jobs = 3;
   o.tenant_max_active_jobs = 2;
@@ -84,7 +84,7 @@ TEST_F(ControllerTest, ARoundThatOverCommitsANodeIsRefusedOutLoud) {
 TEST_F(ControllerTest, ADivergedLearnersNaNPointsAreStoredAndNeverTheBest) {
   std::string id = Submit();
   controller_->Tick();
-  ASSERT_TRUE(controller_->OnRegister(id, 0, 1, 4242, 0).accepted);
+  ASSERT_TRUE(controller_->OnRegister(id, 0, 1, 4242, 0, {}).accepted);
   const double nan = std::numeric_limits<double>::quiet_NaN();
   MetricRecord diverged{10, 1, 1000, nan, 50, nan, nan};
   EXPECT_EQ(controller_->OnMetrics(id, 0, 1, {diverged}, {1, 2, 10, 20, 640}),
@@ -116,7 +116,7 @@ TEST_F(ControllerTest, HappyPathThroughDeliveredToCompleted) {
   EXPECT_EQ(store_->GetJob(id)->learners[0].pid, 4242);
   EXPECT_EQ(store_->GetJob(id)->learners[0].node, "local");
 
-  EXPECT_TRUE(controller_->OnRegister(id, 0, 1, 4242, 0).accepted);
+  EXPECT_TRUE(controller_->OnRegister(id, 0, 1, 4242, 0, {}).accepted);
   EXPECT_EQ(State(id), JobState::kRunning);
   JobProgress p{1, 2, 10, 20, 640};
   MetricRecord m;
@@ -151,7 +151,7 @@ TEST_F(ControllerTest, TheEventFeedTellsWhatTheStoreRecordsInTheSameOrder) {
   EXPECT_EQ(before.history.size(), 1u);  // QUEUED, published before the snapshot's cursor
   EXPECT_EQ(seq0, 2);                    // a's and b's submissions
   controller_->Tick();                   // a starts; b waits for the node
-  ASSERT_TRUE(controller_->OnRegister(a, 0, 1, 4242, 0).accepted);
+  ASSERT_TRUE(controller_->OnRegister(a, 0, 1, 4242, 0, {}).accepted);
   MetricRecord m;
   m.step = 10;
   m.test_accuracy = 0.85;
@@ -203,7 +203,7 @@ TEST_F(ControllerTest, SecondJobWaitsWithAReasonUntilTheFirstEnds) {
 TEST_F(ControllerTest, ExitWithoutSuccessFailsWithTheLearnersReason) {
   std::string id = Submit();
   controller_->Tick();
-  controller_->OnRegister(id, 0, 1, 1, 0);
+  controller_->OnRegister(id, 0, 1, 1, 0, {});
   EXPECT_TRUE(
       controller_->OnFinished(id, 0, 1, false, "data file not found: /nope/train-images-idx3-ubyte")
           .ok());
@@ -218,7 +218,7 @@ TEST_F(ControllerTest, ALearnerOverItsMemoryFailsTheJobWithoutARestart) {
   controller_->Tick();
   ASSERT_EQ(executor_.launches.size(), 1u);
   EXPECT_EQ(executor_.launches[0].memory_limit_mb, 1024);  // resources.memory_mb
-  controller_->OnRegister(id, 0, 1, 1, 0);
+  controller_->OnRegister(id, 0, 1, 1, 0, {});
   executor_.Exit(id, 1, -1, 9);
   executor_.exits.back().killed_for = "out of memory: 3.1 GiB used, 2.0 GiB requested";
   controller_->Tick();
@@ -255,7 +255,7 @@ TEST_F(ControllerTest, EachRoundRecordsItsTimeAndTheActiveJobsItRead) {
 TEST_F(ControllerTest, CleanExitWithoutFinalModelFails) {
   std::string id = Submit();
   controller_->Tick();
-  controller_->OnRegister(id, 0, 1, 1, 0);
+  controller_->OnRegister(id, 0, 1, 1, 0, {});
   EXPECT_TRUE(controller_->OnFinished(id, 0, 1, true, "done").ok());
   executor_.Exit(id, 1, 0);
   controller_->Tick();
@@ -269,7 +269,7 @@ TEST_F(ControllerTest, KilledLearnerRestartsWithBackoffUntilMaxRestarts) {
     controller_->Tick();
     ASSERT_EQ(State(id), JobState::kStarting) << "attempt " << attempt;
     EXPECT_EQ(executor_.launches.back().attempt, attempt);
-    controller_->OnRegister(id, 0, attempt, 1, 0);
+    controller_->OnRegister(id, 0, attempt, 1, 0, {});
     executor_.Exit(id, attempt, -1, 9);
     controller_->Tick();
     if (attempt == 3) break;
@@ -292,7 +292,7 @@ TEST_F(ControllerTest, KilledLearnerRestartsWithBackoffUntilMaxRestarts) {
 TEST_F(ControllerTest, CheckpointsAreKeptPerSpecAndHandedToTheNextAttempt) {
   std::string id = Submit(std::string(kManifest) + "checkpoint: {keep: 2}\n");
   controller_->Tick();
-  EXPECT_TRUE(controller_->OnRegister(id, 0, 1, 1, 0).resume_from.empty());
+  EXPECT_TRUE(controller_->OnRegister(id, 0, 1, 1, 0, {}).resume_from.empty());
   std::string dir = controller_->layout().JobDir(id) + "/checkpoints";
   ASSERT_TRUE(MakeDirs(dir).ok());
   std::vector<std::string> paths;
@@ -344,7 +344,7 @@ TEST_F(ControllerTest, CheckpointsAreKeptPerSpecAndHandedToTheNextAttempt) {
   EXPECT_FALSE(std::filesystem::exists(partial));
   EXPECT_TRUE(std::filesystem::exists(paths[1]));
   EXPECT_TRUE(std::filesystem::exists(paths[2]));
-  RegisterDecision d = controller_->OnRegister(id, 0, 2, 1, 0);
+  RegisterDecision d = controller_->OnRegister(id, 0, 2, 1, 0, {});
   ASSERT_TRUE(d.accepted);
   EXPECT_EQ(d.resume_from, (std::vector<std::string>{paths[2], paths[1]}));
 }
@@ -352,7 +352,7 @@ TEST_F(ControllerTest, CheckpointsAreKeptPerSpecAndHandedToTheNextAttempt) {
 TEST_F(ControllerTest, HaltedLearnerMayCommitItsLastCheckpoint) {
   std::string id = Submit();
   controller_->Tick();
-  controller_->OnRegister(id, 0, 1, 1, 0);
+  controller_->OnRegister(id, 0, 1, 1, 0, {});
   ASSERT_TRUE(controller_->Halt(id).ok());
   std::string p = CheckpointPath(controller_->layout().CheckpointDir(id), 7);
   ASSERT_TRUE(MakeDirs(controller_->layout().JobDir(id) + "/checkpoints").ok());
@@ -361,7 +361,7 @@ TEST_F(ControllerTest, HaltedLearnerMayCommitItsLastCheckpoint) {
   executor_.Exit(id, 1, 143);
   ASSERT_TRUE(controller_->Resume(id).ok());
   controller_->Tick();
-  EXPECT_EQ(controller_->OnRegister(id, 0, 2, 1, 0).resume_from, (std::vector<std::string>{p}));
+  EXPECT_EQ(controller_->OnRegister(id, 0, 2, 1, 0, {}).resume_from, (std::vector<std::string>{p}));
 }
 
 TEST_F(ControllerTest, AJobResumedRightAfterHaltWaitsForItsHaltedLearners) {
@@ -369,7 +369,7 @@ TEST_F(ControllerTest, AJobResumedRightAfterHaltWaitsForItsHaltedLearners) {
   // was still writing the checkpoint attempt 2 should start from.
   std::string id = Submit();
   controller_->Tick();
-  controller_->OnRegister(id, 0, 1, 1, 0);
+  controller_->OnRegister(id, 0, 1, 1, 0, {});
   ASSERT_TRUE(controller_->Halt(id).ok());
   ASSERT_TRUE(controller_->Resume(id).ok());
   for (int round = 0; round < 3; ++round) {
@@ -389,25 +389,25 @@ TEST_F(ControllerTest, AJobResumedRightAfterHaltWaitsForItsHaltedLearners) {
   EXPECT_EQ(State(id), JobState::kStarting);
   ASSERT_EQ(executor_.launches.size(), 2u);
   EXPECT_EQ(executor_.launches.back().attempt, 2);
-  EXPECT_EQ(controller_->OnRegister(id, 0, 2, 1, 0).resume_from, (std::vector<std::string>{p}));
+  EXPECT_EQ(controller_->OnRegister(id, 0, 2, 1, 0, {}).resume_from, (std::vector<std::string>{p}));
 }
 
 TEST_F(ControllerTest, StaleAttemptsAreFencedOff) {
   std::string id = Submit();
   controller_->Tick();
-  EXPECT_FALSE(controller_->OnRegister(id, 0, /*attempt=*/7, 1, 0).accepted);
+  EXPECT_FALSE(controller_->OnRegister(id, 0, /*attempt=*/7, 1, 0, {}).accepted);
   EXPECT_EQ(State(id), JobState::kStarting);
   EXPECT_EQ(controller_->OnMetrics(id, 0, 7, {}, {}), ReportAnswer::kStop);
   EXPECT_TRUE(
       absl::IsFailedPrecondition(controller_->OnCommitModel(id, 7, Model(id, "delivered", 0.99))));
   EXPECT_TRUE(store_->Models(id)->empty());
-  EXPECT_FALSE(controller_->OnRegister("job-unknown", 0, 1, 1, 0).accepted);
+  EXPECT_FALSE(controller_->OnRegister("job-unknown", 0, 1, 1, 0, {}).accepted);
 }
 
 TEST_F(ControllerTest, ModelMustExistWithTheClaimedSizeInsideTheJob) {
   std::string id = Submit();
   controller_->Tick();
-  controller_->OnRegister(id, 0, 1, 1, 0);
+  controller_->OnRegister(id, 0, 1, 1, 0, {});
   ModelRecord a = Model(id, "final", 0.5);
   a.bytes = 999;
   EXPECT_TRUE(absl::IsInvalidArgument(controller_->OnCommitModel(id, 1, a)));
@@ -422,7 +422,7 @@ TEST_F(ControllerTest, ModelMustExistWithTheClaimedSizeInsideTheJob) {
 TEST_F(ControllerTest, SilentLearnerIsStoppedAndFailed) {
   std::string id = Submit();
   controller_->Tick();
-  controller_->OnRegister(id, 0, 1, 1, 0);
+  controller_->OnRegister(id, 0, 1, 1, 0, {});
   clock_.Advance(30'000);
   EXPECT_EQ(controller_->OnHeartbeat(id, 0, 1, {}), ReportAnswer::kKeepRunning);
   clock_.Advance(59'000);
@@ -439,7 +439,7 @@ TEST_F(ControllerTest, SilentLearnerIsStoppedAndFailed) {
 TEST_F(ControllerTest, HaltResumeAndTheLearnerIsToldToStop) {
   std::string id = Submit();
   controller_->Tick();
-  controller_->OnRegister(id, 0, 1, 1, 0);
+  controller_->OnRegister(id, 0, 1, 1, 0, {});
   ASSERT_TRUE(controller_->Halt(id).ok());
   EXPECT_EQ(State(id), JobState::kHalted);
   EXPECT_EQ(executor_.stopped, (std::vector<std::string>{id}));

@@ -76,7 +76,7 @@ class ExperimentControllerTest : public ControllerTest {
       ASSERT_TRUE(spec.ok());
       const int epochs = (*spec)->training.epochs;
       const int64_t attempt = job.attempt;
-      RegisterDecision d = controller_->OnRegister(job.id, 0, attempt, 4242, 0);
+      RegisterDecision d = controller_->OnRegister(job.id, 0, attempt, 4242, 0, {});
       ASSERT_TRUE(d.accepted) << job.id;
       if (job.progress.epoch > 0) {
         // Promoted: it resumes from the checkpoint of its last rung, not from the start.
@@ -185,7 +185,7 @@ TEST_F(ExperimentControllerTest, AFailedTrialRanksLastAndIsNotRetried) {
   Round(false);
   auto trials = *store_->ListTrials(id);
   ASSERT_EQ(trials.size(), 2u);
-  ASSERT_TRUE(controller_->OnRegister(trials[0].id, 0, 1, 4242, 0).accepted);
+  ASSERT_TRUE(controller_->OnRegister(trials[0].id, 0, 1, 4242, 0, {}).accepted);
   ASSERT_TRUE(controller_->OnFinished(trials[0].id, 0, 1, false, "loss is NaN").ok());
   executor_.Exit(trials[0].id, 1, 2);
   const ExperimentRecord e = RunToTheEnd(id, {{1, 0.3}, {2, 0.2}, {3, 0.1}}, false);
@@ -219,7 +219,7 @@ TEST_F(ExperimentControllerTest, TheCompleteTargetEndsTheSearchAndHaltsTheOtherT
   Round(false);
   auto trials = *store_->ListTrials(id);
   ASSERT_EQ(trials.size(), 2u);
-  ASSERT_TRUE(controller_->OnRegister(trials[1].id, 0, 1, 4242, 0).accepted);
+  ASSERT_TRUE(controller_->OnRegister(trials[1].id, 0, 1, 4242, 0, {}).accepted);
   ASSERT_TRUE(
       controller_->OnCommitModel(trials[1].id, 1, Model(trials[1].id, "delivered", 0.75)).ok());
   Round(false);

@@ -44,7 +44,7 @@ struct World {
     policy = std::move(*scheduler::MakePolicy("fifo"));
     ControllerOptions o;
     o.data_dir = dir;
-    o.nodes = {scheduler::Node{"local", {4, 8192, 0}, {}}};
+    o.nodes = {scheduler::Node{"local", {4, 8192, 0}, {}, {}, {}}};
     o.coordinator_address = "127.0.0.1:9";
     o.learner_key = std::string(32, 'k');
     controller = std::make_unique<Controller>(*store, executor, *policy, SystemClock::Get(), o);

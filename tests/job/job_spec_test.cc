@@ -341,6 +341,22 @@ TEST(JobSpecTest, BadElasticRangesNameTheField) {
   EXPECT_THAT(errors[0].problem, ::testing::HasSubstr("fixed number"));
 }
 
+// Weft's own learner trains on CPUs (Debian's libtorch has no CUDA): GPUs are for command jobs,
+// whose program and image are the tenant's.
+TEST(JobSpecTest, GpusAreRefusedForBuiltInModelsAndTakenByCommandJobs) {
+  std::vector<FieldError> errors;
+  auto builtin = ParseManifest(std::string(kGood) + "resources: {gpus: 1}\n", &errors);
+  ASSERT_FALSE(builtin.ok());
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].field, "resources.gpus");
+  EXPECT_THAT(errors[0].problem, ::testing::HasSubstr("no CUDA"));
+  EXPECT_THAT(errors[0].problem, ::testing::HasSubstr("command job"));
+  auto command = ParseManifest(
+      "name: x\ncommand: [python3, train.py]\ncode: c\nresources: {gpus: 2}\n", &errors);
+  ASSERT_TRUE(command.ok()) << command.status();
+  EXPECT_EQ(command->resources.gpus, 2);
+}
+
 TEST(JobSpecTest, JsonManifestIsAccepted) {
   auto spec = ParseManifest(
       R"({"name": "j", "model": {"architecture": "mlp", "hidden_units": [32, 16]},

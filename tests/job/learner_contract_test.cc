@@ -152,6 +152,26 @@ TEST(LearnerContractTest, AGangThatTrainsAsOneLearnerTellsEveryRankItsSize) {
   EXPECT_EQ(ReadBack(AsMap(Gang()))->learners_as_one, 1);
 }
 
+TEST(LearnerContractTest, ALearnersGpusGoAndComeBackAsWeftGpusAndAreNeverInherited) {
+  LearnerLaunch sent = Gang();
+  sent.gpus = {1, 3};
+  std::map<std::string, std::string> env = AsMap(sent);
+  EXPECT_EQ(env["WEFT_GPUS"], "1,3");
+  auto got = ReadBack(env);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->gpus, (std::vector<int>{1, 3}));
+  EXPECT_FALSE(AsMap(Gang()).count("WEFT_GPUS")) << "unset without GPUs";
+  for (const char* bad : {"1,x", "-1", "1,,2", "4096"}) {
+    env["WEFT_GPUS"] = bad;
+    auto refused = ReadBack(env);
+    ASSERT_FALSE(refused.ok()) << bad;
+    EXPECT_THAT(std::string(refused.status().message()), ::testing::HasSubstr("WEFT_GPUS"));
+  }
+  // weftd's own CUDA_VISIBLE_DEVICES is not a learner's to inherit.
+  const auto& names = LearnerEnvironmentNames();
+  EXPECT_NE(std::find(names.begin(), names.end(), "CUDA_VISIBLE_DEVICES"), names.end());
+}
+
 TEST(LearnerContractTest, AMissingOrMalformedVariableIsNamed) {
   auto env = AsMap(Gang());
   env.erase("WEFT_JOB_ID");

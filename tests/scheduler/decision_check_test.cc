@@ -15,7 +15,7 @@ using ::testing::HasSubstr;
 // Two nodes of 2 cpus; "run" holds one learner on n0, "wait" wants 2 learners.
 ClusterSnapshot Snapshot() {
   ClusterSnapshot s;
-  s.nodes = {Node{"n0", {2, 4096, 0}, {1, 1024, 0}}, Node{"n1", {2, 4096, 0}, {}}};
+  s.nodes = {Node{"n0", {2, 4096, 0}, {1, 1024, 0}, {}, {}}, Node{"n1", {2, 4096, 0}, {}, {}, {}}};
   JobRequest run;
   run.job_id = "run";
   run.tenant = "a";
@@ -39,22 +39,22 @@ std::string Refusal(const Decisions& d, const DecisionCheckOptions& o = {}) {
 
 TEST(DecisionCheckTest, AGoodRoundPasses) {
   Decisions d;
-  d.placements = {{"wait", {"n0", "n1"}, ""}};
+  d.placements = {{"wait", {"n0", "n1"}, "", {}}};
   EXPECT_TRUE(CheckDecisions(Snapshot(), d).ok());
   EXPECT_TRUE(CheckDecisions(Snapshot(), Decisions{}).ok());
 }
 
 TEST(DecisionCheckTest, OverCommitIsRefusedWithTheNodeAndResource) {
   Decisions d;
-  d.placements = {{"wait", {"n0", "n0"}, ""}};
+  d.placements = {{"wait", {"n0", "n0"}, "", {}}};
   EXPECT_THAT(Refusal(d), HasSubstr("over-commits node n0: cpus 3/2"));
 }
 
 TEST(DecisionCheckTest, UnknownJobsAndNodesAreRefused) {
   Decisions d;
-  d.placements = {{"ghost", {"n1"}, ""}};
+  d.placements = {{"ghost", {"n1"}, "", {}}};
   EXPECT_THAT(Refusal(d), HasSubstr("places unknown job ghost"));
-  d.placements = {{"wait", {"n1", "n9"}, ""}};
+  d.placements = {{"wait", {"n1", "n9"}, "", {}}};
   EXPECT_THAT(Refusal(d), HasSubstr("unknown node 'n9'"));
   d = {};
   d.preempted = {"ghost"};
@@ -63,20 +63,20 @@ TEST(DecisionCheckTest, UnknownJobsAndNodesAreRefused) {
 
 TEST(DecisionCheckTest, AGangGetsTheCountItAsksFor) {
   Decisions d;
-  d.placements = {{"wait", {"n1"}, ""}};
+  d.placements = {{"wait", {"n1"}, "", {}}};
   EXPECT_THAT(Refusal(d), HasSubstr("gives job wait 1 learners; it asks for 2"));
 }
 
 TEST(DecisionCheckTest, ContradictionsAreRefused) {
   Decisions d;
-  d.placements = {{"wait", {"n1", "n1"}, ""}, {"wait", {"n1", "n1"}, ""}};
+  d.placements = {{"wait", {"n1", "n1"}, "", {}}, {"wait", {"n1", "n1"}, "", {}}};
   EXPECT_THAT(Refusal(d), HasSubstr("places job wait twice"));
   d = {};
   d.preempted = {"wait"};
   EXPECT_THAT(Refusal(d), HasSubstr("preempts job wait, which is waiting"));
   d = {};
   d.preempted = {"run"};
-  d.placements = {{"run", {"n1"}, ""}};
+  d.placements = {{"run", {"n1"}, "", {}}};
   EXPECT_THAT(Refusal(d), HasSubstr("both places and preempts job run"));
 }
 
@@ -85,7 +85,7 @@ TEST(DecisionCheckTest, PreemptedNodesAreFreeOnlyWhereTheExecutorFreesThemAtOnce
   s.nodes[1].allocated = {2, 2048, 0};  // n1 full with a job the policy does not see
   Decisions d;
   d.preempted = {"run"};
-  d.placements = {{"wait", {"n0", "n0"}, ""}};
+  d.placements = {{"wait", {"n0", "n0"}, "", {}}};
   EXPECT_TRUE(CheckDecisions(s, d, {/*preemption_frees_at_once=*/true, true}).ok());
   absl::Status weftd = CheckDecisions(s, d, {/*preemption_frees_at_once=*/false, true});
   EXPECT_THAT(std::string(weftd.message()), HasSubstr("over-commits node n0"));
@@ -95,7 +95,7 @@ TEST(DecisionCheckTest, ResizesAreRefusedWhereTheyAreNotSupported) {
   ClusterSnapshot s = Snapshot();
   s.jobs[0].max_learners = 2;
   Decisions d;
-  d.placements = {{"run", {"n0", "n1"}, ""}};
+  d.placements = {{"run", {"n0", "n1"}, "", {}}};
   EXPECT_TRUE(CheckDecisions(s, d).ok());
   absl::Status weftd = CheckDecisions(s, d, {false, /*allow_resize=*/false});
   EXPECT_THAT(std::string(weftd.message()), HasSubstr("resizes running job run"));

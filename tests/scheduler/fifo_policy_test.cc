@@ -6,7 +6,7 @@ namespace weft::scheduler {
 namespace {
 
 Node MakeNode(const std::string& name, double cpus, int64_t mem, int gpus = 0) {
-  return Node{name, {cpus, mem, gpus}, {}};
+  return Node{name, {cpus, mem, gpus}, {}, CountedGpus(gpus), {}};
 }
 
 JobRequest Job(const std::string& id, double cpus, int64_t mem = 1024, int learners = 1,

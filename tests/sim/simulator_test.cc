@@ -2,6 +2,7 @@
 
 #include <iostream>
 #include <map>
+#include <set>
 
 #include "gtest/gtest.h"
 #include "scheduler/policies.h"
@@ -93,7 +94,7 @@ class GreedyBadPolicy : public scheduler::Policy {
     scheduler::Decisions d;
     for (const auto& j : s.jobs) {
       if (j.Waiting())
-        d.placements.push_back({j.job_id, std::vector<std::string>(j.learners, "n0"), ""});
+        d.placements.push_back({j.job_id, std::vector<std::string>(j.learners, "n0"), "", {}});
     }
     return d;
   }
@@ -138,6 +139,44 @@ TEST(SimulatorTest, TheTargetsPolicyDeliversSoonerThanTheOthers) {
   EXPECT_LT(deliver["targets"], deliver["tiresias"]);
   EXPECT_LT(deliver["targets"], deliver["goodput"]);
   EXPECT_LT(jct["targets"], 1.05 * jct["goodput"]);
+}
+
+// Device indices follow the policies' counts: a Pollux workload gives every job as many distinct
+// devices as it asks, on the nodes it was placed on, and the same JCTs as counting alone.
+TEST(SimulatorTest, DevicePlacementGivesEachLearnerItsOwnGpuAndChangesNoJct) {
+  WEFT_REQUIRE_TRACES();
+  const std::string root = weft::testing::TracesDir() + "/pollux";
+  AppCatalog apps(root + "/app-traces");
+  auto workload = ReadWorkload(root + "/workloads/workload-1.csv");
+  ASSERT_TRUE(workload.ok()) << workload.status();
+  for (const std::string name : {"tiresias", "goodput"}) {
+    auto policy = scheduler::MakePolicy(name);
+    ASSERT_TRUE(policy.ok());
+    SimOptions counts_only;
+    counts_only.gpu_devices = false;
+    auto before = Simulate(*workload, apps, **policy, JobModeFor(name), counts_only);
+    ASSERT_TRUE(before.ok()) << before.status();
+    auto again = scheduler::MakePolicy(name);  // a fresh policy: Tiresias keeps state
+    auto with_devices = Simulate(*workload, apps, **again, JobModeFor(name), SimOptions{});
+    ASSERT_TRUE(with_devices.ok()) << with_devices.status();
+    ASSERT_EQ(before->jobs.size(), with_devices->jobs.size());
+    int wide = 0;
+    for (size_t i = 0; i < before->jobs.size(); ++i) {
+      const JobResult& j = with_devices->jobs[i];
+      EXPECT_EQ(before->jobs[i].jct_s, j.jct_s) << name << " " << j.name;
+      EXPECT_TRUE(before->jobs[i].first_gpus.empty());
+      ASSERT_FALSE(j.first_gpus.empty()) << name << " " << j.name;
+      const std::set<std::string> distinct(j.first_gpus.begin(), j.first_gpus.end());
+      EXPECT_EQ(distinct.size(), j.first_gpus.size()) << name << " " << j.name;
+      if (name == "tiresias") {
+        EXPECT_EQ(static_cast<int>(j.first_gpus.size()), j.replicas) << j.name;
+        wide += j.replicas >= 4;
+      }
+    }
+    if (name == "tiresias") {
+      EXPECT_GT(wide, 0) << "the workload has jobs of 4 GPUs or more";
+    }
+  }
 }
 
 TEST(PercentileTest, NumpyLinearInterpolation) {

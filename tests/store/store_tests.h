@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "store/store_experiment_tests.h"
+#include "store/store_gpu_tests.h"
 #include "store/store_test_suite.h"
 
 namespace weft {
@@ -43,7 +44,7 @@ TEST_P(StoreTest, TransitionAppendsHistoryAndChecksTheCurrentState) {
   r.state = JobState::kPlaced;
   r.reason = "placed on node local";
   r.updated_ms = 2000;
-  r.learners = {{"node-a", 0, 0}, {"node-b", 4242, 3}};
+  r.learners = {{"node-a", 0, 0, {}, 0}, {"node-b", 4242, 3, {}, 0}};
   r.servers = {{"node-b", 4343, 1, "127.0.0.2:4100"}};
   r.generation = 2;
   r.next_learner_id = 4;

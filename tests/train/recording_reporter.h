@@ -13,7 +13,7 @@ namespace weft::testing {
 
 class RecordingReporter : public train::Reporter {
  public:
-  absl::Status Register(int) override { return absl::OkStatus(); }
+  absl::Status Register(int, const std::vector<int>&) override { return absl::OkStatus(); }
   std::vector<std::string> ResumeFrom() const override { return {}; }
   void Report(const train::MetricSample& m, const train::ProgressReport&) override {
     samples.push_back(m);

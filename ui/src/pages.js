@@ -361,8 +361,8 @@ export function sharesPage(main, ctx) {
         el(
           "tr",
           {},
-          ["Tenant", "Weight", "Dominant share", "Fair share", "Running", "Queued", "CPUs used"].map((h) =>
-            el("th", {}, h),
+          ["Tenant", "Weight", "Dominant share", "Fair share", "Running", "Queued", "CPUs used", "GPU-seconds"].map(
+            (h) => el("th", {}, h),
           ),
         ),
       ),
@@ -382,6 +382,7 @@ export function sharesPage(main, ctx) {
             el("td", {}, String(u.running_jobs)),
             el("td", {}, String(u.queued_jobs)),
             el("td", {}, String(u.used ? u.used.cpus : 0)),
+            el("td", { class: "gpu-seconds" }, (u.gpu_seconds || 0).toFixed(1)),
           );
         }),
       ),
