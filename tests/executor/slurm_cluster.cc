@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -53,7 +54,8 @@ SlurmCluster::Output RunCaptured(const std::vector<std::string>& argv, const std
 
 }  // namespace
 
-std::unique_ptr<SlurmCluster> SlurmCluster::Start(int nodes, int cpus_per_node, std::string* why) {
+std::unique_ptr<SlurmCluster> SlurmCluster::Start(int nodes, int cpus_per_node, std::string* why,
+                                                  int gpus_per_node) {
   if (geteuid() != 0) {
     *why = "Slurm's daemons run as root here (SlurmUser=root) and this test is not root";
     return nullptr;
@@ -116,14 +118,28 @@ std::unique_ptr<SlurmCluster> SlurmCluster::Start(int nodes, int cpus_per_node, 
        << "SlurmctldPidFile=" << d << "/slurmctld.pid\nSlurmdPidFile=" << d << "/slurmd-%n.pid\n"
        << "SlurmctldLogFile=" << d << "/slurmctld.log\nSlurmdLogFile=" << d << "/slurmd-%n.log\n";
   std::string node_list;
+  std::ostringstream gres;
+  if (gpus_per_node > 0) conf << "GresTypes=gpu\n";
   for (int k = 1; k <= nodes; ++k) {
     const std::string name = "node" + std::to_string(k);
     c->nodes_.push_back(name);
     node_list += (k > 1 ? "," : "") + name;
     conf << "NodeName=" << name << " NodeHostname=localhost NodeAddr=127.0.0.1 Port=" << FreePort()
-         << " CPUs=" << cpus_per_node << " RealMemory=4000 State=UNKNOWN\n";
+         << " CPUs=" << cpus_per_node << " RealMemory=4000 State=UNKNOWN";
+    if (gpus_per_node > 0) conf << " Gres=gpu:" << gpus_per_node;
+    conf << "\n";
     std::filesystem::create_directories(d + "/spool/" + name);
+    for (int g = 0; g < gpus_per_node; ++g) {
+      std::filesystem::create_directories(d + "/dev/" + name);
+      const std::string dev = d + "/dev/" + name + "/fakegpu" + std::to_string(g);
+      if (mknod(dev.c_str(), S_IFCHR | 0666, makedev(195, g)) != 0) {
+        *why = "cannot make the fake GPU " + dev;
+        return nullptr;
+      }
+      gres << "NodeName=" << name << " Name=gpu File=" << dev << "\n";
+    }
   }
+  if (gpus_per_node > 0) std::ofstream(d + "/gres.conf") << gres.str();
   conf << "PartitionName=debug Nodes=" << node_list << " Default=YES MaxTime=INFINITE State=UP\n";
   c->conf_ = d + "/slurm.conf";
   std::ofstream(c->conf_) << conf.str();

@@ -17,8 +17,10 @@ class SlurmCluster {
  public:
   // Starts the cluster and waits (up to 30 s) until every node is idle; nullptr with the
   // reason in *why if it cannot (not root, Slurm or munge not installed, a daemon that does not
-  // come up — its log is named).
-  static std::unique_ptr<SlurmCluster> Start(int nodes, int cpus_per_node, std::string* why);
+  // come up — its log is named). With `gpus_per_node`, each node has that many GPUs in its gres
+  // (gres.conf File= fake device nodes of the NVIDIA major under dir()/dev, made here).
+  static std::unique_ptr<SlurmCluster> Start(int nodes, int cpus_per_node, std::string* why,
+                                             int gpus_per_node = 0);
   // Cancels every job, stops the daemons (SIGTERM, then SIGKILL) and removes the directory.
   ~SlurmCluster();
   SlurmCluster(const SlurmCluster&) = delete;

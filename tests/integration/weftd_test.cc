@@ -30,7 +30,8 @@ void WeftdTest::SetUp() {
     ASSERT_FALSE(store_uri_.empty());
   }
   if (options_.slurm_nodes > 0) {
-    slurm_ = SlurmCluster::Start(options_.slurm_nodes, options_.slurm_cpus_per_node, &why);
+    slurm_ = SlurmCluster::Start(options_.slurm_nodes, options_.slurm_cpus_per_node, &why,
+                                 options_.slurm_gpus_per_node);
     if (slurm_ == nullptr) GTEST_SKIP() << "no Slurm cluster here: " << why;
   }
   std::string tmpl = "/tmp/weft-" + options_.name + "-XXXXXX";

@@ -54,6 +54,7 @@ struct WeftdTestOptions {
   bool postgresql = false;        // a throwaway PostgreSQL cluster; weftd's store is in it
   int slurm_nodes = 0;            // a throwaway Slurm cluster of this many nodes; weftd uses it
   int slurm_cpus_per_node = 1;    //   each with this many cpus
+  int slurm_gpus_per_node = 0;    //   and this many fake GPUs in its gres
   bool tls = false;               // weftd serves https with a self-signed certificate
   bool terminal = false;          // weftd has a pseudo-terminal (WeftdProcess::set_terminal)
   bool start = true;              // SetUp starts weftd; false: the test calls StartWeftd()
