@@ -1,7 +1,8 @@
 // One scheduling round: the cluster view's snapshot of the store's jobs goes to the policy
 // (scheduler/policy.h), its decisions are checked (scheduler/decision_check.h: a round that
 // assumes a preempted job's nodes free at once, or holds a job outside its range, is refused
-// whole) and applied — preemptions (the learners checkpoint and exit; the job keeps its nodes
+// whole), each learner it places given its GPU devices (scheduler/devices.h), and applied —
+// preemptions (the learners checkpoint and exit; the job keeps its nodes
 // until they have), resizes (in place for elastic jobs through ElasticMembership, else a
 // restart from a checkpoint), then starts (AttemptStarter) — and why each queued job waits is
 // published (JobRecorder::Waiting) and handed to the view.
