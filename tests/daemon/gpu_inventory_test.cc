@@ -24,8 +24,8 @@ TEST(GpuInventoryTest, ACountOrAListOfDevices) {
   ASSERT_EQ(counted->size(), 2u);
   EXPECT_EQ((*counted)[1].index, 1);
   EXPECT_EQ((*counted)[1].cdi, "");
-  auto listed =
-      Read("gpus: [{index: 3, cdi: nvidia.com/gpu=3, model: A100}, {index: 0, cdi: nvidia.com/gpu=0}]");
+  auto listed = Read(
+      "gpus: [{index: 3, cdi: nvidia.com/gpu=3, model: A100}, {index: 0, cdi: nvidia.com/gpu=0}]");
   ASSERT_TRUE(listed.ok()) << listed.status();
   ASSERT_EQ(listed->size(), 2u);
   EXPECT_EQ((*listed)[0].index, 0);  // by index
