@@ -108,7 +108,28 @@ nlohmann::json JobSummaryJson(const JobRecord& r, const std::optional<scheduler:
   return j;
 }
 
+nlohmann::json ExperimentSummaryJson(const ExperimentRecord& e) {
+  return {{"id", e.id},
+          {"name", e.name},
+          {"tenant", e.tenant},
+          {"state", ExperimentStateName(e.state)},
+          {"reason", e.reason},
+          {"created_at", FormatTimeMs(e.created_ms)},
+          {"updated_at", FormatTimeMs(e.updated_ms)},
+          {"best_job", e.best_job.empty() ? nlohmann::json(nullptr) : nlohmann::json(e.best_job)},
+          {"best_metric", OptionalJson(e.best_metric)},
+          {"delivered_job",
+           e.delivered_job.empty() ? nlohmann::json(nullptr) : nlohmann::json(e.delivered_job)},
+          {"deliver_met_at", TimeJson(e.deliver_met_ms)},
+          {"complete_met_at", TimeJson(e.complete_met_ms)}};
+}
+
 nlohmann::json EventJson(const JobEvent& e) {
+  if (e.type == JobEventType::kExperiment || e.type == JobEventType::kExperimentDeleted) {
+    return {{"experiment", e.experiment ? ExperimentSummaryJson(*e.experiment) : nullptr},
+            {"tenant", e.tenant},
+            {"time", FormatTimeMs(e.time_ms)}};
+  }
   nlohmann::json j = {{"job", e.job},
                       {"tenant", e.tenant},
                       {"time", FormatTimeMs(e.time_ms)},
@@ -141,6 +162,8 @@ nlohmann::json EventJson(const JobEvent& e) {
       }
       break;
     case JobEventType::kDeleted:
+    case JobEventType::kExperiment:
+    case JobEventType::kExperimentDeleted:
       break;
   }
   return j;

@@ -52,7 +52,12 @@ nlohmann::json MetricJson(const MetricRecord& m);
 // known), then by type: "state" adds "from" and "reason"; "progress" adds "progress" (as in the
 // job summary), "metrics" (the points this report added, as MetricJson) and
 // "best_test_accuracy"; "model" adds "model" {kind, test_accuracy, epoch, step, bytes,
-// download}; "waiting" adds "reason".
+// download}; "waiting" adds "reason". An experiment's events ("experiment", "experiment_deleted")
+// are {"experiment" (ExperimentSummaryJson), "tenant", "time"} instead.
 nlohmann::json EventJson(const JobEvent& event);
+
+// An experiment as GET /v1/experiments lists it: what it is, where it stands, its best and
+// delivered trials.
+nlohmann::json ExperimentSummaryJson(const ExperimentRecord& e);
 
 }  // namespace weft::api

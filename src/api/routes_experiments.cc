@@ -13,23 +13,6 @@ namespace {
 using Request = httplib::Request;
 using Response = httplib::Response;
 
-// GET /v1/experiments' entry: what it is, where it stands, its best and delivered trials.
-nlohmann::json ExperimentSummaryJson(const ExperimentRecord& e) {
-  return {{"id", e.id},
-          {"name", e.name},
-          {"tenant", e.tenant},
-          {"state", ExperimentStateName(e.state)},
-          {"reason", e.reason},
-          {"created_at", FormatTimeMs(e.created_ms)},
-          {"updated_at", FormatTimeMs(e.updated_ms)},
-          {"best_job", e.best_job.empty() ? nlohmann::json(nullptr) : nlohmann::json(e.best_job)},
-          {"best_metric", OptionalJson(e.best_metric)},
-          {"delivered_job",
-           e.delivered_job.empty() ? nlohmann::json(nullptr) : nlohmann::json(e.delivered_job)},
-          {"deliver_met_at", TimeJson(e.deliver_met_ms)},
-          {"complete_met_at", TimeJson(e.complete_met_ms)}};
-}
-
 nlohmann::json TrialJson(const TrialView& t) {
   nlohmann::json values = nlohmann::json::object();
   for (const auto& [field, value] : t.values) values[field] = value;

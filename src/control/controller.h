@@ -141,8 +141,8 @@ class Controller : public LearnerEvents {
   ClusterView& view() { return view_; }
   // Where a job's files live.
   const JobLayout& layout() const { return layout_; }
-  // The live feed of what happens to jobs (control/event_hub.h).
-  const EventHub& events() const { return events_; }
+  // The live feed of what happens to jobs and experiments (control/event_hub.h).
+  EventHub& events() { return events_; }
   // Job `id` as the store holds it, with the sequence number of the newest event it already
   // reflects: a reader of events() that starts after that number misses nothing and sees
   // nothing twice. NotFound for an unknown job; errors from the store.

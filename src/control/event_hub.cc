@@ -16,6 +16,10 @@ const char* JobEventTypeName(JobEventType t) {
       return "waiting";
     case JobEventType::kDeleted:
       return "deleted";
+    case JobEventType::kExperiment:
+      return "experiment";
+    case JobEventType::kExperimentDeleted:
+      return "experiment_deleted";
   }
   return "?";
 }

@@ -1,11 +1,12 @@
 // What happens to jobs, as a live feed: the controller publishes an event for every state
 // transition, every progress report of a job's rank 0, every model committed, every change of
-// why a queued job waits, and every deletion; the REST API's server-sent-events streams
-// (GET /v1/events, GET /v1/jobs/{id}/events) and through them `weft follow` and the dashboard
-// read it. The feed is in memory and bounded: a reader that falls more than `capacity` events
-// behind is told so (Batch::missed) and re-reads the job's state from the store. What must
-// survive weftd (the history, the models) is in the store; this is only how readers hear of it
-// without polling.
+// why a queued job waits, and every deletion; the experiments' controller one for every write
+// of an experiment (its state, its best trial, a trial started) and its deletion; the REST API's
+// server-sent-events streams (GET /v1/events, GET /v1/jobs/{id}/events) and through them `weft
+// follow` and the dashboard read it. The feed is in memory and bounded: a reader that falls more
+// than `capacity` events behind is told so (Batch::missed) and re-reads the job's state from the
+// store. What must survive weftd (the history, the models) is in the store; this is only how
+// readers hear of it without polling.
 //
 // Thread-safety: Publish and Wait may be called from any thread; Wait blocks only its caller.
 #pragma once
@@ -27,21 +28,23 @@
 namespace weft {
 
 enum class JobEventType {
-  kState,     // a transition: from, to, reason
-  kProgress,  // rank 0 reported: progress, the new metric points, best_test_accuracy
-  kModel,     // a model was committed: model
-  kWaiting,   // a queued job's reason to wait changed: reason
-  kDeleted,   // the job and its files were removed
+  kState,              // a transition: from, to, reason
+  kProgress,           // rank 0 reported: progress, the new metric points, best_test_accuracy
+  kModel,              // a model was committed: model
+  kWaiting,            // a queued job's reason to wait changed: reason
+  kDeleted,            // the job and its files were removed
+  kExperiment,         // an experiment was written: experiment (its record as stored)
+  kExperimentDeleted,  // an experiment and its trials were removed: experiment (as it was)
 };
 
 // The `event:` name of a type on the SSE streams: "state", "progress", "model", "waiting",
-// "deleted".
+// "deleted", "experiment", "experiment_deleted".
 const char* JobEventTypeName(JobEventType t);
 
 struct JobEvent {
   int64_t seq = 0;  // assigned by Publish: 1, 2, ... in publication order, never reused
   JobEventType type = JobEventType::kState;
-  std::string job;  // job id
+  std::string job;  // job id; "" for an experiment's event
   std::string tenant;
   TimeMs time_ms = 0;
   // kState
@@ -54,6 +57,8 @@ struct JobEvent {
   std::optional<double> best_test_accuracy;
   // kModel
   std::optional<ModelRecord> model;
+  // kExperiment, kExperimentDeleted
+  std::optional<ExperimentRecord> experiment;
 };
 
 class EventHub {

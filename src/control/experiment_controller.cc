@@ -65,6 +65,7 @@ absl::StatusOr<ExperimentRecord> ExperimentController::Submit(const std::string&
   absl::MutexLock lock(&mu_);
   RETURN_IF_ERROR(store_.CreateExperiment(e));
   e.revision = 1;
+  Published(e);
   specs_[e.id] = std::make_unique<const ExperimentSpec>(std::move(spec));
   spdlog::info("experiment {} ({}) submitted by tenant {}", e.id, e.name, tenant);
   return e;
@@ -83,6 +84,21 @@ void ExperimentController::Round() {
     }
     if (e.state != ExperimentState::kRunning) specs_.erase(e.id);  // no round drives it again
   }
+}
+
+absl::Status ExperimentController::Save(ExperimentRecord& e) {
+  RETURN_IF_ERROR(store_.UpdateExperiment(e));
+  Published(e);
+  return absl::OkStatus();
+}
+
+void ExperimentController::Published(const ExperimentRecord& e, bool deleted) {
+  JobEvent event;
+  event.type = deleted ? JobEventType::kExperimentDeleted : JobEventType::kExperiment;
+  event.tenant = e.tenant;
+  event.time_ms = clock_.NowMs();
+  event.experiment = e;
+  jobs_.events().Publish(std::move(event));
 }
 
 absl::StatusOr<const ExperimentSpec*> ExperimentController::SpecOf(const ExperimentRecord& e) {
@@ -121,7 +137,7 @@ absl::Status ExperimentController::Drive(ExperimentRecord& e) {
         absl::StrCat(who, " met the complete target (test_accuracy >= ", (*spec)->complete, ")"),
         trials);
   }
-  if (reported) RETURN_IF_ERROR(store_.UpdateExperiment(e));
+  if (reported) RETURN_IF_ERROR(Save(e));
   ResumePromoted(**spec, *search, trials);
   return Plan(e, **spec, *search, trials);
 }
@@ -228,7 +244,7 @@ absl::Status ExperimentController::Plan(ExperimentRecord& e, const ExperimentSpe
     }
     if (plan.kind == scheduler::AshaDecision::kPromote) {
       // Stored first: the round that finds the job not yet resumed resumes it (ResumePromoted).
-      RETURN_IF_ERROR(store_.UpdateExperiment(e));
+      RETURN_IF_ERROR(Save(e));
       const JobRecord* job = TrialJob(trials, plan.trial);
       if (job == nullptr) continue;
       spdlog::info("experiment {}: trial {} promoted to rung {} ({} epochs)", e.id, plan.trial,
@@ -247,7 +263,10 @@ absl::Status ExperimentController::Plan(ExperimentRecord& e, const ExperimentSpe
     absl::StatusOr<JobRecord> job = manifest.ok()
                                         ? jobs_.Submit(*manifest, e.tenant, &errors, &trial)
                                         : absl::StatusOr<JobRecord>(manifest.status());
-    if (job.ok()) continue;
+    if (job.ok()) {
+      Published(e);  // stored with its new trial (Store::StartTrial)
+      continue;
+    }
     if (!absl::IsInvalidArgument(job.status())) {
       // A job limit, the disk quota, the executor, or another writer of the experiment: the next
       // round plans again from the stored state.
@@ -259,7 +278,7 @@ absl::Status ExperimentController::Plan(ExperimentRecord& e, const ExperimentSpe
                  job.status().message());
     RETURN_IF_ERROR(search.Report(plan.trial, 0, std::nullopt));
     e.search_state = search.StateJson();
-    RETURN_IF_ERROR(store_.UpdateExperiment(e));
+    RETURN_IF_ERROR(Save(e));
   }
   return absl::OkStatus();
 }
@@ -287,7 +306,7 @@ absl::Status ExperimentController::End(ExperimentRecord& e, ExperimentState stat
   e.state = state;
   e.reason = reason;
   e.updated_ms = clock_.NowMs();
-  RETURN_IF_ERROR(store_.UpdateExperiment(e));
+  RETURN_IF_ERROR(Save(e));
   spdlog::info("experiment {} {}: {}", e.id, ExperimentStateName(state), reason);
   return absl::OkStatus();
 }
@@ -324,7 +343,7 @@ absl::Status ExperimentController::Resume(const std::string& id) {
   e.state = ExperimentState::kRunning;
   e.reason = "resumed by user";
   e.updated_ms = clock_.NowMs();
-  RETURN_IF_ERROR(store_.UpdateExperiment(e));
+  RETURN_IF_ERROR(Save(e));
   spdlog::info("experiment {} RUNNING: resumed by user", id);
   return absl::OkStatus();
 }
@@ -339,6 +358,7 @@ absl::Status ExperimentController::Delete(const std::string& id) {
   }
   for (const JobRecord& job : trials) RETURN_IF_ERROR(jobs_.Delete(job.id));
   RETURN_IF_ERROR(store_.DeleteExperiment(id));
+  Published(e, /*deleted=*/true);
   specs_.erase(id);
   spdlog::info("experiment {} deleted with its {} trial(s)", id, trials.size());
   return absl::OkStatus();

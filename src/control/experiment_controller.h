@@ -13,6 +13,9 @@
 // says which are in), and a promotion stored before its job was resumed is resumed by the next
 // round.
 //
+// Every write of an experiment is published on the Controller's event feed (kExperiment, and
+// kExperimentDeleted when it goes), right after the store took it.
+//
 // Thread-safety: all methods may be called from any thread; one mutex serialises the rounds and
 // the submissions. Trials' jobs go through the Controller, which has its own lock.
 #pragma once
@@ -65,6 +68,10 @@ class ExperimentController {
   absl::Status Delete(const std::string& id) ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
+  // Stores `e` over the revision it was read at (Store::UpdateExperiment), then publishes it.
+  absl::Status Save(ExperimentRecord& e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Publishes `e` as stored, or as it was when it is gone (`deleted`).
+  void Published(const ExperimentRecord& e, bool deleted = false);
   // The experiment's manifest, parsed once (it never changes).
   absl::StatusOr<const ExperimentSpec*> SpecOf(const ExperimentRecord& e)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -280,6 +280,35 @@ TEST_F(ExperimentControllerTest, HaltResumeAndDeleteActOnTheTrialsToo) {
 }
 
 // A manifest that cannot be an experiment is refused with the field, and nothing is stored.
+// Every write of an experiment is on the event feed the SSE streams serve, as stored: its
+// submission, each trial started, its end, and its deletion.
+TEST_F(ExperimentControllerTest, EveryWriteOfAnExperimentIsPublishedAsStored) {
+  const int64_t before = controller_->events().LastSeq();
+  const std::string id = SubmitExperiment();
+  experiments_->Round();  // two trials start
+  ASSERT_TRUE(experiments_->Halt(id).ok());
+  ASSERT_TRUE(experiments_->Delete(id).ok());
+  EventHub::Batch b =
+      controller_->events().Wait(before, absl::ZeroDuration(), [](const JobEvent& e) {
+        return e.type == JobEventType::kExperiment || e.type == JobEventType::kExperimentDeleted;
+      });
+  std::vector<std::string> seen;
+  for (const JobEvent& e : b.events) {
+    ASSERT_TRUE(e.experiment.has_value());
+    EXPECT_EQ(e.experiment->id, id);
+    EXPECT_EQ(e.tenant, "default");
+    EXPECT_TRUE(e.job.empty()) << "not a job's event: no job stream shows it";
+    seen.push_back(absl::StrCat(JobEventTypeName(e.type), " ",
+                                ExperimentStateName(e.experiment->state), " ",
+                                e.experiment->reason));
+  }
+  ASSERT_GE(seen.size(), 5u);
+  EXPECT_EQ(seen.front(), "experiment RUNNING submitted");
+  EXPECT_EQ(seen[1], "experiment RUNNING submitted");  // the first trial's write
+  EXPECT_EQ(seen[seen.size() - 2], "experiment HALTED halted by user");
+  EXPECT_EQ(seen.back(), "experiment_deleted HALTED halted by user");
+}
+
 TEST_F(ExperimentControllerTest, ABadManifestIsRefusedWithItsFieldAndNothingStored) {
   std::vector<FieldError> errors;
   auto e = experiments_->Submit(absl::StrReplaceAll(kExperiment, {{"eta: 2", "eta: 1"}}), "default",

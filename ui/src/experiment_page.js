@@ -1,13 +1,15 @@
 // Experiments (hyperparameter searches): the list, and one experiment's page — its searcher and
 // rungs, the trials table, each trial's test accuracy curve on one chart, the best-so-far curve
 // over time, and a hyperparameter-against-metric plot — with halt / resume / delete. The pages
-// read GET /v1/experiments[/{id}] and the trials' GET /v1/jobs/{job}/metrics every few seconds
-// (an experiment has no event stream of its own; its trials' are their jobs').
-import { api } from "./api.js";
+// read GET /v1/experiments[/{id}] and the trials' GET /v1/jobs/{job}/metrics, then follow
+// GET /v1/events: an "experiment" event (a trial started, a result, a new best, a new state) or
+// a trial's state reads them again; a trial's progress adds its new points to the curves.
+import { api, subscribe } from "./api.js";
 import { chart } from "./chart.js";
-import { ago, el, fill, stateBadge } from "./dom.js";
+import { ago, el, fill, stateBadge, throttle } from "./dom.js";
 
-const POLL_MS = 3000;
+// A load follows a burst of events at most this often.
+const RELOAD_MS = 1000;
 // Trials whose curves are drawn at most (the first ones), and points read per trial.
 const MAX_CURVES = 64;
 const POINTS_PER_TRIAL = 1000;
@@ -23,25 +25,35 @@ function values(trial) {
     .join(" ");
 }
 
-// Calls `tick(signal)` now and every POLL_MS until the returned function is called, which also
-// aborts the requests in flight (`signal`: pass it to api), so no request goes out after the
-// page is left (or the token is gone).
-function poll(tick) {
+// Calls `load(signal)` now, then again — one load at a time, at most once per RELOAD_MS —
+// whenever an event of GET /v1/events passes `wants(type, data)` (or the stream was reset);
+// `onEvent(type, data)` sees every event first. The returned function leaves the page: it closes
+// the stream and aborts the requests in flight (`signal`: pass it to api), so no request goes out
+// after the page is left (or the token is gone).
+function live(ctx, load, wants, onEvent = () => {}) {
   const abort = new AbortController();
-  let timer = null;
+  let running = null;
   const run = async () => {
     if (abort.signal.aborted) return;
-    try {
-      await tick(abort.signal);
-    } catch (err) {
+    while (running) await running;
+    running = load(abort.signal).catch((err) => {
       if (!abort.signal.aborted) throw err;
-    }
-    if (!abort.signal.aborted) timer = setTimeout(run, POLL_MS);
+    });
+    await running;
+    running = null;
   };
+  const reload = throttle(run, RELOAD_MS);
   run();
+  const stream = subscribe("/v1/events", {
+    onStatus: ctx.setLive,
+    onEvent: (type, data) => {
+      onEvent(type, data);
+      if (type === "reset" || wants(type, data)) reload();
+    },
+  });
   return () => {
     abort.abort();
-    clearTimeout(timer);
+    stream.close();
   };
 }
 
@@ -58,7 +70,7 @@ export function experimentsPage(main, ctx) {
     el("table", { id: "experiments", class: "grid" },
       el("thead", {}, el("tr", {}, headers.map((h) => el("th", {}, h)))), body),
   );
-  return poll(async (signal) => {
+  const load = async (signal) => {
     try {
       const list = await api("/v1/experiments", "GET", signal);
       fill(problem);
@@ -81,7 +93,8 @@ export function experimentsPage(main, ctx) {
       if (signal.aborted) return;
       fill(problem, el("p", { class: "error", role: "alert" }, "cannot list experiments: " + err.message));
     }
-  });
+  };
+  return live(ctx, load, (type) => type === "experiment" || type === "experiment_deleted");
 }
 
 // The numeric axis of a dimension's values, or null when they are not all numbers.
@@ -221,9 +234,11 @@ export function experimentPage(main, ctx, id) {
         el("td", {}, values(t)))));
   };
 
-  const stop = poll(async (signal) => {
+  const trialJobs = new Set();
+  const load = async (signal) => {
     try {
       detail = await api("/v1/experiments/" + encodeURIComponent(id), "GET", signal);
+      for (const t of detail.trials) if (t.job) trialJobs.add(t.job);
       fill(problem);
       render();
       // Curves: read again while a trial trains; a settled trial's are kept.
@@ -238,7 +253,27 @@ export function experimentPage(main, ctx, id) {
       if (signal.aborted) return;
       fill(problem, el("p", { class: "error", role: "alert" }, "cannot read experiment " + id + ": " + err.message));
     }
-  });
+  };
+  const redraw = throttle(() => detail && drawCharts(), RELOAD_MS);
+  const stop = live(
+    ctx,
+    load,
+    (type, e) =>
+      (e.experiment && e.experiment.id === id) ||
+      (trialJobs.has(e.job) && (type === "state" || type === "model" || type === "deleted")),
+    (type, e) => {
+      if (type === "experiment_deleted" && e.experiment && e.experiment.id === id) {
+        location.hash = "#/experiments";
+        return;
+      }
+      // A trial's new evaluations go straight onto the curves.
+      if (type !== "progress" || !trialJobs.has(e.job) || !metrics.has(e.job)) return;
+      const points = (e.metrics || []).filter((p) => p.test_accuracy !== undefined);
+      if (points.length === 0) return;
+      metrics.get(e.job).push(...points);
+      redraw();
+    },
+  );
   return () => {
     stop();
     for (const c of [curves, best, scatter]) if (c) c.destroy();
