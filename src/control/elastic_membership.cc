@@ -249,10 +249,13 @@ void ElasticMembership::ReleaseLeavers(AttemptTracker& attempts, const JobRecord
       ++it;
       continue;
     }
+    // Killed, so that what it holds (its GPUs above all) is free when the scheduler says so.
+    const absl::Status killed = c_.executor.Kill(r.id, it->first);
     spdlog::warn(
-        "job {}: learner {} told to leave {} ms ago has not exited; its node {} counts as "
+        "job {}: learner {} told to leave {} ms ago has not exited{}; its node {} counts as "
         "free again",
-        r.id, it->first, now - it->second.second, it->second.first.node);
+        r.id, it->first, now - it->second.second, killed.ok() ? ", so weftd killed it" : "",
+        it->second.first.node);
     it = leaving.erase(it);
   }
 }

@@ -94,8 +94,8 @@ class ElasticMembership {
   bool KillSilentMember(AttemptTracker& attempts, const JobRecord& r, int id,
                         const std::string& silence);
   // Learners of `r` told to leave by a shrink more than a heartbeat timeout before `now` (unix
-  // ms) no longer hold their nodes: a learner that hangs instead of leaving does not keep them
-  // forever.
+  // ms) are killed and no longer hold their nodes and devices: a learner that hangs instead of
+  // leaving does not keep them forever, nor share a GPU with the learner given it next.
   void ReleaseLeavers(AttemptTracker& attempts, const JobRecord& r, TimeMs now);
 
  private:

@@ -170,6 +170,30 @@ resources: {learners: 1, cpus: 1, memory_mb: 1024}
   EXPECT_EQ(store_->GetJob(id)->generation, 2);
 }
 
+TEST_F(ElasticControllerTest, ALeaverThatHangsPastTheHeartbeatTimeoutIsKilledAndItsNodeFreed) {
+  const std::string id = StartTwo();
+  const std::string other = Submit(R"(
+name: other
+model: {architecture: mlp}
+training: {epochs: 1}
+resources: {learners: 1, cpus: 1, memory_mb: 1024}
+)");
+  controller_->Tick();
+  ASSERT_EQ(store_->GetJob(id)->learners.size(), 1u) << "shrunk: learner 1 leaves";
+  ASSERT_EQ(controller_->OnRegroup(id, 0, 1, 1)->kind, Kind::kReform);
+  // Learner 1 never exits; learner 0 heartbeats on.
+  HeartbeatOnly(id, 0, 20);
+  EXPECT_TRUE(executor_.killed.empty()) << "within the timeout the leaver is waited for";
+  EXPECT_EQ(State(other), JobState::kQueued) << "its node is still held";
+  HeartbeatOnly(id, 0, 61, [&] { return !executor_.killed.empty(); });
+  ASSERT_EQ(executor_.killed.size(), 1u) << "the hung leaver is killed";
+  EXPECT_EQ(executor_.killed[0], std::make_pair(id, 1));
+  controller_->Tick();
+  EXPECT_NE(State(other), JobState::kQueued) << "placed on the node the leaver held";
+  EXPECT_EQ(State(id), JobState::kRunning) << "the leaver's kill is not a loss";
+  EXPECT_EQ(store_->GetJob(id)->attempt, 1);
+}
+
 TEST_F(ElasticControllerTest, BelowItsMinimumTheGangRestartsLikeAFixedOne) {
   MakeController(&fair_share_);
   std::string id = Submit(R"(
