@@ -63,6 +63,7 @@ absl::StatusOr<ExperimentRecord> ExperimentController::Submit(const std::string&
   }
   e.created_ms = e.updated_ms = clock_.NowMs();
   absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(CheckLimits(tenant, /*new_one=*/true));
   RETURN_IF_ERROR(store_.CreateExperiment(e));
   e.revision = 1;
   Published(e);
@@ -84,6 +85,24 @@ void ExperimentController::Round() {
     }
     if (e.state != ExperimentState::kRunning) specs_.erase(e.id);  // no round drives it again
   }
+}
+
+absl::Status ExperimentController::CheckLimits(const std::string& tenant, bool new_one) {
+  ASSIGN_OR_RETURN(Store::ExperimentCounts counts, store_.CountExperiments(tenant));
+  const int64_t max_total = limits_.tenant_max_experiments;
+  const int64_t max_running = limits_.tenant_max_running_experiments;
+  if (new_one && max_total > 0 && counts.total >= max_total) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "tenant '", tenant, "' has ", counts.total, " experiments, as many as weftd keeps for a ",
+        "tenant (--tenant-max-experiments); delete ended ones with weft experiment delete ID"));
+  }
+  if (max_running > 0 && counts.running >= max_running) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "tenant '", tenant, "' has ", counts.running, " experiments running, as many as weftd ",
+        "runs for a tenant at once (--tenant-max-running-experiments); halt one or wait for one ",
+        "to end"));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status ExperimentController::Save(ExperimentRecord& e) {
@@ -331,6 +350,7 @@ absl::Status ExperimentController::Resume(const std::string& id) {
                                                       ExperimentStateName(e.state),
                                                       "; only HALTED experiments resume"));
   }
+  RETURN_IF_ERROR(CheckLimits(e.tenant, /*new_one=*/false));
   // The trials first: cut short before the experiment is stored RUNNING, a second Resume
   // resumes the rest.
   ASSIGN_OR_RETURN(std::vector<JobRecord> trials, store_.ListTrials(id));

@@ -36,15 +36,27 @@
 
 namespace weft {
 
+// How many experiments one tenant may have, so that no tenant fills the shared store or makes
+// every round (which reads each RUNNING experiment and its trials) long for the others. 0: no
+// limit. The trials are jobs and count against the job limits too (ControllerOptions).
+struct ExperimentLimits {
+  // In the store, in any state (weftd --tenant-max-experiments).
+  int64_t tenant_max_experiments = 1000;
+  // RUNNING at once (--tenant-max-running-experiments).
+  int64_t tenant_max_running_experiments = 20;
+};
+
 class ExperimentController {
  public:
   // All are borrowed and must outlive it.
-  ExperimentController(Store& store, Controller& jobs, const Clock& clock)
-      : store_(store), jobs_(jobs), clock_(clock) {}
+  ExperimentController(Store& store, Controller& jobs, const Clock& clock,
+                       ExperimentLimits limits = {})
+      : store_(store), jobs_(jobs), clock_(clock), limits_(limits) {}
 
   // Validates `manifest` (job/experiment_spec.h) and stores it, RUNNING, for `tenant`; its
   // first trials start at the next round. InvalidArgument with `errors` filled (each field and
-  // its problem); errors of the store.
+  // its problem); FailedPrecondition, nothing stored, when the tenant is at one of its limits
+  // (ExperimentLimits; the message names the flag); errors of the store.
   absl::StatusOr<ExperimentRecord> Submit(const std::string& manifest, const std::string& tenant,
                                           std::vector<FieldError>* errors) ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -60,7 +72,7 @@ class ExperimentController {
   //     is QUEUED again: retry in a second; the experiment stays RUNNING meanwhile).
   //   - Resume: HALTED -> RUNNING, the trials it halted in the middle of a rung resumed (a
   //     trial waiting at the end of its rung is the search's to promote); FailedPrecondition if
-  //     it is not HALTED.
+  //     it is not HALTED, or if its tenant already has as many RUNNING experiments as it may.
   //   - Delete: halts it if RUNNING, then deletes its trials' jobs (their models and logs) and
   //     the experiment. Cut short, it leaves a HALTED experiment that a second Delete removes.
   absl::Status Halt(const std::string& id) ABSL_LOCKS_EXCLUDED(mu_);
@@ -68,6 +80,10 @@ class ExperimentController {
   absl::Status Delete(const std::string& id) ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
+  // OkStatus if `tenant` may have one more experiment (`new_one`) or one more RUNNING; else
+  // FailedPrecondition naming the limit. Errors of the store.
+  absl::Status CheckLimits(const std::string& tenant, bool new_one)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Stores `e` over the revision it was read at (Store::UpdateExperiment), then publishes it.
   absl::Status Save(ExperimentRecord& e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Publishes `e` as stored, or as it was when it is gone (`deleted`).
@@ -97,6 +113,7 @@ class ExperimentController {
   Store& store_;
   Controller& jobs_;
   const Clock& clock_;
+  const ExperimentLimits limits_;
   absl::Mutex mu_;
   // Each experiment's manifest as parsed, by id; stable addresses (a search holds one).
   std::map<std::string, std::unique_ptr<const ExperimentSpec>> specs_ ABSL_GUARDED_BY(mu_);

@@ -286,7 +286,9 @@ int Lead(Base& b, std::unique_ptr<LeaseKeeper> keeper, const std::string& previo
   if (auto s = controller.Recover(); !s.ok()) {
     return Fail(absl::InternalError(absl::StrCat("recovery failed: ", s.message())));
   }
-  weft::ExperimentController experiments(b.store, controller, weft::SystemClock::Get());
+  weft::ExperimentController experiments(
+      b.store, controller, weft::SystemClock::Get(),
+      {flags.tenant_max_experiments, flags.tenant_max_running_experiments});
   flags.rest.admin_token_path = b.data_dir + "/admin.token";
   weft::api::RestServer rest(b.store, controller,
                              {&artifacts, &disk_quota, &images, executor->get(), &experiments},

@@ -181,6 +181,16 @@ void AddLimitFlags(CLI::App& app, Flags& f) {
                  "gets 409 (0: no limit)")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
+  app.add_option("--tenant-max-experiments", f.tenant_max_experiments,
+                 "experiments a tenant may have in the store, in any state; past it a submission "
+                 "gets 409 until ended ones are deleted (0: no limit)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
+  app.add_option("--tenant-max-running-experiments", f.tenant_max_running_experiments,
+                 "experiments of a tenant running at once; past it a submission or a resume gets "
+                 "409 (0: no limit)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
   app.add_option("--disk-check-seconds", f.disk_check_seconds,
                  "how often the disk use of tenants with active jobs is measured")
       ->capture_default_str()

@@ -41,6 +41,8 @@ struct Flags {
   int64_t tenant_disk_quota_mb = 20480;
   int64_t tenant_max_jobs = 10000;
   int64_t tenant_max_active_jobs = 1000;
+  int64_t tenant_max_experiments = 1000;
+  int64_t tenant_max_running_experiments = 20;
   double disk_check_seconds = 10;
   double heartbeat_timeout_seconds = 60;
   std::string memory_limits = "auto";  // auto | cgroup | watchdog

@@ -147,6 +147,7 @@ class Experiments : public virtual ExperimentStore {
   absl::StatusOr<ExperimentRecord> GetExperiment(const std::string& id) override;
   absl::StatusOr<std::vector<ExperimentRecord>> ListExperiments(const std::string& tenant) override;
   absl::StatusOr<std::vector<ExperimentRecord>> ListActiveExperiments() override;
+  absl::StatusOr<ExperimentCounts> CountExperiments(const std::string& tenant) override;
   absl::Status UpdateExperiment(ExperimentRecord& experiment) override;
   absl::Status StartTrial(ExperimentRecord& experiment, const JobRecord& trial,
                           const std::string& reason) override;

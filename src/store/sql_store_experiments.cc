@@ -106,6 +106,23 @@ absl::StatusOr<std::vector<ExperimentRecord>> Experiments::ListActiveExperiments
                   });
 }
 
+absl::StatusOr<ExperimentStore::ExperimentCounts> Experiments::CountExperiments(
+    const std::string& tenant) {
+  return db_->Run(
+      "count experiments", sql::Mode::kRead, [&](sql::Tx& tx) -> absl::StatusOr<ExperimentCounts> {
+        ASSIGN_OR_RETURN(std::vector<ExperimentCounts> counts,
+                         tx.Query<ExperimentCounts>(
+                             "count experiments",
+                             "SELECT COUNT(*), COALESCE(SUM(CASE WHEN state = $2 THEN 1 ELSE 0 "
+                             "END), 0) FROM experiments WHERE tenant = $1",
+                             [](const sql::Row& row) {
+                               return ExperimentCounts{row.Int(0), row.Int(1)};
+                             },
+                             tenant, std::string(ExperimentStateName(ExperimentState::kRunning))));
+        return counts.empty() ? ExperimentCounts{} : counts[0];
+      });
+}
+
 absl::Status Experiments::UpdateExperiment(ExperimentRecord& e) {
   RETURN_IF_ERROR(db_->Run("update experiment", sql::Mode::kWrite,
                            [&](sql::Tx& tx) { return UpdateExperimentIn(tx, e); }));

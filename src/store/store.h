@@ -230,6 +230,13 @@ class ExperimentStore {
       const std::string& tenant = "") = 0;
   // The RUNNING experiments, in creation order: what a control round drives.
   virtual absl::StatusOr<std::vector<ExperimentRecord>> ListActiveExperiments() = 0;
+  // How many experiments `tenant` has in the store, and how many of them are RUNNING: what its
+  // experiment limits are checked against, without reading the experiments.
+  struct ExperimentCounts {
+    int64_t total = 0;
+    int64_t running = 0;
+  };
+  virtual absl::StatusOr<ExperimentCounts> CountExperiments(const std::string& tenant) = 0;
   // Writes what changes of an experiment (state, reason, search state, best and delivered
   // trials, targets met, updated_ms) if the stored revision is `experiment.revision`, which then
   // goes up by one in the store and in `experiment`. NotFound for an unknown experiment;

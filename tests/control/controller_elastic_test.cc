@@ -20,6 +20,13 @@ model: {architecture: mlp}
 training: {epochs: 2}
 resources: {learners: {min: 1, max: 2}, cpus: 1, memory_mb: 1024}
 )";
+// A job of the same tenant that needs the cpu the elastic job grew into.
+constexpr char kOther[] = R"(
+name: other
+model: {architecture: mlp}
+training: {epochs: 1}
+resources: {learners: 1, cpus: 1, memory_mb: 1024}
+)";
 
 class ElasticControllerTest : public ControllerTest {
  protected:
@@ -130,13 +137,7 @@ TEST_F(ElasticControllerTest, AGrowStartsANewcomerThatJoinsTheRunningLearners) {
 TEST_F(ElasticControllerTest, AShrinkLetsTheLastLearnerLeaveInPlaceAndHoldsItsNodeUntilItExits) {
   const std::string id = StartTwo();
   executor_.stopped.clear();
-  // A job of the same tenant needs the cpu the elastic job grew into.
-  const std::string other = Submit(R"(
-name: other
-model: {architecture: mlp}
-training: {epochs: 1}
-resources: {learners: 1, cpus: 1, memory_mb: 1024}
-)");
+  const std::string other = Submit(kOther);
   controller_->Tick();
   EXPECT_TRUE(executor_.stopped.empty()) << "no learner is stopped: the last one leaves itself";
   JobRecord r = *store_->GetJob(id);
@@ -172,12 +173,7 @@ resources: {learners: 1, cpus: 1, memory_mb: 1024}
 
 TEST_F(ElasticControllerTest, ALeaverThatHangsPastTheHeartbeatTimeoutIsKilledAndItsNodeFreed) {
   const std::string id = StartTwo();
-  const std::string other = Submit(R"(
-name: other
-model: {architecture: mlp}
-training: {epochs: 1}
-resources: {learners: 1, cpus: 1, memory_mb: 1024}
-)");
+  const std::string other = Submit(kOther);
   controller_->Tick();
   ASSERT_EQ(store_->GetJob(id)->learners.size(), 1u) << "shrunk: learner 1 leaves";
   ASSERT_EQ(controller_->OnRegroup(id, 0, 1, 1)->kind, Kind::kReform);

@@ -279,7 +279,6 @@ TEST_F(ExperimentControllerTest, HaltResumeAndDeleteActOnTheTrialsToo) {
   EXPECT_TRUE(absl::IsNotFound(experiments_->Halt(id)));
 }
 
-// A manifest that cannot be an experiment is refused with the field, and nothing is stored.
 // Every write of an experiment is on the event feed the SSE streams serve, as stored: its
 // submission, each trial started, its end, and its deletion.
 TEST_F(ExperimentControllerTest, EveryWriteOfAnExperimentIsPublishedAsStored) {
@@ -309,6 +308,39 @@ TEST_F(ExperimentControllerTest, EveryWriteOfAnExperimentIsPublishedAsStored) {
   EXPECT_EQ(seen.back(), "experiment_deleted HALTED halted by user");
 }
 
+// A tenant at one of its limits is refused, with the flag named, and nothing is stored.
+TEST_F(ExperimentControllerTest, ATenantAtItsExperimentLimitsIsRefusedAndNothingIsStored) {
+  experiments_ = std::make_unique<ExperimentController>(
+      *store_, *controller_, clock_,
+      ExperimentLimits{.tenant_max_experiments = 2, .tenant_max_running_experiments = 1});
+  std::vector<FieldError> errors;
+  const std::string a = SubmitExperiment();
+  auto refused = experiments_->Submit(kExperiment, "default", &errors);
+  ASSERT_TRUE(absl::IsFailedPrecondition(refused.status())) << refused.status();
+  EXPECT_THAT(std::string(refused.status().message()),
+              HasSubstr("1 experiments running, as many as weftd runs for a tenant at once "
+                        "(--tenant-max-running-experiments)"));
+  EXPECT_EQ(store_->ListExperiments()->size(), 1u);
+
+  ASSERT_TRUE(experiments_->Halt(a).ok());
+  const std::string b = SubmitExperiment();  // a no longer runs
+  ASSERT_TRUE(experiments_->Halt(b).ok());
+  refused = experiments_->Submit(kExperiment, "default", &errors);
+  ASSERT_TRUE(absl::IsFailedPrecondition(refused.status())) << refused.status();
+  EXPECT_THAT(std::string(refused.status().message()),
+              HasSubstr("has 2 experiments, as many as weftd keeps for a tenant "
+                        "(--tenant-max-experiments)"));
+  EXPECT_EQ(store_->ListExperiments()->size(), 2u);
+
+  // A resume counts as one more running.
+  ASSERT_TRUE(experiments_->Resume(a).ok());
+  const absl::Status resumed = experiments_->Resume(b);
+  EXPECT_TRUE(absl::IsFailedPrecondition(resumed)) << resumed;
+  EXPECT_THAT(std::string(resumed.message()), HasSubstr("--tenant-max-running-experiments"));
+  EXPECT_EQ(store_->GetExperiment(b)->state, ExperimentState::kHalted);
+}
+
+// A manifest that cannot be an experiment is refused with the field, and nothing is stored.
 TEST_F(ExperimentControllerTest, ABadManifestIsRefusedWithItsFieldAndNothingStored) {
   std::vector<FieldError> errors;
   auto e = experiments_->Submit(absl::StrReplaceAll(kExperiment, {{"eta: 2", "eta: 1"}}), "default",

@@ -56,6 +56,13 @@ TEST_P(StoreTest, AnExperimentRoundTripsAndIsListedByTenantAndState) {
   ASSERT_EQ(active->size(), 2u);
   EXPECT_EQ((*active)[0].id, "exp-a");
   EXPECT_EQ((*active)[1].id, "exp-b");
+  // Counted per tenant: every experiment, and those RUNNING.
+  auto counts = store_->CountExperiments("t");
+  ASSERT_TRUE(counts.ok()) << counts.status();
+  EXPECT_EQ(counts->total, 2);
+  EXPECT_EQ(counts->running, 1);
+  EXPECT_EQ(store_->CountExperiments("u")->running, 1);
+  EXPECT_EQ(store_->CountExperiments("nobody")->total, 0);
   Reopen();
   EXPECT_EQ(store_->GetExperiment("exp-c")->state, ExperimentState::kCompleted);
 }
