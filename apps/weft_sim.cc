@@ -31,7 +31,8 @@ int NodesForTrace(const weft::sim::Workload& w, int gpus_per_node) {
 
 // The command line, parsed.
 struct Flags {
-  std::string policy_name, workloads, app_traces, out_dir;
+  std::string policy_name, workloads, app_traces, out_dir, experiments_file;
+  std::vector<weft::sim::SimExperiment> experiments;  // read from experiments_file
   weft::sim::SimOptions opts;
   bool plot = false, quiet = false;
   bool elastic = false;  // every job elastic, whatever the policy's default mode
@@ -54,6 +55,10 @@ void AddFlags(CLI::App& app, Flags& f) {
   app.add_option("--restart-delay", f.opts.restart_delay_s,
                  "seconds without progress after each reallocation")
       ->capture_default_str();
+  app.add_option("--experiments", f.experiments_file,
+                 "a CSV of hyperparameter searches (ASHA over the batch size) run beside each "
+                 "workload: name,time,application,gpus,eta,min_epochs,max_epochs,max_trials,"
+                 "max_concurrent_trials,seed[,tenant][,batch_sizes] (docs/simulation.md)");
   app.add_option("--out", f.out_dir, "write per-job CSVs, summary.json (and plots) here");
   app.add_flag("--plot", f.plot, "with --out: JCT CDF and allocation PNGs (needs gnuplot)");
   app.add_flag("-q,--quiet", f.quiet, "only the final JSON line");
@@ -89,7 +94,7 @@ Outcome RunOne(const Flags& f, const std::string& file, weft::sim::AppCatalog& a
   const weft::sim::JobMode mode = f.elastic && f.policy_name != "goodput"
                                       ? weft::sim::JobMode::kElasticFixedBatch
                                       : weft::sim::JobModeFor(f.policy_name);
-  auto r = weft::sim::Simulate(*w, apps, **policy, mode, run);
+  auto r = weft::sim::Simulate(*w, apps, **policy, mode, run, f.experiments);
   if (!r.ok()) return {std::nullopt, absl::StrCat(w->name, ": ", r.status().message()), 1};
   if (!f.out_dir.empty()) {
     auto s = weft::sim::WriteJobsCsv(
@@ -100,7 +105,19 @@ Outcome RunOne(const Flags& f, const std::string& file, weft::sim::AppCatalog& a
 }
 
 // Checks the flags; the exit code for bad ones (2) or trouble with --out (1), 0 if all is well.
-int Validate(const Flags& f) {
+int Validate(Flags& f) {
+  if (!f.experiments_file.empty()) {
+    auto e = weft::sim::ReadExperiments(f.experiments_file);
+    if (!e.ok()) {
+      std::cerr << "weft-sim: --experiments: " << e.status().message() << "\n";
+      return 2;
+    }
+    if (f.app_traces.empty()) {
+      std::cerr << "weft-sim: --experiments needs --app-traces DIR\n";
+      return 2;
+    }
+    f.experiments = std::move(*e);
+  }
   auto policy = weft::scheduler::MakePolicy(f.policy_name);
   if (!policy.ok()) {
     std::cerr << "weft-sim: --policy: " << policy.status().message() << "\n";
@@ -152,7 +169,7 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-  if (!f.quiet) std::cout << weft::sim::Table(results);
+  if (!f.quiet) std::cout << weft::sim::Table(results) << weft::sim::ExperimentTable(results);
   nlohmann::json last = summary;
   last.erase("workloads");
   std::cout << last.dump() << std::endl;

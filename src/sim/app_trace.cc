@@ -288,6 +288,22 @@ double AppTrace::MetricAt(double progress) const {
   return m[max_epochs_ - 1];
 }
 
+std::vector<int> AppTrace::ValidatedBatchSizes() const {
+  std::vector<int> sizes;
+  for (const Validation& v : validations_) sizes.push_back(v.batch_size);
+  return sizes;
+}
+
+std::optional<double> AppTrace::MetricAfter(int batch_size, int epochs) const {
+  for (const Validation& v : validations_) {
+    if (v.batch_size != batch_size) continue;
+    const int rows = std::min<int>(max_epochs_, static_cast<int>(v.metric.size()));
+    if (rows < 1) return std::nullopt;
+    return v.metric[std::clamp(epochs, 1, rows) - 1];
+  }
+  return std::nullopt;
+}
+
 AppTrace::Targets AppTrace::TargetsAt(double fraction) const {
   Targets t;
   const std::vector<double>& m = validations_.front().metric;

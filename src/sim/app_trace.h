@@ -78,6 +78,12 @@ class AppTrace {
   // at every batch size, so one curve serves all): linear between the epoch ends P(e) -> metric
   // after epoch e, the first epoch's value before P(1) and the last one's after P(E).
   double MetricAt(double progress) const;
+  // The total batch sizes with a validation-<B>.csv, ascending: a search space over the batch.
+  std::vector<int> ValidatedBatchSizes() const;
+  // The metric after `epochs` epochs (of progress, P(epochs)) trained at total batch
+  // `batch_size`, from validation-<batch_size>.csv's `metric` column: the curve of that batch,
+  // not B0's (epochs clamped to [1, E]); nullopt if `batch_size` was not validated.
+  std::optional<double> MetricAfter(int batch_size, int epochs) const;
 
   // The two-tier targets weft-sim gives the app's jobs (docs/simulation.md, "Targets"): deliver =
   // the metric at `fraction` of the completion progress P(E), complete = the metric after the last

@@ -22,7 +22,9 @@ absl::Status WriteJobsCsv(const SimResult& r, const std::string& path) {
   return WriteFileAtomic(path, out);
 }
 
-nlohmann::json SummaryJson(const SimResult& r) {
+namespace {
+
+nlohmann::json JobsSummaryJson(const SimResult& r) {
   return {{"workload", r.workload},
           {"jobs", r.jobs.size()},
           {"avg_jct", r.avg_jct_s},
@@ -34,6 +36,45 @@ nlohmann::json SummaryJson(const SimResult& r) {
           {"restarts", r.restarts},
           {"rounds", r.rounds},
           {"policy_seconds", r.policy_seconds}};
+}
+
+}  // namespace
+
+nlohmann::json ExperimentJson(const ExperimentResult& e) {
+  nlohmann::json trials = nlohmann::json::array();
+  for (const TrialResult& t : e.trial_results) {
+    trials.push_back({{"name", t.name},
+                      {"batch_size", t.batch_size},
+                      {"epochs", t.epochs},
+                      {"rung", t.rung},
+                      {"metric", t.metric ? nlohmann::json(*t.metric) : nlohmann::json()},
+                      {"gpu_seconds", t.gpu_seconds},
+                      {"restarts", t.restarts}});
+  }
+  return {{"name", e.name},
+          {"app", e.app},
+          {"submit_s", e.submit_s},
+          {"completion_s", e.completion_s},
+          {"duration_s", e.completion_s >= 0 ? e.completion_s - e.submit_s : -1},
+          {"trials", e.trials},
+          {"epochs", e.epochs},
+          {"grid_epochs", e.grid_epochs},
+          {"gpu_seconds", e.gpu_seconds},
+          {"best", e.best ? nlohmann::json(*e.best) : nlohmann::json()},
+          {"best_batch_size", e.best_batch_size},
+          {"best_found_s", e.best_found_s},
+          {"grid_best", e.grid_best},
+          {"trial_results", trials}};
+}
+
+nlohmann::json SummaryJson(const SimResult& r) {
+  nlohmann::json j = JobsSummaryJson(r);
+  if (!r.experiments.empty()) {
+    nlohmann::json e = nlohmann::json::array();
+    for (const ExperimentResult& x : r.experiments) e.push_back(ExperimentJson(x));
+    j["experiments"] = e;
+  }
+  return j;
 }
 
 nlohmann::json RunJson(const std::string& policy, const std::vector<SimResult>& results) {
@@ -83,6 +124,24 @@ std::string Table(const std::vector<SimResult>& results) {
     absl::StrAppendFormat(&out, "%-14s %6d %10.1f %10.1f %10.1f %11.1f %11.0f %5.1f%% %8d %9.3f\n",
                           "mean", jobs, avg / n, p50 / n, p99 / n, dl / n, mk / n, 100 * util / n,
                           restarts, pol / n);
+  }
+  return out;
+}
+
+std::string ExperimentTable(const std::vector<SimResult>& results) {
+  std::string out;
+  for (const SimResult& r : results) {
+    for (const ExperimentResult& e : r.experiments) {
+      if (out.empty()) {
+        out = absl::StrFormat("\n%-14s %-12s %6s %14s %11s %14s %9s %9s\n", "workload",
+                              "experiment", "trials", "epochs (grid)", "GPU-s", "best (grid)",
+                              "found s", "ended s");
+      }
+      absl::StrAppendFormat(&out, "%-14s %-12s %6d %6d (%5d) %11.0f %6.4f (%.4f) %9.0f %9.0f\n",
+                            r.workload, e.name, e.trials, e.epochs, e.grid_epochs, e.gpu_seconds,
+                            e.best.value_or(0), e.grid_best, e.best_found_s,
+                            e.completion_s >= 0 ? e.completion_s - e.submit_s : -1);
+    }
   }
   return out;
 }

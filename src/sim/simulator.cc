@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <deque>
+#include <limits>
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
@@ -10,6 +12,7 @@
 #include "scheduler/devices.h"
 #include "scheduler/job_model.h"
 #include "scheduler/placement.h"
+#include "sim/sim_job.h"
 
 namespace weft::sim {
 
@@ -32,228 +35,11 @@ double Percentile(std::vector<double> v, double q) {
 
 namespace {
 
-// One job's simulated state (SIM-MODEL.md §2.3), and the model policies query (an oracle: it
-// answers from the same traces the job runs on).
-class SimJob : public scheduler::JobModel {
- public:
-  SimJob(const WorkloadJob& spec, const AppTrace* app, JobMode mode, int total_gpus,
-         double deliver_fraction)
-      : spec_(spec), app_(app) {
-    if (app_ == nullptr) {
-      remaining_s_ = spec.duration_s;
-      min_ = max_ = spec.replicas;
-      return;
-    }
-    deliver_progress_ = app_->TargetsAt(deliver_fraction).deliver_progress;
-    fixed_batch_ = spec.batch_size;
-    const bool ncf = app_->name() == "ncf";
-    switch (mode) {
-      case JobMode::kRigid:
-        min_ = max_ = spec.replicas;
-        break;
-      case JobMode::kElasticFixedBatch:
-        min_ = 1;
-        max_ = ncf ? 1 : std::max(1, spec.batch_size / app_->min_local_bsz());
-        break;
-      case JobMode::kAdaptive:
-        min_ = 1;
-        if (ncf) {  // Pollux's exception: fixed at B = 32768 on at most one GPU.
-          fixed_batch_ = 32768;
-          max_ = 1;
-        } else {
-          fixed_batch_ = 0;
-          max_ = std::max(1, std::min(total_gpus, app_->max_batch_size() / app_->min_local_bsz()));
-        }
-        break;
-    }
-  }
-
-  const WorkloadJob& spec() const { return spec_; }
-  const std::vector<int>& alloc() const { return alloc_; }
-  bool complete() const { return completion_s_ >= 0; }
-  int min_learners() const { return min_; }
-  int max_learners() const { return max_; }
-  const absl::Status& error() const { return error_; }
-
-  JobResult Result() const {
-    JobResult r;
-    r.name = spec_.name;
-    r.app = app_ ? app_->name() : "";
-    r.replicas = spec_.replicas;
-    r.submit_s = spec_.submit_s;
-    r.start_s = start_s_;
-    r.completion_s = completion_s_;
-    r.jct_s = completion_s_ >= 0 ? completion_s_ - spec_.submit_s : -1;
-    r.deliver_s = deliver_s_;
-    r.time_to_deliver_s = deliver_s_ >= 0 ? deliver_s_ - spec_.submit_s : -1;
-    r.restarts = std::max(restarts_, 0);
-    r.gpu_seconds = attained_;
-    return r;
-  }
-  double attained() const { return attained_; }
-  scheduler::TargetState target() const {
-    if (app_ == nullptr) return scheduler::TargetState::kNone;
-    return deliver_s_ >= 0 ? scheduler::TargetState::kDelivered
-                           : scheduler::TargetState::kBeforeDeliver;
-  }
-  int restarts() const { return std::max(restarts_, 0); }
-
-  // Apply a new allocation at time `now` (SIM-MODEL.md §1 "Reallocate").
-  void Reallocate(std::vector<int> alloc, double now, int restart_delay_s) {
-    alloc_ = std::move(alloc);
-    placement_.clear();
-    for (size_t i = 0; i < alloc_.size(); ++i) {
-      if (i > 0 && alloc_[i] == alloc_[i - 1]) {
-        ++placement_.back();
-      } else {
-        placement_.push_back(1);
-      }
-    }
-    if (alloc_.empty()) return;
-    if (restarts_ < 0) {
-      restarts_ = 0;
-      start_s_ = now;
-    } else {
-      ++restarts_;
-    }
-    restore_s_ = restart_delay_s;
-    UpdateBatch();
-  }
-
-  // Advance by `seconds` under the current placement (SIM-MODEL.md §2.3).
-  void Advance(double seconds, double now) {
-    if (placement_.empty() || complete()) return;
-    const int gpus = static_cast<int>(alloc_.size());
-    double clock = now;
-    double d = std::min(restore_s_, seconds);
-    clock += d;
-    attained_ += d * gpus;
-    restore_s_ -= d;
-    seconds -= d;
-    if (app_ == nullptr) {  // duration job
-      double run = std::min(seconds, remaining_s_);
-      remaining_s_ -= run;
-      attained_ += run * gpus;
-      if (remaining_s_ <= 0) completion_s_ = clock + run;
-      return;
-    }
-    while (seconds > 0 && !complete()) {
-      double rate = app_->ProgressRate(placement_, cfg_, epoch_);
-      if (!(rate > 0)) {
-        error_ = absl::OutOfRangeError(absl::StrCat(spec_.name, ": no step time for placement ",
-                                                    CanonicalPlacementId(placement_),
-                                                    " at local batch ", cfg_.atomic_bsz));
-        return;
-      }
-      double next = app_->EpochStart(epoch_ + 1);
-      if (progress_ + rate * seconds < next) {
-        NoteDelivery(progress_ + rate * seconds, clock, rate);
-        progress_ += rate * seconds;
-        clock += seconds;
-        attained_ += seconds * gpus;
-        seconds = 0;
-      } else {
-        ++epoch_;
-        double delta = std::nearbyint((next - progress_) / rate);  // Python round: half to even
-        if (epoch_ >= app_->max_epochs()) completion_s_ = clock + delta;
-        NoteDelivery(next, clock, rate);
-        progress_ = next;
-        clock += delta;
-        attained_ += delta * gpus;
-        seconds -= delta;
-      }
-      UpdateBatch();
-    }
-  }
-
-  // JobModel.
-  double StepSeconds(const NodeCounts& placement) const override {
-    if (app_ == nullptr) return 1.0 / std::max(1, Sum(placement));
-    int r = Sum(placement);
-    BatchConfig c = app_->FixedBatch(spec_.batch_size, r, /*force_accum_single=*/true);
-    auto t = app_->Step(placement, c.atomic_bsz);
-    if (!t.ok()) return INFINITY;
-    return t->step_s + c.accum_steps * (t->step_s - t->sync_s);
-  }
-  double RemainingSteps() const override {
-    if (app_ == nullptr) return std::max(1.0, remaining_s_);
-    int last = app_->max_epochs() - 1;
-    if (epoch_ >= last) return 1;
-    return app_->Iterations(spec_.batch_size, last) - app_->Iterations(spec_.batch_size, epoch_);
-  }
-  double ProgressToDeliver() const override {
-    return deliver_s_ >= 0 || app_ == nullptr ? 0 : std::max(0.0, deliver_progress_ - progress_);
-  }
-  double Goodput(const NodeCounts& placement) const override {
-    int r = Sum(placement);
-    if (r == 0) return 0;
-    if (app_ == nullptr) return r;
-    uint64_t key = (static_cast<uint64_t>(CanonicalPlacementId(placement)) << 8) |
-                   static_cast<uint64_t>(epoch_);
-    auto it = goodput_cache_.find(key);
-    if (it != goodput_cache_.end()) return it->second;
-    double rate = 0;
-    if (fixed_batch_ > 0) {
-      rate = app_->ProgressRate(placement, app_->FixedBatch(fixed_batch_, r, false), epoch_);
-    } else {
-      app_->BestBatch(placement, epoch_, &rate);
-    }
-    goodput_cache_.emplace(key, rate);
-    return rate;
-  }
-
- private:
-  static int Sum(const NodeCounts& p) {
-    int s = 0;
-    for (int c : p) s += c;
-    return s;
-  }
-
-  // Records when progress, going from progress_ (at `clock`) to `to` at `rate`, first reaches the
-  // deliver target's.
-  void NoteDelivery(double to, double clock, double rate) {
-    if (deliver_s_ >= 0 || to < deliver_progress_) return;
-    deliver_s_ = clock + std::max(0.0, deliver_progress_ - progress_) / rate;
-  }
-
-  void UpdateBatch() {
-    if (app_ == nullptr || placement_.empty()) return;
-    int r = static_cast<int>(alloc_.size());
-    if (fixed_batch_ > 0) {
-      cfg_ = app_->FixedBatch(fixed_batch_, r, false);
-    } else {
-      cfg_ = app_->BestBatch(placement_, epoch_, nullptr);
-      if (cfg_.atomic_bsz == 0)
-        cfg_ = app_->FixedBatch(std::max(app_->init_batch_size(), app_->min_local_bsz() * r), r,
-                                false);
-    }
-  }
-
-  const WorkloadJob& spec_;
-  const AppTrace* app_;
-  int min_ = 1, max_ = 1;
-  int fixed_batch_ = 0;  // 0 = adaptive
-  std::vector<int> alloc_;
-  NodeCounts placement_;
-  BatchConfig cfg_;
-  double restore_s_ = 0;
-  double progress_ = 0;
-  double deliver_progress_ = 0;  // AppTrace::Targets::deliver_progress
-  double deliver_s_ = -1;        // when progress_ reached it
-  int epoch_ = 0;
-  double remaining_s_ = 0;  // duration jobs
-  double attained_ = 0;
-  int restarts_ = -1;  // -1 until the first allocation
-  double start_s_ = -1;
-  double completion_s_ = -1;
-  absl::Status error_;
-  mutable std::unordered_map<uint64_t, double> goodput_cache_;
-};
-
 // One run of the simulator: the jobs, the persistent snapshot the policy sees, and the result.
 // The snapshot persists across rounds: jobs enter when submitted, leave when complete, and only
 // what changed is updated, so long queues cost little per round.
-class Simulation {
+// Experiments' trials are jobs too, appended to jobs_ as they start (TrialHost).
+class Simulation : private TrialHost {
  public:
   Simulation(const Workload& workload, scheduler::Policy& policy, const SimOptions& options)
       : workload_(workload),
@@ -262,12 +48,26 @@ class Simulation {
         total_gpus_(options.nodes * options.gpus_per_node) {}
 
   absl::Status AddJobs(AppCatalog& apps, JobMode mode);
+  absl::Status AddExperiments(AppCatalog& apps, const std::vector<SimExperiment>& experiments);
   absl::StatusOr<SimResult> Run();
 
  private:
+  // TrialHost.
+  size_t StartTrial(const WorkloadJob& job, int epochs, double now) override;
+  void PromoteTrial(size_t handle, int epochs, double now) override;
+  bool TrialEnded(size_t handle, double* when) const override;
+  double TrialGpuSeconds(size_t handle) const override { return jobs_[handle]->attained(); }
+  int TrialRestarts(size_t handle) const override { return jobs_[handle]->restarts(); }
+
   scheduler::JobRequest RequestFor(size_t i) const;
-  // Completed jobs leave (their GPUs are free from this round); jobs submitted by `t` arrive.
-  void LeaveAndArrive(double t);
+  // Completed jobs leave (their GPUs are free from this round).
+  void Leave();
+  // Jobs submitted by `t` arrive, and the trials experiments started or promoted.
+  void Arrive(double t);
+  // The earliest submission of a workload job not yet arrived or of an experiment not done;
+  // +inf if none.
+  double NextSubmission() const;
+  bool ExperimentsDone() const;
   // One scheduling round at time `t`: refresh the snapshot, schedule, check, apply.
   absl::Status Round(double t);
   void Summarize();
@@ -284,10 +84,19 @@ class Simulation {
   scheduler::ClusterSnapshot snap_;
   std::unordered_map<size_t, std::vector<std::string>> first_gpus_;  // by index into jobs_
   size_t next_ = 0, done_ = 0;
+  // Experiments: their drivers, their trials' specs (stable: SimJob refers to them), the apps
+  // trials run, and the trials that start or resume at the next arrival.
+  std::vector<ExperimentDriver> drivers_;
+  std::deque<WorkloadJob> trial_specs_;
+  std::unordered_map<std::string, const AppTrace*> trial_apps_;
+  JobMode mode_ = JobMode::kRigid;
+  JobMode trial_mode_ = JobMode::kRigid;
+  std::vector<size_t> arrivals_;
   SimResult result_;
 };
 
 absl::Status Simulation::AddJobs(AppCatalog& apps, JobMode mode) {
+  mode_ = mode;
   jobs_.reserve(workload_.jobs.size());
   for (const WorkloadJob& wj : workload_.jobs) {
     const AppTrace* app = nullptr;
@@ -325,6 +134,64 @@ absl::Status Simulation::AddJobs(AppCatalog& apps, JobMode mode) {
   return absl::OkStatus();
 }
 
+absl::Status Simulation::AddExperiments(AppCatalog& apps,
+                                        const std::vector<SimExperiment>& experiments) {
+  // A trial's batch is what its search tries: an adaptive policy may resize it, not re-batch it.
+  trial_mode_ = mode_ == JobMode::kAdaptive ? JobMode::kElasticFixedBatch : mode_;
+  for (const SimExperiment& e : experiments) {
+    auto app = apps.Get(e.app);
+    if (!app.ok()) return app.status();
+    if (trial_mode_ == JobMode::kRigid && e.gpus > total_gpus_) {
+      return absl::InvalidArgumentError(absl::StrCat("experiment ", e.name, ": its trials ask for ",
+                                                     e.gpus, " GPUs, the cluster has ",
+                                                     total_gpus_));
+    }
+    auto driver = ExperimentDriver::Make(e, *app);
+    if (!driver.ok()) return driver.status();
+    drivers_.push_back(std::move(*driver));
+    trial_apps_[e.app] = *app;
+  }
+  return absl::OkStatus();
+}
+
+size_t Simulation::StartTrial(const WorkloadJob& job, int epochs, double /*now*/) {
+  trial_specs_.push_back(job);
+  jobs_.push_back(std::make_unique<SimJob>(trial_specs_.back(), trial_apps_.at(job.app),
+                                           trial_mode_, total_gpus_, options_.deliver_fraction));
+  jobs_.back()->SetBudget(epochs);
+  arrivals_.push_back(jobs_.size() - 1);
+  return jobs_.size() - 1;
+}
+
+void Simulation::PromoteTrial(size_t handle, int epochs, double /*now*/) {
+  jobs_[handle]->SetBudget(epochs);
+  jobs_[handle]->Resume();
+  --done_;  // it left as done; it is active again
+  arrivals_.push_back(handle);
+}
+
+bool Simulation::TrialEnded(size_t handle, double* when) const {
+  if (!jobs_[handle]->complete()) return false;
+  *when = jobs_[handle]->completion_s();
+  return true;
+}
+
+double Simulation::NextSubmission() const {
+  double next = std::numeric_limits<double>::infinity();
+  if (next_ < by_submit_.size()) next = workload_.jobs[by_submit_[next_]].submit_s;
+  for (const ExperimentDriver& d : drivers_) {
+    if (!d.done()) next = std::min(next, d.submit_s());  // one submitted goes on this round
+  }
+  return next;
+}
+
+bool Simulation::ExperimentsDone() const {
+  for (const ExperimentDriver& d : drivers_) {
+    if (!d.done()) return false;
+  }
+  return true;
+}
+
 scheduler::JobRequest Simulation::RequestFor(size_t i) const {
   const SimJob& j = *jobs_[i];
   scheduler::JobRequest req;
@@ -340,7 +207,7 @@ scheduler::JobRequest Simulation::RequestFor(size_t i) const {
   return req;
 }
 
-void Simulation::LeaveAndArrive(double t) {
+void Simulation::Leave() {
   size_t kept = 0;
   for (size_t k = 0; k < active_.size(); ++k) {
     if (jobs_[active_[k]]->complete()) continue;
@@ -353,15 +220,22 @@ void Simulation::LeaveAndArrive(double t) {
   done_ += active_.size() - kept;
   active_.resize(kept);
   snap_.jobs.resize(kept);
+}
+
+void Simulation::Arrive(double t) {
   bool arrived = false;
-  while (next_ < by_submit_.size() && workload_.jobs[by_submit_[next_]].submit_s <= t) {
-    size_t i = by_submit_[next_++];
+  auto arrive = [&](size_t i) {
     arrived = arrived || (!active_.empty() && i < active_.back());
     active_.push_back(i);
     snap_.jobs.push_back(RequestFor(i));
+  };
+  while (next_ < by_submit_.size() && workload_.jobs[by_submit_[next_]].submit_s <= t) {
+    arrive(by_submit_[next_++]);
   }
+  for (size_t i : arrivals_) arrive(i);
+  arrivals_.clear();
   if (!arrived) return;
-  // A workload not sorted by time: restore workload order.
+  // A workload not sorted by time, or a trial promoted: restore the order of jobs_.
   std::vector<size_t> order(active_.size());
   for (size_t k = 0; k < order.size(); ++k) order[k] = k;
   std::sort(order.begin(), order.end(),
@@ -449,7 +323,14 @@ void Simulation::Summarize() {
   double held = 0, sum = 0, deliver_sum = 0;
   int delivered = 0;
   std::vector<double> jcts;
-  for (size_t i = 0; i < jobs_.size(); ++i) {
+  for (size_t i = workload_.jobs.size(); i < jobs_.size(); ++i) {
+    held += jobs_[i]->attained();  // a trial's
+  }
+  for (const ExperimentDriver& d : drivers_) {
+    result_.experiments.push_back(d.Result(*this));
+    result_.makespan_s = std::max(result_.makespan_s, result_.experiments.back().completion_s);
+  }
+  for (size_t i = 0; i < workload_.jobs.size(); ++i) {
     const auto& j = jobs_[i];
     JobResult r = j->Result();
     if (auto it = first_gpus_.find(i); it != first_gpus_.end()) r.first_gpus = it->second;
@@ -478,10 +359,14 @@ void Simulation::Summarize() {
 absl::StatusOr<SimResult> Simulation::Run() {
   const double dt = options_.interval_s;
   double t = 0;
-  while (done_ < jobs_.size()) {
-    if (active_.empty() && next_ < by_submit_.size()) {
+  while (done_ < jobs_.size() || !ExperimentsDone()) {
+    if (active_.empty() && arrivals_.empty()) {
       // Nothing runs: jump to the round before the next submission.
-      double boundary = std::ceil(workload_.jobs[by_submit_[next_]].submit_s / dt) * dt - dt;
+      const double next = NextSubmission();
+      if (!std::isfinite(next)) {
+        return absl::InternalError(absl::StrCat("at t=", t, ": nothing runs and nothing comes"));
+      }
+      double boundary = std::ceil(next / dt) * dt - dt;
       if (boundary > t) t = boundary;
     }
     for (size_t i : active_) {
@@ -490,7 +375,11 @@ absl::StatusOr<SimResult> Simulation::Run() {
       if (!jobs_[i]->error().ok()) return jobs_[i]->error();
     }
     t += dt;
-    LeaveAndArrive(t);
+    Leave();
+    for (ExperimentDriver& d : drivers_) {
+      if (d.submit_s() <= t) d.Round(t, *this);
+    }
+    Arrive(t);
     if (active_.empty()) continue;
     if (absl::Status s = Round(t); !s.ok()) return s;
   }
@@ -502,13 +391,15 @@ absl::StatusOr<SimResult> Simulation::Run() {
 
 absl::StatusOr<SimResult> Simulate(const Workload& workload, AppCatalog& apps,
                                    scheduler::Policy& policy, JobMode mode,
-                                   const SimOptions& options) {
+                                   const SimOptions& options,
+                                   const std::vector<SimExperiment>& experiments) {
   if (options.nodes < 1 || options.gpus_per_node < 1 || options.interval_s < 1 ||
       options.restart_delay_s < 0) {
     return absl::InvalidArgumentError("nodes, gpus per node and interval must be positive");
   }
   Simulation sim(workload, policy, options);
   if (absl::Status s = sim.AddJobs(apps, mode); !s.ok()) return s;
+  if (absl::Status s = sim.AddExperiments(apps, experiments); !s.ok()) return s;
   return sim.Run();
 }
 

@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "scheduler/policy.h"
+#include "sim/experiment.h"
 #include "sim/workload.h"
 
 namespace weft::sim {
@@ -70,14 +71,20 @@ struct SimResult {
   double policy_seconds = 0;   // wall time spent inside the policy
   // (time s, GPUs allocated) after each round's decisions.
   std::vector<std::pair<double, int>> allocated_gpus;
+  // The experiments run beside the workload, in the order given; their trials are not among
+  // `jobs` nor in the JCTs, but their GPU time is in gpu_utilisation and their end in makespan.
+  std::vector<ExperimentResult> experiments;
 };
 
-// Runs `workload` to completion under `policy`. Trace jobs look their applications up in `apps`.
-// InvalidArgument if a job asks for more GPUs than the cluster has (rigid modes) or a policy
-// over-commits a node; OutOfRange if a placement falls outside an application's measurements.
+// Runs `workload` and `experiments` (sim/experiment.h) to completion under `policy`. Trace jobs
+// and trials look their applications up in `apps`. InvalidArgument if a job or a trial asks for
+// more GPUs than the cluster has (rigid modes), an experiment's space or searcher is refused, or
+// a policy over-commits a node; OutOfRange if a placement falls outside an application's
+// measurements.
 absl::StatusOr<SimResult> Simulate(const Workload& workload, AppCatalog& apps,
                                    scheduler::Policy& policy, JobMode mode,
-                                   const SimOptions& options);
+                                   const SimOptions& options,
+                                   const std::vector<SimExperiment>& experiments = {});
 
 // numpy.percentile's linear interpolation; 0 for an empty vector.
 double Percentile(std::vector<double> values, double q);
