@@ -12,7 +12,7 @@ struct DecisionCheckOptions {
   // Whether a preempted job's nodes are free for this round's placements (weft-sim stops it at
   // once); weftd keeps them held until the learners have checkpointed and exited.
   bool preemption_frees_at_once = true;
-  // Whether a running job may get a new placement (a resize or move); weftd does not resize yet.
+  // Whether a running job may get a new placement (a resize or move).
   bool allow_resize = true;
 };
 

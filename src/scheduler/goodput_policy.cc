@@ -78,20 +78,30 @@ Decisions GoodputPolicy::Schedule(const ClusterSnapshot& snapshot) {
         std::min(LearnerSlots(left, j.per_learner, 1 << 20), j.max_learners - count[i]);
     if (room <= 0) return 0;
     const double gain = SpeedupGainPerLearner(*j.model, count[i], room, per_node, &step[i]);
+    const int holds = static_cast<int>(j.allocation.size());
+    if (holds > 0 && count[i] + step[i] > holds &&
+        !ResizePays(*j.model, holds, count[i] + room, per_node)) {
+      return 0.0;  // growing past what it holds saves less than the resize costs, even to all
+    }
     double w = 1.0 / (1.0 + j.attained_service / options_.aging_s);
-    if (count[i] + step[i] <= static_cast<int>(j.allocation.size())) w *= 1.0 + options_.keep_bonus;
+    if (count[i] + step[i] <= holds) w *= 1.0 + options_.keep_bonus;
     return gain * w;
   };
   GrowByMarginalValue(n, value, [&](size_t i) {
     left -= jobs[i].per_learner.Times(step[i]);
     count[i] += step[i];
   });
-  return PlaceCounts(snapshot, count, [&](size_t i, bool outranked) {
-    return Waiting{
-        jobs[i].job_id, outranked ? WaitCode::kOutranked : WaitCode::kNoRoom,
-        outranked ? std::string("waiting: the cluster is full of jobs with less attained service")
-                  : absl::StrCat("waiting: no node set has room for ", count[i], " learners")};
-  });
+  KeepGrowsThatPay(jobs, per_node, &count);
+  return PlaceCounts(
+      snapshot, count,
+      [&](size_t i, bool outranked) {
+        return Waiting{
+            jobs[i].job_id, outranked ? WaitCode::kOutranked : WaitCode::kNoRoom,
+            outranked
+                ? std::string("waiting: the cluster is full of jobs with less attained service")
+                : absl::StrCat("waiting: no node set has room for ", count[i], " learners")};
+      },
+      Name());
 }
 
 }  // namespace weft::scheduler

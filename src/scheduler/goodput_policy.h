@@ -17,9 +17,11 @@ namespace weft::scheduler {
 //     is largest, up to max_learners. k looks ahead up to one node's worth of learners, because
 //     goodput is not concave (a job's second node first slows it, then speeds it up). A running
 //     job's way back to its current size weighs (1 + keep_bonus) times more, because any change
-//     costs it a restart;
+//     costs it a restart, and it grows past what it holds only when the time the growth saves
+//     on the rest of the job exceeds the resize's cost (ResizePays, scheduler/placement.h);
 //  3. unchanged jobs keep their nodes; changed ones, largest first, are packed onto as few nodes
-//     as possible, preferring the nodes they hold.
+//     as possible, preferring the nodes they hold. In weftd an elastic job is grown and shrunk
+//     in place (its learners stay where they are: PlaceCounts), a rigid one restarts.
 // Jobs without a model get min_learners only.
 // Shared with the targets policy, which sizes jobs the same way:
 // The most learners of the first job's shape one node holds (at least 1): how far growth looks

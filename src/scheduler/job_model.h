@@ -34,6 +34,12 @@ class JobModel {
   // ProgressToDeliver() / Goodput(p) estimates the seconds to delivery on placement p); 0 once it
   // is met or when the job has none. weft-sim answers from the application's validation curve.
   virtual double ProgressToDeliver() const { return 0; }
+  // Progress still needed to the job's end (its budget), in Goodput's units; 0 when unknown
+  // (then a resize is never refused for its cost: ResizePays in scheduler/placement.h).
+  virtual double RemainingProgress() const { return 0; }
+  // Seconds of training one resize costs the job (its learners' stall while the gang re-forms
+  // in place, or a restart's); 0: free.
+  virtual double ResizeSeconds() const { return 0; }
 };
 
 }  // namespace weft::scheduler

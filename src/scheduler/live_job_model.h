@@ -27,6 +27,10 @@ class LiveJobModel : public JobModel {
   // job has run at both sizes: the allreduce and stragglers' waiting. 1.35 is what a 2-learner
   // CNN gang measured on these machines (1.42–1.51× one learner's throughput, issue 19).
   static constexpr double kDefaultSyncFactor = 1.35;
+  // Seconds of training one in-place resize costs a job: the learners' stall while the gang
+  // re-forms (docs/design.md "Elastic jobs": groups form in 15-150 ms, and a grow's step boundary
+  // and newcomer wait cost the running learners under a second). Not yet measured per job.
+  static constexpr double kResizeSeconds = 1.0;
   // The learning curve keeps at most this many points (older ones are thinned to every other).
   static constexpr size_t kMaxCurvePoints = 256;
 
@@ -91,6 +95,10 @@ class LiveJobModel : public JobModel {
   // not known or does not reach it, the samples left in the epoch budget (the job delivers at
   // the latest when it ends, if at all). 0 once delivered or without a deliver target.
   double ProgressToDeliver() const override;
+  // Samples left in the epoch budget (SamplesLeftInBudget), 0 before the first step.
+  double RemainingProgress() const override { return SamplesLeftInBudget().value_or(0); }
+  // kResizeSeconds.
+  double ResizeSeconds() const override { return kResizeSeconds; }
 
  private:
   // Seconds per step at n learners (0 when nothing was measured).

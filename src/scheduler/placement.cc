@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "absl/strings/str_cat.h"
+
 namespace weft::scheduler {
 
 int LearnerSlots(const Resources& free, const Resources& per, int cap) {
@@ -219,38 +221,115 @@ NodeCounts PackedCounts(int learners, int per_node) {
   return counts;
 }
 
+bool ResizePays(const JobModel& model, int from, int to, int per_node) {
+  const double left = model.RemainingProgress(), cost = model.ResizeSeconds();
+  if (!(left > 0) || !(cost > 0)) return true;
+  const double g_from = model.Goodput(PackedCounts(from, per_node));
+  const double g_to = model.Goodput(PackedCounts(to, per_node));
+  if (!(g_to > g_from)) return false;
+  if (!(g_from > 0)) return true;
+  return left * (1 / g_from - 1 / g_to) > cost;
+}
+
+void KeepGrowsThatPay(const std::vector<JobRequest>& jobs, int per_node, std::vector<int>* count) {
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const int holds = static_cast<int>(jobs[i].allocation.size());
+    if (holds > 0 && (*count)[i] > holds && jobs[i].model != nullptr &&
+        !ResizePays(*jobs[i].model, holds, (*count)[i], per_node)) {
+      (*count)[i] = holds;
+    }
+  }
+}
+
+namespace {
+
+// What weftd's round does with a running job whose count changed (PlaceCounts).
+enum class Change { kNone, kPreempt, kShrinkInPlace, kGrowInPlace };
+
+// Whether weftd resizes `j` in place (control/elastic_membership.h): an elastic gang. A
+// one-node job (a parameter server's) restarts.
+bool ResizesInPlace(const JobRequest& j) { return j.min_learners < j.max_learners && !j.one_node; }
+
+// Decides, for weftd, each running job whose count changed: grown or shrunk in place (its
+// learners stay taken in `free`: a grow adds to them, a shrink's leavers hold their nodes until
+// they exit), or, rigid, kept at its size (no growth) or preempted (its nodes held).
+std::vector<Change> WeftdChanges(const std::vector<JobRequest>& jobs, std::vector<int>& counts,
+                                 FreeMap& free, Decisions& d) {
+  std::vector<Change> change(jobs.size(), Change::kNone);
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const int holds = static_cast<int>(jobs[i].allocation.size());
+    if (holds == 0 || counts[i] == holds) continue;
+    if (counts[i] > 0 && ResizesInPlace(jobs[i])) {
+      free.Take(jobs[i]);
+      change[i] = counts[i] > holds ? Change::kGrowInPlace : Change::kShrinkInPlace;
+    } else if (counts[i] > holds) {
+      counts[i] = holds;  // no growth here: it keeps what it has
+    } else {
+      change[i] = Change::kPreempt;
+      free.Take(jobs[i]);
+      d.preempted.push_back(jobs[i].job_id);
+    }
+  }
+  return change;
+}
+
+// The kPreempting reason of a job that waits for nodes this round's decisions free later.
+std::string FreedLater(bool preempting, bool shrinking) {
+  const char* what = preempting && shrinking ? "checkpointing and shrinking"
+                     : preempting            ? "checkpointing"
+                                             : "shrinking";
+  return absl::StrCat("waiting: running jobs are ", what, " to make room for it");
+}
+
+}  // namespace
+
 Decisions PlaceCounts(const ClusterSnapshot& snapshot, const std::vector<int>& count,
-                      const std::function<Waiting(size_t job, bool outranked)>& why) {
+                      const std::function<Waiting(size_t job, bool outranked)>& why,
+                      const std::string& policy) {
   const auto& jobs = snapshot.jobs;
   Decisions d;
   FreeMap free(snapshot.nodes);
   std::vector<int> counts = count;
-  std::vector<bool> held(jobs.size(), false);  // preempted, its nodes held this round
-  if (!snapshot.preemption_frees_at_once) {
-    for (size_t i = 0; i < jobs.size(); ++i) {
-      const int holds = static_cast<int>(jobs[i].allocation.size());
-      if (holds == 0 || counts[i] == holds) continue;
-      if (counts[i] > holds) {
-        counts[i] = holds;  // no growth here: it keeps what it has
-      } else {
-        held[i] = true;
-        free.Take(jobs[i]);
-        d.preempted.push_back(jobs[i].job_id);
-      }
-    }
-  }
+  std::vector<Change> change = snapshot.preemption_frees_at_once
+                                   ? std::vector<Change>(jobs.size(), Change::kNone)
+                                   : WeftdChanges(jobs, counts, free, d);
   std::vector<size_t> changed = KeepUnchanged(jobs, counts, &free);
   std::stable_sort(changed.begin(), changed.end(),
                    [&](size_t a, size_t b) { return count[a] > count[b]; });
   std::vector<bool> placed(jobs.size(), true);
+  bool preempting = false, shrinking = false;
   for (size_t i : changed) {
     const JobRequest& j = jobs[i];
-    if (held[i]) {
-      placed[i] = false;
-      continue;
-    }
     Placement p;
     p.job_id = j.job_id;
+    switch (change[i]) {
+      case Change::kPreempt:
+        preempting = true;
+        placed[i] = false;
+        continue;
+      case Change::kShrinkInPlace:
+        shrinking = true;
+        p.learner_nodes.assign(j.allocation.begin(), j.allocation.begin() + counts[i]);
+        p.reason = absl::StrCat("shrink to ", counts[i], ": the ", policy,
+                                " policy's sizing by measured speedup, against the other jobs'");
+        d.placements.push_back(std::move(p));
+        continue;
+      case Change::kGrowInPlace: {
+        // Where the new learners fit, after the ones it has; else it keeps what it has.
+        std::vector<std::string> more;
+        const int holds = static_cast<int>(j.allocation.size());
+        if (free.PlacePacked(counts[i] - holds, j.per_learner, j.allocation, &more)) {
+          p.learner_nodes = j.allocation;
+          p.learner_nodes.insert(p.learner_nodes.end(), more.begin(), more.end());
+          p.reason = absl::StrCat("grow to ", counts[i], ": the ", policy,
+                                  " policy's speedup gain is worth the resize");
+          d.placements.push_back(std::move(p));
+        }
+        continue;
+      }
+      case Change::kNone:
+        break;
+    }
     if (counts[i] > 0 &&
         free.PlacePacked(counts[i], j.per_learner, j.allocation, &p.learner_nodes, j.one_node)) {
       d.placements.push_back(std::move(p));
@@ -261,12 +340,11 @@ Decisions PlaceCounts(const ClusterSnapshot& snapshot, const std::vector<int>& c
   }
   if (!snapshot.explain) return d;
   // Every job that waits after this round, also one that waited before and still gets nothing.
-  const bool preempting = std::find(held.begin(), held.end(), true) != held.end();
   for (size_t i = 0; i < jobs.size(); ++i) {
     if (!placed[i] || (jobs[i].Waiting() && counts[i] == 0)) {
-      if (preempting && jobs[i].Waiting() && counts[i] > 0) {
-        d.waiting.push_back({jobs[i].job_id, WaitCode::kPreempting,
-                             "waiting: running jobs are checkpointing to make room for it"});
+      if ((preempting || shrinking) && jobs[i].Waiting() && counts[i] > 0) {
+        d.waiting.push_back(
+            {jobs[i].job_id, WaitCode::kPreempting, FreedLater(preempting, shrinking)});
       } else {
         d.waiting.push_back(why(i, counts[i] == 0));
       }

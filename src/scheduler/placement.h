@@ -85,15 +85,36 @@ std::vector<size_t> KeepUnchanged(const std::vector<JobRequest>& jobs,
 
 // The last step of the policies that decide learner counts first (goodput, targets): jobs whose
 // count is unchanged keep their nodes; the others are packed, largest first, preferring the nodes
-// they hold; a running job that gets none (or does not fit) is preempted. Without
-// snapshot.preemption_frees_at_once (weftd), a preempted job's nodes stay taken this round, a
-// running job is never grown, and one that would shrink is preempted instead (it restarts at the
-// size a later round gives it). With snapshot.explain, every job left waiting (in snapshot order)
-// gets `why(i, outranked)`: outranked when its count is 0, otherwise it got learners that no node
-// set has room for — or, when it could not be placed because this round's preempted jobs still
-// hold their nodes, the kPreempting reason.
+// they hold; a running job that gets none (or does not fit) is preempted.
+// Without snapshot.preemption_frees_at_once (weftd), nodes are free only once learners have
+// left them: a preempted job's nodes stay taken this round; a running elastic job
+// (min_learners < max_learners, not one_node) is resized in place — a grow keeps its learners
+// where they are and adds the new ones after them (packed, its own nodes first; if they do not
+// fit it keeps what it has), a shrink keeps the first `count` of its learners and the leavers'
+// nodes stay taken this round — and a running rigid job is never grown, and is preempted when
+// it would shrink (it restarts at the size a later round gives it). A resize's Placement::reason
+// names `policy`: "grow to 3: the goodput policy's speedup gain is worth the resize", "shrink to
+// 1: the goodput policy's sizing by measured speedup, against the other jobs'". With
+// snapshot.explain, every job left waiting (in snapshot order) gets `why(i, outranked)`: outranked
+// when its count is 0, otherwise it got learners that no node set has room for — or, when it could
+// not be placed because this round's preempted or shrunk jobs still hold their nodes, the
+// kPreempting reason.
 Decisions PlaceCounts(const ClusterSnapshot& snapshot, const std::vector<int>& count,
-                      const std::function<Waiting(size_t job, bool outranked)>& why);
+                      const std::function<Waiting(size_t job, bool outranked)>& why,
+                      const std::string& policy);
+
+// Whether resizing a running job from `from` to `to` learners (packed on nodes of `per_node`)
+// pays for itself: the seconds it saves on the rest of the job, RemainingProgress × (1/G(from) −
+// 1/G(to)) with G the model's Goodput, exceed what the resize costs it (ResizeSeconds). True
+// when the model knows no remaining progress (nothing to weigh) or the resize is free; false
+// when the job would not be faster at `to`. Pollux weighs a reallocation the same way, against
+// its restart penalty (Qiao et al., OSDI'21, §4.2).
+bool ResizePays(const JobModel& model, int from, int to, int per_node);
+
+// After a policy sized the jobs: a running job given more learners than it holds keeps what it
+// holds when growing to that count does not pay (ResizePays); the learners it would have taken
+// stay free this round. Jobs without a model are left as they are.
+void KeepGrowsThatPay(const std::vector<JobRequest>& jobs, int per_node, std::vector<int>* count);
 
 // Run-length encoding of a learner list in list order: {a,a,b} -> (2,1). This is the placement
 // the Pollux artifact looks step times up by.

@@ -133,14 +133,12 @@ void ExplainPreemptions(const std::vector<JobRequest>& jobs, const std::vector<R
   }
 }
 
-}  // namespace
-
-Decisions TargetsPolicy::Schedule(const ClusterSnapshot& snapshot) {
-  const auto& jobs = snapshot.jobs;
+// 1. The order jobs are considered in: by class; before delivery by the estimate (a running
+// job's shrunk by 1 + keep_bonus), otherwise a running job ahead of waiting peers; then by
+// submission.
+std::vector<size_t> Order(const std::vector<JobRequest>& jobs, const std::vector<Rank>& rank,
+                          double keep_bonus) {
   const size_t n = jobs.size();
-  const int per_node = LearnersPerNode(snapshot);
-  std::vector<Rank> rank(n);
-  for (size_t i = 0; i < n; ++i) rank[i] = RankOf(jobs[i], per_node);
   std::vector<size_t> order(n);
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
@@ -155,13 +153,24 @@ Decisions TargetsPolicy::Schedule(const ClusterSnapshot& snapshot) {
     // than estimated: estimates from a noisy curve move, and a waiting job must be clearly
     // closer to be worth a checkpoint and a restart of the running one.
     auto key = [&](size_t i) {
-      return rank[i].cls == kBeforeDeliver && !jobs[i].Waiting()
-                 ? rank[i].key / (1.0 + options_.keep_bonus)
-                 : rank[i].key;
+      return rank[i].cls == kBeforeDeliver && !jobs[i].Waiting() ? rank[i].key / (1.0 + keep_bonus)
+                                                                 : rank[i].key;
     };
     if (key(a) != key(b)) return key(a) < key(b);
     return jobs[a].submitted_ms < jobs[b].submitted_ms;
   });
+  return order;
+}
+
+}  // namespace
+
+Decisions TargetsPolicy::Schedule(const ClusterSnapshot& snapshot) {
+  const auto& jobs = snapshot.jobs;
+  const size_t n = jobs.size();
+  const int per_node = LearnersPerNode(snapshot);
+  std::vector<Rank> rank(n);
+  for (size_t i = 0; i < n; ++i) rank[i] = RankOf(jobs[i], per_node);
+  const std::vector<size_t> order = Order(jobs, rank, options_.keep_bonus);
   Resources left = TotalCapacity(snapshot.nodes);
   Admission admitted = Admit(snapshot, order, &left);
   std::vector<int>& count = admitted.count;
@@ -188,8 +197,13 @@ Decisions TargetsPolicy::Schedule(const ClusterSnapshot& snapshot) {
                          QuotaRoom(snapshot, j, admitted.used[j.tenant])});
     if (room <= 0) return 0;
     const double gain = SpeedupGainPerLearner(*j.model, count[i], room, per_node, &step[i]);
+    const int holds = static_cast<int>(j.allocation.size());
+    if (holds > 0 && count[i] + step[i] > holds &&
+        !ResizePays(*j.model, holds, count[i] + room, per_node)) {
+      return 0.0;  // growing past what it holds saves less than the resize costs, even to all
+    }
     double w = weight(i);
-    if (count[i] + step[i] <= static_cast<int>(j.allocation.size())) w *= 1.0 + options_.keep_bonus;
+    if (count[i] + step[i] <= holds) w *= 1.0 + options_.keep_bonus;
     return gain * w;
   };
   GrowByMarginalValue(n, value, [&](size_t i) {
@@ -198,6 +212,7 @@ Decisions TargetsPolicy::Schedule(const ClusterSnapshot& snapshot) {
     admitted.used[jobs[i].tenant] += more;
     count[i] += step[i];
   });
+  KeepGrowsThatPay(jobs, per_node, &count);
 
   // 4. Placement; a job before its target that waits is told how many such jobs rank ahead.
   std::vector<int> closer(n, 0);
@@ -207,9 +222,12 @@ Decisions TargetsPolicy::Schedule(const ClusterSnapshot& snapshot) {
     closer[i] = admitted_before;
     if (count[i] > 0) ++admitted_before;
   }
-  Decisions d = PlaceCounts(snapshot, count, [&](size_t i, bool outranked) {
-    return Why(jobs[i], rank[i], outranked, admitted.over_quota[i] && count[i] == 0, closer[i]);
-  });
+  Decisions d = PlaceCounts(
+      snapshot, count,
+      [&](size_t i, bool outranked) {
+        return Why(jobs[i], rank[i], outranked, admitted.over_quota[i] && count[i] == 0, closer[i]);
+      },
+      Name());
   if (snapshot.explain) ExplainPreemptions(jobs, rank, &d);
   return d;
 }

@@ -25,8 +25,9 @@ namespace weft::scheduler {
 //     a bonus for keeping a running job's learners, the weight 1 / (1 + attained / aging_s)),
 //     with that weight times before_deliver_weight / (1 + seconds to delivery /
 //     deliver_horizon_s) for a job before its deliver target and times delivered_weight for a
-//     delivered one; never over a quota;
-//  4. placement as the goodput policy's (PlaceCounts).
+//     delivered one; never over a quota; a running job grows past what it holds only when it
+//     pays for the resize (ResizePays);
+//  4. placement as the goodput policy's (PlaceCounts: in weftd, elastic jobs resized in place).
 // Jobs without a model get min_learners only, as under the goodput policy.
 class TargetsPolicy : public Policy {
  public:

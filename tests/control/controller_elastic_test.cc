@@ -1,12 +1,15 @@
 // The controller's side of an elastic job's in-place membership changes (issue 14): a lost
 // learner moves the job to a new generation without stopping the survivors, who learn their new
 // ranks from OnRegroup; a grow starts newcomers that join a new generation; a shrink lets the
-// last learners leave; below its minimum the gang restarts as a fixed one does.
+// last learners leave; below its minimum the gang restarts as a fixed one does. Under the goodput
+// and targets policies too (issue 46), resizes are in place.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "control/controller_fixture.h"
 #include "scheduler/fair_share_policy.h"
+#include "scheduler/goodput_policy.h"
+#include "scheduler/targets_policy.h"
 
 namespace weft {
 namespace {
@@ -49,8 +52,64 @@ class ElasticControllerTest : public ControllerTest {
     for (const StateEvent& e : *history) text += e.reason + "\n";
     return text;
   }
+  // Under `policy` (goodput or targets, named `name` in the history): the elastic job starts at
+  // its minimum (no model of it yet), grows in place once its live model says a second learner
+  // saves more than the resize costs, and shrinks in place for a job that arrives; its learner 0
+  // is never stopped or restarted.
+  void GrowsAndShrinksInPlaceUnder(scheduler::Policy* policy, const std::string& name) {
+    MakeController(policy);
+    const std::string id = Submit(kElastic);
+    controller_->Tick();
+    ASSERT_EQ(executor_.launches.size(), 1u) << "started at its minimum";
+    ASSERT_TRUE(controller_->OnRegister(id, 0, 1, 4242, 0, {}).accepted);
+    MetricRecord m;
+    m.step = 10;
+    m.samples_per_s = 1000;  // 10 of 10,000 steps done: 1.35 s per second learner saves minutes
+    ASSERT_EQ(controller_->OnMetrics(id, 0, 1, {m}, JobProgress{0, 2, 10, 10000, 640}),
+              ReportAnswer::kKeepRunning);
+    controller_->Tick();
+    JobRecord r = *store_->GetJob(id);
+    ASSERT_EQ(r.learners.size(), 2u) << History(id);
+    EXPECT_EQ(r.attempt, 1) << "no restart";
+    EXPECT_THAT(History(id), HasSubstr(absl::StrCat("generation 2: grow to 2: the ", name,
+                                                    " policy's speedup gain is worth the resize; "
+                                                    "learner 1 joins without a restart")));
+    ASSERT_EQ(executor_.launches.size(), 2u);
+    ASSERT_EQ(controller_->OnRegroup(id, 1, 1, 1)->kind, Kind::kReform) << "the newcomer";
+    ASSERT_EQ(controller_->OnRegroup(id, 0, 1, 1)->kind, Kind::kReform);
+    ASSERT_TRUE(controller_->OnRegister(id, 1, 1, 4243, 0, {}).accepted);
+
+    executor_.stopped.clear();
+    const std::string other = Submit(kOther);
+    controller_->Tick();
+    EXPECT_TRUE(executor_.stopped.empty()) << "the leaver leaves itself";
+    r = *store_->GetJob(id);
+    EXPECT_EQ(r.state, JobState::kRunning);
+    EXPECT_EQ(r.attempt, 1) << "no restart";
+    ASSERT_EQ(r.learners.size(), 1u) << History(id);
+    EXPECT_EQ(r.learners[0].id, 0);
+    EXPECT_THAT(History(id), HasSubstr(absl::StrCat("generation 3: shrink to 1: the ", name,
+                                                    " policy's sizing by measured speedup")));
+    EXPECT_EQ(State(other), JobState::kQueued) << "until the leaver has exited";
+    EXPECT_EQ(controller_->OnRegroup(id, 1, 1, 2)->kind, Kind::kStop);
+    executor_.Exit(id, 1, kLearnerExitStopped, 0, /*rank=*/1);
+    controller_->Tick();
+    controller_->Tick();
+    EXPECT_NE(State(other), JobState::kQueued) << "placed once the learner left";
+    EXPECT_EQ(store_->GetJob(id)->attempt, 1);
+  }
   scheduler::FairSharePolicy fair_share_;
 };
+
+TEST_F(ElasticControllerTest, UnderTheGoodputPolicyAJobGrowsAndShrinksInPlace) {
+  scheduler::GoodputPolicy goodput;
+  GrowsAndShrinksInPlaceUnder(&goodput, "goodput");
+}
+
+TEST_F(ElasticControllerTest, UnderTheTargetsPolicyAJobGrowsAndShrinksInPlace) {
+  scheduler::TargetsPolicy targets;
+  GrowsAndShrinksInPlaceUnder(&targets, "targets");
+}
 
 TEST_F(ElasticControllerTest, ALostLearnerIsANewGenerationAndTheSurvivorIsNotStopped) {
   const std::string id = StartTwo();

@@ -68,6 +68,13 @@ std::map<std::string, int> Used(const ClusterSnapshot& s) {
   return used;
 }
 
+const Waiting* WaitingOf(const Decisions& d, const std::string& id) {
+  for (const Waiting& w : d.waiting) {
+    if (w.job_id == id) return &w;
+  }
+  return nullptr;
+}
+
 TEST(PlacementTest, MostFreeNodeGreedyTiesToLowestIndex) {
   ClusterSnapshot s = Cluster(3, 4);
   FreeMap free(s.nodes);
@@ -248,6 +255,102 @@ TEST(GoodputPolicyTest, NewJobsGetAdmittedBeforeOldJobsGrow) {
   for (auto [node, n] : Used(s)) EXPECT_LE(n, 4) << node;
 }
 
+// Linear goodput with `left` progress to the end and resizes that cost `cost` seconds.
+class CostlyModel : public LinearModel {
+ public:
+  CostlyModel(double left, double cost) : left_(left), cost_(cost) {}
+  double RemainingProgress() const override { return left_; }
+  double ResizeSeconds() const override { return cost_; }
+
+ private:
+  double left_, cost_;
+};
+
+// Saved: left × (1/G(from) − 1/G(to)); it pays when that beats the cost.
+TEST(PlacementTest, AResizePaysWhenTheTimeItSavesOnTheRestBeatsItsCost) {
+  CostlyModel almost_done(10, 5), long_way(100, 5), unknown(0, 5), free_resize(10, 0);
+  EXPECT_FALSE(ResizePays(almost_done, 1, 2, 4));  // 10 × (1 − 1/2) = 5: not more than 5
+  EXPECT_TRUE(ResizePays(almost_done, 1, 4, 4));   // 7.5
+  EXPECT_TRUE(ResizePays(long_way, 1, 2, 4));      // 50
+  EXPECT_FALSE(ResizePays(long_way, 2, 1, 4));     // slower: never worth it
+  EXPECT_TRUE(ResizePays(unknown, 1, 2, 4));       // nothing to weigh
+  EXPECT_TRUE(ResizePays(free_resize, 1, 2, 4));
+}
+
+// weftd's rounds (learners leave nodes only when they exit): an elastic job is grown in place —
+// its learner stays first, on its node, the new ones follow — and shrunk in place to a prefix of
+// its learners, whose leaver holds its node this round, so the job it made room for starts in
+// the next one. Nothing is preempted.
+TEST(GoodputPolicyTest, InWeftdAnElasticJobIsGrownAndShrunkInPlace) {
+  ClusterSnapshot s = Cluster(2, 2);
+  s.preemption_frees_at_once = false;
+  CostlyModel model(1e6, 1);
+  JobRequest e = Gpus("e", 1, {"n1"});
+  e.max_learners = 4;
+  e.model = &model;
+  e.attained_service = 100;
+  s.jobs = {e};
+  Hold(s);
+  GoodputPolicy policy;
+  Decisions d = policy.Schedule(s);
+  EXPECT_TRUE(d.preempted.empty());
+  ASSERT_EQ(d.placements.size(), 1u);
+  EXPECT_EQ(d.placements[0].learner_nodes, (std::vector<std::string>{"n1", "n1", "n0", "n0"}));
+  EXPECT_EQ(d.placements[0].reason,
+            "grow to 4: the goodput policy's speedup gain is worth the resize");
+  EXPECT_TRUE(CheckDecisions(s, d, {/*preemption_frees_at_once=*/false, true}).ok());
+  Apply(s, d);
+
+  s.jobs.push_back(Gpus("w", 1));  // rigid, no service yet
+  d = policy.Schedule(s);
+  EXPECT_TRUE(d.preempted.empty());
+  ASSERT_EQ(d.placements.size(), 1u);
+  EXPECT_EQ(d.placements[0].job_id, "e");
+  EXPECT_EQ(d.placements[0].learner_nodes, (std::vector<std::string>{"n1", "n1", "n0"}));
+  EXPECT_EQ(d.placements[0].reason,
+            "shrink to 3: the goodput policy's sizing by measured speedup, against the other "
+            "jobs'");
+  ASSERT_NE(WaitingOf(d, "w"), nullptr);
+  EXPECT_EQ(WaitingOf(d, "w")->code, WaitCode::kPreempting);
+  EXPECT_EQ(WaitingOf(d, "w")->reason, "waiting: running jobs are shrinking to make room for it");
+  EXPECT_TRUE(CheckDecisions(s, d, {/*preemption_frees_at_once=*/false, true}).ok());
+  Apply(s, d);  // the leaver has exited
+  d = policy.Schedule(s);
+  ASSERT_EQ(d.placements.size(), 1u);
+  EXPECT_EQ(d.placements[0].job_id, "w");
+  EXPECT_EQ(d.placements[0].learner_nodes, (std::vector<std::string>{"n0"}));
+}
+
+// A running job near its end is not grown for a saving smaller than the resize's cost; a waiting
+// job is started at any size (it pays no resize).
+TEST(GoodputPolicyTest, ARunningJobIsNotGrownForLessThanTheResizeCosts) {
+  ClusterSnapshot s = Cluster(1, 4);
+  s.preemption_frees_at_once = false;
+  CostlyModel enough(3, 2);  // 1 → 4 learners saves 3 × (1 − 1/4) = 2.25 s, more than 2
+  JobRequest a = Gpus("a", 1, {"n0"});
+  a.max_learners = 4;
+  a.model = &enough;
+  s.jobs = {a};
+  Hold(s);
+  GoodputPolicy policy;
+  Decisions d = policy.Schedule(s);
+  ASSERT_EQ(d.placements.size(), 1u);
+  EXPECT_EQ(d.placements[0].learner_nodes.size(), 4u);
+  CostlyModel too_little(2, 2);  // 1.5 s
+  s.jobs[0].model = &too_little;
+  d = policy.Schedule(s);
+  EXPECT_TRUE(d.placements.empty());
+  EXPECT_TRUE(d.preempted.empty());
+  JobRequest fresh = Gpus("fresh", 1);
+  fresh.max_learners = 4;
+  fresh.model = &too_little;
+  s.jobs = {fresh};
+  Hold(s);
+  d = policy.Schedule(s);
+  ASSERT_EQ(d.placements.size(), 1u);
+  EXPECT_EQ(d.placements[0].learner_nodes.size(), 4u);
+}
+
 // Linear goodput, `left` progress to the deliver target: `left` seconds to delivery on one learner.
 class TargetModel : public LinearModel {
  public:
@@ -264,13 +367,6 @@ JobRequest Targeted(const std::string& id, TargetState target, const JobModel* m
   j.target = target;
   j.model = model;
   return j;
-}
-
-const Waiting* WaitingOf(const Decisions& d, const std::string& id) {
-  for (const Waiting& w : d.waiting) {
-    if (w.job_id == id) return &w;
-  }
-  return nullptr;
 }
 
 TEST(TargetsPolicyTest, TheJobClosestToItsDeliverTargetGoesFirstAndDeliveredOnesLast) {
@@ -344,8 +440,8 @@ TEST(TargetsPolicyTest, ARunningJobBeforeItsTargetYieldsOnlyToAClearlyCloserOne)
 }
 
 // weftd's rounds: a preempted job holds its nodes until its learners have checkpointed and
-// exited, so the job it made room for waits (kPreempting) and starts in a later round; a shrink is
-// a preemption there, and nothing grows.
+// exited, so the job it made room for waits (kPreempting) and starts in a later round; a rigid
+// job's shrink is a preemption there, and it never grows.
 TEST(TargetsPolicyTest, InWeftdAPreemptedJobsNodesAreFreeOnlyOnceItHasGone) {
   ClusterSnapshot s = Cluster(1, 1);
   s.preemption_frees_at_once = false;
@@ -371,6 +467,22 @@ TEST(TargetsPolicyTest, InWeftdAPreemptedJobsNodesAreFreeOnlyOnceItHasGone) {
   d = policy.Schedule(s);
   ASSERT_EQ(d.placements.size(), 1u);
   EXPECT_EQ(d.placements[0].job_id, "a");
+}
+
+TEST(TargetsPolicyTest, InWeftdAnElasticJobBeforeItsTargetGrowsInPlace) {
+  ClusterSnapshot s = Cluster(1, 2);
+  s.preemption_frees_at_once = false;
+  TargetModel a(50);
+  s.jobs = {Targeted("a", TargetState::kBeforeDeliver, &a, {"n0"})};
+  s.jobs[0].max_learners = 2;
+  Hold(s);
+  TargetsPolicy policy;
+  Decisions d = policy.Schedule(s);
+  EXPECT_TRUE(d.preempted.empty());
+  ASSERT_EQ(d.placements.size(), 1u);
+  EXPECT_EQ(d.placements[0].learner_nodes, (std::vector<std::string>{"n0", "n0"}));
+  EXPECT_EQ(d.placements[0].reason,
+            "grow to 2: the targets policy's speedup gain is worth the resize");
 }
 
 TEST(TargetsPolicyTest, TargetsOrderJobsInsideEachTenantsFairShareAndQuota) {
