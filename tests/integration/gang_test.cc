@@ -305,6 +305,62 @@ TEST_F(GangTest, AnElasticJobGivesBackWhatItGrewIntoInPlaceAndGrowsBackAfter) {
   ExpectExactAudit(id, 60);
 }
 
+// weftd under the goodput policy (issue 46), on the two one-cpu nodes.
+class GoodputGangTest : public GangTest {
+ protected:
+  testing::WeftdTestOptions Options() const override {
+    testing::WeftdTestOptions o = GangTest::Options();
+    o.args = {"--policy", "goodput"};
+    return o;
+  }
+};
+
+// The goodput policy resizes an elastic job in place as fair share does: it starts at its
+// minimum (weftd has no model of it yet), grows to 2 once its live model says the second learner
+// saves more than the resize costs, and gives the learner back in place when another job
+// arrives (or when the speedup it measured at 2 is not worth it). Learner 0 trains on throughout:
+// one attempt, every sample of every epoch once.
+TEST_F(GoodputGangTest, AnElasticJobGrowsAndShrinksInPlaceUnderTheGoodputPolicy) {
+  const std::string id =
+      Submit("elastic",
+             "model: {architecture: mlp, hidden_units: [128]}\n"
+             "data: {dataset: fashion-mnist, train_samples: 12000, test_samples: 2000}\n"
+             "training: {epochs: 60, batch_size: 64, threads: 1, seed: 3}\n"
+             "resources: {learners: {min: 1, max: 2}, cpus: 1}\n");
+  json grown = WaitUntil(
+      id, [](const json& j) { return j["learners"].size() == 2; }, 300, "2 learners");
+  EXPECT_THAT(History(grown), HasSubstr("generation 2: grow to 2: the goodput policy's speedup "
+                                        "gain is worth the resize; learner 1 joins without a "
+                                        "restart"));
+  const std::map<int, int64_t> first = PidsById(grown);
+  ASSERT_EQ(first.count(0), 1u) << grown.dump(2);
+
+  const std::string other =
+      Submit("other",
+             "model: {architecture: mlp, hidden_units: [16]}\n"
+             "data: {dataset: fashion-mnist, train_samples: 2000, test_samples: 500}\n"
+             "training: {epochs: 1, threads: 1}\nresources: {learners: 1, cpus: 1}\n");
+  json shrunk = WaitUntil(
+      id,
+      [](const json& j) {
+        return testing::HistoryText(j).find(
+                   "shrink to 1: the goodput policy's sizing by measured speedup") !=
+               std::string::npos;
+      },
+      300, "a shrink");
+  EXPECT_EQ(shrunk["attempt"], 1) << "shrunk without a restart";
+  EXPECT_EQ(PidsById(shrunk).at(0), first.at(0)) << "learner 0 trains on";
+  WaitFor(other, {"COMPLETED"}, 300);
+  json done = WaitFor(id, {"COMPLETED"}, 400);
+  EXPECT_EQ(done["attempt"], 1) << "never restarted";
+  EXPECT_THAT(Log(id, 0), ::testing::Not(HasSubstr("resumed from")));
+  // One start of learner 0's process in its log (the pid there is its container's own).
+  EXPECT_EQ(Matches(Log(id, 0), "attempt 1 pid (\\d+)").size(), 1u)
+      << "learner 0 is one process from start to end";
+  EXPECT_EQ(done["progress"]["samples"].get<int64_t>(), 60 * 12000) << done.dump(2);
+  ExpectExactAudit(id, 60);
+}
+
 // Issue 14's test: an elastic job loses a learner, then its rank 0, and grows back each time, all
 // without a restart: the survivors' processes go on, the history shows each generation, and
 // every sample of every epoch is trained exactly once.
