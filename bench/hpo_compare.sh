@@ -8,20 +8,35 @@
 #      OpenBLAS on LD_LIBRARY_PATH for that run only (bench/lib.sh openblas_libdir);
 #   3. two tenants' ASHA experiments at once: each tenant's share of the cpu-seconds held while
 #      both ran (fair share: 0.5 each).
-# The space: 16 configurations of the MLP on the first TRAIN (30,000) training and 2,000 test
-# images —
-# learning rate {1e-3, 3e-3, 1e-2, 3e-2} x batch size {32, 128} x hidden widths {[64], [256, 64]}
+# The space: 16 configurations of MODEL on the first TRAIN training and 2,000 test images —
+#   mlp: learning rate {1e-3, 3e-3, 1e-2, 3e-2} x batch size {32, 128} x hidden widths
+#        {[64], [256, 64]};
+#   cnn: learning rate {1e-3, 3e-3, 1e-2, 3e-2} x batch size {32, 64, 128, 256} (the CNN has no
+#        width to search)
 # — trained up to 9 epochs; ASHA with eta 3 (rungs of 1, 3, 9 epochs), 16 trials, 2 at once.
+# An MLP epoch (under a second) costs less than a trial's start (its container, data and
+# kernels: about 2 s), so the MLP measures the starts; the CNN's epochs (several seconds) are what
+# a search on a real model pays for.
 #
-# Usage: bench/hpo_compare.sh [DELIVER=0.86] [TRAIN=30000]. About 15 minutes on 2 cores (most of
-# it Optuna on the stock BLAS).
+# Usage: bench/hpo_compare.sh [DELIVER] [TRAIN=30000] [MODEL=mlp]; DELIVER defaults to 0.86 for
+# the mlp, 0.88 for the cnn. The mlp on 30,000 images: about 15 minutes on 2 cores (most of it
+# Optuna on the stock BLAS); the cnn on 12,000 (bench/hpo_compare.sh 0.88 12000 cnn): about
+# 25 minutes.
 # Needs python3-torch, python3-numpy and python3-optuna (WEFT_WITH_BENCH_DEPS=1
 # scripts/install-deps.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
-DELIVER=${1:-0.86}
+MODEL=${3:-mlp}
+[[ $MODEL == mlp || $MODEL == cnn ]] || { echo "MODEL: mlp or cnn, not '$MODEL'" >&2; exit 2; }
+DELIVER=${1:-$([[ $MODEL == mlp ]] && echo 0.86 || echo 0.88)}
 TRAIN=${2:-30000}
+# Optuna's side runs last: find out now, not after the weft runs, that it cannot.
+/usr/bin/python3 -c 'import numpy, optuna, torch' 2>/dev/null || {
+  echo "hpo_compare: needs python3-optuna, python3-torch and python3-numpy:" \
+       "WEFT_WITH_BENCH_DEPS=1 scripts/install-deps.sh" >&2
+  exit 2
+}
 WORK=$(mktemp -d)
 trap 'stop_weftd; rm -rf "$WORK"' EXIT
 
@@ -34,15 +49,19 @@ manifest() {  # manifest NAME SEARCHER SEED
 kind: Experiment
 name: $1
 job:
-  model: {architecture: mlp, hidden_units: [64]}
+  model: {architecture: $MODEL$([[ $MODEL == mlp ]] && echo ", hidden_units: [64]")}
   data: {train_samples: $TRAIN, test_samples: 2000}
   training: {epochs: 9, batch_size: 64, optimizer: adam, threads: 1}
   resources: {cpus: 1, memory_mb: 1024}
 search:
   space:
     training.learning_rate: {choice: [0.001, 0.003, 0.01, 0.03]}
-    training.batch_size: {choice: [32, 128]}
-    model.hidden_units: {choice: [[64], [256, 64]]}
+$(if [[ $MODEL == mlp ]]; then
+    echo "    training.batch_size: {choice: [32, 128]}"
+    echo "    model.hidden_units: {choice: [[64], [256, 64]]}"
+  else
+    echo "    training.batch_size: {choice: [32, 64, 128, 256]}"
+  fi)
   searcher: $2
 $extra
   max_concurrent_trials: 2
@@ -93,11 +112,11 @@ done
 stop_weftd
 
 echo "optuna (stock BLAS) ..."
-/usr/bin/python3 bench/hpo_optuna.py 16 9 3 2 11 "$DELIVER" "$TRAIN" 2000 | tee "$WORK/optuna.json"
+/usr/bin/python3 bench/hpo_optuna.py 16 9 3 2 11 "$DELIVER" "$TRAIN" 2000 "$MODEL" | tee "$WORK/optuna.json"
 OPENBLAS=$(openblas_libdir)
 echo "optuna with OpenBLAS ($(torch_blas "$OPENBLAS")) ..."
 LD_LIBRARY_PATH="$OPENBLAS" OPENBLAS_NUM_THREADS=1 /usr/bin/python3 bench/hpo_optuna.py 16 9 3 2 11 \
-  "$DELIVER" "$TRAIN" 2000 | tee "$WORK/optuna-openblas.json"
+  "$DELIVER" "$TRAIN" 2000 "$MODEL" | tee "$WORK/optuna-openblas.json"
 
 python3 - "$WORK" "$DELIVER" <<'PY'
 import datetime, json, sys

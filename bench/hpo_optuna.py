@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """The Optuna anchor of bench/hpo_compare.sh: Optuna 3.1 (Debian's python3-optuna) searching the
-space weft's experiment searches — learning rate, batch size, hidden widths of the MLP weft's
-`mlp` builds (fc 784->hidden...->10, ReLU, Adam) — on the same data (the first TRAIN Fashion-MNIST
+space weft's experiment searches on the same model — MODEL mlp: learning rate, batch size and
+hidden widths of the MLP weft's `mlp` builds (fc 784->hidden...->10, ReLU, Adam); MODEL cnn:
+learning rate and batch size of the CNN weft's `cnn` builds (conv 3x3 1->32, ReLU, max-pool 2,
+conv 3x3 32->64, ReLU, max-pool 2, fc 3136->128, ReLU, fc 128->10, Adam) — on the same data (the first TRAIN Fashion-MNIST
 training images and the first TEST test images, normalised as ../shared/reference does and as
 weft does), with RandomSampler(seed) (weft's ASHA draws at random too) and
 SuccessiveHalvingPruner (rungs at min_resource * eta^k epochs: ASHA's), N_JOBS trials at once on
@@ -9,13 +11,14 @@ one thread each.
 
 Prints one JSON line: best test accuracy, wall seconds, cpu-seconds (the trials' wall times, one
 thread each) and the wall seconds until some trial first reached DELIVER.
-Usage: hpo_optuna.py TRIALS MAX_EPOCHS ETA N_JOBS SEED DELIVER [TRAIN=12000 TEST=2000]"""
+Usage: hpo_optuna.py TRIALS MAX_EPOCHS ETA N_JOBS SEED DELIVER [TRAIN=12000 TEST=2000 MODEL=mlp]"""
 import gzip, json, sys, threading, time
 import numpy as np, optuna, torch, torch.nn as nn, torch.nn.functional as F
 
 D = "/usr/share/datasets/fashion-mnist/"
 LRS = [1e-3, 3e-3, 1e-2, 3e-2]
-BATCHES = [32, 128]
+MODEL = sys.argv[9] if len(sys.argv) > 9 else "mlp"
+BATCHES = [32, 128] if MODEL == "mlp" else [32, 64, 128, 256]
 WIDTHS = ["64", "256,64"]
 
 
@@ -29,7 +32,21 @@ def idx(name):
 
 def images(name, n):
     x = torch.from_numpy(idx(name)[:n].copy()).float().div(255).sub(0.2860).div(0.3530)
-    return x.flatten(1)
+    return x.flatten(1) if MODEL == "mlp" else x.unsqueeze(1)
+
+
+def cnn():
+    return nn.Sequential(nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                         nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                         nn.Linear(3136, 128), nn.ReLU(), nn.Linear(128, 10))
+
+
+def mlp(widths):
+    layers, width = [], 784
+    for w in widths:
+        layers += [nn.Linear(width, w), nn.ReLU()]
+        width = w
+    return nn.Sequential(*layers, nn.Linear(width, 10))
 
 
 trials, max_epochs, eta, n_jobs, seed, deliver = (int(sys.argv[1]), int(sys.argv[2]),
@@ -52,13 +69,11 @@ def objective(trial):
     torch.set_num_threads(1)
     lr = trial.suggest_categorical("learning_rate", LRS)
     batch = trial.suggest_categorical("batch_size", BATCHES)
-    widths = [int(w) for w in trial.suggest_categorical("hidden_units", WIDTHS).split(",")]
     torch.manual_seed(trial.number)
-    layers, width = [], 784
-    for w in widths:
-        layers += [nn.Linear(width, w), nn.ReLU()]
-        width = w
-    net = nn.Sequential(*layers, nn.Linear(width, 10))
+    if MODEL == "mlp":
+        net = mlp([int(w) for w in trial.suggest_categorical("hidden_units", WIDTHS).split(",")])
+    else:
+        net = cnn()
     opt = torch.optim.Adam(net.parameters(), lr)
     begun = time.time()
     acc = 0.0
