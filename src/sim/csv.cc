@@ -47,4 +47,13 @@ absl::StatusOr<double> ParseNumber(const std::string& text, const std::string& w
   return v;
 }
 
+absl::StatusOr<int64_t> ParsePositiveInt(const std::string& text, const std::string& what) {
+  int64_t v = 0;
+  if (!absl::SimpleAtoi(text, &v) || v < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": '", text, "' is not a positive integer"));
+  }
+  return v;
+}
+
 }  // namespace weft::sim

@@ -1,6 +1,7 @@
 // Reading the small, unquoted CSV files of the Pollux artifact and the Philly job log.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -22,5 +23,9 @@ absl::StatusOr<CsvTable> ReadCsv(const std::string& path);
 
 // Parses a decimal number; InvalidArgument naming `what` otherwise.
 absl::StatusOr<double> ParseNumber(const std::string& text, const std::string& what);
+
+// Parses an integer >= 1; InvalidArgument naming `what` otherwise ("<what>: 'x' is not a
+// positive integer").
+absl::StatusOr<int64_t> ParsePositiveInt(const std::string& text, const std::string& what);
 
 }  // namespace weft::sim

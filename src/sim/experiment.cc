@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <random>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "sim/csv.h"
@@ -14,15 +13,6 @@ namespace {
 constexpr const char* kColumns[] = {
     "name",       "time",       "application",           "gpus", "eta", "min_epochs",
     "max_epochs", "max_trials", "max_concurrent_trials", "seed"};
-
-absl::StatusOr<int64_t> PositiveInt(const std::string& text, const std::string& where) {
-  int64_t v = 0;
-  if (!absl::SimpleAtoi(text, &v) || v < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(where, ": '", text, "' is not a positive integer"));
-  }
-  return v;
-}
 
 }  // namespace
 
@@ -50,7 +40,7 @@ absl::StatusOr<std::vector<SimExperiment>> ReadExperiments(const std::string& pa
     e.app = r[col[2]];
     int64_t v[7];
     for (int k = 0; k < 7; ++k) {
-      auto n = PositiveInt(r[col[3 + k]], absl::StrCat(line, " ", kColumns[3 + k]));
+      auto n = ParsePositiveInt(r[col[3 + k]], absl::StrCat(line, " ", kColumns[3 + k]));
       if (!n.ok()) return n.status();
       v[k] = *n;
     }
@@ -67,7 +57,7 @@ absl::StatusOr<std::vector<SimExperiment>> ReadExperiments(const std::string& pa
     if (tenant_col >= 0) e.tenant = r[tenant_col];
     if (batch_col >= 0 && !r[batch_col].empty()) {
       for (absl::string_view b : absl::StrSplit(r[batch_col], ';')) {
-        auto n = PositiveInt(std::string(b), line + " batch_sizes");
+        auto n = ParsePositiveInt(std::string(b), line + " batch_sizes");
         if (!n.ok()) return n.status();
         e.batch_sizes.push_back(static_cast<int>(*n));
       }
