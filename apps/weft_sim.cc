@@ -78,7 +78,7 @@ Outcome RunOne(const Flags& f, const std::string& file, weft::sim::AppCatalog& a
   int skipped = 0;
   auto w = weft::sim::ReadWorkload(file, &skipped);
   if (!w.ok()) return {std::nullopt, std::string(w.status().message()), 2};
-  if (!w->duration_jobs && f.app_traces.empty()) {
+  if (w->needs_apps() && f.app_traces.empty()) {
     return {std::nullopt, file + " is a Pollux workload: --app-traces DIR is required", 2};
   }
   weft::sim::SimOptions run = f.opts;

@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "scheduler/job_model.h"
+#include "scheduler/live_job_model.h"
 #include "scheduler/placement.h"
 #include "sim/app_trace.h"
 #include "sim/simulator.h"
@@ -25,8 +26,16 @@ class SimJob : public scheduler::JobModel {
   SimJob(const WorkloadJob& spec, const AppTrace* app, JobMode mode, int total_gpus,
          double deliver_fraction)
       : spec_(spec), app_(app) {
+    if (app_ == nullptr && spec.learner_seconds_per_epoch > 0) {  // a live replay's job
+      per_learner_rate_ = 1.0 / spec.learner_seconds_per_epoch;
+      remaining_ = spec.epochs;
+      deliver_progress_ = spec.deliver_epochs;
+      min_ = spec.min_replicas;
+      max_ = spec.replicas;
+      return;
+    }
     if (app_ == nullptr) {
-      remaining_s_ = spec.duration_s;
+      remaining_ = spec.duration_s;
       min_ = max_ = spec.replicas;
       return;
     }
@@ -88,7 +97,7 @@ class SimJob : public scheduler::JobModel {
   }
   double attained() const { return attained_; }
   scheduler::TargetState target() const {
-    if (app_ == nullptr) return scheduler::TargetState::kNone;
+    if (app_ == nullptr && !profiled()) return scheduler::TargetState::kNone;
     return deliver_s_ >= 0 ? scheduler::TargetState::kDelivered
                            : scheduler::TargetState::kBeforeDeliver;
   }
@@ -126,11 +135,14 @@ class SimJob : public scheduler::JobModel {
     attained_ += d * gpus;
     restore_s_ -= d;
     seconds -= d;
-    if (app_ == nullptr) {  // duration job
-      double run = std::min(seconds, remaining_s_);
-      remaining_s_ -= run;
+    if (app_ == nullptr) {  // a duration job (work in seconds) or a profiled one (in epochs)
+      const double rate = profiled() ? gpus * per_learner_rate_ : 1.0;
+      const double run = std::min(seconds, remaining_ / rate);
+      if (profiled()) NoteDelivery(progress_ + rate * run, clock, rate);
+      progress_ += rate * run;
+      remaining_ -= rate * run;
       attained_ += run * gpus;
-      if (remaining_s_ <= 0) completion_s_ = clock + run;
+      if (remaining_ <= 1e-9) completion_s_ = clock + run;
       return;
     }
     while (seconds > 0 && !complete()) {
@@ -164,7 +176,10 @@ class SimJob : public scheduler::JobModel {
 
   // JobModel.
   double StepSeconds(const NodeCounts& placement) const override {
-    if (app_ == nullptr) return 1.0 / std::max(1, Sum(placement));
+    if (app_ == nullptr) {
+      const double r = std::max(1, Sum(placement));
+      return profiled() ? 1.0 / (r * per_learner_rate_) : 1.0 / r;
+    }
     int r = Sum(placement);
     BatchConfig c = app_->FixedBatch(spec_.batch_size, r, /*force_accum_single=*/true);
     auto t = app_->Step(placement, c.atomic_bsz);
@@ -172,18 +187,26 @@ class SimJob : public scheduler::JobModel {
     return t->step_s + c.accum_steps * (t->step_s - t->sync_s);
   }
   double RemainingSteps() const override {
-    if (app_ == nullptr) return std::max(1.0, remaining_s_);
+    if (app_ == nullptr) return profiled() ? remaining_ : std::max(1.0, remaining_);
     int last = EndEpoch() - 1;
     if (epoch_ >= last) return 1;
     return app_->Iterations(spec_.batch_size, last) - app_->Iterations(spec_.batch_size, epoch_);
   }
   double ProgressToDeliver() const override {
-    return deliver_s_ >= 0 || app_ == nullptr ? 0 : std::max(0.0, deliver_progress_ - progress_);
+    return deliver_s_ >= 0 || (app_ == nullptr && !profiled())
+               ? 0
+               : std::max(0.0, deliver_progress_ - progress_);
+  }
+  // A profiled job answers what a live job's model does (scheduler::LiveJobModel), so that goodput
+  // and targets weigh a resize as weftd does: its epochs left and weftd's resize cost.
+  double RemainingProgress() const override { return profiled() ? remaining_ : 0; }
+  double ResizeSeconds() const override {
+    return profiled() ? scheduler::LiveJobModel::kResizeSeconds : 0;
   }
   double Goodput(const NodeCounts& placement) const override {
     int r = Sum(placement);
     if (r == 0) return 0;
-    if (app_ == nullptr) return r;
+    if (app_ == nullptr) return profiled() ? r * per_learner_rate_ : r;
     uint64_t key = (static_cast<uint64_t>(CanonicalPlacementId(placement)) << 8) |
                    static_cast<uint64_t>(epoch_);
     auto it = goodput_cache_.find(key);
@@ -199,6 +222,7 @@ class SimJob : public scheduler::JobModel {
   }
 
  private:
+  bool profiled() const { return per_learner_rate_ > 0; }
   int EndEpoch() const {
     return budget_epochs_ > 0 ? std::min(budget_epochs_, app_->max_epochs()) : app_->max_epochs();
   }
@@ -240,8 +264,9 @@ class SimJob : public scheduler::JobModel {
   double deliver_progress_ = 0;  // AppTrace::Targets::deliver_progress
   double deliver_s_ = -1;        // when progress_ reached it
   int epoch_ = 0;
-  int budget_epochs_ = 0;   // 0: the app's E
-  double remaining_s_ = 0;  // duration jobs
+  int budget_epochs_ = 0;        // 0: the app's E
+  double remaining_ = 0;         // duration jobs: seconds; profiled jobs: epochs
+  double per_learner_rate_ = 0;  // profiled jobs: epochs per second of one learner
   double attained_ = 0;
   int restarts_ = -1;  // -1 until the first allocation
   double start_s_ = -1;

@@ -100,7 +100,7 @@ absl::Status Simulation::AddJobs(AppCatalog& apps, JobMode mode) {
   jobs_.reserve(workload_.jobs.size());
   for (const WorkloadJob& wj : workload_.jobs) {
     const AppTrace* app = nullptr;
-    if (!workload_.duration_jobs) {
+    if (workload_.needs_apps()) {
       auto a = apps.Get(wj.app);
       if (!a.ok()) return a.status();
       app = *a;

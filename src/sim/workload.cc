@@ -29,6 +29,59 @@ std::string Stem(const std::string& path) {
   return f;
 }
 
+// A live replay's jobs (sim/replay.h), one per row.
+absl::Status ReadProfiledJobs(const CsvTable& t, const std::string& path, Workload* w) {
+  const char* kColumns[] = {"name",
+                            "time",
+                            "min_learners",
+                            "max_learners",
+                            "epochs",
+                            "deliver_epochs",
+                            "learner_seconds_per_epoch"};
+  int c[7];
+  for (int k = 0; k < 7; ++k) {
+    c[k] = t.Column(kColumns[k]);
+    if (c[k] < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path,
+                       ": profiled jobs need name,time,min_learners,max_learners,epochs,"
+                       "deliver_epochs,learner_seconds_per_epoch"));
+    }
+  }
+  w->profiled_jobs = true;
+  for (size_t i = 0; i < t.rows.size(); ++i) {
+    const auto& r = t.rows[i];
+    const std::string where = absl::StrCat(path, ":", i + 2);
+    WorkloadJob j;
+    j.name = r[c[0]];
+    double v[5];
+    for (int k = 0; k < 5; ++k) {
+      auto n = ParseNumber(r[c[k + 1]], absl::StrCat(where, " ", kColumns[k + 1]));
+      if (!n.ok()) return n.status();
+      v[k] = *n;
+    }
+    j.submit_s = v[0];
+    j.min_replicas = static_cast<int>(v[1]);
+    j.replicas = static_cast<int>(v[2]);
+    j.epochs = v[3];
+    j.deliver_epochs = v[4];
+    auto lse = ParseNumber(r[c[6]], where + " learner_seconds_per_epoch");
+    if (!lse.ok()) return lse.status();
+    j.learner_seconds_per_epoch = *lse;
+    if (j.min_replicas < 1 || j.replicas < j.min_replicas || v[1] != j.min_replicas ||
+        v[2] != j.replicas) {
+      return absl::InvalidArgumentError(where +
+                                        ": need integers 1 <= min_learners <= max_learners");
+    }
+    if (!(j.epochs > 0) || j.deliver_epochs < 0 || !(j.learner_seconds_per_epoch > 0)) {
+      return absl::InvalidArgumentError(
+          where + ": epochs and learner_seconds_per_epoch must be > 0, deliver_epochs >= 0");
+    }
+    w->jobs.push_back(std::move(j));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<Workload> ReadWorkload(const std::string& path, int* skipped) {
@@ -61,6 +114,9 @@ absl::StatusOr<Workload> ReadWorkload(const std::string& path, int* skipped) {
       }
       w.jobs.push_back(std::move(j));
     }
+  } else if (t->Column("learner_seconds_per_epoch") >= 0) {
+    absl::Status s = ReadProfiledJobs(*t, path, &w);
+    if (!s.ok()) return s;
   } else if (t->Column("timestamp") >= 0) {
     w.duration_jobs = true;
     int cts = t->Column("timestamp"), cd = t->Column("duration"), cg = t->Column("num_gpus"),

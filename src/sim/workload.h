@@ -21,15 +21,28 @@ struct WorkloadJob {
   int replicas = 1;       // GPUs the submitter asked for
   int batch_size = 0;     // total batch the submitter chose (trace jobs)
   double duration_s = 0;  // known run time on `replicas` GPUs (duration jobs)
+  // Profiled jobs (a live replay's, sim/replay.h): elastic from `min_replicas` to `replicas`
+  // learners (equal: a fixed gang), `epochs` of training at `learner_seconds_per_epoch` seconds
+  // of one learner per epoch (so r learners train r / that epochs per second), the deliver
+  // target met after `deliver_epochs`.
+  int min_replicas = 0;
+  double epochs = 0;
+  double deliver_epochs = 0;
+  double learner_seconds_per_epoch = 0;
 };
 
 struct Workload {
   std::string name;               // file name without .csv
   std::vector<WorkloadJob> jobs;  // in file order
   bool duration_jobs = false;     // Philly-style: every job has duration_s, no app
+  bool profiled_jobs = false;     // a live replay's: every job profiled, no app
+  // Whether its jobs are run against application traces (Pollux workloads).
+  bool needs_apps() const { return !duration_jobs && !profiled_jobs; }
 };
 
-// Reads one workload file, recognising the format by its header. Philly timestamps
+// Reads one workload file, recognising the format by its header: a Pollux workload, a Philly log
+// or a live replay's profiled jobs (name,time,min_learners,max_learners,epochs,deliver_epochs,
+// learner_seconds_per_epoch; weft-replay writes it as sim.csv). Philly timestamps
 // ("2017-10-09 07:01:55", UTC) become seconds after the earliest; jobs asking for no GPUs or
 // without a duration are skipped (counted in *skipped). InvalidArgument naming the file and
 // line on malformed rows.
