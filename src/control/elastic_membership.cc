@@ -198,6 +198,13 @@ bool ElasticMembership::Grow(AttemptTracker& attempts, JobRecord r, const schedu
   attempt.rendezvous[r.generation] = *rendezvous;
   attempt.generation = r.generation;
   attempt.joining.insert(joining.begin(), joining.end());
+  // The running learners hear of it from their heartbeats once the newcomers are ready. Until each
+  // has asked (Answer) the job is settling and takes no other resize: one decided sooner would
+  // send them straight past this generation, whose newcomers would wait at its rendezvous for
+  // peers that never come.
+  for (size_t rank = 0; rank + joining.size() < r.learners.size(); ++rank) {
+    attempt.untold.insert(r.learners[rank].id);
+  }
   for (size_t rank = r.learners.size() - joining.size(); rank < r.learners.size(); ++rank) {
     LearnerLaunch launch =
         c_.launches.Learner(r, **spec, static_cast<int>(rank), *rendezvous, *data);

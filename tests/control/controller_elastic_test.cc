@@ -195,6 +195,38 @@ TEST_F(ElasticControllerTest, AGrowStartsANewcomerThatJoinsTheRunningLearners) {
   EXPECT_TRUE(controller_->OnRegister(id, 2, 1, 4244, 2, {}).accepted) << "the newcomer registers";
 }
 
+// A resize waits until every member has been told the one before. A shrink decided after a
+// grow's newcomer is ready but before the running learner has asked would send that learner
+// straight to the shrink's generation, leaving the newcomer at the grow's rendezvous, where no
+// one comes (seen live under the targets policy: docs/simulation.md "Live replay").
+TEST_F(ElasticControllerTest, AShrinkWaitsUntilTheRunningLearnerHasJoinedTheGrowsGeneration) {
+  const std::string id = StartTwo();
+  executor_.Exit(id, 1, -1, 9, /*rank=*/1);
+  controller_->Tick();  // generation 2 without learner 1
+  ASSERT_EQ(controller_->OnRegroup(id, 0, 1, 1)->kind, Kind::kReform);
+  controller_->Tick();  // generation 3: grown back to 2 with newcomer 2
+  ASSERT_EQ(store_->GetJob(id)->generation, 3) << History(id);
+  ASSERT_EQ(controller_->OnRegroup(id, 2, 1, 2)->kind, Kind::kReform) << "the newcomer is ready";
+  const std::string other = Submit(kOther);
+  controller_->Tick();
+  controller_->Tick();
+  JobRecord r = *store_->GetJob(id);
+  EXPECT_EQ(r.generation, 3) << "no shrink before learner 0 has been told generation 3\n"
+                             << History(id);
+  EXPECT_EQ(r.learners.size(), 2u);
+  EXPECT_EQ(State(other), JobState::kQueued);
+  absl::StatusOr<RegroupDecision> d = controller_->OnRegroup(id, 0, 1, 2);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->generation, 3) << "learner 0 joins the grow's generation";
+  EXPECT_EQ(d->world_size, 2);
+  controller_->Tick();
+  r = *store_->GetJob(id);
+  EXPECT_EQ(r.generation, 4) << History(id);
+  ASSERT_EQ(r.learners.size(), 1u);
+  EXPECT_EQ(r.learners[0].id, 0);
+  EXPECT_THAT(History(id), HasSubstr("generation 4: shrink to 1"));
+}
+
 TEST_F(ElasticControllerTest, AShrinkLetsTheLastLearnerLeaveInPlaceAndHoldsItsNodeUntilItExits) {
   const std::string id = StartTwo();
   executor_.stopped.clear();
