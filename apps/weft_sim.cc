@@ -42,8 +42,10 @@ void AddFlags(CLI::App& app, Flags& f) {
   app.add_option("--policy", f.policy_name,
                  "fifo | tiresias | optimus | goodput | targets | fairshare")
       ->required();
-  app.add_option("--workloads", f.workloads,
-                 "a workload CSV (Pollux format or a Philly log) or a directory of them")
+  app.add_option(
+         "--workloads", f.workloads,
+         "a workload CSV (Pollux format, a Philly log or weft-replay's sim.csv) or a directory "
+         "of them")
       ->required();
   app.add_option("--app-traces", f.app_traces, "directory of application traces (Pollux format)");
   app.add_option("--nodes", f.opts.nodes,

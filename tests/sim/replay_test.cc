@@ -54,6 +54,14 @@ ReplayOptions Options() {
   return o;
 }
 
+// All three jobs, elastic.
+ReplayOptions ElasticThree() {
+  ReplayOptions o = Options();
+  o.jobs = 3;
+  o.elastic = true;
+  return o;
+}
+
 TEST(ReplayTest, TakesTheFirstJobsByTimeAndScalesTheirArrivals) {
   WEFT_REQUIRE_TRACES();
   AppCatalog apps(AppTraces());
@@ -168,9 +176,7 @@ TEST(ReplayTest, TheDeliverTargetSitsWhereTheApplicationsCurveMeetsWeftSimsTarge
 TEST(ReplayTest, EveryManifestIsAValidJobOfThePlannedShape) {
   WEFT_REQUIRE_TRACES();
   AppCatalog apps(AppTraces());
-  ReplayOptions o = Options();
-  o.jobs = 3;
-  o.elastic = true;
+  const ReplayOptions o = ElasticThree();
   auto plan = PlanReplay(ThreeJobs(), apps, o);
   ASSERT_TRUE(plan.ok()) << plan.status();
   for (const ReplayJob& j : *plan) {
@@ -276,9 +282,7 @@ constexpr char kHeader[] =
 TEST(ReplayTest, ThePlanIsWeftSimsProfiledWorkload) {
   WEFT_REQUIRE_TRACES();
   AppCatalog apps(AppTraces());
-  ReplayOptions o = Options();
-  o.jobs = 3;
-  o.elastic = true;
+  const ReplayOptions o = ElasticThree();
   auto plan = PlanReplay(ThreeJobs(), apps, o);
   ASSERT_TRUE(plan.ok()) << plan.status();
   TempCsv file(SimCsv(*plan, o));
@@ -296,7 +300,7 @@ TEST(ReplayTest, ThePlanIsWeftSimsProfiledWorkload) {
     EXPECT_EQ(s.replicas, j.max_learners);
     EXPECT_EQ(s.epochs, j.epochs);
     EXPECT_EQ(s.deliver_epochs, j.deliver_epoch);
-    EXPECT_NEAR(s.learner_seconds_per_epoch, o.profiles[j.model].epoch_seconds, 1e-4);
+    EXPECT_NEAR(s.learner_seconds_per_epoch, o.profiles.at(j.model).epoch_seconds, 1e-4);
   }
 }
 
