@@ -406,5 +406,47 @@ TEST_F(HostileInputTest, LogStreamsAreCappedPerTenantAndTheirPlacesComeBack) {
   EXPECT_EQ(again->status, 200) << again->body;
 }
 
+// A stream whose client leaves gives its place back within seconds, not when the job ends or
+// the next keep-alive (15 s) fails to go out: an event stream, and a followed log of a queued
+// job, which has nothing to write.
+TEST_F(HostileInputTest, AStreamItsClientLeftGivesItsPlaceBackWithinSeconds) {
+  StartWeftd({"--follow-streams-per-tenant", "1"});
+  weftd_->ClientAs(weftd_->admin_token())
+      .Patch("/v1/tenants/default", R"({"quota": {"cpus": 0.1}})", "application/json");
+  auto [status, answer] =
+      PostManifest("name: waits\nmodel: {architecture: mlp}\ntraining: {epochs: 1}\n");
+  ASSERT_EQ(status, 201) << answer.dump(2);
+  // Opens `path` as a stream and leaves once its headers arrived; the status they had.
+  auto open_and_leave = [&](const std::string& path) {
+    int seen = 0;
+    auto c = weftd_->Client();
+    c.Get(
+        path,
+        [&](const httplib::Response& r) {
+          seen = r.status;
+          return false;  // the client closes the connection
+        },
+        [](const char*, size_t) { return true; });
+    return seen;
+  };
+  // Opens `path` as soon as a place is free, within 10 s (five of weftd's keep-alives); the
+  // last status.
+  auto open_within = [&](const std::string& path) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    int status = 0;
+    while ((status = open_and_leave(path)) == 429 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    return status;
+  };
+  const std::string queued_log = "/v1/jobs/" + answer.value("id", "") + "/logs?follow=true";
+  for (const std::string& path : {std::string("/v1/events"), queued_log}) {
+    SCOPED_TRACE(path);
+    ASSERT_EQ(open_within(path), 200);
+    // The only place is held by the stream just left, until weftd notices.
+    EXPECT_EQ(open_within(path), 200);
+  }
+}
+
 }  // namespace
 }  // namespace weft

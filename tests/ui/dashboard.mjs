@@ -45,6 +45,9 @@ try {
   page.on("pageerror", (e) => problems.push("page error: " + e.message));
   // Which request an error status came from (the console names only the status).
   page.on("response", (r) => r.status() >= 400 && problems.push("answer " + r.status() + ": " + r.url()));
+  // GET /v1/events requests: the pages share one stream (a tenant has few places for streams).
+  let eventStreams = 0;
+  page.on("request", (r) => new URL(r.url()).pathname === "/v1/events" && eventStreams++);
 
   const first = await page.goto(url + "/ui/");
   const csp = first.headers()["content-security-policy"] || "";
@@ -96,6 +99,7 @@ try {
   check(await page.isEnabled("#resume"), "and offers to resume");
   await page.screenshot({ path: artifacts + "/job-halted.png" });
 
+  const streamsBeforeQueue = eventStreams;
   await page.click('nav a[data-page="queue"]');
   await page.waitForSelector("#queue, #queue-empty");
   check(true, "the queue page renders");
@@ -121,6 +125,9 @@ try {
     check(trials >= 2, `the trials table lists ${trials} trials`);
     await page.screenshot({ path: artifacts + "/experiment.png" });
   }
+
+  const opened = eventStreams - streamsBeforeQueue;
+  check(opened <= 1, `the queue, nodes${experiment ? " and experiment" : ""} pages shared one event stream (opened ${opened})`);
 
   // Signing out forgets the token.
   await page.click("#sign-out");

@@ -9,6 +9,7 @@ export function token() {
 }
 
 export function setToken(value) {
+  closeSharedEvents(); // opened with the token before: never read on with another, or none
   if (value) {
     sessionStorage.setItem(TOKEN_KEY, value);
   } else {
@@ -186,4 +187,47 @@ export function subscribe(path, { onEvent, onStatus = () => {}, reconnect = () =
       abort.abort();
     },
   };
+}
+
+// The dashboard's one stream of GET /v1/events, shared by its pages. weftd gives a tenant a few
+// streams at once (--follow-streams-per-tenant, 4 by default) and a stream a page closed keeps
+// its place for the second or so weftd takes to notice, so a stream per page ran out of places
+// (429) when someone went through the pages quickly. listen() takes the same handlers as
+// subscribe(); the stream opens with the first listener and closes LINGER_MS after the last one
+// left (the next page's listener keeps it open), or at once when the token changes. A listener
+// that joins a live stream is told so at once.
+const LINGER_MS = 5000;
+const shared = { stream: null, status: "", listeners: new Set(), closing: null };
+
+export function listen({ onEvent, onStatus = () => {} }) {
+  const listener = { onEvent, onStatus };
+  shared.listeners.add(listener);
+  clearTimeout(shared.closing);
+  shared.closing = null;
+  if (!shared.stream) {
+    shared.status = "";
+    shared.stream = subscribe("/v1/events", {
+      onEvent: (type, data) => [...shared.listeners].forEach((l) => l.onEvent(type, data)),
+      onStatus: (text) => {
+        shared.status = text;
+        [...shared.listeners].forEach((l) => l.onStatus(text));
+      },
+    });
+  } else if (shared.status) {
+    onStatus(shared.status);
+  }
+  return {
+    close() {
+      if (!shared.listeners.delete(listener) || shared.listeners.size > 0) return;
+      shared.closing = setTimeout(closeSharedEvents, LINGER_MS);
+    },
+  };
+}
+
+function closeSharedEvents() {
+  clearTimeout(shared.closing);
+  shared.closing = null;
+  if (shared.stream) shared.stream.close();
+  shared.stream = null;
+  shared.status = "";
 }

@@ -4,7 +4,7 @@
 // read GET /v1/experiments[/{id}] and the trials' GET /v1/jobs/{job}/metrics, then follow
 // GET /v1/events: an "experiment" event (a trial started, a result, a new best, a new state) or
 // a trial's state reads them again; a trial's progress adds its new points to the curves.
-import { api, subscribe } from "./api.js";
+import { api, listen } from "./api.js";
 import { chart } from "./chart.js";
 import { ago, el, fill, stateBadge, throttle } from "./dom.js";
 
@@ -44,7 +44,7 @@ function live(ctx, load, wants, onEvent = () => {}) {
   };
   const reload = throttle(run, RELOAD_MS);
   run();
-  const stream = subscribe("/v1/events", {
+  const stream = listen({
     onStatus: ctx.setLive,
     onEvent: (type, data) => {
       onEvent(type, data);

@@ -1,7 +1,8 @@
 // The list pages: jobs, queue, nodes and tenants' shares. Each reads its API resource, then
-// follows GET /v1/events (one stream per page) to stay current: progress events update a row
-// in place; a state change, a waiting reason or a deletion refetches what it changes.
-import { api, subscribe } from "./api.js";
+// listens to GET /v1/events (the one stream the pages share, api.js listen) to stay current:
+// progress events update a row in place; a state change, a waiting reason or a deletion
+// refetches what it changes.
+import { api, listen } from "./api.js";
 import { ago, bar, duration, el, fill, percent, stateBadge, throttle } from "./dom.js";
 
 const ACTIVE = ["QUEUED", "PLACED", "STARTING", "RUNNING", "DELIVERED", "RESUMING", "PREEMPTED"];
@@ -161,7 +162,7 @@ export function jobsPage(main, ctx) {
   };
   const rerender = throttle(() => !closed && render(), 500);
   load();
-  const stream = subscribe("/v1/events", {
+  const stream = listen({
     onStatus: ctx.setLive,
     onEvent: (type, e) => {
       if (type === "reset") return load();
@@ -209,7 +210,7 @@ function livePage(main, ctx, title, path, render) {
     }
   }, 1000);
   load();
-  const stream = subscribe("/v1/events", {
+  const stream = listen({
     onStatus: ctx.setLive,
     onEvent: (type) => {
       if (type !== "progress") load();
