@@ -22,7 +22,8 @@ ClusterView::ClusterView(Store& store, SpecCache& specs, JobModels& models,
                          std::vector<scheduler::Node> nodes)
     : store_(store), specs_(specs), models_(models), nodes_(std::move(nodes)) {}
 
-scheduler::JobRequest ClusterView::Request(const JobRecord& r, const JobSpec& spec) const {
+scheduler::JobRequest ClusterView::Request(const JobRecord& r, const JobSpec& spec,
+                                           TimeMs now) const {
   scheduler::JobRequest req;
   req.job_id = r.id;
   req.tenant = r.tenant;
@@ -34,6 +35,7 @@ scheduler::JobRequest ClusterView::Request(const JobRecord& r, const JobSpec& sp
   req.min_learners = spec.resources.min_learners + servers;
   req.per_learner = PerLearner(spec);
   req.restarts = r.restarts;
+  req.attained_service = static_cast<double>(r.LearnerMs(now)) / 1000.0;
   req.priority = spec.priority;
   req.spread = spec.resources.placement == "spread";
   req.one_node = spec.UsesParameterServer() && servers == 0;  // beside its shared memory
@@ -131,7 +133,7 @@ ClusterView::Round ClusterView::ForRound(const std::vector<JobRecord>& jobs,
                        "checkpoint")};
       continue;
     }
-    snap.jobs.push_back(Request(r, **spec));
+    snap.jobs.push_back(Request(r, **spec, now));
     round.jobs.emplace(r.id, r);
     const scheduler::LiveJobModel& model =
         round.models.emplace(r.id, models_.Get(r, **spec)).first->second;
@@ -220,7 +222,7 @@ absl::StatusOr<std::vector<ClusterView::TenantUsage>> ClusterView::Usage(TimeMs 
   for (const JobRecord& r : jobs) {
     if (!InQueue(r.state) && !HoldsResources(r.state)) continue;
     auto spec = specs_.Get(r);
-    if (spec.ok()) snap.jobs.push_back(Request(r, **spec));
+    if (spec.ok()) snap.jobs.push_back(Request(r, **spec, now_ms));
   }
   std::map<std::string, scheduler::TenantShares> shares = scheduler::ComputeTenantShares(snap);
   // GPU time: what the store counts for learners that have left, and the active jobs' learners

@@ -102,9 +102,10 @@ class ClusterView {
   absl::StatusOr<std::vector<TenantUsage>> Usage(TimeMs now_ms);
 
  private:
-  // What the scheduler sees of one job: its gang and shape from `spec`, and the nodes its
-  // learners hold while it holds resources (empty while it waits).
-  scheduler::JobRequest Request(const JobRecord& job, const JobSpec& spec) const;
+  // What the scheduler sees of one job at `now` (unix ms): its gang and shape from `spec`, the
+  // nodes its learners hold while it holds resources (empty while it waits), and the service it
+  // has attained (learner-seconds over every attempt, JobRecord::LearnerMs).
+  scheduler::JobRequest Request(const JobRecord& job, const JobSpec& spec, TimeMs now) const;
   // The nodes with what `jobs` hold (their learners' nodes × per-learner resources).
   std::vector<scheduler::Node> Allocated(const std::vector<JobRecord>& jobs);
   std::map<std::string, scheduler::TenantShare> Tenants();

@@ -77,29 +77,44 @@ struct JobRecord {
     SetLearners({}, now_ms);
     servers.clear();
   }
-  // The learners become `members` at `now_ms`: the GPU time of those that are not among them
-  // (by id) is counted into gpu_ms.
+  // The learners become `members` at `now_ms`: the GPU time and the learner time of those that
+  // are not among them (by id) are counted into gpu_ms and learner_ms.
   void SetLearners(std::vector<LearnerSlot> members, TimeMs now_ms) {
     for (const LearnerSlot& l : learners) {
       const bool stays = std::any_of(members.begin(), members.end(),
                                      [&](const LearnerSlot& m) { return m.id == l.id; });
-      if (!stays) gpu_ms += HeldGpuMs(l, now_ms);
+      if (!stays) {
+        gpu_ms += HeldGpuMs(l, now_ms);
+        learner_ms += HeldMs(l, now_ms);
+      }
     }
     learners = std::move(members);
+  }
+  // Learner-milliseconds of learners that have left the job: each one's time from its placement
+  // until it left, over every attempt. With the ones it holds now (LearnerMs), the service the
+  // job has attained, which least-attained-service policies order by.
+  int64_t learner_ms = 0;
+  int64_t LearnerMs(TimeMs now_ms) const { return learner_ms + SumHeld(now_ms, HeldMs); }
+  // The milliseconds from learner `l`'s placement to `now_ms` (0 before it, or when the record
+  // holds no placement time).
+  static int64_t HeldMs(const LearnerSlot& l, TimeMs now_ms) {
+    return l.since_ms > 0 ? std::max<TimeMs>(0, now_ms - l.since_ms) : 0;
   }
   // GPU-milliseconds of learners that have left the job: each one's devices × the time from its
   // placement until it left. Kept over every attempt of the job.
   int64_t gpu_ms = 0;
   // The job's GPU-milliseconds up to `now_ms`: those of the learners that left and of the ones
   // it holds now.
-  int64_t GpuMs(TimeMs now_ms) const {
-    int64_t ms = gpu_ms;
-    for (const LearnerSlot& l : learners) ms += HeldGpuMs(l, now_ms);
-    return ms;
-  }
+  int64_t GpuMs(TimeMs now_ms) const { return gpu_ms + SumHeld(now_ms, HeldGpuMs); }
   // Learner `l`'s devices × the milliseconds from its placement to `now_ms` (0 before it).
   static int64_t HeldGpuMs(const LearnerSlot& l, TimeMs now_ms) {
     return static_cast<int64_t>(l.gpus.size()) * std::max<TimeMs>(0, now_ms - l.since_ms);
+  }
+  // `held(l, now_ms)` summed over the learners it holds now.
+  int64_t SumHeld(TimeMs now_ms, int64_t (*held)(const LearnerSlot&, TimeMs)) const {
+    int64_t ms = 0;
+    for (const LearnerSlot& l : learners) ms += held(l, now_ms);
+    return ms;
   }
   // The membership generation of the current attempt: 1 as started, +1 at each in-place
   // membership change of an elastic job (a learner lost, the survivors go on); 0 before any.

@@ -1,6 +1,7 @@
 #include "scheduler/goodput_policy.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "scheduler/greedy.h"
@@ -11,13 +12,18 @@ namespace weft::scheduler {
 
 namespace {
 
-// 1. Admission: each job's min_learners, least attained service first, while the cluster's
-// total has room. Takes what it admits out of `left`.
-std::vector<int> Admit(const std::vector<JobRequest>& jobs, Resources* left) {
+// 1. Admission: each job's min_learners, by discretised least attained service (LasQueue) and
+// then by submission, while the cluster's total has room. Takes what it admits out of `left`.
+std::vector<int> Admit(const std::vector<JobRequest>& jobs, double las_first_s, Resources* left) {
   std::vector<size_t> order(jobs.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::vector<int> queue(jobs.size());
+  for (size_t i = 0; i < order.size(); ++i) {
+    order[i] = i;
+    queue[i] = LasQueue(jobs[i].attained_service, las_first_s);
+  }
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return jobs[a].attained_service < jobs[b].attained_service;
+    if (queue[a] != queue[b]) return queue[a] < queue[b];
+    return jobs[a].submitted_ms < jobs[b].submitted_ms;
   });
   std::vector<int> count(jobs.size(), 0);
   for (size_t i : order) {
@@ -32,6 +38,11 @@ std::vector<int> Admit(const std::vector<JobRequest>& jobs, Resources* left) {
 }
 
 }  // namespace
+
+int LasQueue(double attained_s, double first_s) {
+  if (!(attained_s >= first_s) || !(first_s > 0)) return 0;  // NaN and negatives: queue 0
+  return 1 + static_cast<int>(std::min(62.0, std::floor(std::log2(attained_s / first_s))));
+}
 
 int LearnersPerNode(const ClusterSnapshot& snapshot) {
   int per_node = 1;
@@ -63,7 +74,7 @@ Decisions GoodputPolicy::Schedule(const ClusterSnapshot& snapshot) {
   const size_t n = jobs.size();
   Resources left;
   for (const Node& node : snapshot.nodes) left += node.capacity;
-  std::vector<int> count = Admit(jobs, &left);
+  std::vector<int> count = Admit(jobs, options_.las_first_s, &left);
   const int per_node = LearnersPerNode(snapshot);
 
   // 2. Water-filling on weighted speedup gain.
@@ -97,9 +108,10 @@ Decisions GoodputPolicy::Schedule(const ClusterSnapshot& snapshot) {
       [&](size_t i, bool outranked) {
         return Waiting{
             jobs[i].job_id, outranked ? WaitCode::kOutranked : WaitCode::kNoRoom,
-            outranked
-                ? std::string("waiting: the cluster is full of jobs with less attained service")
-                : absl::StrCat("waiting: no node set has room for ", count[i], " learners")};
+            outranked ? std::string(
+                            "waiting: the cluster is full of jobs ahead of it in attained service "
+                            "(less of it, or as little and submitted earlier)")
+                      : absl::StrCat("waiting: no node set has room for ", count[i], " learners")};
       },
       Name());
 }

@@ -10,8 +10,9 @@ namespace weft::scheduler {
 // goodput (throughput × statistical efficiency at the best batch size, JobModel::Goodput) rather
 // than by the learners it asked for, re-deciding every round. Our own optimiser, not a genetic
 // algorithm:
-//  1. admission in least-attained-service order (Tiresias's insight: jobs that have had little
-//     service are likely short): every job gets min_learners while the cluster has room;
+//  1. admission in discretised least-attained-service order (Tiresias's insight: jobs that have
+//     had little service are likely short; LasQueue): every job gets min_learners while the
+//     cluster has room, by queue and within a queue by submission;
 //  2. greedy water-filling: learners go to the job whose normalised goodput gain per learner
 //     (G(r+k) − G(r)) / (k · G(1)) — its speedup gain — weighted by 1 / (1 + attained / aging_s)
 //     is largest, up to max_learners. k looks ahead up to one node's worth of learners, because
@@ -24,6 +25,14 @@ namespace weft::scheduler {
 //     in place (its learners stay where they are: PlaceCounts), a rigid one restarts.
 // Jobs without a model get min_learners only.
 // Shared with the targets policy, which sizes jobs the same way:
+// Tiresias' discretised least attained service (Gu et al., "Tiresias", NSDI'19, §4.2), its queues
+// spaced exponentially: the queue of a job that has attained `attained_s` learner-seconds — 0
+// below `first_s`, then one more each time the service doubles (1 from first_s, 2 from 2·first_s,
+// …). Ordering by the queue, and by submission within it, rather than by the service itself keeps
+// a job's place while it runs: with continuous service, a running job and a waiting one with a
+// little less swap places every few rounds once rounds are short (weft-sim's goodput runs of the
+// live replay restarted jobs 150–200 times each, docs/simulation.md).
+int LasQueue(double attained_s, double first_s);
 // The most learners of the first job's shape one node holds (at least 1): how far growth looks
 // ahead, and how PackedCounts lays learners out.
 int LearnersPerNode(const ClusterSnapshot& snapshot);
@@ -37,6 +46,7 @@ class GoodputPolicy : public Policy {
   struct Options {
     double aging_s = 4 * 3600;  // learner-seconds at which a job's weight halves
     double keep_bonus = 2.0;    // extra weight for learners a running job already holds
+    double las_first_s = 600;   // learner-seconds attained at which a job leaves queue 0
   };
   GoodputPolicy() = default;
   explicit GoodputPolicy(Options options) : options_(options) {}

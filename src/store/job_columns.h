@@ -26,7 +26,7 @@ inline constexpr char kJobColumns[] =
     "id, tenant, name, state, reason, manifest, spec_json, created_ms, updated_ms, attempt, "
     "node, learner_pid, epoch, epochs_total, step, steps_total, samples, best_test_accuracy, "
     "deliver_met_ms, complete_met_ms, restarts, learners, generation, next_learner_id, "
-    "experiment, trial, gpu_ms";
+    "experiment, trial, gpu_ms, learner_ms";
 
 // The learners column: the gang's learners by rank ({"node", "pid", "id"}, and "gpus" with
 // "since_ms" for a learner that holds devices), then its parameter servers (marked "server").

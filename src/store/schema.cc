@@ -255,6 +255,11 @@ CREATE INDEX jobs_by_experiment ON jobs(experiment, trial);
 ALTER TABLE jobs ADD COLUMN gpu_ms {int} NOT NULL DEFAULT 0;
 ALTER TABLE tenants ADD COLUMN deleted_jobs_gpu_ms {int} NOT NULL DEFAULT 0;
 )sql"},
+    // Learner time: a job's learners that have left it (JobRecord::learner_ms), the service it
+    // attained before its current learners.
+    Change{14, 7, R"sql(
+ALTER TABLE jobs ADD COLUMN learner_ms {int} NOT NULL DEFAULT 0;
+)sql"},
 };
 
 // Each dialect's versions appear in order, from 1 and without gaps, so that migration `to` is

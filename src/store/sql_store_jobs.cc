@@ -37,6 +37,7 @@ JobRecord ReadJob(const sql::Row& row) {
   r.experiment = row.Text(24);
   r.trial = static_cast<int>(row.Int(25));
   r.gpu_ms = row.Int(26);
+  r.learner_ms = row.Int(27);
   return r;
 }
 
@@ -55,15 +56,17 @@ absl::Status WriteJobIn(sql::Tx& tx, const JobRecord& r, bool insert) {
       insert ? "INSERT INTO jobs (id, tenant, name, state, reason, manifest, spec_json, "
                "created_ms, updated_ms, attempt, node, learner_pid, epoch, epochs_total, step, "
                "steps_total, samples, best_test_accuracy, deliver_met_ms, complete_met_ms, "
-               "restarts, learners, generation, next_learner_id, experiment, trial, gpu_ms) "
+               "restarts, learners, generation, next_learner_id, experiment, trial, gpu_ms, "
+               "learner_ms) "
                "VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,"
-               "$21,$22,$23,$24,$25,$26,$27)"
+               "$21,$22,$23,$24,$25,$26,$27,$28)"
              : "UPDATE jobs SET tenant=$2, name=$3, state=$4, reason=$5, manifest=$6, "
                "spec_json=$7, created_ms=$8, updated_ms=$9, attempt=$10, node=$11, "
                "learner_pid=$12, epoch=$13, epochs_total=$14, step=$15, steps_total=$16, "
                "samples=$17, best_test_accuracy=$18, deliver_met_ms=$19, complete_met_ms=$20, "
                "restarts=$21, learners=$22, generation=$23, "
-               "next_learner_id=$24, experiment=$25, trial=$26, gpu_ms=$27 WHERE id=$1";
+               "next_learner_id=$24, experiment=$25, trial=$26, gpu_ms=$27, learner_ms=$28 "
+               "WHERE id=$1";
   const bool placed = !r.learners.empty();
   absl::StatusOr<int64_t> n = tx.Execute(
       "write job", sql, r.id, r.tenant, r.name, std::string(JobStateName(r.state)), r.reason,
@@ -72,7 +75,7 @@ absl::Status WriteJobIn(sql::Tx& tx, const JobRecord& r, bool insert) {
       r.progress.epoch, r.progress.epochs_total, r.progress.step, r.progress.steps_total,
       r.progress.samples, r.best_test_accuracy, r.deliver_met_ms, r.complete_met_ms, r.restarts,
       store_columns::LearnersJson(r.learners, r.servers), r.generation, r.next_learner_id,
-      r.experiment, r.trial, r.gpu_ms);
+      r.experiment, r.trial, r.gpu_ms, r.learner_ms);
   if (absl::IsAlreadyExists(n.status())) {
     return absl::AlreadyExistsError(absl::StrCat("job ", r.id, " already exists"));
   }

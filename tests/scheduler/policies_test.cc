@@ -255,6 +255,45 @@ TEST(GoodputPolicyTest, NewJobsGetAdmittedBeforeOldJobsGrow) {
   for (auto [node, n] : Used(s)) EXPECT_LE(n, 4) << node;
 }
 
+TEST(GoodputPolicyTest, AttainedServiceIsDiscretisedIntoQueuesThatDoubleFromTheFirst) {
+  EXPECT_EQ(LasQueue(0, 600), 0);
+  EXPECT_EQ(LasQueue(599, 600), 0);
+  EXPECT_EQ(LasQueue(600, 600), 1);
+  EXPECT_EQ(LasQueue(1199, 600), 1);
+  EXPECT_EQ(LasQueue(1200, 600), 2);
+  EXPECT_EQ(LasQueue(36000, 600), 6);  // 600 × 2^5 = 19,200 ≤ 36,000 < 38,400
+  EXPECT_EQ(LasQueue(NAN, 600), 0);
+  EXPECT_EQ(LasQueue(1e300, 600), 63);
+}
+
+// A full cluster: a running gang and a waiting one that needs the same nodes. With a little less
+// service the waiting job does not take the running one's place (in short rounds the two would
+// swap every few rounds, each swap a restart); once the running one is a queue further, it does.
+TEST(GoodputPolicyTest, AWaitingJobWithALittleLessServiceDoesNotPreemptARunningOne) {
+  ClusterSnapshot s = Cluster(1, 4);
+  LinearModel linear;
+  JobRequest running = Gpus("running", 4, {"n0", "n0", "n0", "n0"});
+  running.submitted_ms = 1000;
+  running.attained_service = 400;
+  running.model = &linear;
+  JobRequest waiting = Gpus("waiting", 4);
+  waiting.submitted_ms = 2000;
+  waiting.attained_service = 100;  // it ran before, and was preempted
+  waiting.model = &linear;
+  s.jobs = {waiting, running};
+  Hold(s);
+  GoodputPolicy policy;
+  Decisions d = policy.Schedule(s);
+  EXPECT_TRUE(d.preempted.empty());
+  EXPECT_TRUE(d.placements.empty());
+  ASSERT_EQ(d.waiting.size(), 1u);
+  EXPECT_EQ(d.waiting[0].job_id, "waiting");
+  // 700 learner-seconds: queue 1, behind the waiting job's queue 0.
+  s.jobs[1].attained_service = 700;
+  Decisions later = policy.Schedule(s);
+  EXPECT_EQ(later.preempted, std::vector<std::string>{"running"});
+}
+
 // Linear goodput with `left` progress to the end and resizes that cost `cost` seconds.
 class CostlyModel : public LinearModel {
  public:

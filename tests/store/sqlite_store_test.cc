@@ -59,11 +59,11 @@ TEST(SqliteStoreTest, AFullStoreRefusesWritesAndKeepsWhatItHad) {
 }
 
 // The one schema source gives each database its own migrations: every type spelled in the
-// dialect, and the version numbers deployed stores carry (SQLite 13, PostgreSQL 6) unchanged.
+// dialect, and the version numbers deployed stores carry (SQLite 14, PostgreSQL 7) unchanged.
 TEST(SchemaTest, EachDatabaseGetsItsOwnSpellingAndVersions) {
   using schema::Dialect;
-  EXPECT_EQ(schema::LatestVersion(Dialect::kSqlite), 13);
-  EXPECT_EQ(schema::LatestVersion(Dialect::kPostgres), 6);
+  EXPECT_EQ(schema::LatestVersion(Dialect::kSqlite), 14);
+  EXPECT_EQ(schema::LatestVersion(Dialect::kPostgres), 7);
   for (Dialect d : {Dialect::kSqlite, Dialect::kPostgres}) {
     const int latest = schema::LatestVersion(d);
     EXPECT_EQ(schema::Migration(d, 0), "");

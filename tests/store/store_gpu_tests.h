@@ -13,6 +13,7 @@ TEST_P(StoreTest, ALearnersGpusAndTheJobsGpuTimeRoundTrip) {
   r.state = JobState::kPlaced;
   r.learners = {{"n1", 0, 0, {0, 3}, 5000}, {"n2", 0, 1, {}, 5000}};
   r.gpu_ms = 1234;
+  r.learner_ms = 4321;
   ASSERT_TRUE(store_->TransitionJob(r, JobState::kQueued).ok());
   Reopen();
   absl::StatusOr<JobRecord> got = store_->GetJob("job-g");
@@ -24,6 +25,9 @@ TEST_P(StoreTest, ALearnersGpusAndTheJobsGpuTimeRoundTrip) {
   EXPECT_EQ(got->gpu_ms, 1234);
   // 2 devices for 1.5 s on top of what left.
   EXPECT_EQ(got->GpuMs(6500), 1234 + 2 * 1500);
+  // The service it attained: 2 learners for 1.5 s on top of those that left.
+  EXPECT_EQ(got->learner_ms, 4321);
+  EXPECT_EQ(got->LearnerMs(6500), 4321 + 2 * 1500);
 }
 
 TEST_P(StoreTest, AJobsGpuTimeIsItsTenantsAndStaysItsTenantsWhenTheJobIsDeleted) {
