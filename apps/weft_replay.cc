@@ -43,6 +43,10 @@ void AddFlags(CLI::App& app, Flags& f) {
                  "the live deliver target is the profile's accuracy minus this")
       ->capture_default_str();
   app.add_option("--cpus", o.cpus, "cpus per learner")->capture_default_str();
+  app.add_option("--resize-seconds", o.resize_seconds,
+                 "the training an in-place resize costs, for weft-sim's profiled jobs (negative: "
+                 "weft-sim's restart delay)")
+      ->capture_default_str();
   app.add_option("--seed", o.seed)->capture_default_str();
 }
 

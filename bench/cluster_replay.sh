@@ -6,7 +6,9 @@
 # per RUN: fixed gangs under fifo and fairshare, elastic jobs under fairshare, goodput and targets.
 #  1. profile: one gang of NODES learners per model (CNN, MLP) trains MAX_EPOCHS epochs on the
 #     busy cluster; its seconds per epoch × learners and its accuracy after each epoch are the
-#     profiles weft-replay sizes budgets and targets with;
+#     profiles weft-replay sizes budgets and targets with; gangs of each smaller power of two
+#     train 2 epochs, as many at once as fill the nodes, for the learner-seconds per epoch at each
+#     world size; every profiled job's time beyond its epochs is the model's start cost;
 #  2. plan: weft-replay writes the fixed and the elastic manifests;
 #  3. each run on a fresh weftd: submits every job at its time and samples the jobs' learners
 #     every 0.5 s (allocated cpu-seconds); at the end reads each job's history.
@@ -15,14 +17,16 @@
 # weftd and podman together), resizes in place with their mean stall and latency (below) and
 # preemptions with their mean cost (from PREEMPTING to RUNNING again), mean final accuracy. Then the
 # elastic runs against fixed gangs under fairshare, and weft-sim's prediction of every run (the
-# plan's sim.csv: profiled jobs at the profiles' learner-seconds per epoch, linear in the learners)
-# with its error in mean JCT and makespan and whether it orders the runs as they ran. Last line:
-# JSON. About 10 minutes per run with the defaults, 48 for the five (2 cores).
+# plan's sim.csv: profiled jobs at the learner-seconds per epoch measured at each world size, with
+# the profiles' start cost, and once more linear in the learners) with its error in mean JCT and
+# makespan and whether it orders the runs as they ran. Last line: JSON. About 7 minutes per run
+# with the defaults and 5 for the profiles, 40 in all (2 cores).
 #
 # Usage: bench/cluster_replay.sh [RUNS="fifo:fixed fairshare:fixed fairshare:elastic goodput:elastic targets:elastic"]
 #                                [WORKLOAD=workload-1] [JOBS=16] [TIME_SCALE=0.1] [WORK_SCALE=0.02]
 # Environment: NODES (4), MAX_EPOCHS (12), TRAIN_SAMPLES (12000), WEFT_TRACES (../shared/traces),
-# KEEP=1 keeps the work directory (manifests, plans, weftd data and logs, per-run JSON).
+# KEEP=1 keeps the work directory (manifests, plans, weftd data and logs, per-run JSON);
+# PROFILE_ONLY=1 stops after the profiles (printed as JSON).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
@@ -57,20 +61,33 @@ def busy():  # the machine's busy cpu-seconds so far
 def submit(path):
     r = subprocess.run([f"{binp}/weft", "submit", path], check=True, capture_output=True, text=True)
     return re.search(r"job (job-\S+) submitted", r.stdout).group(1)
-if mode == "profile":  # argv[4:] = manifests, run one after the other
-    prof = {}
-    for m in sys.argv[4:]:
-        i = submit(m)
-        while get(f"/v1/jobs/{i}")["state"] not in ("COMPLETED", "FAILED"): time.sleep(0.5)
+if mode == "profile":  # argv[4:] = groups of manifests ("a.yaml+b.yaml"), a group at a time
+    prof, measured = {}, []
+    for group in sys.argv[4:]:
+        ids = [submit(m) for m in group.split("+")]
+        while any(get(f"/v1/jobs/{i}")["state"] not in ("COMPLETED", "FAILED") for i in ids): time.sleep(0.5)
+        measured += ids
+    for i in measured:
         j = get(f"/v1/jobs/{i}")
-        if j["state"] != "COMPLETED": raise SystemExit(f"profile {m}: {j['state']}: {j['reason']}")
+        if j["state"] != "COMPLETED": raise SystemExit(f"profile {j['name']}: {j['state']}: {j['reason']}")
         evals = [p for p in get(f"/v1/jobs/{i}/metrics?limit=10000&from=0")["points"] if "test_accuracy" in p]
         learners = j["spec"]["resources"]["learners"]
         wall = (evals[-1]["wall_time_ms"] - evals[0]["wall_time_ms"]) / 1000 / (len(evals) - 1)
-        prof[j["name"]] = {"epoch_seconds": round(wall * learners, 3),
-                           "accuracy": [round(p["test_accuracy"], 4) for p in evals]}
-        print(f"  profile {j['name']}: {wall:.2f} s per epoch at {learners} learners, accuracy "
-              + " ".join(f"{a:.3f}" for a in prof[j["name"]]["accuracy"]), file=sys.stderr)
+        model = j["name"].split("-at-")[0]
+        p = prof.setdefault(model, {"by_learners": {}, "starts": []})
+        p["by_learners"].setdefault(str(learners), []).append(wall * learners)
+        # What it held its learners for beyond its epochs: the start and the end.
+        placed = next(ts(e["time"]) for e in j["history"] if e["to"] == "PLACED")
+        p["starts"].append(ts(j["updated_at"]) - placed - len(evals) * wall)
+        if "-at-" not in j["name"]:  # the full profile
+            p["epoch_seconds"] = round(wall * learners, 3)
+            p["accuracy"] = [round(e["test_accuracy"], 4) for e in evals]
+        print(f"  profile {j['name']}: {wall:.2f} s per epoch at {learners} learners "
+              f"({wall * learners:.2f} learner-s), {p['starts'][-1]:.2f} s to start and end, accuracy "
+              + " ".join(f"{e['test_accuracy']:.3f}" for e in evals), file=sys.stderr)
+    for p in prof.values():  # the means over a group's jobs
+        p["epoch_seconds_by_learners"] = {w: round(sum(v) / len(v), 3) for w, v in p.pop("by_learners").items()}
+        p["start_seconds"] = round(sum(p["starts"]) / len(p["starts"]), 3); del p["starts"]
     json.dump(prof, open(out, "w"))
     raise SystemExit(0)
 doc = json.load(open(f"{mode}/plan.json")); plan, cpus = doc["jobs"], doc["options"]["cpus"]
@@ -142,20 +159,38 @@ PY
 }
 
 mkdir -p "$WORK/profile"
-for model in cnn mlp; do
-  arch=$([ $model = cnn ] && echo "{architecture: cnn}" || echo "{architecture: mlp, hidden_units: [128]}")
-  cat >"$WORK/profile/$model.yaml" <<YAML
-name: $model
+profile_manifest() {  # profile_manifest NAME MODEL LEARNERS EPOCHS
+  local arch
+  arch=$([ "$2" = cnn ] && echo "{architecture: cnn}" || echo "{architecture: mlp, hidden_units: [128]}")
+  cat >"$WORK/profile/$1.yaml" <<YAML
+name: $1
 model: $arch
 data: {dataset: fashion-mnist, train_samples: $TRAIN, test_samples: 1000}
-training: {epochs: $MAX_EPOCHS, batch_size: 64, threads: 1, seed: 1}
-resources: {learners: $NODES, cpus: 0.5, memory_mb: 1024}
+training: {epochs: $4, batch_size: 64, threads: 1, seed: 1}
+resources: {learners: $3, cpus: 0.5, memory_mb: 1024}
 YAML
+  echo "$WORK/profile/$1.yaml"
+}
+# The full profile at NODES learners (budgets and targets), and 2 epochs at each smaller power of
+# two w (the throughput per world size weft-sim's profiled jobs scale by), NODES / w such gangs
+# at once so that the cluster is as busy as under the full profile and the replay: alone on it, a
+# small gang ran up to a third faster than beside others on the same cores.
+profiles=()
+for model in cnn mlp; do
+  profiles+=("$(profile_manifest "$model" "$model" "$NODES" "$MAX_EPOCHS")")
+  for ((w = 1; w < NODES; w *= 2)); do
+    group=""
+    for ((k = 0; k < NODES / w; k++)); do
+      group+="${group:++}$(profile_manifest "$model-at-$w-$k" "$model" "$w" 2)"
+    done
+    profiles+=("$group")
+  done
 done
 echo "profiling the models on the busy cluster ..."
 start_weftd "$WORK/profile-weftd" --config "$WORK/nodes.yaml"
-python3 -c "$DRIVER" "$BIN" profile "$WORK/profiles.json" "$WORK/profile/cnn.yaml" "$WORK/profile/mlp.yaml"
+python3 -c "$DRIVER" "$BIN" profile "$WORK/profiles.json" "${profiles[@]}"
 stop_weftd
+if [ -n "${PROFILE_ONLY:-}" ]; then cat "$WORK/profiles.json"; echo; exit 0; fi
 
 for mode in fixed elastic; do
   "$BIN/weft-replay" --workload "$T/workloads/$WORKLOAD.csv" --app-traces "$T/app-traces" \
@@ -174,12 +209,20 @@ for run in $RUNS; do
   resize_costs "$WORK/$run.json"
   stop_weftd
   # weft-sim's prediction of the same run: the plan's profiled jobs, one learner per node, 1 s
-  # rounds, each (re)start costing the run's mean measured start (PLACED -> RUNNING), whole seconds.
+  # rounds, each start and in-place resize costing what the profiles measured (sim.csv's
+  # start_seconds, resize_seconds). The restart delay, the run's own mean start (PLACED ->
+  # RUNNING) in whole seconds, is only the linear prediction's: how weft-sim predicted before the
+  # profiles measured world sizes and costs.
   delay=$(python3 -c "import json,statistics,sys; r=json.load(open(sys.argv[1]))['jobs'].values(); \
 print(round(statistics.mean(j['start_cost_s'] for j in r if j['start_cost_s'] is not None)))" "$WORK/$run.json")
   "$BIN/weft-sim" --policy "$policy" --workloads "$WORK/$mode/sim.csv" --nodes "$NODES" \
     --gpus-per-node 1 --interval 1 --restart-delay "$delay" --out "$WORK/sim-$policy-$mode" -q \
     >"$WORK/$run.sim.json"
+  # And as before: every job linear in its learners, every (re)allocation the restart delay.
+  cut -d, -f1-7 "$WORK/$mode/sim.csv" >"$WORK/$mode/sim-linear.csv"
+  "$BIN/weft-sim" --policy "$policy" --workloads "$WORK/$mode/sim-linear.csv" --nodes "$NODES" \
+    --gpus-per-node 1 --interval 1 --restart-delay "$delay" --out "$WORK/sim-linear-$policy-$mode" -q \
+    >"$WORK/$run.sim-linear.json"
 done
 
 python3 - "$WORK" $RUNS <<'PY'
@@ -212,17 +255,23 @@ for run in runs:
     s["sim_mean_jct_s"] = sim["mean_jct"]; s["sim_makespan_s"] = sim["mean_makespan"]
     s["sim_mean_jct_error"] = sim["mean_jct"] / s["mean_jct_s"] - 1
     s["sim_makespan_error"] = sim["mean_makespan"] / s["makespan_s"] - 1
+    lin = json.load(open(f"{work}/{run}.sim-linear.json"))
+    s["sim_linear_mean_jct_s"] = lin["mean_jct"]; s["sim_linear_makespan_s"] = lin["mean_makespan"]
+    s["sim_linear_mean_jct_error"] = lin["mean_jct"] / s["mean_jct_s"] - 1
     out[run] = s
     f = lambda x, w=6, p=1: f"{x:{w}.{p}f}" if x is not None else f"{'-':>{w}s}"
     print(f"{run:20s} {f(s['mean_jct_s'],9)} {f(s['p95_jct_s'],8)} {f(s['mean_time_to_deliver_s'],8)} "
           f"{f(s['makespan_s'],9)} {f(s['allocated_cpu_s'],11)} {f(s['busy_over_allocated'],6,2)} "
           f"{s['resizes']:7d} {f(s['mean_resize_stall_s'],6,2)} {f(s['mean_resize_latency_s'],7,2)} {s['preemptions']:7d} "
           f"{f(s['mean_preemption_cost_s'],6,1)} {s['mean_accuracy']:8.4f}")
-print(f"\nweft-sim's prediction of each run (its profiled jobs, 1 s rounds, the run's start cost):")
+print(f"\nweft-sim's prediction of each run (its profiled jobs at the throughput measured per world "
+      f"size and the profiles' start and resize costs, 1 s rounds; 'linear': every job linear in "
+      f"its learners, each (re)allocation the run's mean start):")
 for run, s in out.items():
     print(f"{run:20s} mean JCT {s['sim_mean_jct_s']:7.1f} s (live {s['mean_jct_s']:7.1f}, error "
-          f"{100 * s['sim_mean_jct_error']:+5.1f} %), makespan {s['sim_makespan_s']:6.0f} s (live "
-          f"{s['makespan_s']:6.0f}, {100 * s['sim_makespan_error']:+5.1f} %)")
+          f"{100 * s['sim_mean_jct_error']:+5.1f} %; linear {s['sim_linear_mean_jct_s']:7.1f}, "
+          f"{100 * s['sim_linear_mean_jct_error']:+5.1f} %), makespan {s['sim_makespan_s']:6.0f} s "
+          f"(live {s['makespan_s']:6.0f}, {100 * s['sim_makespan_error']:+5.1f} %)")
 live_order = sorted(out, key=lambda r: out[r]["mean_jct_s"])
 sim_order = sorted(out, key=lambda r: out[r]["sim_mean_jct_s"])
 print("order by mean JCT, live:", " < ".join(live_order))

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
@@ -51,6 +52,9 @@ absl::Status CheckOptions(const ReplayOptions& o) {
     return bad("data", "train_samples, test_samples and batch_size must be >= 1");
   }
   if (!(o.cpus > 0)) return bad("cpus", "must be > 0");
+  if (std::isnan(o.resize_seconds) || o.resize_seconds > 3600) {
+    return bad("resize_seconds", "must be at most 3600 (negative: weft-sim's restart delay)");
+  }
   for (const auto& [model, p] : o.profiles) {
     if (!(p.epoch_seconds > 0)) return bad(absl::StrCat(model, ".epoch_seconds"), "must be > 0");
     if (static_cast<int>(p.accuracy.size()) < o.max_epochs) {
@@ -153,18 +157,63 @@ absl::StatusOr<std::map<std::string, ModelProfile>> ParseProfiles(const nlohmann
       }
       p.accuracy.push_back(a.get<double>());
     }
+    if (v.contains("epoch_seconds_by_learners")) {
+      const nlohmann::json& by = v["epoch_seconds_by_learners"];
+      const std::string bad_by = absl::StrCat(field, ".epoch_seconds_by_learners");
+      if (!by.is_object()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(bad_by, ": must be an object of learners to seconds"));
+      }
+      for (const auto& [learners, seconds] : by.items()) {
+        int n = 0;
+        if (!absl::SimpleAtoi(learners, &n) || n < 1 || n > 1024 || !seconds.is_number() ||
+            !(seconds.get<double>() > 0) || !std::isfinite(seconds.get<double>())) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              bad_by, ".", learners, ": needs learners from 1 to 1024 and seconds > 0"));
+        }
+        p.by_learners.emplace_back(n, seconds.get<double>());
+      }
+      std::sort(p.by_learners.begin(), p.by_learners.end());  // JSON's keys sort as text
+    }
+    if (v.contains("start_seconds")) {
+      const nlohmann::json& start = v["start_seconds"];
+      if (!start.is_number() || !(start.get<double>() >= 0) || start.get<double>() > 3600) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(field, ".start_seconds: must be a number of seconds in [0, 3600]"));
+      }
+      p.start_seconds = start.get<double>();
+    }
     out[model] = std::move(p);
   }
   return out;
 }
 
 std::string SimCsv(const std::vector<ReplayJob>& plan, const ReplayOptions& o) {
-  std::string out =
-      "name,time,min_learners,max_learners,epochs,deliver_epochs,learner_seconds_per_epoch\n";
+  bool by_learners = false, costs = false;
   for (const ReplayJob& j : plan) {
-    absl::StrAppendFormat(&out, "%s,%.3f,%d,%d,%d,%d,%.4f\n", j.name, j.submit_s, j.min_learners,
-                          j.max_learners, j.epochs, j.deliver_epoch,
-                          o.profiles.at(j.model).epoch_seconds);
+    by_learners |= !o.profiles.at(j.model).by_learners.empty();
+    costs |= o.profiles.at(j.model).start_seconds >= 0;
+  }
+  std::string out =
+      "name,time,min_learners,max_learners,epochs,deliver_epochs,learner_seconds_per_epoch";
+  if (by_learners) out += ",learner_seconds_by_learners";
+  out += costs ? ",start_seconds,resize_seconds\n" : "\n";
+  for (const ReplayJob& j : plan) {
+    const ModelProfile& p = o.profiles.at(j.model);
+    absl::StrAppendFormat(&out, "%s,%.3f,%d,%d,%d,%d,%.4f", j.name, j.submit_s, j.min_learners,
+                          j.max_learners, j.epochs, j.deliver_epoch, p.epoch_seconds);
+    if (by_learners) {
+      out += ',';
+      for (size_t k = 0; k < p.by_learners.size(); ++k) {
+        absl::StrAppendFormat(&out, "%s%d:%.4f", k == 0 ? "" : " ", p.by_learners[k].first,
+                              p.by_learners[k].second);
+      }
+    }
+    if (costs) {  // an empty field: weft-sim's restart delay
+      out += p.start_seconds >= 0 ? absl::StrFormat(",%.3f", p.start_seconds) : ",";
+      out += o.resize_seconds >= 0 ? absl::StrFormat(",%.3f", o.resize_seconds) : ",";
+    }
+    out += '\n';
   }
   return out;
 }

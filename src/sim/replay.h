@@ -21,6 +21,13 @@ namespace weft::sim {
 struct ModelProfile {
   double epoch_seconds = 0;      // seconds per epoch on one learner, evaluation included, > 0
   std::vector<double> accuracy;  // test accuracy after epoch 1, 2, …; at least max_epochs values
+  // Learner-seconds per epoch measured at some world sizes, (learners, seconds) by learners
+  // ascending; empty when only `epoch_seconds` was (weft-sim then scales the job linearly).
+  std::vector<std::pair<int, double>> by_learners;
+  // Seconds a job of this model holds its learners without training, from its placement to its
+  // first step and from its last epoch to its end (the container, the data set, the final
+  // model); negative when not measured (weft-sim then charges its restart delay).
+  double start_seconds = -1;
 };
 
 struct ReplayOptions {
@@ -36,6 +43,9 @@ struct ReplayOptions {
   int train_samples = 6000, test_samples = 1000, batch_size = 64;
   double cpus = 1;  // per learner (resources.cpus), > 0
   uint64_t seed = 1;
+  // The progress an in-place resize of an elastic job costs, in seconds of its training (the
+  // learners' stall, measured live at 0.02–0.11 s); negative: weft-sim's restart delay.
+  double resize_seconds = 0.1;
   // The live model of each application; an application missing here gets "mlp". Defaults:
   // the image applications (cifar10, imagenet, yolov3) train the CNN.
   std::map<std::string, std::string> model_of_app = {
@@ -72,12 +82,16 @@ absl::StatusOr<double> IdealSeconds(const AppTrace& app, int batch_size, int rep
 absl::StatusOr<std::vector<ReplayJob>> PlanReplay(const Workload& w, AppCatalog& apps,
                                                   const ReplayOptions& o);
 
-// Reads profiles from JSON {"cnn": {"epoch_seconds": s, "accuracy": [a1, …]}, …};
-// InvalidArgument naming the field otherwise.
+// Reads profiles from JSON {"cnn": {"epoch_seconds": s, "accuracy": [a1, …],
+// "epoch_seconds_by_learners": {"1": s1, "2": s2, …}, "start_seconds": s}, …} (the last two are
+// optional: learner-seconds per epoch at each world size measured, and ModelProfile's
+// start_seconds); InvalidArgument naming the field otherwise.
 absl::StatusOr<std::map<std::string, ModelProfile>> ParseProfiles(const nlohmann::json& j);
 
 // The plan as weft-sim's profiled jobs (sim/workload.h), one CSV row per job: the live arrival,
-// the learners, the budget, the deliver epoch and the profile's learner-seconds per epoch.
+// the learners, the budget, the deliver epoch and the profile's learner-seconds per epoch (and,
+// when a profile was measured at several world sizes, learner_seconds_by_learners for every row;
+// when one has start_seconds, start_seconds and resize_seconds for every row).
 std::string SimCsv(const std::vector<ReplayJob>& plan, const ReplayOptions& o);
 
 // The plan as JSON: the options and, per job, every field but the manifest.

@@ -27,7 +27,7 @@ class SimJob : public scheduler::JobModel {
          double deliver_fraction)
       : spec_(spec), app_(app) {
     if (app_ == nullptr && spec.learner_seconds_per_epoch > 0) {  // a live replay's job
-      per_learner_rate_ = 1.0 / spec.learner_seconds_per_epoch;
+      profiled_ = true;
       remaining_ = spec.epochs;
       deliver_progress_ = spec.deliver_epochs;
       min_ = spec.min_replicas;
@@ -103,8 +103,11 @@ class SimJob : public scheduler::JobModel {
   }
   int restarts() const { return std::max(restarts_, 0); }
 
-  // Apply a new allocation at time `now` (SIM-MODEL.md §1 "Reallocate").
-  void Reallocate(std::vector<int> alloc, double now, int restart_delay_s) {
+  // Apply a new allocation at time `now` (SIM-MODEL.md §1 "Reallocate"): no progress for
+  // `restart_delay_s` after it, or for a profiled job its measured cost — of a start, or of an
+  // in-place resize when an elastic one goes on from running learners, as weftd resizes it.
+  void Reallocate(std::vector<int> alloc, double now, double restart_delay_s) {
+    const bool in_place = profiled() && !alloc_.empty() && !alloc.empty() && min_ < max_;
     alloc_ = std::move(alloc);
     placement_.clear();
     for (size_t i = 0; i < alloc_.size(); ++i) {
@@ -122,6 +125,8 @@ class SimJob : public scheduler::JobModel {
       ++restarts_;
     }
     restore_s_ = restart_delay_s;
+    if (profiled() && in_place && spec_.resize_seconds >= 0) restore_s_ = spec_.resize_seconds;
+    if (profiled() && !in_place && spec_.start_seconds >= 0) restore_s_ = spec_.start_seconds;
     UpdateBatch();
   }
 
@@ -136,7 +141,7 @@ class SimJob : public scheduler::JobModel {
     restore_s_ -= d;
     seconds -= d;
     if (app_ == nullptr) {  // a duration job (work in seconds) or a profiled one (in epochs)
-      const double rate = profiled() ? gpus * per_learner_rate_ : 1.0;
+      const double rate = profiled() ? ProfiledRate(gpus) : 1.0;
       const double run = std::min(seconds, remaining_ / rate);
       if (profiled()) NoteDelivery(progress_ + rate * run, clock, rate);
       progress_ += rate * run;
@@ -178,7 +183,7 @@ class SimJob : public scheduler::JobModel {
   double StepSeconds(const NodeCounts& placement) const override {
     if (app_ == nullptr) {
       const double r = std::max(1, Sum(placement));
-      return profiled() ? 1.0 / (r * per_learner_rate_) : 1.0 / r;
+      return profiled() ? 1.0 / ProfiledRate(r) : 1.0 / r;
     }
     int r = Sum(placement);
     BatchConfig c = app_->FixedBatch(spec_.batch_size, r, /*force_accum_single=*/true);
@@ -206,7 +211,7 @@ class SimJob : public scheduler::JobModel {
   double Goodput(const NodeCounts& placement) const override {
     int r = Sum(placement);
     if (r == 0) return 0;
-    if (app_ == nullptr) return profiled() ? r * per_learner_rate_ : r;
+    if (app_ == nullptr) return profiled() ? ProfiledRate(r) : r;
     uint64_t key = (static_cast<uint64_t>(CanonicalPlacementId(placement)) << 8) |
                    static_cast<uint64_t>(epoch_);
     auto it = goodput_cache_.find(key);
@@ -222,7 +227,11 @@ class SimJob : public scheduler::JobModel {
   }
 
  private:
-  bool profiled() const { return per_learner_rate_ > 0; }
+  bool profiled() const { return profiled_; }
+  // A profiled job's epochs per second on `learners` learners, as its profile measured them.
+  double ProfiledRate(int learners) const {
+    return learners / spec_.LearnerSecondsPerEpoch(learners);
+  }
   int EndEpoch() const {
     return budget_epochs_ > 0 ? std::min(budget_epochs_, app_->max_epochs()) : app_->max_epochs();
   }
@@ -264,9 +273,9 @@ class SimJob : public scheduler::JobModel {
   double deliver_progress_ = 0;  // AppTrace::Targets::deliver_progress
   double deliver_s_ = -1;        // when progress_ reached it
   int epoch_ = 0;
-  int budget_epochs_ = 0;        // 0: the app's E
-  double remaining_ = 0;         // duration jobs: seconds; profiled jobs: epochs
-  double per_learner_rate_ = 0;  // profiled jobs: epochs per second of one learner
+  int budget_epochs_ = 0;  // 0: the app's E
+  double remaining_ = 0;   // duration jobs: seconds; profiled jobs: epochs
+  bool profiled_ = false;  // a live replay's job: spec_'s learner-seconds per epoch
   double attained_ = 0;
   int restarts_ = -1;  // -1 until the first allocation
   double start_s_ = -1;

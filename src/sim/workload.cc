@@ -4,11 +4,13 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cmath>
 #include <ctime>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "sim/csv.h"
 
 namespace weft::sim {
@@ -27,6 +29,27 @@ std::string Stem(const std::string& path) {
   std::string f = path.substr(path.find_last_of('/') + 1);
   if (absl::EndsWith(f, ".csv")) f.resize(f.size() - 4);
   return f;
+}
+
+// A profiled job's learner-seconds per epoch by world size, "1:20.5 2:21.3 4:24.0": learners
+// ascending, each a positive integer, each time > 0.
+absl::StatusOr<std::vector<std::pair<int, double>>> ParseByLearners(const std::string& text,
+                                                                    const std::string& where) {
+  std::vector<std::pair<int, double>> out;
+  for (absl::string_view item : absl::StrSplit(text, ' ', absl::SkipEmpty())) {
+    const size_t colon = item.find(':');
+    int learners = 0;
+    double seconds = 0;
+    if (colon == absl::string_view::npos || !absl::SimpleAtoi(item.substr(0, colon), &learners) ||
+        !absl::SimpleAtod(item.substr(colon + 1), &seconds) || learners < 1 || !(seconds > 0) ||
+        !std::isfinite(seconds) || (!out.empty() && learners <= out.back().first)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, " learner_seconds_by_learners: '", item,
+          "' is not LEARNERS:SECONDS (learners ascending, each a positive integer; seconds > 0)"));
+    }
+    out.emplace_back(learners, seconds);
+  }
+  return out;
 }
 
 // A live replay's jobs (sim/replay.h), one per row.
@@ -49,6 +72,8 @@ absl::Status ReadProfiledJobs(const CsvTable& t, const std::string& path, Worklo
     }
   }
   w->profiled_jobs = true;
+  const int by_learners = t.Column("learner_seconds_by_learners");
+  const int start_cost = t.Column("start_seconds"), resize_cost = t.Column("resize_seconds");
   for (size_t i = 0; i < t.rows.size(); ++i) {
     const auto& r = t.rows[i];
     const std::string where = absl::StrCat(path, ":", i + 2);
@@ -77,12 +102,42 @@ absl::Status ReadProfiledJobs(const CsvTable& t, const std::string& path, Worklo
       return absl::InvalidArgumentError(
           where + ": epochs and learner_seconds_per_epoch must be > 0, deliver_epochs >= 0");
     }
+    if (by_learners >= 0) {
+      auto measured = ParseByLearners(r[by_learners], where);
+      if (!measured.ok()) return measured.status();
+      j.learner_seconds_by_learners = *std::move(measured);
+    }
+    for (auto [column, cost] :
+         {std::pair{start_cost, &j.start_seconds}, std::pair{resize_cost, &j.resize_seconds}}) {
+      if (column < 0 || r[column].empty()) continue;
+      auto n = ParseNumber(r[column], absl::StrCat(where, " ", t.header[column]));
+      if (!n.ok()) return n.status();
+      if (!(*n >= 0) || *n > 3600) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, " ", t.header[column], ": must be in [0, 3600] seconds"));
+      }
+      *cost = *n;
+    }
     w->jobs.push_back(std::move(j));
   }
   return absl::OkStatus();
 }
 
 }  // namespace
+
+double WorkloadJob::LearnerSecondsPerEpoch(int learners) const {
+  const auto& m = learner_seconds_by_learners;
+  if (m.empty()) return learner_seconds_per_epoch;
+  if (learners <= m.front().first) return m.front().second;
+  for (size_t k = 1; k < m.size(); ++k) {
+    if (learners <= m[k].first) {
+      const double f = static_cast<double>(learners - m[k - 1].first) /
+                       static_cast<double>(m[k].first - m[k - 1].first);
+      return m[k - 1].second + f * (m[k].second - m[k - 1].second);
+    }
+  }
+  return m.back().second;
+}
 
 absl::StatusOr<Workload> ReadWorkload(const std::string& path, int* skipped) {
   auto t = ReadCsv(path);

@@ -29,6 +29,19 @@ struct WorkloadJob {
   double epochs = 0;
   double deliver_epochs = 0;
   double learner_seconds_per_epoch = 0;
+  // Profiled jobs measured at several world sizes: (learners, learner-seconds per epoch), by
+  // learners ascending. Empty: `learner_seconds_per_epoch` at every size (linear scaling).
+  std::vector<std::pair<int, double>> learner_seconds_by_learners;
+  // Profiled jobs' measured costs, in seconds without progress: of a start (placement to
+  // training, and the end: the last epoch to the nodes freed), and of an in-place resize of an
+  // elastic job (the learners' stall). Negative: the simulator's restart delay for both.
+  double start_seconds = -1;
+  double resize_seconds = -1;
+
+  // A profiled job's learner-seconds per epoch on `learners` learners: linear between the two
+  // measured world sizes around it, the nearest measured one outside them, and
+  // learner_seconds_per_epoch when none was measured.
+  double LearnerSecondsPerEpoch(int learners) const;
 };
 
 struct Workload {
@@ -42,7 +55,8 @@ struct Workload {
 
 // Reads one workload file, recognising the format by its header: a Pollux workload, a Philly log
 // or a live replay's profiled jobs (name,time,min_learners,max_learners,epochs,deliver_epochs,
-// learner_seconds_per_epoch; weft-replay writes it as sim.csv). Philly timestamps
+// learner_seconds_per_epoch and, optionally, learner_seconds_by_learners as "1:20.5 2:21.3
+// 4:24.0"; weft-replay writes it as sim.csv). Philly timestamps
 // ("2017-10-09 07:01:55", UTC) become seconds after the earliest; jobs asking for no GPUs or
 // without a duration are skipped (counted in *skipped). InvalidArgument naming the file and
 // line on malformed rows.

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <fstream>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "job/job_spec.h"
@@ -49,8 +50,8 @@ ReplayOptions Options() {
   o.work_scale = 0.01;
   o.learner_cap = 4;
   o.max_epochs = 6;
-  o.profiles["cnn"] = {30.0, {0.70, 0.78, 0.81, 0.83, 0.84, 0.85}};
-  o.profiles["mlp"] = {2.0, {0.75, 0.80, 0.82, 0.83, 0.84, 0.845}};
+  o.profiles["cnn"] = {30.0, {0.70, 0.78, 0.81, 0.83, 0.84, 0.85}, {}, -1};
+  o.profiles["mlp"] = {2.0, {0.75, 0.80, 0.82, 0.83, 0.84, 0.845}, {}, -1};
   return o;
 }
 
@@ -235,6 +236,34 @@ TEST(ReplayTest, ProfilesParseFromJsonAndBadOnesNameTheField) {
           .status()
           .message(),
       HasSubstr("profiles.mlp.accuracy"));
+  // Measured at several world sizes: sorted by learners (JSON's keys sort as text: "12" < "2").
+  auto by = ParseProfiles(nlohmann::json::parse(
+      R"({"mlp": {"epoch_seconds": 3, "accuracy": [0.8],
+                  "epoch_seconds_by_learners": {"12": 4.0, "2": 2.5, "1": 2.0}}})"));
+  ASSERT_TRUE(by.ok()) << by.status();
+  EXPECT_EQ(by->at("mlp").by_learners,
+            (std::vector<std::pair<int, double>>{{1, 2.0}, {2, 2.5}, {12, 4.0}}));
+  EXPECT_DOUBLE_EQ(by->at("mlp").start_seconds, -1);  // not measured
+  auto started = ParseProfiles(nlohmann::json::parse(
+      R"({"mlp": {"epoch_seconds": 3, "accuracy": [0.8], "start_seconds": 1.5}})"));
+  ASSERT_TRUE(started.ok()) << started.status();
+  EXPECT_DOUBLE_EQ(started->at("mlp").start_seconds, 1.5);
+  EXPECT_THAT(ParseProfiles(nlohmann::json::parse(
+                                R"({"mlp": {"epoch_seconds": 3, "accuracy": [0.8],
+                                            "start_seconds": -2}})"))
+                  .status()
+                  .message(),
+              HasSubstr("profiles.mlp.start_seconds"));
+  for (const char* bad : {R"([1, 2])", R"({"0": 2})", R"({"two": 2})", R"({"2": -1})"}) {
+    EXPECT_THAT(ParseProfiles(nlohmann::json::parse(
+                                  absl::StrCat(R"({"mlp": {"epoch_seconds": 1, "accuracy": [0.8],
+                                                "epoch_seconds_by_learners": )",
+                                               bad, "}}")))
+                    .status()
+                    .message(),
+                HasSubstr("profiles.mlp.epoch_seconds_by_learners"))
+        << bad;
+  }
   ReplayOptions o = Options();
   o.profiles["mlp"].epoch_seconds = 0;
   Workload none;
@@ -279,6 +308,16 @@ SimResult SimulateProfiled(const std::string& csv, const std::string& policy, in
 constexpr char kHeader[] =
     "name,time,min_learners,max_learners,epochs,deliver_epochs,learner_seconds_per_epoch\n";
 
+// Each of `rows` under `header` is refused, naming the file and its line.
+void ExpectRefusedNamingTheLine(const std::string& header, std::vector<std::string> rows) {
+  for (const std::string& row : rows) {
+    TempCsv file(header + row + "\n");
+    auto w = ReadWorkload(file.path());
+    ASSERT_FALSE(w.ok()) << row;
+    EXPECT_THAT(w.status().message(), HasSubstr(file.path() + ":2")) << row;
+  }
+}
+
 TEST(ReplayTest, ThePlanIsWeftSimsProfiledWorkload) {
   WEFT_REQUIRE_TRACES();
   AppCatalog apps(AppTraces());
@@ -304,6 +343,46 @@ TEST(ReplayTest, ThePlanIsWeftSimsProfiledWorkload) {
   }
 }
 
+// A profile measured at several world sizes reaches weft-sim: every row carries it (an MLP row
+// none, as its model has none), and the jobs' learner-seconds per epoch follow it.
+TEST(ReplayTest, AProfileMeasuredAtSeveralWorldSizesIsThePlansScaling) {
+  WEFT_REQUIRE_TRACES();
+  AppCatalog apps(AppTraces());
+  ReplayOptions o = ElasticThree();
+  o.profiles["cnn"].by_learners = {{1, 24.0}, {2, 27.0}, {4, 36.0}};
+  auto plan = PlanReplay(ThreeJobs(), apps, o);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const std::string csv = SimCsv(*plan, o);
+  EXPECT_THAT(csv, HasSubstr(",learner_seconds_by_learners\n"));
+  TempCsv file(csv);
+  auto w = ReadWorkload(file.path());
+  ASSERT_TRUE(w.ok()) << w.status();
+  int cnn = 0;
+  for (size_t i = 0; i < plan->size(); ++i) {
+    const WorkloadJob& s = w->jobs[i];
+    if ((*plan)[i].model == "cnn") {
+      ++cnn;
+      EXPECT_DOUBLE_EQ(s.LearnerSecondsPerEpoch(1), 24.0);
+      EXPECT_DOUBLE_EQ(s.LearnerSecondsPerEpoch(3), 31.5);  // between 2 and 4
+      EXPECT_DOUBLE_EQ(s.LearnerSecondsPerEpoch(8), 36.0);  // the largest measured
+    } else {
+      EXPECT_TRUE(s.learner_seconds_by_learners.empty());
+      EXPECT_DOUBLE_EQ(s.LearnerSecondsPerEpoch(3), s.learner_seconds_per_epoch);
+    }
+  }
+  EXPECT_GT(cnn, 0);
+  // A measured start cost adds it, and the plan's resize cost, to every row.
+  o.profiles["cnn"].start_seconds = 2.5;
+  o.resize_seconds = 0.1;
+  TempCsv costed(SimCsv(*plan, o));
+  auto c = ReadWorkload(costed.path());
+  ASSERT_TRUE(c.ok()) << c.status();
+  for (size_t i = 0; i < plan->size(); ++i) {
+    EXPECT_DOUBLE_EQ(c->jobs[i].start_seconds, (*plan)[i].model == "cnn" ? 2.5 : -1);
+    EXPECT_DOUBLE_EQ(c->jobs[i].resize_seconds, 0.1);
+  }
+}
+
 // 10 epochs of 8 learner-seconds on a gang of 4: 20 s; the deliver target after epoch 4, at 8 s.
 TEST(ReplayTest, AProfiledGangTrainsItsEpochsAtItsLearnersRate) {
   SimResult r = SimulateProfiled(std::string(kHeader) + "gang,0,4,4,10,4,8\n", "fifo", 4);
@@ -311,6 +390,39 @@ TEST(ReplayTest, AProfiledGangTrainsItsEpochsAtItsLearnersRate) {
   EXPECT_NEAR(r.jobs[0].jct_s, 20, 1.0);
   EXPECT_NEAR(r.jobs[0].time_to_deliver_s, 8, 1.0);
   EXPECT_NEAR(r.jobs[0].gpu_seconds, 80, 4.0);  // 4 learners × 20 s
+}
+
+// The same gang when 4 learners spend 16 learner-seconds on an epoch (1 learner 8): 40 s.
+TEST(ReplayTest, AProfiledGangThatScalesSublinearlyTrainsAtItsMeasuredRate) {
+  const std::string header =
+      std::string(kHeader).insert(sizeof(kHeader) - 2, ",learner_seconds_by_learners");
+  SimResult r = SimulateProfiled(header + "gang,0,4,4,10,4,8,1:8 4:16\n", "fifo", 4);
+  ASSERT_EQ(r.jobs.size(), 1u);
+  EXPECT_NEAR(r.jobs[0].jct_s, 40, 1.0);
+  EXPECT_NEAR(r.jobs[0].time_to_deliver_s, 16, 1.0);
+}
+
+// A profiled job's own start cost replaces the restart delay (0 here): the gang's 20 s and 3 s
+// to start. An elastic job shrunk for a newcomer and grown back in place pays its resize cost
+// each time, not another start.
+TEST(ReplayTest, AProfiledJobPaysItsMeasuredStartAndResizeCosts) {
+  const std::string header =
+      std::string(kHeader).insert(sizeof(kHeader) - 2, ",start_seconds,resize_seconds");
+  SimResult gang = SimulateProfiled(header + "gang,0,4,4,10,4,8,3,0.1\n", "fifo", 4);
+  ASSERT_EQ(gang.jobs.size(), 1u);
+  EXPECT_NEAR(gang.jobs[0].jct_s, 23, 1.0);
+  SimResult cheap =
+      SimulateProfiled(header + "e,0,1,4,10,4,8,3,0.1\nnewcomer,5,1,4,2,1,8,3,0.1\n", "goodput", 4);
+  SimResult costly =
+      SimulateProfiled(header + "e,0,1,4,10,4,8,3,3\nnewcomer,5,1,4,2,1,8,3,3\n", "goodput", 4);
+  ASSERT_EQ(cheap.jobs.size(), 2u);
+  ASSERT_EQ(costly.jobs.size(), 2u);
+  EXPECT_GE(cheap.jobs[0].jct_s, 23);
+  EXPECT_GE(cheap.jobs[0].restarts, 1);
+  EXPECT_LT(cheap.jobs[0].jct_s, costly.jobs[0].jct_s - 2);
+  // An empty field is the restart delay; a bad one names the line and the column.
+  EXPECT_EQ(SimulateProfiled(header + "gang,0,4,4,10,4,8,,\n", "fifo", 4).jobs.size(), 1u);
+  ExpectRefusedNamingTheLine(header, {"x,0,4,4,10,4,8,-1,0", "x,0,4,4,10,4,8,3,soon"});
 }
 
 // Alone on 4 nodes an elastic profiled job grows to its maximum under goodput (the resize pays:
@@ -339,13 +451,12 @@ TEST(ReplayTest, ElasticProfiledJobsShareTheClusterUnderFairShare) {
 }
 
 TEST(ReplayTest, ABadProfiledRowIsRefusedNamingTheLine) {
-  for (const char* row : {"x,0,0,4,10,4,8", "x,0,4,2,10,4,8", "x,0,1,4,0,4,8", "x,0,1,4,10,4,0",
-                          "x,0,1.5,4,10,4,8", "x,zero,1,4,10,4,8"}) {
-    TempCsv file(std::string(kHeader) + row + "\n");
-    auto w = ReadWorkload(file.path());
-    ASSERT_FALSE(w.ok()) << row;
-    EXPECT_THAT(w.status().message(), HasSubstr(file.path() + ":2")) << row;
-  }
+  ExpectRefusedNamingTheLine(kHeader, {"x,0,0,4,10,4,8", "x,0,4,2,10,4,8", "x,0,1,4,0,4,8",
+                                       "x,0,1,4,10,4,0", "x,0,1.5,4,10,4,8", "x,zero,1,4,10,4,8"});
+  ExpectRefusedNamingTheLine(
+      std::string(kHeader).insert(sizeof(kHeader) - 2, ",learner_seconds_by_learners"),
+      {"x,0,1,4,10,4,8,1:8 1:9", "x,0,1,4,10,4,8,4:8 2:9", "x,0,1,4,10,4,8,0:8",
+       "x,0,1,4,10,4,8,2:-1", "x,0,1,4,10,4,8,2=8"});
 }
 
 }  // namespace
