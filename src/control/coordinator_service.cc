@@ -6,6 +6,7 @@
 #include "common/logging.h"
 #include "common/metrics.h"
 #include "common/text.h"
+#include "job/job_spec.h"
 
 namespace weft {
 namespace {
@@ -200,6 +201,8 @@ grpc::Status CoordinatorService::ReportMetrics(grpc::ServerContext* ctx,
     m.samples_per_s = p.samples_per_s();
     if (p.has_test_accuracy()) m.test_accuracy = p.test_accuracy();
     if (p.has_test_loss()) m.test_loss = p.test_loss();
+    // Reported by the learner: a size no job can have is taken as not said.
+    if (p.world_size() >= 1 && p.world_size() <= kMaxLearners) m.world_size = p.world_size();
     points.push_back(m);
   }
   const auto& id = req->learner();

@@ -21,7 +21,9 @@ double SamplesAt(const MetricRecord& point, const JobProgress& progress, int bat
 void Feed(scheduler::LiveJobModel& m, const std::vector<MetricRecord>& points,
           const JobProgress& progress, int batch, int world) {
   for (const MetricRecord& p : points) {
-    if (p.samples_per_s > 0) m.ObserveThroughput(world, p.samples_per_s);
+    if (p.samples_per_s > 0) {
+      m.ObserveThroughput(p.world_size > 0 ? p.world_size : world, p.samples_per_s);
+    }
     if (p.test_accuracy) m.ObserveMetric(SamplesAt(p, progress, batch, world), *p.test_accuracy);
   }
   if (progress.steps_total > 0)

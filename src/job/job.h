@@ -173,6 +173,9 @@ struct MetricRecord {
   double samples_per_s = 0;
   std::optional<double> test_accuracy;  // set on evaluation points, in [0, 1]
   std::optional<double> test_loss;
+  // The learners samples_per_s was measured at, as the learner reported it (bounded to
+  // [1, kMaxLearners]); 0 when it did not say: the job's current world size stands in.
+  int world_size = 0;
 };
 
 // A model file the learner made durable. At most one per (job, kind).

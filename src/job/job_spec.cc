@@ -19,8 +19,6 @@ namespace {
 
 using namespace spec_internal;  // NOLINT(google-build-using-namespace): this file's own tools
 
-constexpr int kMaxLearners = 1024;
-
 void ReadModel(FieldReader& r, const YAML::Node& n, JobSpec* spec) {
   if (!n) {
     r.Error("model", "is required (e.g. model: {architecture: cnn})");

@@ -82,6 +82,9 @@ struct TrainingSpec {
   PsSpec ps;
 };
 
+// The most learners a job may ask for (resources.learners, or its max).
+inline constexpr int kMaxLearners = 1024;
+
 struct ResourceSpec {
   // A fixed gang: `learners` processes, all or none. An elastic job (manifest
   // `learners: {min: M, max: N}`): `min_learners` = M to `learners` = N, as many as the scheduler

@@ -256,9 +256,11 @@ ALTER TABLE jobs ADD COLUMN gpu_ms {int} NOT NULL DEFAULT 0;
 ALTER TABLE tenants ADD COLUMN deleted_jobs_gpu_ms {int} NOT NULL DEFAULT 0;
 )sql"},
     // Learner time: a job's learners that have left it (JobRecord::learner_ms), the service it
-    // attained before its current learners.
+    // attained before its current learners; and the world size a metric point's throughput was
+    // measured at (MetricRecord::world_size).
     Change{14, 7, R"sql(
 ALTER TABLE jobs ADD COLUMN learner_ms {int} NOT NULL DEFAULT 0;
+ALTER TABLE metrics ADD COLUMN world_size {int} NOT NULL DEFAULT 0;
 )sql"},
 };
 

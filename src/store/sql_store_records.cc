@@ -22,10 +22,10 @@ StateEvent ReadEvent(const sql::Row& row) {
 }
 
 MetricRecord ReadMetric(const sql::Row& row) {
-  return {row.Int(0),    static_cast<int>(row.Int(1)),
-          row.Int(2),    row.Real(3),
-          row.Real(4),   row.OptReal(5),
-          row.OptReal(6)};
+  return {row.Int(0),     static_cast<int>(row.Int(1)),
+          row.Int(2),     row.Real(3),
+          row.Real(4),    row.OptReal(5),
+          row.OptReal(6), static_cast<int>(row.Int(7))};
 }
 
 ModelRecord ReadModel(const sql::Row& row) {
@@ -41,8 +41,9 @@ constexpr char kSelectHistory[] =
     "SELECT seq, time_ms, from_state, to_state, reason FROM job_events WHERE job_id=$1 "
     "ORDER BY seq";
 constexpr char kSelectMetrics[] =
-    "SELECT step, epoch, wall_time_ms, train_loss, samples_per_s, test_accuracy, test_loss "
-    "FROM (SELECT * FROM metrics WHERE job_id=$1 ORDER BY seq DESC LIMIT $2) m ORDER BY seq";
+    "SELECT step, epoch, wall_time_ms, train_loss, samples_per_s, test_accuracy, test_loss, "
+    "world_size FROM (SELECT * FROM metrics WHERE job_id=$1 ORDER BY seq DESC LIMIT $2) m ORDER BY "
+    "seq";
 constexpr char kSelectModels[] =
     "SELECT kind, path, card_path, test_accuracy, epoch, step, bytes, created_ms "
     "FROM models WHERE job_id=$1 ORDER BY created_ms, kind";
@@ -97,10 +98,11 @@ absl::Status JobRecords::AppendMetrics(const std::string& id,
     for (const MetricRecord& p : points) {
       RETURN_IF_ERROR(tx.Execute("append metrics",
                                  "INSERT INTO metrics (job_id, step, epoch, wall_time_ms, "
-                                 "train_loss, samples_per_s, test_accuracy, test_loss) "
-                                 "VALUES ($1,$2,$3,$4,$5,$6,$7,$8)",
+                                 "train_loss, samples_per_s, test_accuracy, test_loss, "
+                                 "world_size) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9)",
                                  id, p.step, p.epoch, p.wall_time_ms, Kept(p.train_loss),
-                                 Kept(p.samples_per_s), Kept(p.test_accuracy), Kept(p.test_loss))
+                                 Kept(p.samples_per_s), Kept(p.test_accuracy), Kept(p.test_loss),
+                                 p.world_size)
                           .status());
     }
     return absl::OkStatus();
@@ -121,7 +123,8 @@ absl::StatusOr<JobRecordStore::MetricPage> JobRecords::MetricRange(const std::st
                          tx.Query<MetricRecord>(
                              "read metric range",
                              "SELECT step, epoch, wall_time_ms, train_loss, samples_per_s, "
-                             "test_accuracy, test_loss FROM metrics WHERE job_id=$1 ORDER BY seq "
+                             "test_accuracy, test_loss, world_size FROM metrics WHERE job_id=$1 "
+                             "ORDER BY seq "
                              "LIMIT $2 OFFSET $3",
                              ReadMetric, id, n, page.from));
         return page;

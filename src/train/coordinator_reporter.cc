@@ -199,6 +199,7 @@ bool CoordinatorReporter::Flush() {
       p->set_wall_time_ms(m.wall_time_ms);
       p->set_train_loss(m.train_loss);
       p->set_samples_per_s(m.samples_per_s);
+      p->set_world_size(m.world_size);
       if (m.test_accuracy) p->set_test_accuracy(*m.test_accuracy);
       if (m.test_loss) p->set_test_loss(*m.test_loss);
     }

@@ -202,7 +202,7 @@ absl::Status PsTrainer::LeadJob(bool* complete) {
     const double samples_per_s =
         (run_.progress().samples - last_report_samples_) / (now - run_.last_report_s());
     run_.ReportLoss(std::min(run_.progress().epoch + 1, run_.spec().training.epochs), samples_per_s,
-                    now);
+                    /*world_size=*/0, now);
     last_report_samples_ = run_.progress().samples;
   }
   const int64_t every = run_.spec().training.eval_every_steps;

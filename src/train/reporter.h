@@ -32,6 +32,7 @@ struct MetricSample {
   double samples_per_s = 0;             // training throughput since the previous sample
   std::optional<double> test_accuracy;  // set on evaluation samples, in [0, 1]
   std::optional<double> test_loss;
+  int world_size = 0;  // the learners samples_per_s was measured at; 0: not said
 };
 
 // A model file written and fsync'd by the learner.

@@ -81,7 +81,7 @@ void Trainer::ReportTraining(bool force) {
   run_.ReportLoss(
       epoch_in_progress_,
       train_seconds_since_report_ > 0 ? samples_since_report_ / train_seconds_since_report_ : 0,
-      now);
+      static_cast<int>(world()), now);
   samples_since_report_ = 0;
   train_seconds_since_report_ = 0;
 }
@@ -299,6 +299,9 @@ absl::StatusOr<LoopResult> Trainer::Run() {
     } else {
       return end.status();
     }
+    // The throughput since the last report was this generation's: reported before the world
+    // size changes, so weftd's job model never files one size's speed under another's.
+    ReportTraining(/*force=*/true);
     absl::StatusOr<bool> member = Regroup(why);
     if (!member.ok()) {
       spdlog::warn("cannot regroup in place: {}", member.status().message());

@@ -131,13 +131,14 @@ bool TrainingRun::ReportDue(double now_s, bool force) const {
   return loss_steps_ > 0 && (force || now_s - last_report_s_ >= kReportIntervalS);
 }
 
-void TrainingRun::ReportLoss(int epoch, double samples_per_s, double now_s) {
+void TrainingRun::ReportLoss(int epoch, double samples_per_s, int world_size, double now_s) {
   MetricSample m;
   m.step = progress_.step;
   m.epoch = epoch;
   m.wall_time_ms = SystemClock::Get().NowMs();
   m.train_loss = loss_steps_ > 0 ? loss_sum_ / loss_steps_ : 0;
   m.samples_per_s = samples_per_s;
+  m.world_size = world_size;
   reporter_.Report(m, progress_);
   loss_sum_ = 0;
   loss_steps_ = 0;

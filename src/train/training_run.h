@@ -94,7 +94,7 @@ class TrainingRun {
   bool ReportDue(double now_s, bool force = false) const;
   // Reports the mean training loss since the last report at `epoch` (1-based) with the
   // throughput `samples_per_s`, and starts the next interval at `now_s`.
-  void ReportLoss(int epoch, double samples_per_s, double now_s);
+  void ReportLoss(int epoch, double samples_per_s, int world_size, double now_s);
   double last_report_s() const { return last_report_s_; }
 
   // --- evaluations and the targets (TRADL) ---

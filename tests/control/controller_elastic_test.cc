@@ -15,6 +15,7 @@ namespace weft {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using Kind = RegroupDecision::Kind;
 
 constexpr char kElastic[] = R"(
@@ -106,6 +107,50 @@ class ElasticControllerTest : public ControllerTest {
 TEST_F(ElasticControllerTest, UnderTheGoodputPolicyAJobGrowsAndShrinksInPlace) {
   scheduler::GoodputPolicy goodput;
   GrowsAndShrinksInPlaceUnder(&goodput, "goodput");
+}
+
+// Between weftd's grow and the old generation's re-forming, rank 0 goes on training alone and
+// reports that generation's throughput. Filed under the two learners weftd already holds, it
+// said a second learner gains nothing, and goodput gave the learner to another job a round later
+// (seen live: grow, shrink 1.2 s later, three times in one job). Filed under the size it was
+// measured at, the grown job keeps its learner: on 4 cpus, it and a second elastic job have 2 each.
+TEST_F(ElasticControllerTest, ThroughputIsFiledUnderTheWorldSizeItWasMeasuredAt) {
+  adjust_options_ = [](ControllerOptions& o) { o.nodes[0].capacity.cpus = 4; };
+  scheduler::GoodputPolicy goodput;
+  MakeController(&goodput);
+  const std::string id = Submit(kElastic);
+  controller_->Tick();
+  ASSERT_TRUE(controller_->OnRegister(id, 0, 1, 4242, 0, {}).accepted);
+  MetricRecord m;
+  m.step = 10;
+  m.samples_per_s = 1000;
+  m.world_size = 1;
+  ASSERT_EQ(controller_->OnMetrics(id, 0, 1, {m}, JobProgress{0, 2, 10, 10000, 640}),
+            ReportAnswer::kKeepRunning);
+  const std::string wide = Submit(R"(
+name: wide
+model: {architecture: mlp}
+training: {epochs: 2}
+resources: {learners: {min: 1, max: 3}, cpus: 1, memory_mb: 1024}
+)");
+  controller_->Tick();
+  ASSERT_EQ(store_->GetJob(id)->learners.size(), 2u) << History(id);
+  ASSERT_EQ(store_->GetJob(wide)->learners.size(), 1u) << "no model of it yet: its minimum";
+  // The one-learner generation goes on until the newcomer has joined, and says so.
+  m.step = 20;
+  ASSERT_EQ(controller_->OnMetrics(id, 0, 1, {m}, JobProgress{0, 2, 20, 10000, 1280}),
+            ReportAnswer::kKeepRunning);
+  ASSERT_EQ(controller_->OnRegroup(id, 1, 1, 1)->kind, Kind::kReform);
+  ASSERT_EQ(controller_->OnRegroup(id, 0, 1, 1)->kind, Kind::kReform);
+  ASSERT_TRUE(controller_->OnRegister(id, 1, 1, 4243, 0, {}).accepted);
+  const int64_t wide_attempt = store_->GetJob(wide)->attempt;
+  ASSERT_TRUE(controller_->OnRegister(wide, 0, wide_attempt, 4244, 0, {}).accepted);
+  ASSERT_EQ(controller_->OnMetrics(wide, 0, wide_attempt, {m}, JobProgress{0, 2, 10, 10000, 640}),
+            ReportAnswer::kKeepRunning);
+  controller_->Tick();
+  EXPECT_EQ(store_->GetJob(id)->learners.size(), 2u) << History(id);
+  EXPECT_THAT(History(id), Not(HasSubstr("shrink")));
+  EXPECT_EQ(store_->GetJob(wide)->learners.size(), 2u) << History(wide);
 }
 
 TEST_F(ElasticControllerTest, UnderTheTargetsPolicyAJobGrowsAndShrinksInPlace) {

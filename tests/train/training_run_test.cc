@@ -124,7 +124,7 @@ TEST_F(TrainingRunTest, TheTrainingLossIsReportedAsTheMeanSinceTheLastReport) {
   EXPECT_TRUE(run->ReportDue(start + 0.5, /*force=*/true));
   EXPECT_TRUE(run->ReportDue(start + 1.0));
   run->progress().step = 2;
-  run->ReportLoss(1, 100, start + 1.0);
+  run->ReportLoss(1, 100, 2, start + 1.0);
   ASSERT_EQ(reporter.samples.size(), 1u);
   EXPECT_DOUBLE_EQ(reporter.samples[0].train_loss, 2.0);
   EXPECT_DOUBLE_EQ(reporter.samples[0].samples_per_s, 100);
