@@ -112,7 +112,7 @@ TEST_F(ElasticControllerTest, UnderTheGoodputPolicyAJobGrowsAndShrinksInPlace) {
 // Between weftd's grow and the old generation's re-forming, rank 0 goes on training alone and
 // reports that generation's throughput. Filed under the two learners weftd already holds, it
 // said a second learner gains nothing, and goodput gave the learner to another job a round later
-// (seen live: grow, shrink 1.2 s later, three times in one job). Filed under the size it was
+// (seen live: grow, shrink 1.2 s later, twice in one job). Filed under the size it was
 // measured at, the grown job keeps its learner: on 4 cpus, it and a second elastic job have 2 each.
 TEST_F(ElasticControllerTest, ThroughputIsFiledUnderTheWorldSizeItWasMeasuredAt) {
   adjust_options_ = [](ControllerOptions& o) { o.nodes[0].capacity.cpus = 4; };
