@@ -24,15 +24,18 @@ namespace weft::scheduler {
 //     as possible, preferring the nodes they hold. In weftd an elastic job is grown and shrunk
 //     in place (its learners stay where they are: PlaceCounts), a rigid one restarts.
 // Jobs without a model get min_learners only.
-// Shared with the targets policy, which sizes jobs the same way:
-// Tiresias' discretised least attained service (Gu et al., "Tiresias", NSDI'19, §4.2), its queues
-// spaced exponentially: the queue of a job that has attained `attained_s` learner-seconds — 0
-// below `first_s`, then one more each time the service doubles (1 from first_s, 2 from 2·first_s,
-// …). Ordering by the queue, and by submission within it, rather than by the service itself keeps
-// a job's place while it runs: with continuous service, a running job and a waiting one with a
-// little less swap places every few rounds once rounds are short (weft-sim's goodput runs of the
-// live replay restarted jobs 150–200 times each, docs/simulation.md).
+
+// Tiresias' discretised least attained service (Gu et al., "Tiresias: A GPU Cluster Manager for
+// Distributed Deep Learning", NSDI'19), its queues spaced exponentially: the queue of a job that
+// has attained `attained_s` learner-seconds — 0 below `first_s`, then one more each time the
+// service doubles (1 from first_s, 2 from 2·first_s, …). Ordering by the queue, and by submission
+// within it, rather than by the service itself keeps a job's place while it runs: with continuous
+// service, a running job and a waiting one with a little less swap places every few rounds once
+// rounds are short (weft-sim's goodput runs of the live replay restarted jobs 150–200 times each,
+// docs/simulation.md).
 int LasQueue(double attained_s, double first_s);
+
+// Shared with the targets policy, which sizes jobs the same way:
 // The most learners of the first job's shape one node holds (at least 1): how far growth looks
 // ahead, and how PackedCounts lays learners out.
 int LearnersPerNode(const ClusterSnapshot& snapshot);
