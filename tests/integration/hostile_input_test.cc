@@ -38,6 +38,17 @@ class HostileInputTest : public testing::WeftdTest {
     if (!r) return {0, json()};
     return {r->status, json::parse(r->body, nullptr, false)};
   }
+  // weftd allowing each tenant one stream, and a job that stays queued (its tenant's quota is
+  // below one learner): its id, or "" after a failure.
+  std::string StartWithOneStreamPlaceAndAQueuedJob() {
+    StartWeftd({"--follow-streams-per-tenant", "1"});
+    weftd_->ClientAs(weftd_->admin_token())
+        .Patch("/v1/tenants/default", R"({"quota": {"cpus": 0.1}})", "application/json");
+    auto [status, answer] =
+        PostManifest("name: waits\nmodel: {architecture: mlp}\ntraining: {epochs: 1}\n");
+    EXPECT_EQ(status, 201) << answer.dump(2);
+    return status == 201 ? answer.value("id", "") : "";
+  }
   // The problem the answer's details give for `field`, or "".
   static std::string ProblemOf(const json& answer, const std::string& field) {
     for (const auto& d : answer["error"].value("details", json::array())) {
@@ -362,13 +373,9 @@ TEST_F(HostileInputTest, AFullStoreAnswers507LosesNothingAndWeftdKeepsServing) {
 }
 
 TEST_F(HostileInputTest, LogStreamsAreCappedPerTenantAndTheirPlacesComeBack) {
-  StartWeftd({"--follow-streams-per-tenant", "1"});
-  weftd_->ClientAs(weftd_->admin_token())
-      .Patch("/v1/tenants/default", R"({"quota": {"cpus": 0.1}})", "application/json");
-  auto [status, answer] =
-      PostManifest("name: waits\nmodel: {architecture: mlp}\ntraining: {epochs: 1}\n");
-  ASSERT_EQ(status, 201) << answer.dump(2);
-  const std::string logs = "/v1/jobs/" + answer.value("id", "") + "/logs?follow=true";
+  const std::string id = StartWithOneStreamPlaceAndAQueuedJob();
+  ASSERT_FALSE(id.empty());
+  const std::string logs = "/v1/jobs/" + id + "/logs?follow=true";
   // One stream, held open by a job that stays queued. Its headers arrive once weftd has given
   // it its place.
   std::atomic<bool> open{false};
@@ -398,7 +405,7 @@ TEST_F(HostileInputTest, LogStreamsAreCappedPerTenantAndTheirPlacesComeBack) {
   // The admin is not counted; halting the job ends the stream and gives its place back.
   auto admin = weftd_->ClientAs(weftd_->admin_token()).Get("/v1/jobs?limit=1");
   EXPECT_EQ(admin->status, 200);
-  weftd_->Client().Post("/v1/jobs/" + answer.value("id", "") + "/halt", "", "application/json");
+  weftd_->Client().Post("/v1/jobs/" + id + "/halt", "", "application/json");
   holder.join();
   EXPECT_EQ(first_status, 200);
   auto again = weftd_->Client().Get(logs);
@@ -410,12 +417,8 @@ TEST_F(HostileInputTest, LogStreamsAreCappedPerTenantAndTheirPlacesComeBack) {
 // the next keep-alive (15 s) fails to go out: an event stream, and a followed log of a queued
 // job, which has nothing to write.
 TEST_F(HostileInputTest, AStreamItsClientLeftGivesItsPlaceBackWithinSeconds) {
-  StartWeftd({"--follow-streams-per-tenant", "1"});
-  weftd_->ClientAs(weftd_->admin_token())
-      .Patch("/v1/tenants/default", R"({"quota": {"cpus": 0.1}})", "application/json");
-  auto [status, answer] =
-      PostManifest("name: waits\nmodel: {architecture: mlp}\ntraining: {epochs: 1}\n");
-  ASSERT_EQ(status, 201) << answer.dump(2);
+  const std::string id = StartWithOneStreamPlaceAndAQueuedJob();
+  ASSERT_FALSE(id.empty());
   // Opens `path` as a stream and leaves once its headers arrived; the status they had.
   auto open_and_leave = [&](const std::string& path) {
     int seen = 0;
@@ -439,7 +442,7 @@ TEST_F(HostileInputTest, AStreamItsClientLeftGivesItsPlaceBackWithinSeconds) {
     }
     return status;
   };
-  const std::string queued_log = "/v1/jobs/" + answer.value("id", "") + "/logs?follow=true";
+  const std::string queued_log = "/v1/jobs/" + id + "/logs?follow=true";
   for (const std::string& path : {std::string("/v1/events"), queued_log}) {
     SCOPED_TRACE(path);
     ASSERT_EQ(open_within(path), 200);
