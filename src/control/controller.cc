@@ -87,6 +87,7 @@ absl::StatusOr<JobRecord> Controller::Submit(const std::string& manifest, const 
     return s;
   }
   spdlog::info("job {} ({}) submitted by tenant {}", r.id, r.name, tenant);
+  loop_.Wake();  // placed in the round this starts, not up to schedule_interval_ms later
   return r;
 }
 
@@ -158,7 +159,9 @@ absl::Status Controller::Resume(const std::string& id, std::optional<Budget> bud
     specs_.Erase(id);  // parsed again from the store
     return s;
   }
-  return recorder_.Transition(r, JobState::kQueued, "resumed: back in the queue");
+  RETURN_IF_ERROR(recorder_.Transition(r, JobState::kQueued, "resumed: back in the queue"));
+  loop_.Wake();
+  return absl::OkStatus();
 }
 
 absl::Status Controller::Delete(const std::string& id) {

@@ -16,6 +16,7 @@
 #include "common/clock.h"
 #include "executor/container_launcher.h"
 #include "executor/executor.h"
+#include "executor/exit_watcher.h"
 #include "executor/memory_cgroups.h"
 #include "executor/spawn.h"
 
@@ -77,6 +78,9 @@ class LocalExecutor : public Executor {
 
   std::string Runtime() const override;
   std::string RuntimeDescription() const override;
+  // Each learner's process (its engine's, in a container) is watched through a pidfd from its
+  // Start or Adopt on (executor/exit_watcher.h).
+  void SetExitListener(std::function<void()> listener) override;
 
  private:
   // In the environment of a contained learner's own process (the engine's, or a command job's
@@ -132,6 +136,7 @@ class LocalExecutor : public Executor {
   std::vector<std::string> exited_cgroups_ ABSL_GUARDED_BY(mu_);  // to remove
   bool cleaned_after_adoption_ ABSL_GUARDED_BY(mu_) = false;
   std::atomic<uint64_t> cgroup_serial_{0};  // learners' cgroups made: their names' suffix
+  ExitWatcher exits_;
 };
 
 }  // namespace weft
