@@ -69,6 +69,7 @@ absl::StatusOr<ExperimentRecord> ExperimentController::Submit(const std::string&
   Published(e);
   specs_[e.id] = std::make_unique<const ExperimentSpec>(std::move(spec));
   spdlog::info("experiment {} ({}) submitted by tenant {}", e.id, e.name, tenant);
+  WakeRounds();  // its first trials are submitted now
   return e;
 }
 
@@ -85,6 +86,39 @@ void ExperimentController::Round() {
     }
     if (e.state != ExperimentState::kRunning) specs_.erase(e.id);  // no round drives it again
   }
+}
+
+void ExperimentController::StartRounds(int64_t period_ms) {
+  rounds_ = std::make_unique<ControlLoop>([this] { Round(); }, period_ms);
+  trial_ends_ =
+      std::make_unique<EventWaker>(jobs_.events(), MayMoveASearch, [this] { rounds_->Wake(); });
+  rounds_->Start();
+  trial_ends_->Start();
+}
+
+void ExperimentController::StopRounds() {
+  if (trial_ends_) trial_ends_->Stop();
+  if (rounds_) rounds_->Stop();
+  trial_ends_.reset();
+  rounds_.reset();
+}
+
+bool ExperimentController::MayMoveASearch(const JobEvent& event) {
+  if (event.type == JobEventType::kDeleted) return true;
+  if (event.type != JobEventType::kState) return false;
+  switch (event.to) {
+    case JobState::kHalted:
+    case JobState::kCompleted:
+    case JobState::kFailed:
+    case JobState::kDelivered:
+      return true;
+    default:
+      return false;
+  }
+}
+
+void ExperimentController::WakeRounds() {
+  if (rounds_) rounds_->Wake();
 }
 
 absl::Status ExperimentController::CheckLimits(const std::string& tenant, bool new_one) {
@@ -327,60 +361,6 @@ absl::Status ExperimentController::End(ExperimentRecord& e, ExperimentState stat
   e.updated_ms = clock_.NowMs();
   RETURN_IF_ERROR(Save(e));
   spdlog::info("experiment {} {}: {}", e.id, ExperimentStateName(state), reason);
-  return absl::OkStatus();
-}
-
-absl::Status ExperimentController::Halt(const std::string& id) {
-  absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(ExperimentRecord e, store_.GetExperiment(id));
-  if (e.state != ExperimentState::kRunning) {
-    return absl::FailedPreconditionError(absl::StrCat("experiment ", id, " is ",
-                                                      ExperimentStateName(e.state),
-                                                      "; only RUNNING experiments halt"));
-  }
-  ASSIGN_OR_RETURN(std::vector<JobRecord> trials, store_.ListTrials(id));
-  return End(e, ExperimentState::kHalted, "halted by user", trials);
-}
-
-absl::Status ExperimentController::Resume(const std::string& id) {
-  absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(ExperimentRecord e, store_.GetExperiment(id));
-  if (e.state != ExperimentState::kHalted) {
-    return absl::FailedPreconditionError(absl::StrCat("experiment ", id, " is ",
-                                                      ExperimentStateName(e.state),
-                                                      "; only HALTED experiments resume"));
-  }
-  RETURN_IF_ERROR(CheckLimits(e.tenant, /*new_one=*/false));
-  // The trials first: cut short before the experiment is stored RUNNING, a second Resume
-  // resumes the rest.
-  ASSIGN_OR_RETURN(std::vector<JobRecord> trials, store_.ListTrials(id));
-  for (const JobRecord& job : trials) {
-    if (job.state != JobState::kHalted || job.progress.epoch >= job.progress.epochs_total) {
-      continue;  // training, settled, or waiting at the end of its rung
-    }
-    RETURN_IF_ERROR(jobs_.Resume(job.id, std::nullopt));
-  }
-  e.state = ExperimentState::kRunning;
-  e.reason = "resumed by user";
-  e.updated_ms = clock_.NowMs();
-  RETURN_IF_ERROR(Save(e));
-  spdlog::info("experiment {} RUNNING: resumed by user", id);
-  return absl::OkStatus();
-}
-
-absl::Status ExperimentController::Delete(const std::string& id) {
-  absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(ExperimentRecord e, store_.GetExperiment(id));
-  ASSIGN_OR_RETURN(std::vector<JobRecord> trials, store_.ListTrials(id));
-  // Halted first, so that no round starts a trial while its others go.
-  if (e.state == ExperimentState::kRunning) {
-    RETURN_IF_ERROR(End(e, ExperimentState::kHalted, "deleted by user", trials));
-  }
-  for (const JobRecord& job : trials) RETURN_IF_ERROR(jobs_.Delete(job.id));
-  RETURN_IF_ERROR(store_.DeleteExperiment(id));
-  Published(e, /*deleted=*/true);
-  specs_.erase(id);
-  spdlog::info("experiment {} deleted with its {} trial(s)", id, trials.size());
   return absl::OkStatus();
 }
 

@@ -29,7 +29,9 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "common/clock.h"
+#include "control/control_loop.h"
 #include "control/controller.h"
+#include "control/event_waker.h"
 #include "control/experiment_search.h"
 #include "job/experiment_spec.h"
 #include "store/store.h"
@@ -52,6 +54,9 @@ class ExperimentController {
   ExperimentController(Store& store, Controller& jobs, const Clock& clock,
                        ExperimentLimits limits = {})
       : store_(store), jobs_(jobs), clock_(clock), limits_(limits) {}
+  ~ExperimentController() { StopRounds(); }
+  ExperimentController(const ExperimentController&) = delete;
+  ExperimentController& operator=(const ExperimentController&) = delete;
 
   // Validates `manifest` (job/experiment_spec.h) and stores it, RUNNING, for `tenant`; its
   // first trials start at the next round. InvalidArgument with `errors` filled (each field and
@@ -64,6 +69,17 @@ class ExperimentController {
   // new and promoted trials as it may run at once (max_concurrent_trials). An experiment whose
   // stored state is lost or whose manifest no longer parses is FAILED with the reason.
   void Round() ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Runs Round on a thread of its own every `period_ms` milliseconds, and sooner: when a job
+  // reaches a state that may end a trial's rung or meet a target (HALTED, COMPLETED, FAILED,
+  // DELIVERED; read from the Controller's event feed) or is deleted, and when an experiment is
+  // submitted or resumed — so that the next trial starts, or the promoted one resumes, within
+  // a round of the last one's end rather than up to a period later. StopRounds waits for the
+  // round under way. Called by the owner, one at a time.
+  void StartRounds(int64_t period_ms);
+  void StopRounds();
+  // Whether `event` may move a search on (what wakes the rounds).
+  static bool MayMoveASearch(const JobEvent& event);
 
   // A person's actions on experiment `id` (the caller checked that it may see it). NotFound if
   // there is none; errors of the store and of the trials' jobs (Controller).
@@ -86,6 +102,8 @@ class ExperimentController {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Stores `e` over the revision it was read at (Store::UpdateExperiment), then publishes it.
   absl::Status Save(ExperimentRecord& e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A round now, if StartRounds runs them.
+  void WakeRounds();
   // Publishes `e` as stored, or as it was when it is gone (`deleted`).
   void Published(const ExperimentRecord& e, bool deleted = false);
   // The experiment's manifest, parsed once (it never changes).
@@ -117,6 +135,9 @@ class ExperimentController {
   absl::Mutex mu_;
   // Each experiment's manifest as parsed, by id; stable addresses (a search holds one).
   std::map<std::string, std::unique_ptr<const ExperimentSpec>> specs_ ABSL_GUARDED_BY(mu_);
+  // StartRounds' own; the waker is stopped before the loop it wakes.
+  std::unique_ptr<ControlLoop> rounds_;
+  std::unique_ptr<EventWaker> trial_ends_;
 };
 
 // The metric of a trial's job at the end of its rung: the last evaluation among `metrics` (a

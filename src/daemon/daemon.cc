@@ -29,7 +29,6 @@
 #include "common/ids.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
-#include "control/control_loop.h"
 #include "control/controller.h"
 #include "control/coordinator_service.h"
 #include "control/experiment_controller.h"
@@ -44,8 +43,8 @@
 namespace weft::daemon {
 namespace {
 
-// How often the experiments' searches are driven: a trial that ended its rung waits this long
-// at most for its promotion or its successor.
+// How often the experiments' searches are driven when nothing wakes them sooner (a trial's job
+// ending its rung does: ExperimentController::StartRounds).
 constexpr int64_t kExperimentRoundMs = 1000;
 
 std::atomic<bool> g_stop{false};
@@ -297,8 +296,7 @@ int Lead(Base& b, std::unique_ptr<LeaseKeeper> keeper, const std::string& previo
   controller.StartLoop();
   // The experiments' searches, on their own thread: a round reads each running experiment's
   // trials and acts on them through the controller.
-  weft::ControlLoop experiment_rounds([&experiments] { experiments.Round(); }, kExperimentRoundMs);
-  experiment_rounds.Start();
+  experiments.StartRounds(kExperimentRoundMs);
   // Deliveries the outbox holds from before a restart go out now.
   weft::WebhookDispatcher webhooks(b.store, weft::SystemClock::Get(), flags.rest.webhooks);
   webhooks.Start();
@@ -308,7 +306,7 @@ int Lead(Base& b, std::unique_ptr<LeaseKeeper> keeper, const std::string& previo
   if (keeper) keeper->SetOnMembers(nullptr);  // no more calls into the controller
   rest.Stop();
   webhooks.Stop();
-  experiment_rounds.Stop();
+  experiments.StopRounds();
   controller.StopLoop();
   channels.Serve(nullptr);
   (*grpc_server)->Shutdown();

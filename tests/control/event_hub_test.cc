@@ -1,7 +1,9 @@
 #include "control/event_hub.h"
 
+#include <atomic>
 #include <thread>
 
+#include "control/event_waker.h"
 #include "gtest/gtest.h"
 
 namespace weft {
@@ -65,6 +67,26 @@ TEST(EventHubTest, WaitReturnsEmptyOnTimeoutAndWakesOnAPublish) {
   publisher.join();
   ASSERT_EQ(b.events.size(), 1u);
   EXPECT_EQ(b.events[0].job, "late");
+}
+
+// The waker calls its wake for the events it keeps and for none other.
+TEST(EventWakerTest, WakesForTheEventsItKeepsOnly) {
+  EventHub hub;
+  std::atomic<int> woken{0};
+  EventWaker waker(
+      hub, [](const JobEvent& e) { return e.tenant == "wanted"; }, [&] { ++woken; });
+  hub.Publish(Of("before", "wanted"));  // before Start: not news to it
+  waker.Start();
+  hub.Publish(Of("other", "t"));
+  hub.Publish(Of("kept", "wanted"));
+  for (int i = 0; i < 3000 && woken == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(woken, 1);
+  // Whatever else it would wake for has had two of its waits to show up.
+  std::this_thread::sleep_for(std::chrono::milliseconds(2 * EventWaker::kPollMs));
+  waker.Stop();
+  EXPECT_EQ(woken, 1);
 }
 
 }  // namespace

@@ -9,8 +9,10 @@
 #include <gtest/gtest.h>
 
 #include <csignal>
+#include <functional>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_replace.h"
@@ -166,6 +168,33 @@ TEST_F(ExperimentControllerTest, AshasTrialsAreJobsPromotedFromTheirCheckpointsT
     resumed = resumed || ev.reason == "resumed with a budget of 2 epochs (was 1)";
   }
   EXPECT_TRUE(resumed);
+}
+
+// With its rounds on a thread of their own and a period longer than the test, a search still
+// moves at once: its submission submits the first trials, and trials whose jobs end their rung
+// (HALTED, on the job feed) have the promoted one resumed and a new one submitted.
+TEST_F(ExperimentControllerTest, ATrialEndingItsRungWakesTheRoundsRatherThanWaitingAPeriod) {
+  experiments_->StartRounds(/*period_ms=*/3'600'000);
+  const std::string id = SubmitExperiment();
+  // Polls the trials for up to 30 s (a wake takes milliseconds) until `done` holds.
+  auto eventually = [&](const std::function<bool(const std::vector<JobRecord>&)>& done) {
+    for (int i = 0; i < 3000; ++i) {
+      if (done(*store_->ListTrials(id))) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+  };
+  ASSERT_TRUE(eventually([](const auto& trials) { return trials.size() == 2; }))
+      << "the submission did not start the first trials";
+  controller_->Tick();  // their learners start
+  TrainRunningTrials(id, {{0, 0.6}, {1, 0.8}});
+  controller_->Tick();  // their exits are settled: both HALTED at the end of rung 0
+  // Trial 1 (the top ⌊2/2⌋ of rung 0) is resumed into rung 1, and trial 2 submitted.
+  EXPECT_TRUE(eventually([](const auto& trials) {
+    return trials.size() == 3 && trials[1].state == JobState::kQueued &&
+           trials[1].progress.epochs_total == 2;
+  })) << "the trials' ends did not wake the rounds";
+  experiments_->StopRounds();
 }
 
 // A weftd restarted before every round (new controllers over the same store) makes the same
