@@ -126,8 +126,8 @@ Reply Client::CallOnce(const std::string& method, const std::string& path, const
   return r;
 }
 
-Reply Client::Events(const std::string& path,
-                     const std::function<bool(const SseEvent&)>& on_event) const {
+Reply Client::Events(const std::string& path, const std::function<bool(const SseEvent&)>& on_event,
+                     const std::function<bool()>& on_open) const {
   std::unique_ptr<httplib::Client> c = ConnectToLeader();
   c->set_read_timeout(60, 0);  // weftd writes a keep-alive every 15 s
   Reply out;
@@ -135,7 +135,8 @@ Reply Client::Events(const std::string& path,
   bool stopped = false;  // on_event asked to stop
   auto on_response = [&](const httplib::Response& resp) {
     out.status = resp.status;
-    return true;
+    if (resp.status == 200 && on_open && !on_open()) stopped = true;
+    return !stopped;
   };
   auto on_data = [&](const char* data, size_t n) {
     if (out.status != 200) {

@@ -61,8 +61,11 @@ class Client {
   // Reads the server-sent events of a GET of `path` (an events route), calling `on_event` for
   // each as it arrives until it returns false or weftd ends the stream. Status 200 then; 0 with
   // `error` set when weftd cannot be reached or the connection broke; an error reply's status
-  // and body otherwise.
-  Reply Events(const std::string& path, const std::function<bool(const SseEvent&)>& on_event) const;
+  // and body otherwise. `on_open`, if set, is called once weftd has answered 200 and before any
+  // event: what a reader reads then is as of the stream's start or later, so it misses nothing
+  // the stream does not carry (false from it stops there, status 200).
+  Reply Events(const std::string& path, const std::function<bool(const SseEvent&)>& on_event,
+               const std::function<bool()>& on_open = nullptr) const;
 
   static constexpr int kRateLimitedTries = 4;
 

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -45,22 +46,60 @@ std::string StatusLine(const json& e) {
                       e["best_job"].is_string() ? " (" + e.value("best_job", "") + ")" : "");
 }
 
-// Polls the experiment every 2 s, printing its line when it changes, until it is not RUNNING.
+// Prints the experiment's line when it differs from `last`; once the experiment is not RUNNING,
+// its end as well, and the exit code (1 for FAILED, 0 otherwise, Fail's for an error reply).
+std::optional<int> ShowProgress(const Client& api, const std::string& id, std::string& last) {
+  Reply r = api.Call("GET", "/v1/experiments/" + id);
+  if (r.status != 200) return Fail(r);
+  const json e = r.Json();
+  if (std::string line = StatusLine(e); line != last) {
+    std::cout << line << std::endl;
+    last = line;
+  }
+  if (e.value("state", "") == "RUNNING") return std::nullopt;
+  std::cout << e.value("state", "") << ": " << e.value("reason", "") << "\n";
+  return e.value("state", "") == "FAILED" ? 1 : 0;
+}
+
+// Whether event `e` of GET /v1/events is a write of experiment `id` (or the stream's reset,
+// after which any write may have been missed).
+bool Concerns(const SseEvent& e, const std::string& id) {
+  if (e.event == "reset") return true;
+  if (e.event != "experiment" && e.event != "experiment_deleted") return false;
+  const json data = json::parse(e.data, nullptr, false);
+  return data.is_object() && data["experiment"].is_object() &&
+         data["experiment"].value("id", "") == id;
+}
+
+// Prints the experiment's line each time it is written (a trial started, a result, a new best,
+// a new state), read from the tenant's event stream (GET /v1/events), until it is not RUNNING.
+// Reconnects while weftd restarts (up to 30 tries a second apart). Where the stream is refused
+// (429: the tenant holds all of its --follow-streams-per-tenant) it reads the experiment every
+// 2 s instead.
 int Follow(const Client& api, const std::string& id) {
   std::string last;
-  while (true) {
-    Reply r = api.Call("GET", "/v1/experiments/" + id);
-    if (r.status != 200) return Fail(r);
-    const json e = r.Json();
-    if (std::string line = StatusLine(e); line != last) {
-      std::cout << line << std::endl;
-      last = line;
+  std::optional<int> done;
+  for (int failures = 0;;) {
+    Reply r = api.Events(
+        "/v1/events",
+        [&](const SseEvent& e) {
+          if (Concerns(e, id)) done = ShowProgress(api, id, last);
+          return !done;
+        },
+        [&] {  // open: whatever changed before now is in this read, after it on the stream
+          done = ShowProgress(api, id, last);
+          return !done;
+        });
+    if (done) return *done;
+    if (r.status == 429) {
+      while (!(done = ShowProgress(api, id, last)))
+        std::this_thread::sleep_for(std::chrono::seconds(2));
+      return *done;
     }
-    if (e.value("state", "") != "RUNNING") {
-      std::cout << e.value("state", "") << ": " << e.value("reason", "") << "\n";
-      return e.value("state", "") == "FAILED" ? 1 : 0;
-    }
-    std::this_thread::sleep_for(std::chrono::seconds(2));
+    if (r.status != 0 && r.status != 200) return Fail(r);
+    if (r.status == 200) failures = 0;  // the stream ended (weftd stopping): open it again
+    if (r.status == 0 && ++failures >= 30) return Fail(r);
+    std::this_thread::sleep_for(std::chrono::seconds(1));
   }
 }
 

@@ -1,7 +1,8 @@
 // Experiments through a real weftd, the weft CLI and real learners training on Fashion-MNIST:
 //   - an ASHA search survives a kill -9 of weftd in the middle: the restarted weftd goes on
 //     from the stored search and completes it, every trial a job of the tenant with its values,
-//     and the best trial's model downloads;
+//     `weft experiment follow` shows it to its end across the restart, and the best trial's
+//     model downloads;
 //   - halt stops the trials, resume goes on, delete removes the experiment and its trials' jobs;
 //   - a bad manifest is refused naming the field, and another tenant sees nothing.
 #include <gmock/gmock.h>
@@ -9,6 +10,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <future>
 #include <thread>
 
 #include "integration/weftd_test.h"
@@ -68,12 +70,29 @@ class ExperimentTest : public testing::WeftdTest {
 TEST_F(ExperimentTest, AnAshaSearchSurvivesAKillOfWeftdAndItsBestModelDownloads) {
   const std::string id = SubmitExperiment(kSmallExperiment);
   ASSERT_THAT(id, ::testing::StartsWith("exp-"));
+  // `weft experiment follow` reads the event stream from the start and through the restart
+  // (it reconnects), and ends with the search.
+  const std::vector<std::string> follow = {std::string(WEFT_BIN_DIR) + "/weft",
+                                           "--server",
+                                           weftd_->url(),
+                                           "--token",
+                                           weftd_->token(),
+                                           "experiment",
+                                           "follow",
+                                           id};
+  std::future<testing::CommandResult> followed =
+      std::async(std::launch::async, [&follow] { return testing::RunCommand(follow, {}, 300); });
   WaitForExperiment(id, SomeTrialRuns, 120, "a trial RUNNING");
   weftd_->Kill();
+  weftd_->set_port(weftd_->port());  // where the follow reconnects
   ASSERT_TRUE(weftd_->Start()) << weftd_->log();
   const json e = WaitForExperiment(
       id, [](const json& x) { return x["state"] != "RUNNING"; }, 300, "the end of the search");
   ASSERT_EQ(e["state"], "COMPLETED") << e.dump(2);
+  const testing::CommandResult f = followed.get();
+  EXPECT_EQ(f.exit_code, 0) << f.output;
+  EXPECT_THAT(f.output, HasSubstr("RUNNING  trials")) << "no progress line before the end";
+  EXPECT_THAT(f.output, HasSubstr("COMPLETED: the search is done: 4 trials")) << f.output;
   EXPECT_THAT(e.value("reason", ""), HasSubstr("the search is done: 4 trials"));
   ASSERT_EQ(e["trials"].size(), 4u);
   ASSERT_EQ(e["rungs"].size(), 2u);
