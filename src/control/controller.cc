@@ -87,7 +87,6 @@ absl::StatusOr<JobRecord> Controller::Submit(const std::string& manifest, const 
     return s;
   }
   spdlog::info("job {} ({}) submitted by tenant {}", r.id, r.name, tenant);
-  loop_.Wake();  // placed in the round this starts, not up to schedule_interval_ms later
   return r;
 }
 
@@ -159,9 +158,7 @@ absl::Status Controller::Resume(const std::string& id, std::optional<Budget> bud
     specs_.Erase(id);  // parsed again from the store
     return s;
   }
-  RETURN_IF_ERROR(recorder_.Transition(r, JobState::kQueued, "resumed: back in the queue"));
-  loop_.Wake();
-  return absl::OkStatus();
+  return recorder_.Transition(r, JobState::kQueued, "resumed: back in the queue");
 }
 
 absl::Status Controller::Delete(const std::string& id) {

@@ -209,9 +209,6 @@ class Controller : public LearnerEvents {
 
   // The loop's own: when it last checked the disk quotas (unix ms; 0 before its first round).
   TimeMs disk_checked_ms_ = 0;
-  // StartLoop's and StopLoop's own (their owner calls them, one at a time): the executor tells
-  // this controller's loop of learners' exits.
-  bool exit_listener_set_ = false;
   // Last: stopped (its thread joined) before any part its rounds use is destroyed.
   ControlLoop loop_;
 };

@@ -1,7 +1,6 @@
 // The control loop's round (Tick): reap the executor's exits and settle them, check liveness,
 // schedule; and, every disk_check_interval_ms, the disk quotas. ControlLoop runs it every
-// schedule_interval_ms, or sooner when woken: by a learner's exit, a job queued, a learner that
-// waits on a decision.
+// schedule_interval_ms, or sooner when woken.
 #include <signal.h>
 
 #include <algorithm>
@@ -13,19 +12,9 @@
 
 namespace weft {
 
-void Controller::StartLoop() {
-  // A learner's exit is settled in the round it wakes, not up to schedule_interval_ms later:
-  // its job's next state (and the learners waiting for its node) come that much sooner.
-  executor_.SetExitListener([this] { loop_.Wake(); });
-  exit_listener_set_ = true;
-  loop_.Start();
-}
+void Controller::StartLoop() { loop_.Start(); }
 
-void Controller::StopLoop() {
-  // Only if set: a controller whose loop never ran may outlive its executor (in tests).
-  if (std::exchange(exit_listener_set_, false)) executor_.SetExitListener(nullptr);
-  loop_.Stop();
-}
+void Controller::StopLoop() { loop_.Stop(); }
 
 void Controller::LoopRound() {
   Tick();

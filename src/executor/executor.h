@@ -4,7 +4,6 @@
 // Thread-safety: implementations are safe to call from several threads.
 #pragma once
 
-#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -49,11 +48,6 @@ class Executor {
   virtual absl::Status Kill(const std::string& job_id, int rank) = 0;
   // Learners that ended since the last call, without blocking.
   virtual std::vector<LearnerExit> Reap() = 0;
-  // From now on calls `listener` (nullptr: no one) from a thread of the executor's soon after
-  // a learner process has ended, so that its caller reaps it then rather than at its next
-  // round. An executor that cannot hear of an end (Slurm's) never calls it: Reap() alone finds
-  // those ends. The listener must not call back into the executor.
-  virtual void SetExitListener(std::function<void()> listener) { (void)listener; }
   // Takes over a learner started by an earlier weftd that is still running (pid `pid`, for
   // `launch.job_id` and `launch.attempt`). NotFound if no such live learner exists.
   virtual absl::Status Adopt(const LearnerLaunch& launch, int64_t pid) = 0;

@@ -96,12 +96,7 @@ LocalExecutor::LocalExecutor(std::string learner_binary, const Clock& clock,
   }
 }
 
-void LocalExecutor::SetExitListener(std::function<void()> listener) {
-  exits_.SetListener(std::move(listener));
-}
-
 LocalExecutor::~LocalExecutor() {
-  exits_.SetListener(nullptr);  // the learners killed below are no one's news
   absl::MutexLock lock(&mu_);
   for (const Child& c : children_) {
     KillLocked(c);
@@ -248,7 +243,6 @@ absl::StatusOr<int64_t> LocalExecutor::Start(const LearnerLaunch& launch) {
   if (!cgroup.empty()) child.oom_watch = cgroups_->WatchOom(cgroup);
   absl::MutexLock lock(&mu_);
   children_.push_back(std::move(child));
-  exits_.Watch(spawned.pid);
   return static_cast<int64_t>(spawned.pid);
 }
 
@@ -432,7 +426,6 @@ absl::Status LocalExecutor::Adopt(const LearnerLaunch& launch, int64_t pid) {
   if (!child.cgroup.empty()) child.oom_watch = cgroups_->WatchOom(child.cgroup);
   absl::MutexLock lock(&mu_);
   children_.push_back(std::move(child));
-  exits_.Watch(static_cast<pid_t>(pid));
   return absl::OkStatus();
 }
 

@@ -16,7 +16,6 @@
 #include "common/clock.h"
 #include "executor/container_launcher.h"
 #include "executor/executor.h"
-#include "executor/exit_watcher.h"
 #include "executor/memory_cgroups.h"
 #include "executor/spawn.h"
 
@@ -78,9 +77,6 @@ class LocalExecutor : public Executor {
 
   std::string Runtime() const override;
   std::string RuntimeDescription() const override;
-  // Each learner's process (its engine's, in a container) is watched through a pidfd from its
-  // Start or Adopt on (executor/exit_watcher.h).
-  void SetExitListener(std::function<void()> listener) override;
 
  private:
   // In the environment of a contained learner's own process (the engine's, or a command job's
@@ -136,7 +132,6 @@ class LocalExecutor : public Executor {
   std::vector<std::string> exited_cgroups_ ABSL_GUARDED_BY(mu_);  // to remove
   bool cleaned_after_adoption_ ABSL_GUARDED_BY(mu_) = false;
   std::atomic<uint64_t> cgroup_serial_{0};  // learners' cgroups made: their names' suffix
-  ExitWatcher exits_;
 };
 
 }  // namespace weft

@@ -15,7 +15,6 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 
 namespace weft {
 namespace {
@@ -317,37 +316,6 @@ TEST_F(LocalExecutorTest, ReportsExitCodes) {
   ASSERT_EQ(exits.size(), 1u);
   EXPECT_EQ(exits[0].exit_code, 7);
   EXPECT_EQ(exits[0].Describe(), "exit code 7");
-}
-
-// The listener hears of a learner's end when it ends: Reap() then has the exit at once, without
-// a poll. Cleared, it hears nothing more.
-TEST_F(LocalExecutorTest, TheExitListenerHearsOfALearnersEndAsItHappens) {
-  LocalExecutor ex(Script("sleep 0.3; exit 3"));
-  absl::Mutex mu;
-  int heard = 0;
-  ex.SetExitListener([&] {
-    absl::MutexLock lock(&mu);
-    ++heard;
-  });
-  ASSERT_TRUE(ex.Start(Launch()).ok());
-  {
-    absl::MutexLock lock(&mu);
-    // Generous: the learner ends after 0.3 s.
-    ASSERT_TRUE(mu.AwaitWithTimeout(absl::Condition(
-                                        +[](int* n) { return *n > 0; }, &heard),
-                                    absl::Seconds(30)))
-        << "no word of the learner's end";
-    EXPECT_EQ(heard, 1);
-  }
-  const std::vector<LearnerExit> exits = ex.Reap();  // one call, no waiting
-  ASSERT_EQ(exits.size(), 1u) << "the listener was called before the learner had ended";
-  EXPECT_EQ(exits[0].exit_code, 3);
-
-  ex.SetExitListener(nullptr);
-  ASSERT_TRUE(ex.Start(Launch("job-2")).ok());
-  ASSERT_EQ(WaitForExit(ex).size(), 1u);
-  absl::MutexLock lock(&mu);
-  EXPECT_EQ(heard, 1) << "heard after the listener was cleared";
 }
 
 TEST_F(LocalExecutorTest, StopTerminatesAndKillsAfterGrace) {
