@@ -1,10 +1,7 @@
 #include "executor/slurm_cluster.h"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
@@ -18,21 +15,10 @@
 #include <sstream>
 #include <thread>
 
+#include "integration/free_port.h"
+
 namespace weft::testing {
 namespace {
-
-// A TCP port on 127.0.0.1 free when asked (bound once, released).
-int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
 
 bool Executable(const std::string& path) { return access(path.c_str(), X_OK) == 0; }
 

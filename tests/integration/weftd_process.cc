@@ -15,6 +15,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <regex>
 #include <sstream>
 #include <thread>
@@ -22,20 +23,6 @@
 #include "nlohmann/json.hpp"
 
 namespace weft::testing {
-
-int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  int port = ntohs(addr.sin_port);
-  close(fd);
-  return port;
-}
 
 std::vector<int64_t> LearnerPids(const std::string& job_id, int rank) {
   std::vector<int64_t> pids;
@@ -148,8 +135,25 @@ std::string WeftdProcess::url() const {
 }
 
 bool WeftdProcess::Start() {
-  port_ = next_port_ > 0 ? next_port_ : FreePort();
+  const bool pinned = next_port_ > 0;
+  for (int attempt = 0;; ++attempt) {
+    const size_t log_before = log().size();
+    port_ = pinned ? next_port_ : FreePort();
+    if (StartOnce()) break;
+    // Another process took the port between FreePort() and weftd's bind: draw another one
+    // (a pinned port, a restart's, is the test's to keep).
+    const bool port_lost =
+        log().find("cannot listen on " + server(), log_before) != std::string::npos;
+    if (pinned || !port_lost || attempt == 2) {
+      next_port_ = 0;
+      return false;
+    }
+  }
   next_port_ = 0;
+  return true;
+}
+
+bool WeftdProcess::StartOnce() {
   int fd = open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
   std::vector<std::string> argv = {std::string(WEFT_BIN_DIR) + "/weftd", "--data-dir", data_dir_,
                                    "--listen", server()};

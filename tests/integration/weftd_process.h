@@ -11,10 +11,9 @@
 #include <string>
 #include <vector>
 
-namespace weft::testing {
+#include "integration/free_port.h"
 
-// A free TCP port on 127.0.0.1 (bound once and released).
-int FreePort();
+namespace weft::testing {
 
 struct CommandResult {
   int exit_code = -1;
@@ -64,7 +63,8 @@ class WeftdProcess {
   std::string TerminalOutput() const;
   // Whether the weftd process is still running (reaps it if it died).
   bool Alive();
-  // Starts weftd and waits until /healthz answers. False on failure (see log()).
+  // Starts weftd and waits until /healthz answers. False on failure (see log()). On a port of
+  // its own drawing that another process took first, draws another (3 tries in all).
   bool Start();
   // SIGTERM and wait; SIGKILL if it does not go within 10 s.
   void Stop();
@@ -113,6 +113,9 @@ class WeftdProcess {
   httplib::Client ClientAs(const std::string& token) const;
 
  private:
+  // One start on port_.
+  bool StartOnce();
+
   std::string data_dir_;
   std::string token_;
   std::vector<std::string> args_;
