@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <thread>
@@ -13,6 +14,7 @@
 
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
 
@@ -22,6 +24,14 @@ namespace {
 
 // The payload that marks an Unavailable as a lost peer (PeerLost).
 constexpr char kPeerLostPayload[] = "weft.train/peer-lost";
+
+// A collective's wait is checked against DataParallel::set_moved_on's predicate every
+// kGiveUpSliceMs, and given up once the predicate has held for kGiveUpAfterMs (milliseconds):
+// long enough for every live peer to finish the step it is in and leave at the next step's
+// regroup flag, short of kReformWaitMs, which the new generation's first members wait for the
+// rest.
+constexpr int64_t kGiveUpSliceMs = 200;
+constexpr int64_t kGiveUpAfterMs = 2000;
 
 // Gradients of some parameters, averaged in one allreduce.
 struct Bucket {
@@ -72,11 +82,13 @@ struct DataParallel::Group {
   std::vector<torch::Tensor> parameters;  // DataParallel's, set when the buckets are built
   std::vector<Bucket> buckets;
   std::vector<std::pair<size_t, size_t>> slot_of;  // parameter -> (bucket, index in bucket)
-  size_t next = 0;            // first bucket whose allreduce has not started this step
-  bool stop_flag = false;     // this rank's stop flag for this step
-  bool regroup_flag = false;  // this rank's regroup flag for this step
-  bool armed = false;         // between BeginStep and FinishStep
-  std::string launch_error;   // a collective that could not even be started this step
+  size_t next = 0;                 // first bucket whose allreduce has not started this step
+  bool stop_flag = false;          // this rank's stop flag for this step
+  bool regroup_flag = false;       // this rank's regroup flag for this step
+  bool armed = false;              // between BeginStep and FinishStep
+  std::string launch_error;        // a collective that could not even be started this step
+  std::function<bool()> moved_on;  // DataParallel::set_moved_on's
+  c10::intrusive_ptr<c10d::Work> given_up;  // the collective Run gave up on, if any
 
   void OnGradient(size_t k, const torch::Tensor& grad);
   void LaunchReady();
@@ -90,27 +102,72 @@ struct DataParallel::Group {
       return gloo->allreduce(ts, o);
     });
   }
-  absl::Status Broadcast(torch::Tensor t) {
-    return Run([&] {
-      std::vector<torch::Tensor> ts = {std::move(t)};
-      c10d::BroadcastOptions o;
-      o.rootRank = 0;
-      return gloo->broadcast(ts, o);
-    });
+  absl::Status Broadcast(torch::Tensor t, bool may_give_up = true) {
+    return Run(
+        [&] {
+          std::vector<torch::Tensor> ts = {std::move(t)};
+          c10d::BroadcastOptions o;
+          o.rootRank = 0;
+          return gloo->broadcast(ts, o);
+        },
+        may_give_up);
   }
   // Starts a collective (`start` returns its Work) and waits for it: Gloo's exceptions stop
-  // here, and a failure means a peer is gone.
+  // here, and a failure means a peer is gone. With `may_give_up`, the wait also ends once
+  // moved_on() has held for kGiveUpAfterMs (GiveUp); without, it lasts the collective's timeout.
   template <typename Start>
-  static absl::Status Run(Start start) {
+  absl::Status Run(Start start, bool may_give_up = true) {
     try {
-      start()->wait();
+      c10::intrusive_ptr<c10d::Work> work = start();
+      if (!may_give_up || !moved_on) {
+        work->wait();
+        return absl::OkStatus();
+      }
+      const auto t0 = std::chrono::steady_clock::now();
+      // When moved_on() was first seen to hold in an unbroken run of it (zero: not holding).
+      std::chrono::steady_clock::time_point noticed{};
+      for (;;) {
+        try {
+          work->wait(std::chrono::milliseconds(kGiveUpSliceMs));
+          return absl::OkStatus();
+        } catch (const c10::Error&) {
+          // Work::wait(timeout) throws both on its own timeout and on the collective's failure:
+          // a completed work's wait() says which.
+          if (work->isCompleted()) {
+            work->wait();
+            return absl::OkStatus();
+          }
+        }
+        const auto now = std::chrono::steady_clock::now();
+        if (!moved_on()) {
+          noticed = {};
+        } else if (noticed == std::chrono::steady_clock::time_point{}) {
+          noticed = now;
+        } else if (now - noticed >= std::chrono::milliseconds(kGiveUpAfterMs)) {
+          return GiveUp(std::move(work), now - t0);
+        }
+      }
     } catch (const c10::Error& e) {
       return PeerLost(e.what_without_backtrace());
     } catch (const std::exception& e) {
       return PeerLost(e.what());
     }
-    return absl::OkStatus();
   }
+
+  // Leaves `work` running in Gloo's threads, where it ends at the latest at the collective's
+  // timeout; this group is not used again (DataParallel keeps it until then).
+  absl::Status GiveUp(c10::intrusive_ptr<c10d::Work> work, std::chrono::nanoseconds waited) {
+    given_up = std::move(work);
+    const double ms = std::chrono::duration<double, std::milli>(waited).count();
+    spdlog::warn("gave up a collective after {:.0f} ms: weftd moved the job to a later generation",
+                 ms);
+    return PeerLost(absl::StrFormat(
+        "weftd moved the job to a later generation while this learner waited %.0f ms in a "
+        "collective that did not finish",
+        ms));
+  }
+  // Whether the collective given up on, if any, has ended, so the group's threads are idle.
+  bool Idle() const { return !given_up || given_up->isCompleted(); }
 };
 
 absl::Status PeerLost(const std::string& what) {
@@ -124,7 +181,12 @@ bool IsPeerLost(const absl::Status& s) {
 }
 
 DataParallel::DataParallel(int rank, int world_size) : rank_(rank), world_size_(world_size) {}
-DataParallel::~DataParallel() = default;
+DataParallel::~DataParallel() {
+  LeaveGroup();
+  // A collective still running in a group given up on would hold the learner's exit up to its
+  // timeout: the process ends with it instead.
+  for (std::unique_ptr<Group>& g : given_up_) (void)g.release();
+}
 
 std::unique_ptr<DataParallel> DataParallel::Local() {
   return std::unique_ptr<DataParallel>(new DataParallel(0, 1));
@@ -153,8 +215,9 @@ absl::Status DataParallel::Reform(const std::string& host, int port, int rank, i
     return absl::InvalidArgumentError(
         absl::StrCat("rank ", rank, " is not in a world of ", world_size, " learners"));
   }
-  // Leave the old group first: its connections (to a lost peer, too) close with it.
-  group_.reset();
+  // Leave the old group first: its connections (to a lost peer, too) close with it. One with a
+  // collective given up on is kept until that collective ends: its destructor would wait for it.
+  LeaveGroup();
   rank_ = rank;
   world_size_ = world_size;
   if (world_size == 1) return absl::OkStatus();
@@ -162,8 +225,22 @@ absl::Status DataParallel::Reform(const std::string& host, int port, int rank, i
       Join(host, port, rank, world_size, timeout_ms, prefix, rendezvous_timeout_ms);
   if (!group.ok()) return group.status();
   group_ = std::move(*group);
+  group_->moved_on = moved_on_;
   if (!parameters_.empty()) BuildBuckets();
   return absl::OkStatus();
+}
+
+void DataParallel::LeaveGroup() {
+  given_up_.erase(std::remove_if(given_up_.begin(), given_up_.end(),
+                                 [](const std::unique_ptr<Group>& g) { return g->Idle(); }),
+                  given_up_.end());
+  if (group_ && !group_->Idle()) given_up_.push_back(std::move(group_));
+  group_.reset();
+}
+
+void DataParallel::set_moved_on(std::function<bool()> moved_on) {
+  moved_on_ = std::move(moved_on);
+  if (group_) group_->moved_on = moved_on_;
 }
 
 absl::StatusOr<std::unique_ptr<DataParallel::Group>> DataParallel::Join(
@@ -324,7 +401,7 @@ absl::StatusOr<bool> DataParallel::FinishStep() {
   if (!g.launch_error.empty()) return PeerLost(g.launch_error);
   auto t0 = std::chrono::steady_clock::now();
   for (Bucket& bucket : g.buckets) {
-    RETURN_IF_ERROR(Group::Run([&bucket] { return bucket.work; }));
+    RETURN_IF_ERROR(g.Run([&bucket] { return bucket.work; }));
   }
   wait_ms_ +=
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -355,7 +432,10 @@ double DataParallel::TakeWaitMs() {
 absl::Status DataParallel::BroadcastFromRank0(const std::vector<torch::Tensor>& tensors) {
   if (!group_) return absl::OkStatus();
   torch::NoGradGuard no_grad;
-  for (const torch::Tensor& t : tensors) RETURN_IF_ERROR(group_->Broadcast(t.detach()));
+  // Not given up on: a collective left running would write into the model's own tensors.
+  for (const torch::Tensor& t : tensors) {
+    RETURN_IF_ERROR(group_->Broadcast(t.detach(), /*may_give_up=*/false));
+  }
   return absl::OkStatus();
 }
 

@@ -282,6 +282,11 @@ absl::StatusOr<LoopResult> Trainer::Run() {
     Plan();
   }
   dp_->AttachGradientHooks(run_.model()->parameters());
+  if (run_.spec().resources.elastic) {
+    // A collective stuck on a peer that died without a word is given up once weftd has moved
+    // the job on, rather than held for its whole timeout while the new generation forms.
+    dp_->set_moved_on([this] { return run_.reporter().Generation() > generation_; });
+  }
   run_.model()->train();
   run_.StartClocks();
   for (;;) {

@@ -146,6 +146,64 @@ TEST(DataParallelTest, SurvivorsReformAtANewGenerationAndANewcomerGetsTheState) 
   EXPECT_EQ(survivor.get(), state);
 }
 
+// Rank 1 of 2 at `port`: joins, holds still until `speak` is set, then takes part in one Sum
+// (of 2) unless `speak` was set to false.
+absl::StatusOr<double> SilentThenSum(int port, std::shared_future<bool> speak) {
+  auto dp = DataParallel::Connect("127.0.0.1", port, 1, 2, /*timeout_ms=*/600000, "job-s/",
+                                  /*rendezvous_timeout_ms=*/5000);
+  if (!dp.ok()) return dp.status();
+  if (!speak.get()) return -1.0;
+  ASSIGN_OR_RETURN(const std::vector<double> sum, (*dp)->Sum({2}));
+  return sum[0];
+}
+
+TEST(DataParallelTest, ACollectiveWaitingOnASilentPeerIsGivenUpOnceTheJobMovedOn) {
+  // A peer that is gone without a word on this learner's connections (seen in an elastic gang
+  // test: a survivor waited out Gloo's whole timeout) is a peer that never answers: here rank 1
+  // stays silent and the collective's timeout is 10 minutes.
+  const int port = FreePort();
+  std::promise<bool> speak;
+  auto silent = std::async(std::launch::async, SilentThenSum, port, speak.get_future().share());
+  auto dp = DataParallel::Connect("127.0.0.1", port, 0, 2, /*timeout_ms=*/600000, "job-s/",
+                                  /*rendezvous_timeout_ms=*/5000);
+  ASSERT_TRUE(dp.ok()) << dp.status();
+  int asked = 0;
+  (*dp)->set_moved_on([&asked] { return ++asked > 3; });  // weftd moves the job on meanwhile
+  absl::StatusOr<std::vector<double>> sum = (*dp)->Sum({1});
+  EXPECT_TRUE(IsPeerLost(sum.status())) << sum.status();
+  EXPECT_NE(sum.status().message().find("later generation"), std::string::npos) << sum.status();
+  EXPECT_GT(asked, 3) << "given up before weftd moved the job on";
+  // The next generation forms at once, though the collective given up on still waits in Gloo.
+  ASSERT_TRUE((*dp)->Reform("127.0.0.1", port, 0, 1, 600000, "job-s/gen-2/").ok());
+  absl::StatusOr<std::vector<double>> alone = (*dp)->Sum({1});
+  ASSERT_TRUE(alone.ok()) << alone.status();
+  EXPECT_EQ(*alone, std::vector<double>{1});
+  dp->reset();  // does not wait for the collective given up on
+  speak.set_value(false);
+  EXPECT_TRUE(silent.get().ok());
+}
+
+TEST(DataParallelTest, ACollectiveWaitingOnASlowPeerIsKeptWhileTheJobHasNotMovedOn) {
+  const int port = FreePort();
+  std::promise<bool> speak;
+  auto slow = std::async(std::launch::async, SilentThenSum, port, speak.get_future().share());
+  auto dp = DataParallel::Connect("127.0.0.1", port, 0, 2, /*timeout_ms=*/600000, "job-s/",
+                                  /*rendezvous_timeout_ms=*/5000);
+  ASSERT_TRUE(dp.ok()) << dp.status();
+  int asked = 0;
+  (*dp)->set_moved_on([&] {
+    if (++asked == 20) speak.set_value(true);  // rank 1 speaks after about 4 s of the wait
+    return false;
+  });
+  absl::StatusOr<std::vector<double>> sum = (*dp)->Sum({1});
+  ASSERT_TRUE(sum.ok()) << sum.status();
+  EXPECT_EQ(*sum, std::vector<double>{3});
+  EXPECT_GE(asked, 20);
+  absl::StatusOr<double> theirs = slow.get();
+  ASSERT_TRUE(theirs.ok()) << theirs.status();
+  EXPECT_EQ(*theirs, 3);
+}
+
 TEST(DataParallelTest, ALostPeerIsToldFromOtherUnavailableErrors) {
   const absl::Status lost = PeerLost("Connection closed by peer [127.0.0.1]:4242");
   EXPECT_TRUE(absl::IsUnavailable(lost));
