@@ -1,8 +1,10 @@
 #include "job/search_space.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <set>
+#include <unordered_map>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -217,7 +219,39 @@ absl::StatusOr<SearchSpace> ParseSearchSpace(const YAML::Node& space, const std:
   return out;
 }
 
+namespace {
+
+// The largest grid drawn without replacement; past it, repeats in max_trials draws are as rare as
+// they are in a real range.
+constexpr int64_t kMaxPermutedGrid = int64_t{1} << 40;
+
+// Point π(trial) of a permutation π of [0, n) drawn with `seed`: the forward Fisher–Yates
+// shuffle, step i swapping position i with one of i…n-1, over a sparse array (O(trial) time and
+// memory, whatever n is). Counter-based like Uniform01, on a stream of its own.
+int64_t PermutedIndex(uint64_t seed, int64_t n, int64_t trial) {
+  std::unordered_map<int64_t, int64_t> moved;  // position -> the point now there, where not itself
+  auto at = [&moved](int64_t i) {
+    auto it = moved.find(i);
+    return it == moved.end() ? i : it->second;
+  };
+  int64_t point = 0;
+  for (int64_t i = 0; i <= trial; ++i) {
+    const double u = Uniform01(seed ^ 0x5045524d55544531ULL, i, 0);  // "PERMUTE1"
+    const int64_t j = std::min(n - 1, i + static_cast<int64_t>(u * static_cast<double>(n - i)));
+    point = at(j);
+    moved[j] = at(i);
+    moved[i] = point;
+  }
+  return point;
+}
+
+}  // namespace
+
 Hyperparameters SampleTrial(const SearchSpace& space, uint64_t seed, int64_t trial) {
+  const int64_t grid = GridSize(space);
+  if (grid > 0 && grid <= kMaxPermutedGrid && trial >= 0 && trial < grid) {
+    return GridPoint(space, PermutedIndex(seed, grid, trial));
+  }
   Hyperparameters values;
   for (size_t d = 0; d < space.dimensions.size(); ++d) {
     values.emplace_back(space.dimensions[d].field,

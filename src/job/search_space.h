@@ -51,6 +51,10 @@ absl::StatusOr<SearchSpace> ParseSearchSpace(const YAML::Node& space,
 
 // Trial `trial`'s values drawn from `space` with `seed`: reals with 6 significant digits,
 // integers exact, choices as written. The same (space, seed, trial) always gives the same values.
+// A space of choices only (a grid, GridSize) is drawn without replacement: trials 0 … GridSize-1
+// are its points in an order the seed shuffles, so no configuration is trained twice until all
+// were (a trial's training is deterministic: a repeat would only repeat its result); later trials
+// are drawn independently.
 Hyperparameters SampleTrial(const SearchSpace& space, uint64_t seed, int64_t trial);
 
 // The points of a grid over `space`: the product of its choices' counts, or 0 when a dimension is

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <vector>
 
 namespace weft {
 namespace {
@@ -105,6 +106,30 @@ training.epochs: {int: [1, 4]}
   for (const std::string& r : rates) low_decade += std::stod(r) < 1e-3 ? 1 : 0;
   EXPECT_GT(low_decade, 60);
   EXPECT_LT(low_decade, 140);
+}
+
+TEST(SearchSpaceTest, ASpaceOfChoicesIsDrawnWithoutReplacementUntilEveryPointWasDrawn) {
+  SearchSpace s = Parse(R"(
+training.learning_rate: {choice: [0.001, 0.003, 0.01, 0.03]}
+training.batch_size: {choice: [32, 64, 128, 256]}
+)");
+  ASSERT_EQ(GridSize(s), 16);
+  std::set<Hyperparameters> drawn;
+  std::vector<Hyperparameters> order7, order8;
+  for (int64_t t = 0; t < 16; ++t) {
+    order7.push_back(SampleTrial(s, 7, t));
+    order8.push_back(SampleTrial(s, 8, t));
+    EXPECT_EQ(order7.back(), SampleTrial(s, 7, t)) << "drawing again gives the same values";
+    drawn.insert(order7.back());
+  }
+  EXPECT_EQ(drawn.size(), 16u) << "16 trials of a 16-point space train every point once";
+  EXPECT_EQ(std::set<Hyperparameters>(order8.begin(), order8.end()), drawn);
+  EXPECT_NE(order7, order8) << "another seed, another order";
+  std::vector<Hyperparameters> grid;
+  for (int64_t i = 0; i < 16; ++i) grid.push_back(GridPoint(s, i));
+  EXPECT_NE(order7, grid) << "shuffled, not the grid's order";
+  // Past the grid's size, trials are drawn independently, still from the space.
+  for (int64_t t = 16; t < 40; ++t) EXPECT_EQ(drawn.count(SampleTrial(s, 7, t)), 1u) << t;
 }
 
 TEST(SearchSpaceTest, AGridEnumeratesEveryCombinationOnce) {
