@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "api/job_json.h"
 #include "api/routes.h"
+#include "common/files.h"
 #include "common/logging.h"
 #include "common/text.h"
 
@@ -185,6 +186,11 @@ void DeleteTenant(const Services& s, const Request& req, Response& res, const Ca
     if (absl::Status st = s.artifacts->RemoveTenant(name); !st.ok()) {
       spdlog::warn("tenant {} deleted; its artifacts' files stay: {}", name, st.message());
     }
+  }
+  // weftd's own files of the tenant (its jobs' kernel choices): a tenant made later with the
+  // same name starts without them.
+  if (absl::Status st = RemoveAll(s.controller.layout().TenantDir(name)); !st.ok()) {
+    spdlog::warn("tenant {} deleted; its files stay: {}", name, st.message());
   }
   SendJson(res, 200, {{"name", name}, {"deleted", true}});
 }

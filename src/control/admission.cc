@@ -8,6 +8,7 @@
 #include "common/status_macros.h"
 #include "control/datasets.h"
 #include "control/images.h"
+#include "control/kernel_choices.h"
 #include "scheduler/policy.h"
 
 namespace weft {
@@ -68,7 +69,11 @@ absl::Status Admission::LayOut(const JobRecord& r, const std::vector<JobInput>& 
   absl::Status s = env_.MakeDirs(layout_.LogDir(r.id));
   if (s.ok()) s = WriteFileAtomic(env_, layout_.SpecPath(r.id), r.spec_json + "\n");
   if (s.ok()) s = LinkInputs(inputs, errors);
-  if (!s.ok()) Discard(r.id);
+  if (!s.ok()) {
+    Discard(r.id);
+    return s;
+  }
+  SeedKernelChoices(layout_, r.tenant, r.id);
   return s;
 }
 

@@ -16,6 +16,7 @@
 #include "common/logging.h"
 #include "common/metrics.h"
 #include "common/text.h"
+#include "control/kernel_choices.h"
 
 namespace weft {
 namespace {
@@ -199,6 +200,8 @@ void LearnerExits::SettleFailingGang(AttemptTracker& attempts, JobRecord& r, con
 }
 
 void LearnerExits::Complete(AttemptTracker& attempts, JobRecord& r, const std::string& reason) {
+  // Before the job's end is recorded: the search its end wakes starts trials that take them.
+  KeepKernelChoices(c_.layout, r.tenant, r.id);
   attempts.EndAttempt(r.id);
   r.ClearGang(c_.clock.NowMs());
   // The other ranks are done training too; make sure none lingers.
@@ -229,6 +232,7 @@ void LearnerExits::Complete(AttemptTracker& attempts, JobRecord& r, const std::s
 
 void LearnerExits::EndAttempt(AttemptTracker& attempts, JobRecord& r, const std::string& reason,
                               bool fail_job) {
+  KeepKernelChoices(c_.layout, r.tenant, r.id);
   attempts.EndAttempt(r.id);
   r.ClearGang(c_.clock.NowMs());
   if (fail_job) return c_.recorder.Fail(r, reason);

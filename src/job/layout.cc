@@ -11,6 +11,12 @@ std::string JobLayout::JobsDir() const { return data_dir_ + "/jobs"; }
 std::string JobLayout::JobDir(const std::string& id) const {
   return absl::StrCat(data_dir_, "/jobs/", id);
 }
+std::string JobLayout::TenantDir(const std::string& tenant) const {
+  return absl::StrCat(data_dir_, "/tenants/", tenant);
+}
+std::string JobLayout::TenantKernelCachePath(const std::string& tenant) const {
+  return KernelCachePath(TenantDir(tenant));
+}
 std::string JobLayout::DeletedDir(const std::string& tenant) const {
   return absl::StrCat(data_dir_, "/deleted/", tenant);
 }

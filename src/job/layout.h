@@ -16,6 +16,8 @@
 //                                                      linked from its artifact at submission
 //   <data_dir>/jobs/<id>/work/rank-<rank>/             a command job's working directory, made
 //                                                      afresh for each attempt (WORK_DIR)
+//   <data_dir>/tenants/<tenant>/kernels.tsv            the kernel choices of the tenant's jobs,
+//                                                      weftd's own (job/kernel_cache.h)
 #pragma once
 
 #include <cstdint>
@@ -49,6 +51,10 @@ class JobLayout {
   std::string DataDir(const std::string& id) const;
   // Where a command job's learners work, each in WorkDir(WorkRoot(id), rank).
   std::string WorkRoot(const std::string& id) const;
+  // weftd's files of a tenant (never a learner's): TenantDir(tenant), and in it the kernel
+  // choices its jobs share.
+  std::string TenantDir(const std::string& tenant) const;
+  std::string TenantKernelCachePath(const std::string& tenant) const;
 
  private:
   std::string data_dir_;
@@ -60,7 +66,7 @@ std::string LearnerLogPath(const std::string& log_dir, int rank);
 std::string ParameterServerLogPath(const std::string& log_dir, int index);
 // The job's data audit (job/audit.h), kept with its logs: rank 0 of each attempt appends to it.
 std::string AuditPath(const std::string& log_dir);
-// The kernel each layer shape runs on, as a learner of the job timed it (train/kernel_cache.h).
+// The kernel each layer shape runs on, as a learner of the job timed it (job/kernel_cache.h).
 std::string KernelCachePath(const std::string& log_dir);
 std::string CheckpointPath(const std::string& checkpoint_dir, int64_t step);
 std::string ModelDir(const std::string& result_dir, std::string_view kind);

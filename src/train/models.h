@@ -16,7 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "job/job_spec.h"
-#include "train/kernel_cache.h"
+#include "job/kernel_cache.h"
 
 namespace weft::train {
 

@@ -13,7 +13,7 @@
 #include "common/status_macros.h"
 #include "job/layout.h"
 #include "train/blas.h"
-#include "train/kernel_cache.h"
+#include "job/kernel_cache.h"
 #include "train/ps_trainer.h"
 #include "train/trainer.h"
 

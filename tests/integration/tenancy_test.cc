@@ -397,6 +397,42 @@ TEST_F(TenancyTest, ATenantsOwnDataSetIsAnUploadedTensorFileNoOtherTenantCanName
   EXPECT_THAT(refused.output, HasSubstr("data.artifact: no artifact 'blobs'")) << refused.output;
 }
 
+// Each layer's kernel choice in learner 0's log of job `id` (read as `token`): 't' where the
+// learner timed it, 'c' where it took a cached choice, layer after layer.
+std::string KernelChoices(const testing::WeftdProcess& weftd, const std::string& token,
+                          const std::string& id) {
+  const testing::CommandResult r = weftd.CliAs(token, {"logs", id, "--rank", "0"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  std::string choices;
+  const std::regex line(R"(kernel of \w+ \[[0-9, ]+\] -> \d+: \w+(, cached)?)");
+  for (std::sregex_iterator it(r.output.begin(), r.output.end(), line), end; it != end; ++it) {
+    choices += (*it)[1].matched ? 'c' : 't';
+  }
+  return choices;
+}
+
+TEST_F(TenancyTest, AJobTakesTheKernelChoicesItsTenantsEarlierJobsTimedAndNoOtherTenants) {
+  const std::string b = NewTenant("team-b");
+  const std::string first = Submit("first", kQuick);
+  WaitFor(first, {"COMPLETED"}, 120);
+  EXPECT_EQ(KernelChoices(*weftd_, weftd_->token(), first), "tt") << "fc1 and fc2, timed";
+  // Another tenant's job of the same model and batch times its own.
+  const std::string theirs = SubmitAs(b, Manifest("theirs", kQuick));
+  WaitFor(theirs, {"COMPLETED"}, 120, b);
+  EXPECT_EQ(KernelChoices(*weftd_, b, theirs), "tt");
+  // The tenant's next job takes what its first one timed.
+  const std::string second = Submit("second", kQuick);
+  WaitFor(second, {"COMPLETED"}, 120);
+  EXPECT_EQ(KernelChoices(*weftd_, weftd_->token(), second), "cc");
+  // Once the tenant is deleted, a tenant made with its name starts afresh.
+  ASSERT_EQ(weftd_->CliAs(b, {"delete", theirs}).exit_code, 0);
+  ASSERT_EQ(weftd_->CliAs(admin_, {"tenant", "delete", "team-b"}).exit_code, 0);
+  const std::string again = NewTenant("team-b");
+  const std::string anew = SubmitAs(again, Manifest("anew", kQuick));
+  WaitFor(anew, {"COMPLETED"}, 120, again);
+  EXPECT_EQ(KernelChoices(*weftd_, again, anew), "tt");
+}
+
 TEST_F(TenancyTest, TheAdminTokenRotates) {
   const std::string tenant = NewTenant("team-a");
   auto r = weftd_->CliAs(admin_, {"token", "rotate-admin"});

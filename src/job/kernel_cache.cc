@@ -1,4 +1,8 @@
-#include "train/kernel_cache.h"
+#include "job/kernel_cache.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <vector>
@@ -9,7 +13,7 @@
 #include "absl/strings/strip.h"
 #include "common/files.h"
 
-namespace weft::train {
+namespace weft {
 namespace {
 
 bool IsKernelName(absl::string_view name) { return name == "onednn" || name == "blas"; }
@@ -22,13 +26,24 @@ bool IsReadableKey(absl::string_view key) {
   return true;
 }
 
-// At most kMaxKernelCacheBytes of `path`; empty when it cannot be opened.
+// At most kMaxKernelCacheBytes of the regular file `path`; empty when it cannot be opened, is
+// not a regular file (a FIFO would block the reader) or a symbolic link lies on its path.
 std::string ReadBounded(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return {};
-  std::string data(kMaxKernelCacheBytes, '\0');
-  in.read(data.data(), static_cast<std::streamsize>(data.size()));
-  data.resize(static_cast<size_t>(in.gcount()));
+  const int fd = OpenNoSymlinks(path, O_RDONLY | O_NONBLOCK);
+  if (fd < 0) return {};
+  std::string data;
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    data.resize(kMaxKernelCacheBytes);
+    size_t got = 0;
+    while (got < data.size()) {
+      const ssize_t n = ::read(fd, data.data() + got, data.size() - got);
+      if (n <= 0) break;
+      got += static_cast<size_t>(n);
+    }
+    data.resize(got);
+  }
+  ::close(fd);
   return data;
 }
 
@@ -60,10 +75,18 @@ std::optional<std::string> KernelCache::Find(const std::string& key) const {
 
 bool KernelCache::Put(const std::string& key, const std::string& kernel) {
   if (!IsKernelName(kernel) || !IsReadableKey(key)) return false;
-  if (entries_.count(key) == 0 && entries_.size() >= kMaxKernelCacheEntries) return false;
+  auto it = entries_.find(key);
+  if (it != entries_.end() && it->second == kernel) return true;  // nothing to save
+  if (it == entries_.end() && entries_.size() >= kMaxKernelCacheEntries) return false;
   entries_[key] = kernel;
   added_[key] = kernel;
   return true;
+}
+
+size_t KernelCache::PutAll(const KernelCache& other) {
+  size_t taken = 0;
+  for (const auto& [key, kernel] : other.entries_) taken += Put(key, kernel) ? 1 : 0;
+  return taken;
 }
 
 absl::Status KernelCache::Save() const {
@@ -91,4 +114,4 @@ std::string CpuModel() {
   return "unknown cpu";
 }
 
-}  // namespace weft::train
+}  // namespace weft
