@@ -11,9 +11,9 @@
 #include "absl/strings/str_join.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
+#include "job/kernel_cache.h"
 #include "job/layout.h"
 #include "train/blas.h"
-#include "job/kernel_cache.h"
 #include "train/ps_trainer.h"
 #include "train/trainer.h"
 
