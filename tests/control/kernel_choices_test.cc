@@ -6,9 +6,9 @@
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
 
+#include "common/files.h"
 #include "job/kernel_cache.h"
 
 namespace weft {
@@ -29,13 +29,6 @@ class KernelChoicesTest : public ::testing::Test {
     std::filesystem::create_directories(layout_->LogDir(id));
     return KernelCachePath(layout_->LogDir(id));
   }
-  static std::string Read(const std::string& path) {
-    std::ifstream in(path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
-
   std::string dir_;
   std::unique_ptr<JobLayout> layout_;
 };
@@ -45,7 +38,8 @@ TEST_F(KernelChoicesTest, ATenantsJobsPassOnTheirWellFormedChoicesAndNoOtherTena
                                << "cpu | [64, 32] -> 10\tgpu\ncpu |\x01 bad\tonednn\n";
   KeepKernelChoices(*layout_, "team-a", "j1");
   const std::string kept = layout_->TenantKernelCachePath("team-a");
-  EXPECT_EQ(Read(kept), "cpu | [64, 784] -> 32\tblas\n") << "only the well-formed line is kept";
+  EXPECT_EQ(ReadFile(kept).value_or(""), "cpu | [64, 784] -> 32\tblas\n")
+      << "only the well-formed line is kept";
   struct stat st {};
   ASSERT_EQ(::stat(kept.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
