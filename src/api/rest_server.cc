@@ -7,6 +7,8 @@
 #include "absl/strings/str_cat.h"
 #include "api/http.h"
 #include "api/routes.h"
+#include "common/files.h"
+#include "common/status_macros.h"
 
 namespace weft::api {
 namespace {
@@ -106,6 +108,11 @@ RestServer::RestServer(Store& store, Controller& controller, RestParts parts, co
       controller, jobs_, tenancy_, datasets_, *parts.executor, clock, options.admin_token_path,
       streams_.get(), parts.artifacts, &webhooks_, uploads_.get(), options.upload_timeout_s,
       parts.disk_quota, parts.images, &experiments_, parts.experiments});
+  // A tenant's files: its uploads, and weftd's own (its jobs' kernel choices).
+  tenancy_.SetFileRemover([&controller, artifacts = parts.artifacts](const std::string& tenant) {
+    if (artifacts != nullptr) RETURN_IF_ERROR(artifacts->RemoveTenant(tenant));
+    return RemoveAll(controller.layout().TenantDir(tenant));
+  });
   InstallApi(*server_, *services_, limiter_.get(), options);
 }
 

@@ -5,8 +5,6 @@
 #include "absl/strings/str_cat.h"
 #include "api/job_json.h"
 #include "api/routes.h"
-#include "common/files.h"
-#include "common/logging.h"
 #include "common/text.h"
 
 namespace weft::api {
@@ -180,18 +178,8 @@ void UpdateTenant(const Services& s, const Request& req, Response& res, const Ca
 void DeleteTenant(const Services& s, const Request& req, Response& res, const Caller&) {
   std::string name = req.matches[1];
   if (name == "default") return SendError(res, 409, "tenant 'default' cannot be deleted");
+  // Its files go with it (Tenancy's file remover, RestServer's).
   if (absl::Status st = s.tenancy.Delete(name); !st.ok()) return SendStatus(res, st);
-  if (s.artifacts != nullptr) {
-    // The names are gone with the tenant; a file left by an error here is nobody's to name.
-    if (absl::Status st = s.artifacts->RemoveTenant(name); !st.ok()) {
-      spdlog::warn("tenant {} deleted; its artifacts' files stay: {}", name, st.message());
-    }
-  }
-  // weftd's own files of the tenant (its jobs' kernel choices): a tenant made later with the
-  // same name starts without them.
-  if (absl::Status st = RemoveAll(s.controller.layout().TenantDir(name)); !st.ok()) {
-    spdlog::warn("tenant {} deleted; its files stay: {}", name, st.message());
-  }
   SendJson(res, 200, {{"name", name}, {"deleted", true}});
 }
 

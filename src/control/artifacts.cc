@@ -196,7 +196,8 @@ absl::Status Artifacts::RemoveUnnamed() {
   absl::flat_hash_set<std::string> known;
   for (const TenantRecord& t : tenants) known.insert(t.name);
   // Only the tenants the store has: the directory of one deleted by a weftd that crashed before
-  // removing its files holds nothing anyone can name, and is left for the admin.
+  // removing its files holds nothing anyone can name; Tenancy::Create removes it before a new
+  // tenant takes the name.
   for (const std::string& tenant : known) {
     ASSIGN_OR_RETURN(std::vector<std::string> files, env_.ListFiles(TenantDir(tenant)));
     if (files.empty()) continue;

@@ -5,6 +5,8 @@
 #include "absl/strings/strip.h"
 #include "common/files.h"
 #include "common/ids.h"
+#include "common/logging.h"
+#include "common/status_macros.h"
 
 namespace weft {
 
@@ -53,6 +55,16 @@ absl::StatusOr<Caller> Tenancy::Authenticate(const std::string& authorization) c
 }
 
 absl::Status Tenancy::Create(TenantRecord* tenant) {
+  absl::MutexLock lock(&names_mu_);
+  // A tenant of the name has no token, so nothing of it can be uploaded or run meanwhile.
+  if (remove_files_ && absl::IsNotFound(store_.GetTenant(tenant->name).status())) {
+    if (absl::Status s = remove_files_(tenant->name); !s.ok()) {
+      return absl::Status(
+          s.code(),
+          absl::StrCat("tenant '", tenant->name, "' is not created: the files an ",
+                       "earlier tenant of that name left cannot be removed: ", s.message()));
+    }
+  }
   tenant->created_ms = clock_.NowMs();
   return store_.CreateTenant(*tenant);
 }
@@ -63,7 +75,16 @@ absl::StatusOr<TenantRecord> Tenancy::Get(const std::string& name) const {
 
 absl::Status Tenancy::Update(const TenantRecord& tenant) { return store_.UpdateTenant(tenant); }
 
-absl::Status Tenancy::Delete(const std::string& name) { return store_.DeleteTenant(name); }
+absl::Status Tenancy::Delete(const std::string& name) {
+  absl::MutexLock lock(&names_mu_);
+  RETURN_IF_ERROR(store_.DeleteTenant(name));
+  if (!remove_files_) return absl::OkStatus();
+  if (absl::Status s = remove_files_(name); !s.ok()) {
+    spdlog::warn("tenant {} deleted; its files stay until a tenant of its name is created: {}",
+                 name, s.message());
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<std::vector<TokenRecord>> Tenancy::ListTokens(const std::string& tenant) const {
   if (auto t = store_.GetTenant(tenant); !t.ok()) return t.status();

@@ -2,12 +2,15 @@
 // token manages tenants and their tokens; a tenant token acts on that tenant's jobs only.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "common/clock.h"
 #include "common/env.h"
 #include "store/store.h"
@@ -36,12 +39,23 @@ class Tenancy {
   // missing, malformed, unknown or revoked (the message says which and what to do).
   absl::StatusOr<Caller> Authenticate(const std::string& authorization) const;
 
-  // Stores `tenant`, stamped now (its created_ms is set). AlreadyExists for a name taken.
-  absl::Status Create(TenantRecord* tenant);
+  // What removes weftd's files of a tenant (its artifacts, its jobs' kernel choices) once the
+  // tenant is gone: OkStatus when none are left. Called by Delete, and by Create before a new
+  // tenant takes a name, since a weftd that crashed in a Delete leaves them behind. Set once,
+  // before the first request; without one a tenant has no files.
+  using FileRemover = std::function<absl::Status(const std::string& tenant)>;
+  void SetFileRemover(FileRemover remover) { remove_files_ = std::move(remover); }
+
+  // Stores `tenant`, stamped now (its created_ms is set), once any files an earlier tenant of
+  // the name left are removed. AlreadyExists for a name taken; the remover's error, with nothing
+  // stored, when those files cannot be removed.
+  absl::Status Create(TenantRecord* tenant) ABSL_LOCKS_EXCLUDED(names_mu_);
   // NotFound when there is no tenant `name`.
   absl::StatusOr<TenantRecord> Get(const std::string& name) const;
   absl::Status Update(const TenantRecord& tenant);
-  absl::Status Delete(const std::string& name);
+  // Removes the tenant from the store, then its files (a failure to remove them is logged: the
+  // next Create of the name tries again). NotFound when there is no tenant `name`.
+  absl::Status Delete(const std::string& name) ABSL_LOCKS_EXCLUDED(names_mu_);
 
   // `tenant`'s tokens (revoked ones too); NotFound when there is no such tenant.
   absl::StatusOr<std::vector<TokenRecord>> ListTokens(const std::string& tenant) const;
@@ -58,6 +72,10 @@ class Tenancy {
   Store& store_;
   const Clock& clock_;
   Env& env_;
+  FileRemover remove_files_;
+  // One Create or Delete at a time, so that the files of a name are never removed while a tenant
+  // that was just created under it has any.
+  absl::Mutex names_mu_;
 };
 
 // On weftd's first start: creates the admin token, writes it to `<data_dir>/admin.token` (mode

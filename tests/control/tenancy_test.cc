@@ -6,6 +6,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include "common/clock.h"
 #include "control/job_queries.h"
@@ -85,6 +87,34 @@ TEST_F(TenancyServiceTest, ATenantIsStampedAndATokenIsIssuedOnlyForOneThatExists
   ASSERT_EQ(listed->size(), 1u);
   EXPECT_EQ((*listed)[0].id, issued->first.id);
   EXPECT_TRUE(tenancy_->ListTokens("b")->empty());
+}
+
+TEST_F(TenancyServiceTest, ANamesFilesAreRemovedWhenItsTenantGoesAndAgainBeforeANewOneTakesIt) {
+  std::vector<std::string> removed;
+  absl::Status fails = absl::OkStatus();
+  tenancy_->SetFileRemover([&](const std::string& tenant) {
+    removed.push_back(tenant);
+    return fails;
+  });
+  TenantRecord taken;
+  taken.name = "a";
+  EXPECT_TRUE(absl::IsAlreadyExists(tenancy_->Create(&taken)));
+  EXPECT_TRUE(removed.empty()) << "the files of tenant a, which exists, are its own";
+
+  ASSERT_TRUE(tenancy_->Delete("b").ok());
+  EXPECT_EQ(removed, std::vector<std::string>{"b"});
+  // A failure to remove them after the deletion is not the caller's: the next Create retries.
+  fails = absl::PermissionDeniedError("cannot remove /data/tenants/c");
+  TenantRecord c;
+  c.name = "c";
+  absl::Status refused = tenancy_->Create(&c);
+  EXPECT_TRUE(absl::IsPermissionDenied(refused)) << refused;
+  EXPECT_THAT(refused.message(), HasSubstr("files an earlier tenant of that name left"));
+  EXPECT_TRUE(absl::IsNotFound(tenancy_->Get("c").status())) << "nothing stored";
+  ASSERT_TRUE(tenancy_->Delete("a").ok()) << "the files' error is only logged";
+  fails = absl::OkStatus();
+  ASSERT_TRUE(tenancy_->Create(&c).ok());
+  EXPECT_EQ(removed, (std::vector<std::string>{"b", "c", "a", "c"}));
 }
 
 TEST_F(TenancyServiceTest, ATokenAuthenticatesItsTenantUntilItIsRevoked) {

@@ -427,7 +427,17 @@ TEST_F(TenancyTest, AJobTakesTheKernelChoicesItsTenantsEarlierJobsTimedAndNoOthe
   // Once the tenant is deleted, a tenant made with its name starts afresh.
   ASSERT_EQ(weftd_->CliAs(b, {"delete", theirs}).exit_code, 0);
   ASSERT_EQ(weftd_->CliAs(admin_, {"tenant", "delete", "team-b"}).exit_code, 0);
+  const std::string data = dir_ + "/data";
+  EXPECT_FALSE(std::filesystem::exists(data + "/tenants/team-b"));
+  // Even from the files a weftd that crashed in the middle of the deletion would leave: choices
+  // that fit its job, and an upload.
+  std::filesystem::create_directories(data + "/tenants/team-b");
+  std::filesystem::copy_file(data + "/tenants/default/kernels.tsv",
+                             data + "/tenants/team-b/kernels.tsv");
+  std::filesystem::create_directories(data + "/artifacts/team-b");
+  std::ofstream(data + "/artifacts/team-b/left-behind") << "an earlier tenant's upload";
   const std::string again = NewTenant("team-b");
+  EXPECT_FALSE(std::filesystem::exists(data + "/artifacts/team-b/left-behind"));
   const std::string anew = SubmitAs(again, Manifest("anew", kQuick));
   WaitFor(anew, {"COMPLETED"}, 120, again);
   EXPECT_EQ(KernelChoices(*weftd_, again, anew), "tt");
