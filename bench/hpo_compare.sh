@@ -20,8 +20,8 @@
 #
 # Usage: bench/hpo_compare.sh [DELIVER] [TRAIN=30000] [MODEL=mlp]; DELIVER defaults to 0.86 for
 # the mlp, 0.88 for the cnn. The mlp on 30,000 images: about 15 minutes on 2 cores (most of it
-# Optuna on the stock BLAS); the cnn on 12,000 (bench/hpo_compare.sh 0.88 12000 cnn): about
-# 33 minutes.
+# Optuna on the stock BLAS); the cnn on 12,000 (bench/hpo_compare.sh 0.88 12000 cnn): 25 to
+# 35 minutes.
 # Needs python3-torch, python3-numpy and python3-optuna (WEFT_WITH_BENCH_DEPS=1
 # scripts/install-deps.sh).
 set -euo pipefail

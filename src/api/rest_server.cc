@@ -8,7 +8,6 @@
 #include "api/http.h"
 #include "api/routes.h"
 #include "common/files.h"
-#include "common/status_macros.h"
 
 namespace weft::api {
 namespace {
@@ -108,10 +107,13 @@ RestServer::RestServer(Store& store, Controller& controller, RestParts parts, co
       controller, jobs_, tenancy_, datasets_, *parts.executor, clock, options.admin_token_path,
       streams_.get(), parts.artifacts, &webhooks_, uploads_.get(), options.upload_timeout_s,
       parts.disk_quota, parts.images, &experiments_, parts.experiments});
-  // A tenant's files: its uploads, and weftd's own (its jobs' kernel choices).
+  // A tenant's files: its uploads, and weftd's own (its jobs' kernel choices). Both are tried;
+  // the first error comes back.
   tenancy_.SetFileRemover([&controller, artifacts = parts.artifacts](const std::string& tenant) {
-    if (artifacts != nullptr) RETURN_IF_ERROR(artifacts->RemoveTenant(tenant));
-    return RemoveAll(controller.layout().TenantDir(tenant));
+    absl::Status uploads =
+        artifacts != nullptr ? artifacts->RemoveTenant(tenant) : absl::OkStatus();
+    absl::Status own = RemoveAll(controller.layout().TenantDir(tenant));
+    return uploads.ok() ? own : uploads;
   });
   InstallApi(*server_, *services_, limiter_.get(), options);
 }
