@@ -13,15 +13,18 @@
 #        {[64], [256, 64]};
 #   cnn: learning rate {1e-3, 3e-3, 1e-2, 3e-2} x batch size {32, 64, 128, 256} (the CNN has no
 #        width to search)
-# — trained up to 9 epochs; ASHA with eta 3 (rungs of 1, 3, 9 epochs), 16 trials, 2 at once.
+# — trained up to EPOCHS (9) epochs; ASHA with eta ETA (3; rungs of 1, 3, 9 epochs), 16 trials,
+# 2 at once. Optuna's pruner gets the same eta and budget.
 # An MLP epoch (under a second) costs less than a trial's start (its container, data and
 # kernels: about 2 s), so the MLP measures the starts; the CNN's epochs (several seconds) are what
 # a search on a real model pays for.
 #
-# Usage: bench/hpo_compare.sh [DELIVER] [TRAIN=30000] [MODEL=mlp]; DELIVER defaults to 0.86 for
-# the mlp, 0.88 for the cnn. The mlp on 30,000 images: about 15 minutes on 2 cores (most of it
+# Usage: bench/hpo_compare.sh [DELIVER] [TRAIN=30000] [MODEL=mlp] [ETA=3] [EPOCHS=9]; DELIVER
+# defaults to 0.86 for the mlp, 0.88 for the cnn. EPOCHS is the grid's budget and ASHA's top
+# rung: ETA 4 with EPOCHS 16 gives rungs of 1, 4 and 16 epochs (the eta of Li et al.'s
+# experiments). The mlp on 30,000 images: about 15 minutes on 2 cores (most of it
 # Optuna on the stock BLAS); the cnn on 12,000 (bench/hpo_compare.sh 0.88 12000 cnn): 25 to
-# 35 minutes.
+# 35 minutes; `0.88 12000 cnn 4 16` about 42 (the grid 13 of them, Optuna's stock BLAS 16).
 # Needs python3-torch, python3-numpy and python3-optuna (WEFT_WITH_BENCH_DEPS=1
 # scripts/install-deps.sh).
 set -euo pipefail
@@ -31,6 +34,10 @@ MODEL=${3:-mlp}
 [[ $MODEL == mlp || $MODEL == cnn ]] || { echo "MODEL: mlp or cnn, not '$MODEL'" >&2; exit 2; }
 DELIVER=${1:-$([[ $MODEL == mlp ]] && echo 0.86 || echo 0.88)}
 TRAIN=${2:-30000}
+ETA=${4:-3}
+EPOCHS=${5:-9}
+[[ $ETA =~ ^[2-9]$ ]] || { echo "ETA: 2 to 9, not '$ETA'" >&2; exit 2; }
+[[ $EPOCHS =~ ^[1-9][0-9]?$ ]] || { echo "EPOCHS: 1 to 99, not '$EPOCHS'" >&2; exit 2; }
 # Optuna's side runs last: find out now, not after the weft runs, that it cannot.
 /usr/bin/python3 -c 'import numpy, optuna, torch' 2>/dev/null || {
   echo "hpo_compare: needs python3-optuna, python3-torch and python3-numpy:" \
@@ -42,7 +49,7 @@ trap 'stop_weftd; rm -rf "$WORK"' EXIT
 
 manifest() {  # manifest NAME SEARCHER SEED
   local extra=""
-  [[ $2 == asha ]] && extra="  eta: 3
+  [[ $2 == asha ]] && extra="  eta: $ETA
   min_resource: 1
   max_trials: 16"
   cat <<YAML
@@ -51,7 +58,7 @@ name: $1
 job:
   model: {architecture: $MODEL$([[ $MODEL == mlp ]] && echo ", hidden_units: [64]")}
   data: {train_samples: $TRAIN, test_samples: 2000}
-  training: {epochs: 9, batch_size: 64, optimizer: adam, threads: 1}
+  training: {epochs: $EPOCHS, batch_size: 64, optimizer: adam, threads: 1}
   resources: {cpus: 1, memory_mb: 1024}
 search:
   space:
@@ -115,10 +122,10 @@ done
 stop_weftd
 
 echo "optuna (stock BLAS) ..."
-/usr/bin/python3 bench/hpo_optuna.py 16 9 3 2 11 "$DELIVER" "$TRAIN" 2000 "$MODEL" | tee "$WORK/optuna.json"
+/usr/bin/python3 bench/hpo_optuna.py 16 "$EPOCHS" "$ETA" 2 11 "$DELIVER" "$TRAIN" 2000 "$MODEL" | tee "$WORK/optuna.json"
 OPENBLAS=$(openblas_libdir)
 echo "optuna with OpenBLAS ($(torch_blas "$OPENBLAS")) ..."
-LD_LIBRARY_PATH="$OPENBLAS" OPENBLAS_NUM_THREADS=1 /usr/bin/python3 bench/hpo_optuna.py 16 9 3 2 11 \
+LD_LIBRARY_PATH="$OPENBLAS" OPENBLAS_NUM_THREADS=1 /usr/bin/python3 bench/hpo_optuna.py 16 "$EPOCHS" "$ETA" 2 11 \
   "$DELIVER" "$TRAIN" 2000 "$MODEL" | tee "$WORK/optuna-openblas.json"
 
 python3 - "$WORK" "$DELIVER" <<'PY'
