@@ -25,11 +25,11 @@ namespace {
 // The payload that marks an Unavailable as a lost peer (PeerLost).
 constexpr char kPeerLostPayload[] = "weft.train/peer-lost";
 
-// A collective's wait is checked against DataParallel::set_moved_on's predicate every
-// kGiveUpSliceMs, and given up once the predicate has held for kGiveUpAfterMs (milliseconds):
+// A collective's wait is checked against DataParallel::set_give_up's question every
+// kGiveUpSliceMs, and given up once it has had an answer for kGiveUpAfterMs (milliseconds):
 // long enough for every live peer to finish the step it is in and leave at the next step's
-// regroup flag, short of kReformWaitMs, which the new generation's first members wait for the
-// rest.
+// regroup or stop flag, short of kReformWaitMs, which the new generation's first members wait
+// for the rest, and of weftd's 10 s between SIGTERM and SIGKILL.
 constexpr int64_t kGiveUpSliceMs = 200;
 constexpr int64_t kGiveUpAfterMs = 2000;
 
@@ -82,12 +82,12 @@ struct DataParallel::Group {
   std::vector<torch::Tensor> parameters;  // DataParallel's, set when the buckets are built
   std::vector<Bucket> buckets;
   std::vector<std::pair<size_t, size_t>> slot_of;  // parameter -> (bucket, index in bucket)
-  size_t next = 0;                 // first bucket whose allreduce has not started this step
-  bool stop_flag = false;          // this rank's stop flag for this step
-  bool regroup_flag = false;       // this rank's regroup flag for this step
-  bool armed = false;              // between BeginStep and FinishStep
-  std::string launch_error;        // a collective that could not even be started this step
-  std::function<bool()> moved_on;  // DataParallel::set_moved_on's
+  size_t next = 0;                       // first bucket whose allreduce has not started this step
+  bool stop_flag = false;                // this rank's stop flag for this step
+  bool regroup_flag = false;             // this rank's regroup flag for this step
+  bool armed = false;                    // between BeginStep and FinishStep
+  std::string launch_error;              // a collective that could not even be started this step
+  std::function<std::string()> give_up;  // DataParallel::set_give_up's
   c10::intrusive_ptr<c10d::Work> given_up;  // the collective Run gave up on, if any
 
   void OnGradient(size_t k, const torch::Tensor& grad);
@@ -114,17 +114,18 @@ struct DataParallel::Group {
   }
   // Starts a collective (`start` returns its Work) and waits for it: Gloo's exceptions stop
   // here, and a failure means a peer is gone. With `may_give_up`, the wait also ends once
-  // moved_on() has held for kGiveUpAfterMs (GiveUp); without, it lasts the collective's timeout.
+  // give_up() has answered for kGiveUpAfterMs (GiveUp); without, it lasts the collective's
+  // timeout.
   template <typename Start>
   absl::Status Run(Start start, bool may_give_up = true) {
     try {
       c10::intrusive_ptr<c10d::Work> work = start();
-      if (!may_give_up || !moved_on) {
+      if (!may_give_up || !give_up) {
         work->wait();
         return absl::OkStatus();
       }
       const auto t0 = std::chrono::steady_clock::now();
-      // When moved_on() was first seen to hold in an unbroken run of it (zero: not holding).
+      // When give_up() first answered in an unbroken run of answers (zero: it has not).
       std::chrono::steady_clock::time_point noticed{};
       for (;;) {
         try {
@@ -139,12 +140,13 @@ struct DataParallel::Group {
           }
         }
         const auto now = std::chrono::steady_clock::now();
-        if (!moved_on()) {
+        const std::string why = give_up();
+        if (why.empty()) {
           noticed = {};
         } else if (noticed == std::chrono::steady_clock::time_point{}) {
           noticed = now;
         } else if (now - noticed >= std::chrono::milliseconds(kGiveUpAfterMs)) {
-          return GiveUp(std::move(work), now - t0);
+          return GiveUp(std::move(work), now - t0, why);
         }
       }
     } catch (const c10::Error& e) {
@@ -156,15 +158,13 @@ struct DataParallel::Group {
 
   // Leaves `work` running in Gloo's threads, where it ends at the latest at the collective's
   // timeout; this group is not used again (DataParallel keeps it until then).
-  absl::Status GiveUp(c10::intrusive_ptr<c10d::Work> work, std::chrono::nanoseconds waited) {
+  absl::Status GiveUp(c10::intrusive_ptr<c10d::Work> work, std::chrono::nanoseconds waited,
+                      const std::string& why) {
     given_up = std::move(work);
     const double ms = std::chrono::duration<double, std::milli>(waited).count();
-    spdlog::warn("gave up a collective after {:.0f} ms: weftd moved the job to a later generation",
-                 ms);
+    spdlog::warn("gave up a collective after {:.0f} ms: {}", ms, why);
     return PeerLost(absl::StrFormat(
-        "weftd moved the job to a later generation while this learner waited %.0f ms in a "
-        "collective that did not finish",
-        ms));
+        "%s while this learner waited %.0f ms in a collective that did not finish", why, ms));
   }
   // Whether the collective given up on, if any, has ended, so the group's threads are idle.
   bool Idle() const { return !given_up || given_up->isCompleted(); }
@@ -225,7 +225,7 @@ absl::Status DataParallel::Reform(const std::string& host, int port, int rank, i
       Join(host, port, rank, world_size, timeout_ms, prefix, rendezvous_timeout_ms);
   if (!group.ok()) return group.status();
   group_ = std::move(*group);
-  group_->moved_on = moved_on_;
+  group_->give_up = give_up_;
   if (!parameters_.empty()) BuildBuckets();
   return absl::OkStatus();
 }
@@ -238,9 +238,9 @@ void DataParallel::LeaveGroup() {
   group_.reset();
 }
 
-void DataParallel::set_moved_on(std::function<bool()> moved_on) {
-  moved_on_ = std::move(moved_on);
-  if (group_) group_->moved_on = moved_on_;
+void DataParallel::set_give_up(std::function<std::string()> why) {
+  give_up_ = std::move(why);
+  if (group_) group_->give_up = give_up_;
 }
 
 absl::StatusOr<std::unique_ptr<DataParallel::Group>> DataParallel::Join(

@@ -50,7 +50,7 @@ class DataParallel {
   // does, under a new `prefix` (the job, attempt and generation, e.g. "job-x/attempt-3/gen-2/"),
   // keeping the gradient hooks: the in-place membership change of an elastic job. The old
   // group's connections close first, so a lost peer holds nothing up (a group with a collective
-  // given up on stays open until that ends; see set_moved_on); a world of 1 leaves no group.
+  // given up on stays open until that ends; see set_give_up); a world of 1 leaves no group.
   // Errors as Connect's; after one this object has no group and must not step.
   absl::Status Reform(const std::string& host, int port, int rank, int world_size,
                       int64_t timeout_ms, const std::string& prefix,
@@ -60,14 +60,17 @@ class DataParallel {
   int rank() const { return rank_; }
   int world_size() const { return world_size_; }
 
-  // Whether weftd has moved this learner's job to a later membership generation (an elastic
-  // job; called on the training thread). A collective that has waited while it held for 2 s
-  // is given up, PeerLost: a peer can die without a word on this learner's connections (Gloo
-  // then waits out the whole collective timeout, 120 s by default, measured in an elastic gang
-  // test), and the new generation's members wait for this one only kReformWaitMs. A group with
-  // a collective given up on is not used again and is kept, not closed, until that collective
-  // ends. BroadcastFromRank0 is never given up on.
-  void set_moved_on(std::function<bool()> moved_on);
+  // Why a collective this learner waits in should be given up, asked on the training thread
+  // every 200 ms of the wait: empty while it should go on waiting. A collective that has waited
+  // while the answer was not empty for 2 s is given up, PeerLost naming that answer: a peer can
+  // die without a word on this learner's connections (Gloo then waits out the whole collective
+  // timeout, 120 s by default, measured in an elastic and a fixed gang test), so the learner
+  // gives up once weftd has moved its job to a later generation (whose members wait for it only
+  // kReformWaitMs) or once it was asked to stop (whose SIGKILL follows in weftd's grace of 10 s,
+  // and rank 0 must checkpoint before it). A group with a collective given up on is not used
+  // again and is kept, not closed, until that collective ends. BroadcastFromRank0 is never given
+  // up on.
+  void set_give_up(std::function<std::string()> why);
 
   // Gradient averaging overlapped with the backward pass, as PyTorch DDP does (Li et al.,
   // "PyTorch Distributed", VLDB'20): `parameters` are grouped, last layer first, into buckets of
@@ -125,7 +128,7 @@ class DataParallel {
   int world_size_ = 1;
   std::unique_ptr<Group> group_;                  // null when world_size is 1
   std::vector<std::unique_ptr<Group>> given_up_;  // left with a collective still running
-  std::function<bool()> moved_on_;                // set_moved_on's, given to every group
+  std::function<std::string()> give_up_;          // set_give_up's, given to every group
   std::vector<torch::Tensor> parameters_;         // AttachGradientHooks'
   int64_t bucket_bytes_ = 0;
   bool local_stop_ = false;  // BeginStep's flag without a group

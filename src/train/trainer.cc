@@ -282,11 +282,18 @@ absl::StatusOr<LoopResult> Trainer::Run() {
     Plan();
   }
   dp_->AttachGradientHooks(run_.model()->parameters());
-  if (run_.spec().resources.elastic) {
-    // A collective stuck on a peer that died without a word is given up once weftd has moved
-    // the job on, rather than held for its whole timeout while the new generation forms.
-    dp_->set_moved_on([this] { return run_.reporter().Generation() > generation_; });
-  }
+  // A collective stuck on a peer that died without a word is given up once weftd has moved an
+  // elastic job on (rather than held for its whole timeout while the new generation forms) or
+  // once this learner was asked to stop: weftd stops a fixed gang's survivors when one of them
+  // dies, and rank 0 checkpoints the last step all completed before its SIGKILL is due.
+  const bool elastic = run_.spec().resources.elastic;
+  dp_->set_give_up([this, elastic]() -> std::string {
+    if (elastic && run_.reporter().Generation() > generation_) {
+      return "weftd moved the job to a later generation";
+    }
+    if (run_.StopRequested()) return "this learner was asked to stop";
+    return "";
+  });
   run_.model()->train();
   run_.StartClocks();
   for (;;) {

@@ -254,7 +254,9 @@ for i in range(64):
   const std::string id = SubmitProgram("hog", hog, {}, "resources: {memory_mb: 256}\n");
   const json done = Settled(id, 180);
   EXPECT_EQ(done.value("state", ""), "FAILED") << done.dump(2);
-  EXPECT_THAT(testing::HistoryText(done), HasSubstr("out of memory")) << done.dump(2);
+  // The learner's log says what else went wrong (a tar that failed to unpack the code, once).
+  EXPECT_THAT(testing::HistoryText(done), HasSubstr("out of memory")) << done.dump(2) << "\n"
+                                                                      << weftd_->LearnerLog(id, 0);
   EXPECT_THAT(testing::HistoryText(done), HasSubstr("resources.memory_mb"));
   EXPECT_EQ(done.value("attempt", 0), 1) << "a learner over its memory is not restarted";
 }

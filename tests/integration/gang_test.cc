@@ -177,6 +177,51 @@ TEST_F(GangTest, GangHaltsResumesAndSurvivesAKilledLearnerFromRank0sCheckpoint) 
   EXPECT_GE(timed_in_first, 1) << "no rank timed the kernels in attempt 1";
 }
 
+// A peer that stops answering keeps its connections open, so the survivor's collective gets no
+// word of it (as happens, now and then, to a peer killed by SIGKILL: Gloo waits out its whole
+// timeout). Halted then, rank 0 gives its collective up 2 s after weftd's SIGTERM and
+// checkpoints the last step both ranks completed, well before its SIGKILL (10 s); the resume
+// starts from that step.
+TEST_F(GangTest, ASurvivorStoppedWhileAPeerIsSilentGivesUpItsCollectiveAndCheckpoints) {
+  const std::string id = Submit("silent", kLongBudget +
+                                              "resources: {learners: 2, cpus: 1}\n"
+                                              "checkpoint: {every_steps: 1000, keep: 2}\n");
+  WaitUntil(
+      id, [](const json& j) { return j["progress"].value("step", 0) >= 40; }, 300, "step 40");
+  auto rank1 = testing::LearnerPids(id, 1);
+  ASSERT_EQ(rank1.size(), 1u);
+  ASSERT_EQ(::kill(static_cast<pid_t>(rank1[0]), SIGSTOP), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // rank 0 waits on it by now
+  auto halt = weftd_->Cli({"halt", id});
+  ASSERT_EQ(halt.exit_code, 0) << halt.output;
+  WaitFor(id, {"HALTED"}, 60);
+  for (int i = 0; i < 300 && !testing::LearnerPids(id).empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(testing::LearnerPids(id).empty()) << "the stopped rank 1 is killed after the grace";
+  const std::string log0 = Log(id, 0);
+  EXPECT_EQ(Matches(log0, "gave up a collective after \\d+ ms: (this learner was asked to stop)"),
+            std::vector<std::string>{"this learner was asked to stop"})
+      << log0;
+  auto emergency = Matches(log0, "checkpointed step (\\d+), the last step all learners completed");
+  ASSERT_EQ(emergency.size(), 1u) << log0;
+  EXPECT_GE(std::stoi(emergency[0]), 40);
+
+  auto resume = weftd_->Cli({"resume", id});
+  ASSERT_EQ(resume.exit_code, 0) << resume.output;
+  WaitUntil(
+      id,
+      [&](const json& j) {
+        return j["attempt"] == 2 && j["progress"].value("step", 0) > std::stoi(emergency[0]);
+      },
+      120, "attempt 2 past the checkpointed step");
+  const std::string again0 = Log(id, 0), again1 = Log(id, 1);
+  const std::string resumed = "resumed from \\S+: epoch \\d+, step (\\d+)";
+  EXPECT_EQ(Matches(again0, resumed), emergency) << again0;
+  EXPECT_EQ(Matches(again1, resumed), emergency) << again1;
+  weftd_->Cli({"halt", id});
+}
+
 // Rank 1 dies while the gang evaluates the end of epoch 1 (a failpoint between its part of the
 // evaluation and the allreduce that sums the parts): rank 0 checkpoints that step with the
 // evaluation still due, and the restarted gang evaluates it before training on, so no epoch's

@@ -168,7 +168,9 @@ TEST(DataParallelTest, ACollectiveWaitingOnASilentPeerIsGivenUpOnceTheJobMovedOn
                                   /*rendezvous_timeout_ms=*/5000);
   ASSERT_TRUE(dp.ok()) << dp.status();
   int asked = 0;
-  (*dp)->set_moved_on([&asked] { return ++asked > 3; });  // weftd moves the job on meanwhile
+  (*dp)->set_give_up([&asked]() -> std::string {  // weftd moves the job on meanwhile
+    return ++asked > 3 ? "weftd moved the job to a later generation" : "";
+  });
   absl::StatusOr<std::vector<double>> sum = (*dp)->Sum({1});
   EXPECT_TRUE(IsPeerLost(sum.status())) << sum.status();
   EXPECT_NE(sum.status().message().find("later generation"), std::string::npos) << sum.status();
@@ -191,9 +193,9 @@ TEST(DataParallelTest, ACollectiveWaitingOnASlowPeerIsKeptWhileTheJobHasNotMoved
                                   /*rendezvous_timeout_ms=*/5000);
   ASSERT_TRUE(dp.ok()) << dp.status();
   int asked = 0;
-  (*dp)->set_moved_on([&] {
+  (*dp)->set_give_up([&] {
     if (++asked == 20) speak.set_value(true);  // rank 1 speaks after about 4 s of the wait
-    return false;
+    return std::string();
   });
   absl::StatusOr<std::vector<double>> sum = (*dp)->Sum({1});
   ASSERT_TRUE(sum.ok()) << sum.status();
