@@ -146,10 +146,12 @@ def summary(name):
     cpus = {j: job["spec"]["resources"]["cpus"] for j, job in d["jobs"].items()}
     intervals = [(a, b, cpus[j]) for j, job in d["jobs"].items() for a, b in held(job)]
     start = ts(e["created_at"]); end = ts(e["updated_at"])
-    best = max((r for t in e["trials"] for r in t["results"][-1:] if r is not None), default=None)
+    scored = [(t["results"][-1], t) for t in e["trials"] if t["results"] and t["results"][-1] is not None]
+    best, top = max(scored, key=lambda rt: rt[0], default=(None, None))
     dl = ts(e["deliver_met_at"]) - start if e["deliver_met_at"] else None
     return {"best": best, "cpu_s": sum((b - a) * c for a, b, c in intervals), "wall_s": end - start,
-            "deliver_s": dl, "trials": len(e["trials"]), "intervals": intervals, "start": start, "end": end}
+            "deliver_s": dl, "trials": len(e["trials"]), "intervals": intervals, "start": start, "end": end,
+            "best_params": top["values"] if top else None, "best_epochs": top.get("epoch", 0) if top else 0}
 def fmt(r): return (f"best {r['best']:.4f}  cpu-s {r['cpu_s']:7.1f}  wall {r['wall_s']:6.1f} s  "
                     f"to {deliver}: " + (f"{r['deliver_s']:.1f} s" if r['deliver_s'] is not None else "never"))
 asha, grid = summary("asha"), summary("grid")
@@ -159,6 +161,11 @@ print(f"weft ASHA  ({asha['trials']:2d} trials)        " + fmt(asha))
 print(f"weft grid  ({grid['trials']:2d} trials)        " + fmt(grid))
 for label, o in zip(("stock BLAS", "OpenBLAS  "), opt):
     print(f"Optuna SHA ({label}, {o['pruned']} pruned) " + fmt(o))
+# Which configuration each search's best result came from, and after how many epochs.
+for label, r in (("weft ASHA", asha), ("weft grid", grid), ("Optuna (stock BLAS)", opt[0]),
+                 ("Optuna (OpenBLAS)", opt[1])):
+    print(f"  {label} best: {json.dumps(r.get('best_params'), sort_keys=True)} after "
+          f"{r.get('best_epochs', 0)} epochs")
 print(f"ASHA vs grid: best {100 * (asha['best'] - grid['best']):+.2f} points, cpu-seconds ratio "
       f"{asha['cpu_s'] / grid['cpu_s']:.2f} (goal: within 0.5 point for <= 0.30)")
 # Where ASHA's cpu-seconds go: each configuration's cost per epoch as the grid paid it (its whole

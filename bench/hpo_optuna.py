@@ -108,8 +108,12 @@ study = optuna.create_study(
 study.optimize(objective, n_trials=trials, n_jobs=n_jobs)
 # The best accuracy of any trial: a finished trial's value, a pruned trial's best report. (weft's
 # side counts each trial's latest result, so this leans, if at all, Optuna's way.)
-best = max((t.value if t.value is not None else max(t.intermediate_values.values(), default=0))
-           for t in study.trials)
-print(json.dumps({"best": best, "wall_s": time.time() - t0, "cpu_s": state["cpu_s"],
+def reached(t):
+    return t.value if t.value is not None else max(t.intermediate_values.values(), default=0)
+top = max(study.trials, key=reached)
+best = reached(top)
+print(json.dumps({"best": best, "best_params": top.params,
+                  "best_epochs": len(top.intermediate_values), "wall_s": time.time() - t0,
+                  "cpu_s": state["cpu_s"],
                   "deliver_s": state["deliver_s"],
                   "pruned": sum(t.state == optuna.trial.TrialState.PRUNED for t in study.trials)}))
