@@ -29,7 +29,7 @@ constexpr char kPeerLostPayload[] = "weft.train/peer-lost";
 // kGiveUpSliceMs, and given up once it has had an answer for kGiveUpAfterMs (milliseconds):
 // long enough for every live peer to finish the step it is in and leave at the next step's
 // regroup or stop flag, short of kReformWaitMs, which the new generation's first members wait
-// for the rest, and of weftd's 10 s between SIGTERM and SIGKILL.
+// for the rest, and of weftd's stop grace between SIGTERM and SIGKILL (10 s by default).
 constexpr int64_t kGiveUpSliceMs = 200;
 constexpr int64_t kGiveUpAfterMs = 2000;
 

@@ -64,10 +64,11 @@ class DataParallel {
   // every 200 ms of the wait: empty while it should go on waiting. A collective that has waited
   // while the answer was not empty for 2 s is given up, PeerLost naming that answer: a peer can
   // die without a word on this learner's connections (Gloo then waits out the whole collective
-  // timeout, 120 s by default, measured in an elastic and a fixed gang test), so the learner
-  // gives up once weftd has moved its job to a later generation (whose members wait for it only
-  // kReformWaitMs) or once it was asked to stop (whose SIGKILL follows in weftd's grace of 10 s,
-  // and rank 0 must checkpoint before it). A group with a collective given up on is not used
+  // timeout, 120 s by default: a survivor in an elastic gang test waited all of it, and a fixed
+  // gang's rank 0 in a CI run waited until its SIGKILL), so the learner gives up once weftd has
+  // moved its job to a later generation (whose members wait for it only kReformWaitMs) or once it
+  // was asked to stop (SIGKILL follows after weftd's stop grace, 10 s by default, and rank 0 must
+  // checkpoint before it). A group with a collective given up on is not used
   // again and is kept, not closed, until that collective ends. BroadcastFromRank0 is never given
   // up on.
   void set_give_up(std::function<std::string()> why);
